@@ -1,0 +1,145 @@
+// Package ledger is Berth's durable failure ledger: the parked aggregates of
+// every subscription, the subscriptions' checkpoints and state, and the
+// outbox of notifications about parking, all in one store so that a change to
+// any of them is one transaction. The embedded implementation keeps it in
+// Badger; no Badger type leaves this package.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned by every Store implementation.
+var (
+	// ErrNotFound means no record exists under the given key.
+	ErrNotFound = errors.New("ledger: not found")
+	// ErrClosed means the store was closed.
+	ErrClosed = errors.New("ledger: closed")
+)
+
+// State is where a parked aggregate stands.
+type State string
+
+const (
+	// StateRetrying: parked, with long-horizon retries still scheduled.
+	StateRetrying State = "retrying"
+	// StateWaiting: its long-horizon retries are spent; it waits for an operator.
+	StateWaiting State = "waiting"
+	// StateResuming: an operator or a successful retry resumed it; the held
+	// events are being replayed from its stream.
+	StateResuming State = "resuming"
+)
+
+// ErrorInfo is a failure as the ledger keeps it.
+type ErrorInfo struct {
+	Classes []string `json:"classes,omitempty"` // class chain, nearest first
+	Message string   `json:"message"`
+	Code    string   `json:"code,omitempty"`
+	Kind    string   `json:"kind"` // recoverable, unrecoverable, timeout, trap, memory, …
+}
+
+// Entry is one line of a record's history.
+type Entry struct {
+	Time    time.Time  `json:"time"`
+	Action  string     `json:"action"` // attempt, parked, retry, retries-spent, resume, skip, resumed
+	Attempt int        `json:"attempt,omitempty"`
+	Version uint64     `json:"version,omitempty"`
+	Error   *ErrorInfo `json:"error,omitempty"`
+	Actor   string     `json:"actor,omitempty"` // who resumed or skipped
+	Reason  string     `json:"reason,omitempty"`
+}
+
+// MaxHistory bounds a record's history; older entries are dropped (the first
+// entry, the park itself, is always kept).
+const MaxHistory = 50
+
+// Record is one parked aggregate of one subscription.
+type Record struct {
+	Subscription  string    `json:"subscription"`
+	AggregateType string    `json:"aggregateType"`
+	AggregateID   string    `json:"aggregateId"`
+	Version       uint64    `json:"version"`  // the version of the commit it stopped at
+	Index         uint32    `json:"index"`    // the event within that commit
+	Position      uint64    `json:"position"` // the global position of that commit
+	Error         ErrorInfo `json:"error"`
+	Attempts      int       `json:"attempts"`      // attempts in all at the stopped event
+	ParkedRetries int       `json:"parkedRetries"` // long-horizon retries done
+	FirstFailure  time.Time `json:"firstFailure"`
+	LastFailure   time.Time `json:"lastFailure"`
+	State         State     `json:"state"`
+	NextRetry     time.Time `json:"nextRetry,omitzero"` // zero unless State is StateRetrying
+	History       []Entry   `json:"history"`
+}
+
+// AddHistory appends e, keeping at most MaxHistory entries (the first kept).
+func (r *Record) AddHistory(e Entry) {
+	r.History = append(r.History, e)
+	if n := len(r.History); n > MaxHistory {
+		r.History = append(r.History[:1], r.History[n-MaxHistory+1:]...)
+	}
+}
+
+// Filter selects parked records for ListParked.
+type Filter struct {
+	Subscription  string // empty: all
+	State         State  // empty: all
+	AggregateType string // empty: all
+	After         string // cursor from a previous page; empty: from the start
+	Limit         int    // 0: 100
+}
+
+// Notification tells the outside world about a parked aggregate.
+type Notification struct {
+	Seq           uint64     `json:"seq"`  // assigned by the store, increasing
+	Type          string     `json:"type"` // parked, retries-spent, resumed, skipped
+	Time          time.Time  `json:"time"`
+	Subscription  string     `json:"subscription"`
+	AggregateType string     `json:"aggregateType"`
+	AggregateID   string     `json:"aggregateId"`
+	Version       uint64     `json:"version"`
+	Error         *ErrorInfo `json:"error,omitempty"`
+	Actor         string     `json:"actor,omitempty"`
+	Reason        string     `json:"reason,omitempty"`
+}
+
+// Store holds the ledger. Transactions are closures: a returned error rolls
+// back every change made in it.
+type Store interface {
+	Update(ctx context.Context, fn func(Tx) error) error
+	View(ctx context.Context, fn func(Tx) error) error
+	Close(ctx context.Context) error
+}
+
+// Tx is one transaction. Read-only transactions (View) fail on writes.
+type Tx interface {
+	// Checkpoint returns the subscription's checkpoint: every commit below it
+	// was handled (or held for a parked aggregate). 0 when none is stored.
+	Checkpoint(subscription string) (uint64, bool, error)
+	SetCheckpoint(subscription string, position uint64) error
+
+	// Meta reads and writes small per-subscription state (paused, …).
+	Meta(subscription, key string) ([]byte, error) // ErrNotFound
+	SetMeta(subscription, key string, value []byte) error
+
+	// Parked returns one record, ErrNotFound if the aggregate is not parked.
+	Parked(subscription, aggregateType, aggregateID string) (*Record, error)
+	PutParked(r *Record) error
+	DeleteParked(subscription, aggregateType, aggregateID string) error
+	// ListParked returns a page of records in key order and the cursor of the
+	// next page ("" at the end).
+	ListParked(f Filter) ([]*Record, string, error)
+	// DueParked returns records in StateRetrying whose NextRetry <= now,
+	// earliest first.
+	DueParked(now time.Time, limit int) ([]*Record, error)
+	// CountParked counts a subscription's records by state.
+	CountParked(subscription string) (map[State]int, error)
+
+	// Notify queues a notification in the outbox (Seq assigned).
+	Notify(n Notification) error
+	// Notifications returns queued notifications with Seq > after.
+	Notifications(after uint64, limit int) ([]Notification, error)
+	// AckNotifications removes notifications with Seq <= through.
+	AckNotifications(through uint64) error
+}

@@ -1,0 +1,3 @@
+module github.com/berthhq/berth/wasm/abi
+
+go 1.26
