@@ -33,3 +33,10 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.7 // indirect
 )
+
+replace github.com/berthhq/berth/guest-sdk => ./guest-sdk
+
+require (
+	github.com/berthhq/berth/guest-sdk v0.0.0-00010101000000-000000000000
+	github.com/berthhq/berth/wasm/abi v0.0.0-00010101000000-000000000000
+)

@@ -1,0 +1,232 @@
+//go:build wasip1
+
+package berth
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+// This file is the guest half of ABI v1 (wasm/abi/ABI.md): the exports the
+// host calls and the host functions the ports call.
+
+//go:wasmimport berth log
+func hostLog(level uint32, ptr unsafe.Pointer, n uint32)
+
+//go:wasmimport berth http_request
+func hostHTTP(ptr unsafe.Pointer, n uint32) int64
+
+//go:wasmimport berth kv_get
+func hostKVGet(ptr unsafe.Pointer, n uint32) int64
+
+//go:wasmimport berth kv_put
+func hostKVPut(ptr unsafe.Pointer, n uint32) int64
+
+//go:wasmimport berth kv_delete
+func hostKVDelete(ptr unsafe.Pointer, n uint32) int64
+
+//go:wasmimport berth send_command
+func hostCommand(ptr unsafe.Pointer, n uint32) int64
+
+//go:wasmimport berth config_get
+func hostConfig(ptr unsafe.Pointer, n uint32) int64
+
+//go:wasmimport berth take_reply
+func hostTakeReply(ptr unsafe.Pointer, n uint32) int32
+
+// Buffers the host reads from or writes into. They are package-level so the
+// garbage collector keeps them alive between the calls that share them:
+// input until the next berth_alloc, output until the next export call.
+var (
+	inBuf   []byte
+	outBuf  []byte
+	descBuf []byte
+)
+
+//go:wasmexport berth_abi_version
+func exportABIVersion() uint32 { return abi.Version }
+
+//go:wasmexport berth_alloc
+func exportAlloc(size uint32) unsafe.Pointer {
+	if uint32(cap(inBuf)) < size || cap(inBuf) == 0 {
+		inBuf = make([]byte, max(size, 64))
+	}
+	inBuf = inBuf[:size]
+	return unsafe.Pointer(unsafe.SliceData(inBuf))
+}
+
+//go:wasmexport berth_describe
+func exportDescribe() uint64 {
+	p := registered
+	if p == nil {
+		descBuf = []byte{} // an empty description: the host reports ErrNoProcessor's text
+		return abi.Pack(0, 0)
+	}
+	d := p.Describe()
+	descBuf = abi.AppendDescription(descBuf[:0], &d)
+	return pack(descBuf)
+}
+
+//go:wasmexport berth_handle
+func exportHandle(ptr unsafe.Pointer, n uint32) uint64 {
+	in := unsafe.Slice((*byte)(ptr), n)
+	var res abi.Result
+	ev, err := abi.DecodeEvent(in)
+	switch {
+	case err != nil:
+		res = failed(abi.Failure{Classes: ClassHost.Chain(), Message: "decode envelope: " + err.Error()})
+	case registered == nil:
+		res = failed(abi.Failure{Classes: ClassHost.Chain(), Message: ErrNoProcessor.Error()})
+	default:
+		res = registered.Dispatch(&ev, hostPorts)
+	}
+	outBuf = abi.AppendResult(outBuf[:0], &res)
+	return pack(outBuf)
+}
+
+func pack(b []byte) uint64 {
+	if len(b) == 0 {
+		return 0
+	}
+	return abi.Pack(uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), uint32(len(b)))
+}
+
+var hostPorts = Ports{Log: hostLogger{}, HTTP: hostHTTPClient{}, KV: hostKV{}, Commands: hostCommands{}, Config: hostConfigReader{}}
+
+// call makes a host call with req and returns its decoded reply.
+func call(fn func(unsafe.Pointer, uint32) int64, req []byte) (abi.Reply, error) {
+	n := fn(unsafe.Pointer(unsafe.SliceData(req)), uint32(len(req)))
+	if n < 0 {
+		return abi.Reply{}, ClassHost.New(fmt.Sprintf("host call failed with code %d", n))
+	}
+	buf := make([]byte, n)
+	if n > 0 {
+		hostTakeReply(unsafe.Pointer(unsafe.SliceData(buf)), uint32(n))
+	}
+	return abi.DecodeReply(buf)
+}
+
+// replyError maps a failed reply to a classified error.
+func replyError(what string, r *abi.Reply) error {
+	msg := what + ": " + r.Message
+	switch r.Code {
+	case abi.ReplyRefused:
+		e := ClassConnectionRefused.New(msg)
+		e.Kind = abi.KindSystemic
+		return e
+	case abi.ReplyDenied:
+		return ClassOutboundDenied.New(msg)
+	case abi.ReplyTimeout, abi.ReplyBackpressure:
+		e := ClassWaitTimeout.New(msg)
+		e.Kind = abi.KindBackpressure
+		e.RetryAfter = time.Duration(r.RetryAfterMillis) * time.Millisecond
+		return e
+	case abi.ReplyUnsupported:
+		return ClassUnsupported.New(msg)
+	default:
+		return ClassHost.New(msg)
+	}
+}
+
+type hostLogger struct{}
+
+func (hostLogger) log(level uint32, msg string, kv []any) {
+	var b strings.Builder
+	b.WriteString(msg)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", kv[i], kv[i+1])
+	}
+	s := b.String()
+	hostLog(level, unsafe.Pointer(unsafe.StringData(s)), uint32(len(s)))
+}
+
+func (l hostLogger) Debug(msg string, kv ...any) { l.log(abi.LogDebug, msg, kv) }
+func (l hostLogger) Info(msg string, kv ...any)  { l.log(abi.LogInfo, msg, kv) }
+func (l hostLogger) Warn(msg string, kv ...any)  { l.log(abi.LogWarn, msg, kv) }
+func (l hostLogger) Error(msg string, kv ...any) { l.log(abi.LogError, msg, kv) }
+
+type hostHTTPClient struct{}
+
+func (hostHTTPClient) Do(req *Request) (*Response, error) {
+	r := abi.HTTPRequest{Method: req.Method, URL: req.URL, Body: req.Body}
+	if r.Method == "" {
+		r.Method = "GET"
+	}
+	for k, v := range req.Header {
+		r.Headers = append(r.Headers, abi.Header{Name: k, Value: v})
+	}
+	reply, err := call(hostHTTP, abi.AppendHTTPRequest(nil, &r))
+	if err != nil {
+		return nil, err
+	}
+	if reply.Code != abi.ReplyOK {
+		return nil, replyError(req.Method+" "+req.URL, &reply)
+	}
+	hr, err := abi.DecodeHTTPResponse(reply.Body)
+	if err != nil {
+		return nil, ClassHost.Wrap(err)
+	}
+	resp := &Response{Status: int(hr.Status), Header: make(map[string]string, len(hr.Headers)), Body: hr.Body}
+	for _, h := range hr.Headers {
+		resp.Header[h.Name] = h.Value
+	}
+	return resp, nil
+}
+
+type hostKV struct{}
+
+func (hostKV) Get(key string) ([]byte, bool, error) {
+	reply, err := call(hostKVGet, []byte(key))
+	if err != nil {
+		return nil, false, err
+	}
+	switch reply.Code {
+	case abi.ReplyOK:
+		return reply.Body, true, nil
+	case abi.ReplyNotFound:
+		return nil, false, nil
+	default:
+		return nil, false, replyError("kv get "+key, &reply)
+	}
+}
+
+func (hostKV) Put(key string, value []byte) error {
+	reply, err := call(hostKVPut, abi.AppendKVPut(nil, &abi.KVPut{Key: key, Value: value}))
+	if err == nil && reply.Code != abi.ReplyOK {
+		err = replyError("kv put "+key, &reply)
+	}
+	return err
+}
+
+func (hostKV) Delete(key string) error {
+	reply, err := call(hostKVDelete, []byte(key))
+	if err == nil && reply.Code != abi.ReplyOK && reply.Code != abi.ReplyNotFound {
+		err = replyError("kv delete "+key, &reply)
+	}
+	return err
+}
+
+type hostCommands struct{}
+
+func (hostCommands) Send(cmd Command) error {
+	c := abi.Command{AggregateType: cmd.AggregateType, AggregateID: cmd.AggregateID, Type: cmd.Type, Payload: cmd.Payload}
+	reply, err := call(hostCommand, abi.AppendCommand(nil, &c))
+	if err == nil && reply.Code != abi.ReplyOK {
+		err = replyError("send command "+cmd.Type, &reply)
+	}
+	return err
+}
+
+type hostConfigReader struct{}
+
+func (hostConfigReader) Get(key string) (string, bool) {
+	reply, err := call(hostConfig, []byte(key))
+	if err != nil || reply.Code != abi.ReplyOK {
+		return "", false
+	}
+	return string(reply.Body), true
+}

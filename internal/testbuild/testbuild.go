@@ -1,0 +1,61 @@
+// Package testbuild compiles the sample guests for tests with the standard Go
+// toolchain (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared). The Go build
+// cache makes repeated builds cheap.
+package testbuild
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// RepoRoot returns the directory holding go.work, walking up from the
+// working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("testbuild: no go.work above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Wasm builds the package at pkg (relative to the repository root, e.g.
+// "samples/shipment-notifier") into outDir and returns the module's path.
+func Wasm(outDir, pkg string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(outDir, strings.ReplaceAll(pkg, "/", "_")+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./"+pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testbuild: build %s: %v\n%s", pkg, err, b)
+	}
+	return out, nil
+}
+
+// All builds each package into outDir and returns their paths by package.
+func All(outDir string, pkgs ...string) (map[string]string, error) {
+	paths := make(map[string]string, len(pkgs))
+	for _, p := range pkgs {
+		path, err := Wasm(outDir, p)
+		if err != nil {
+			return nil, err
+		}
+		paths[p] = path
+	}
+	return paths, nil
+}

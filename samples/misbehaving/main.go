@@ -1,0 +1,65 @@
+// Command misbehaving is a module whose handlers misbehave on purpose, one
+// way each, for the sandbox's tests: each handler is named after what it does.
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/berthhq/berth/guest-sdk/berth"
+)
+
+// sink keeps allocations reachable so the memory hog really holds memory.
+var sink [][]byte
+
+func init() {
+	p := &berth.Processor{Name: "Misbehaving", Kind: berth.Reactor}
+	p.On("spinner", "Spin", func(*berth.Context) error {
+		for i := 0; ; i++ {
+			if i < 0 {
+				return nil
+			}
+		}
+	})
+	p.On("sleeper", "Sleep", func(*berth.Context) error {
+		time.Sleep(time.Hour)
+		return nil
+	})
+	p.On("channelWaiter", "Wait", func(*berth.Context) error {
+		ch := make(chan int)
+		go func() { time.Sleep(time.Hour); ch <- 1 }()
+		<-ch
+		return nil
+	})
+	p.On("hostCallBlocker", "Block", func(c *berth.Context) error {
+		url, _ := c.Config.Get("blackhole-url")
+		_, err := c.HTTP.Do(&berth.Request{Method: "GET", URL: url})
+		return err
+	})
+	p.On("memoryHog", "Hog", func(*berth.Context) error {
+		for {
+			sink = append(sink, make([]byte, 1<<20))
+		}
+	})
+	p.On("panicker", "Panic", func(*berth.Context) error {
+		panic("the handler panicked on purpose")
+	})
+	p.On("crasher", "Crash", func(*berth.Context) error {
+		done := make(chan struct{})
+		go func() { panic("a goroutine crashed the guest on purpose") }()
+		<-done
+		return nil
+	})
+	p.On("echo", "Echo", func(c *berth.Context) error {
+		c.Log.Info("echo", "key", c.InvocationKey)
+		fmt.Println("stdout line from", c.InvocationKey)
+		return nil
+	})
+	p.On("badPointer", "BadPointer", func(*berth.Context) error {
+		badPointer()
+		return nil
+	})
+	berth.Register(p)
+}
+
+func main() {}

@@ -1,0 +1,90 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/tetratelabs/wazero"
+	"golang.org/x/sync/singleflight"
+)
+
+// compiled is one compiled module in one runtime, reference counted: the LRU
+// holds one reference and every live instance another, so evicting a module
+// in use closes it only once its last instance is gone.
+type compiled struct {
+	cm wazero.CompiledModule
+
+	mu      sync.Mutex
+	refs    int
+	evicted bool
+}
+
+// acquire takes a reference; false if the module was already closed.
+func (c *compiled) acquire() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs == 0 {
+		return false
+	}
+	c.refs++
+	return true
+}
+
+// release drops a reference and closes the module after the last one.
+func (c *compiled) release() {
+	c.mu.Lock()
+	c.refs--
+	last := c.refs == 0
+	c.mu.Unlock()
+	if last {
+		c.cm.Close(context.Background())
+	}
+}
+
+// compiler compiles each (bytes, runtime) once, however many callers ask at
+// the same time, and keeps the most recently used results.
+type compiler struct {
+	flight singleflight.Group
+	cache  *lru.Cache[string, *compiled]
+}
+
+func newCompiler(size int) (*compiler, error) {
+	cache, err := lru.NewWithEvict(size, func(_ string, c *compiled) { c.release() })
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: compiled module cache: %w", err)
+	}
+	return &compiler{cache: cache}, nil
+}
+
+// get returns a referenced compiled module; the caller must release it.
+func (c *compiler) get(ctx context.Context, key string, rt *runtime, wasm []byte) (*compiled, error) {
+	for {
+		if e, ok := c.cache.Get(key); ok && e.acquire() {
+			return e, nil
+		}
+		v, err, _ := c.flight.Do(key, func() (any, error) {
+			if e, ok := c.cache.Peek(key); ok {
+				return e, nil
+			}
+			cm, err := rt.r.CompileModule(ctx, wasm)
+			if err != nil {
+				return nil, err
+			}
+			e := &compiled{cm: cm, refs: 1} // the cache's reference
+			c.cache.Add(key, e)
+			return e, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if e := v.(*compiled); e.acquire() {
+			return e, nil
+		}
+		// Evicted between compile and acquire: try again.
+	}
+}
+
+// purge drops every cached module (each closes when its instances are gone).
+func (c *compiler) purge() { c.cache.Purge() }

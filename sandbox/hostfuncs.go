@@ -1,0 +1,137 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/berthhq/berth/wasm/abi"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+var (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
+
+// instantiateHost provides the "berth" host module (ABI.md, Host functions).
+// Host functions never trust guest pointers: a range outside the guest's
+// memory ends the call with errBadPointer, never a host panic.
+func (s *Sandbox) instantiateHost(ctx context.Context, r wazero.Runtime) error {
+	b := r.NewHostModuleBuilder(abi.HostModule)
+	export := func(name string, fn api.GoModuleFunc, params, results []api.ValueType) {
+		b.NewFunctionBuilder().WithGoModuleFunction(fn, params, results).WithName(name).Export(name)
+	}
+	export(abi.ImportLog, s.hostLog, []api.ValueType{i32, i32, i32}, nil)
+	export(abi.ImportTakeReply, hostTakeReply, []api.ValueType{i32, i32}, []api.ValueType{i32})
+	request := func(name string, op func(context.Context, *callState, []byte) abi.Reply) {
+		export(name, func(ctx context.Context, mod api.Module, stack []uint64) {
+			stack[0] = uint64(hostRequest(ctx, mod, uint32(stack[0]), uint32(stack[1]), op))
+		}, []api.ValueType{i32, i32}, []api.ValueType{i64})
+	}
+	request(abi.ImportHTTP, s.hostHTTP)
+	request(abi.ImportKVGet, hostUnsupported("the key/value port"))
+	request(abi.ImportKVPut, hostUnsupported("the key/value port"))
+	request(abi.ImportKVDelete, hostUnsupported("the key/value port"))
+	request(abi.ImportCommand, hostCommand)
+	request(abi.ImportConfig, hostConfig)
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("sandbox: instantiate host module: %w", err)
+	}
+	return nil
+}
+
+// guestBytes returns the guest's memory at [ptr, ptr+n) or ends the call.
+func guestBytes(mod api.Module, ptr, n uint32) []byte {
+	b, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		panic(errBadPointer)
+	}
+	return b
+}
+
+// hostRequest runs one request/reply host call: read the request, run op,
+// keep the encoded reply for take_reply and return its length.
+func hostRequest(ctx context.Context, mod api.Module, ptr, n uint32, op func(context.Context, *callState, []byte) abi.Reply) int64 {
+	req := guestBytes(mod, ptr, n)
+	cs := callFrom(ctx)
+	if cs == nil || cs.ev == nil {
+		// Called from _initialize: there is no event, so no port to use.
+		return abi.ErrBadRequest
+	}
+	cs.checkExpired(ctx)
+	reply := op(ctx, cs, req)
+	cs.checkExpired(ctx) // a host call the deadline cut short ends the call
+	cs.reply = abi.AppendReply(cs.reply[:0], &reply)
+	return int64(len(cs.reply))
+}
+
+func hostTakeReply(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	cs := callFrom(ctx)
+	if cs == nil || cs.reply == nil {
+		stack[0] = api.EncodeI32(abi.ErrNoReply)
+		return
+	}
+	k := min(n, uint32(len(cs.reply)))
+	if !mod.Memory().Write(ptr, cs.reply[:k]) {
+		panic(errBadPointer)
+	}
+	cs.reply = cs.reply[:0]
+	stack[0] = uint64(k)
+}
+
+func (s *Sandbox) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	level, ptr, n := uint32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	msg := guestBytes(mod, ptr, n)
+	if len(msg) > s.cfg.MaxOutputBytes {
+		msg = msg[:s.cfg.MaxOutputBytes]
+	}
+	lvl := slog.LevelInfo
+	switch level {
+	case abi.LogDebug:
+		lvl = slog.LevelDebug
+	case abi.LogWarn:
+		lvl = slog.LevelWarn
+	case abi.LogError:
+		lvl = slog.LevelError
+	}
+	attrs := []any{}
+	if cs := callFrom(ctx); cs != nil {
+		attrs = append(attrs, "module", cs.mod.name)
+		if cs.ev != nil {
+			attrs = append(attrs, "key", cs.ev.InvocationKey)
+		}
+	}
+	s.cfg.Logger.Log(ctx, lvl, string(msg), attrs...)
+}
+
+func hostUnsupported(port string) func(context.Context, *callState, []byte) abi.Reply {
+	return func(context.Context, *callState, []byte) abi.Reply {
+		return abi.Reply{Code: abi.ReplyUnsupported, Message: port + " is not supported by this host yet"}
+	}
+}
+
+// hostCommand queues a saga's command; the caller sends the commands only
+// after the handler succeeded, so a failed attempt sends nothing.
+func hostCommand(_ context.Context, cs *callState, req []byte) abi.Reply {
+	if cs.mod.desc.Kind != abi.KindSaga {
+		return abi.Reply{Code: abi.ReplyUnsupported, Message: "only a saga sends commands; this processor is a " + cs.mod.desc.Kind.String()}
+	}
+	cmd, err := abi.DecodeCommand(req)
+	if err != nil {
+		return abi.Reply{Code: abi.ReplyError, Message: err.Error()}
+	}
+	cmd.Payload = append([]byte(nil), cmd.Payload...)
+	cs.commands = append(cs.commands, cmd)
+	return abi.Reply{Code: abi.ReplyOK}
+}
+
+func hostConfig(_ context.Context, cs *callState, req []byte) abi.Reply {
+	v, ok := cs.mod.cfg.Config[string(req)]
+	if !ok {
+		return abi.Reply{Code: abi.ReplyNotFound, Message: fmt.Sprintf("no config value %q", req)}
+	}
+	return abi.Reply{Code: abi.ReplyOK, Body: []byte(v)}
+}

@@ -1,0 +1,59 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/berthhq/berth/internal/testbuild"
+)
+
+// modules maps sample packages to their compiled .wasm, built once per run.
+var modules map[string]string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "berth-sandbox-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	modules, err = testbuild.All(dir,
+		"samples/shipment-notifier", "samples/misbehaving", "samples/wrong-abi", "samples/no-abi", "samples/bench")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func wasmOf(t testing.TB, pkg string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(modules[pkg])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newSandbox(t testing.TB, cfg Config) *Sandbox {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+func load(t testing.TB, s *Sandbox, pkg string, mc ModuleConfig) *Module {
+	t.Helper()
+	m, err := s.Load(context.Background(), pkg, wasmOf(t, pkg), mc)
+	if err != nil {
+		t.Fatalf("load %s: %v", pkg, err)
+	}
+	return m
+}

@@ -1,0 +1,316 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// ModuleConfig is what the operator sets for one module. Zero values mean
+// the documented defaults.
+type ModuleConfig struct {
+	// MemoryLimitPages caps the guest's linear memory in 64 KiB pages
+	// (default 1024, i.e. 64 MiB). A guest that needs more fails the call
+	// with MemoryExceeded; the host lives on.
+	MemoryLimitPages uint32
+	// AllowedHosts lists the hosts ("api.example.com" or "host:port") the
+	// module's outbound HTTP may reach. Default: none (deny all).
+	AllowedHosts []string
+	// Config holds values handed to the guest through config_get.
+	Config map[string]string
+	// InitTimeout bounds the guest's _initialize (default 10s).
+	InitTimeout time.Duration
+}
+
+func (c ModuleConfig) withDefaults() ModuleConfig {
+	if c.MemoryLimitPages == 0 {
+		c.MemoryLimitPages = 1024
+	}
+	if c.InitTimeout <= 0 {
+		c.InitTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Module is a loaded guest module: validated, described, with a pool of
+// instances. It is safe for concurrent use.
+type Module struct {
+	s        *Sandbox
+	name     string
+	sha256   string
+	code     []byte // what is compiled: the upload, rewritten by the loop guard
+	guard    string // how deadlines stop guest code in this module
+	cacheKey string
+	rt       *runtime
+	cfg      ModuleConfig
+	desc     abi.Description
+	pool     *pool
+}
+
+// Name returns the name the module was loaded under.
+func (m *Module) Name() string { return m.name }
+
+// SHA256 returns the hex sha256 of the uploaded bytes.
+func (m *Module) SHA256() string { return m.sha256 }
+
+// Description returns what the module said about itself at load.
+func (m *Module) Description() abi.Description { return m.desc }
+
+// DeadlineGuard says how deadlines stop this module's code: "loop-guard",
+// "close-on-done" or "none".
+func (m *Module) DeadlineGuard() string { return m.guard }
+
+var wasmMagic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+
+// Load validates, compiles and describes a module. Errors wrap ErrNotWasm,
+// ErrInvalidModule or ErrABI with a message that names the problem.
+func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleConfig) (*Module, error) {
+	if !bytes.HasPrefix(wasm, wasmMagic) {
+		if bytes.HasPrefix(wasm, wasmMagic[:4]) {
+			return nil, fmt.Errorf("%w: unsupported binary format version % x", ErrNotWasm, wasm[4:min(8, len(wasm))])
+		}
+		return nil, fmt.Errorf("%w: the bytes do not start with \\0asm (got % x)", ErrNotWasm, wasm[:min(8, len(wasm))])
+	}
+	mc = mc.withDefaults()
+	sum := sha256.Sum256(wasm)
+	m := &Module{s: s, name: name, sha256: hex.EncodeToString(sum[:]), cfg: mc, pool: newPool(s.cfg.MaxInstances)}
+
+	code, guard, err := s.guardDeadlines(wasm)
+	if err != nil {
+		return nil, err
+	}
+	m.code, m.guard = code, guard
+	m.rt, err = s.runtimeFor(ctx, runtimeKey{memoryPages: mc.MemoryLimitPages, closeOnDone: guard == guardCloseOnDone})
+	if err != nil {
+		return nil, err
+	}
+	m.cacheKey = fmt.Sprintf("%s/%d/%s", m.sha256, mc.MemoryLimitPages, guard)
+
+	c, err := s.comp.get(ctx, m.cacheKey, m.rt, m.code)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
+	}
+	err = checkShape(c.cm.ImportedFunctions(), c.cm.ExportedFunctions())
+	c.release()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrABI, err)
+	}
+
+	inst, err := m.newInstance(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if m.desc, err = describe(ctx, inst); err != nil {
+		inst.close()
+		return nil, fmt.Errorf("%w: %v", ErrABI, err)
+	}
+	m.pool.add(inst)
+	s.modules.Store(m, struct{}{})
+	return m, nil
+}
+
+// Close releases the module's instances; calls in flight finish first.
+func (m *Module) Close(context.Context) error {
+	m.s.modules.Delete(m)
+	m.pool.close()
+	return nil
+}
+
+type signature struct{ params, results []api.ValueType }
+
+var requiredExports = map[string]signature{
+	abi.ExportABIVersion: {nil, []api.ValueType{api.ValueTypeI32}},
+	abi.ExportAlloc:      {[]api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+	abi.ExportDescribe:   {nil, []api.ValueType{api.ValueTypeI64}},
+	abi.ExportHandle:     {[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}},
+	abi.ExportInitialize: {nil, nil},
+}
+
+// checkShape refuses a module that lacks an export of the ABI, exports one
+// with the wrong signature, or imports something the host does not provide.
+func checkShape(imports []api.FunctionDefinition, exports map[string]api.FunctionDefinition) error {
+	var problems []string
+	for _, name := range []string{abi.ExportABIVersion, abi.ExportAlloc, abi.ExportDescribe, abi.ExportHandle, abi.ExportInitialize} {
+		want := requiredExports[name]
+		f, ok := exports[name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing export %s", name))
+		case !slices.Equal(f.ParamTypes(), want.params) || !slices.Equal(f.ResultTypes(), want.results):
+			problems = append(problems, fmt.Sprintf("export %s has signature %s, want %s", name, sig(f.ParamTypes(), f.ResultTypes()), sig(want.params, want.results)))
+		}
+	}
+	for _, f := range imports {
+		mod, name, _ := f.Import()
+		switch {
+		case mod == abi.HostModule && slices.Contains(abi.HostImports, name):
+		case mod == "wasi_snapshot_preview1":
+		default:
+			problems = append(problems, fmt.Sprintf("imports %s.%s, which this host does not provide", mod, name))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func sig(params, results []api.ValueType) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(s, ", ")
+	}
+	return "(" + names(params) + ") -> (" + names(results) + ")"
+}
+
+// describe asks a fresh instance for its ABI version and description.
+func describe(ctx context.Context, inst *instance) (abi.Description, error) {
+	var d abi.Description
+	v, err := inst.mod.ExportedFunction(abi.ExportABIVersion).Call(ctx)
+	if err != nil {
+		return d, fmt.Errorf("%s: %v", abi.ExportABIVersion, err)
+	}
+	if uint32(v[0]) != abi.Version {
+		return d, fmt.Errorf("module speaks ABI version %d; this host speaks version %d", uint32(v[0]), abi.Version)
+	}
+	r, err := inst.mod.ExportedFunction(abi.ExportDescribe).Call(ctx)
+	if err != nil {
+		return d, fmt.Errorf("%s: %v", abi.ExportDescribe, err)
+	}
+	ptr, n := abi.Unpack(r[0])
+	if n == 0 {
+		return d, errors.New("the module registered no processor (call berth.Register from an init function)")
+	}
+	b, ok := inst.mod.Memory().Read(ptr, n)
+	if !ok {
+		return d, fmt.Errorf("%s returned a description outside guest memory", abi.ExportDescribe)
+	}
+	if d, err = abi.DecodeDescription(b); err != nil {
+		return d, fmt.Errorf("description: %v", err)
+	}
+	if err := d.Validate(); err != nil {
+		return d, fmt.Errorf("description: %v", err)
+	}
+	return d, nil
+}
+
+// Invoke runs the handler named in ev once, with a deadline of timeout
+// (zero: none), and reports how it went. It never panics on guest behaviour.
+func (m *Module) Invoke(ctx context.Context, ev *abi.Event, timeout time.Duration) Outcome {
+	start := time.Now()
+	cs := newCallState(m, ev)
+	callCtx, cancel := context.WithCancel(withCall(ctx, cs))
+	if timeout > 0 {
+		callCtx, cancel = context.WithTimeout(withCall(ctx, cs), timeout)
+		ev.DeadlineUnixNano = start.Add(timeout).UnixNano()
+	}
+	defer cancel()
+	stop := context.AfterFunc(callCtx, cs.expire)
+	defer stop()
+
+	inst, err := m.pool.acquire(callCtx, m.newInstance)
+	if err != nil {
+		o := Outcome{Kind: Trap, Message: "no instance: " + err.Error()}
+		if cs.expired.Load() {
+			o = m.expiredOutcome(ctx, timeout, "while waiting for a free instance")
+		}
+		o.Duration = time.Since(start)
+		return o
+	}
+	inst.current.Store(cs)
+	inst.scratch = abi.AppendEvent(inst.scratch[:0], ev)
+	raw, callErr := inst.call(callCtx, inst.scratch)
+	inst.current.Store(nil)
+	stderr := inst.stderr.take()
+	m.logOutput(ev, inst.stdout.take(), stderr)
+
+	o := m.outcome(ctx, inst, timeout, raw, callErr, cs, stderr)
+	o.Duration = time.Since(start)
+	o.Observed = cs.observed
+	if o.Kind == Success {
+		o.Commands = cs.commands
+	}
+	m.pool.put(inst, o.Kind != Success && o.Kind != GuestFailure)
+	return o
+}
+
+func (m *Module) outcome(ctx context.Context, inst *instance, timeout time.Duration, raw []byte, callErr error, cs *callState, stderr string) Outcome {
+	if callErr == nil {
+		res, err := abi.DecodeResult(raw)
+		if err != nil {
+			return Outcome{Kind: Trap, Message: "the guest returned a result that does not decode: " + err.Error(), Stderr: stderr}
+		}
+		if res.Status == abi.StatusOK {
+			return Outcome{Kind: Success, Stderr: stderr}
+		}
+		return Outcome{Kind: GuestFailure, Failure: res.Failure, Stderr: stderr}
+	}
+	// The host's own flag decides "timed out": after a deadline the guest's
+	// error may read "unreachable" or "module closed", which says nothing.
+	if cs.expired.Load() {
+		o := m.expiredOutcome(ctx, timeout, "")
+		o.Stderr = stderr
+		return o
+	}
+	var exit *sys.ExitError
+	switch {
+	case errors.Is(callErr, errBadPointer):
+		return Outcome{Kind: Trap, Message: errBadPointer.Error(), Stderr: stderr}
+	case strings.Contains(stderr, "out of memory") || uint64(inst.memoryBytes()) >= uint64(m.cfg.MemoryLimitPages-1)*65536:
+		return Outcome{Kind: MemoryExceeded, Message: fmt.Sprintf("the guest needed more than its memory limit of %d pages (%d MiB)", m.cfg.MemoryLimitPages, m.cfg.MemoryLimitPages/16), Stderr: stderr}
+	case errors.As(callErr, &exit):
+		return Outcome{Kind: Trap, Message: fmt.Sprintf("the guest exited with code %d", exit.ExitCode()), Stderr: stderr}
+	}
+	return Outcome{Kind: Trap, Message: trapMessage(callErr, stderr), Stderr: stderr}
+}
+
+func (m *Module) expiredOutcome(ctx context.Context, timeout time.Duration, where string) Outcome {
+	if ctx.Err() != nil {
+		return Outcome{Kind: Canceled, Message: "the caller canceled the call " + where + ": " + ctx.Err().Error()}
+	}
+	msg := fmt.Sprintf("the call ran past its %v deadline", timeout)
+	if where != "" {
+		msg += " " + where
+	}
+	return Outcome{Kind: Timeout, Message: msg}
+}
+
+// trapMessage prefers the guest's own panic text to wazero's trap text.
+func trapMessage(err error, stderr string) string {
+	if i := strings.Index(stderr, "panic: "); i >= 0 {
+		return firstLines(stderr[i:], 3)
+	}
+	if i := strings.Index(stderr, "fatal error: "); i >= 0 {
+		return firstLines(stderr[i:], 3)
+	}
+	return firstLines(err.Error(), 1)
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+func (m *Module) logOutput(ev *abi.Event, stdout, stderr string) {
+	for _, out := range []struct{ stream, text string }{{"stdout", stdout}, {"stderr", stderr}} {
+		if out.text != "" {
+			m.s.cfg.Logger.Info("guest output", "module", m.name, "key", ev.InvocationKey, "stream", out.stream, "text", out.text)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+// OutcomeKind says how a call ended. The sandbox reports; the retry package
+// decides what each kind means for the budget.
+type OutcomeKind int
+
+const (
+	// Success: the handler returned without error.
+	Success OutcomeKind = iota
+	// GuestFailure: the handler returned an error (Failure says which).
+	GuestFailure
+	// Timeout: the call ran past its deadline and was stopped.
+	Timeout
+	// Trap: the guest crashed (a Go fatal error, an unrecovered panic in a
+	// goroutine, a bad pointer handed to a host function, a broken ABI reply).
+	Trap
+	// MemoryExceeded: the guest needed more memory than its limit.
+	MemoryExceeded
+	// Canceled: the caller's context ended before the deadline (shutdown).
+	Canceled
+)
+
+// String returns the kind in lower case, as logs and the ledger show it.
+func (k OutcomeKind) String() string {
+	switch k {
+	case Success:
+		return "success"
+	case GuestFailure:
+		return "failure"
+	case Timeout:
+		return "timeout"
+	case Trap:
+		return "trap"
+	case MemoryExceeded:
+		return "memory-exceeded"
+	case Canceled:
+		return "canceled"
+	default:
+		return fmt.Sprintf("outcome(%d)", int(k))
+	}
+}
+
+// Outcome is the typed result of one call.
+type Outcome struct {
+	Kind OutcomeKind
+	// Failure is the guest's own report, for GuestFailure.
+	Failure abi.Failure
+	// Message explains a Timeout, Trap, MemoryExceeded or Canceled outcome;
+	// for a trap it holds the guest's panic text when stderr had one.
+	Message string
+	// Stderr is the tail of what the guest wrote to stderr (bounded).
+	Stderr string
+	// Duration is how long the call took, from acquiring an instance.
+	Duration time.Duration
+	// Observed notes what the host saw the guest's outbound calls meet, so a
+	// failure can be classified (a refused connection, a 429).
+	Observed Observed
+	// Commands are the commands a saga sent; the caller sends them only if
+	// Kind is Success.
+	Commands []abi.Command
+}
+
+// Observed collects facts about a call's outbound requests.
+type Observed struct {
+	ConnRefused bool          // an outbound connection was refused
+	HTTP429     bool          // an outbound request was answered 429
+	RetryAfter  time.Duration // the largest Retry-After seen with a 429 or 503
+}
+
+// Error returns a one-line description of a non-success outcome.
+func (o *Outcome) Error() string {
+	switch o.Kind {
+	case Success:
+		return "success"
+	case GuestFailure:
+		return o.Failure.Message
+	default:
+		return o.Kind.String() + ": " + o.Message
+	}
+}

@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// runtimeKey selects a wazero runtime: the memory limit and the close-on-
+// done switch are runtime-wide settings in wazero, so modules that differ in
+// them need runtimes of their own. Modules alike share one.
+type runtimeKey struct {
+	memoryPages uint32
+	closeOnDone bool
+}
+
+// runtime is a wazero runtime with WASI and the berth host module in it.
+type runtime struct {
+	key runtimeKey
+	r   wazero.Runtime
+}
+
+// runtimeFor returns the runtime for key, creating it on first use.
+func (s *Sandbox) runtimeFor(ctx context.Context, key runtimeKey) (*runtime, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if rt, ok := s.runtimes[key]; ok {
+		return rt, nil
+	}
+	rc := wazero.NewRuntimeConfigCompiler().
+		WithMemoryLimitPages(key.memoryPages).
+		WithCloseOnContextDone(key.closeOnDone)
+	if s.cache != nil {
+		rc = rc.WithCompilationCache(s.cache)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	if err := instantiateWASI(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, err
+	}
+	if err := s.instantiateHost(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, err
+	}
+	rt := &runtime{key: key, r: r}
+	s.runtimes[key] = rt
+	return rt, nil
+}
+
+// instantiateWASI provides wasi_snapshot_preview1 with one change:
+// sched_yield is where the loop guard reaches the host, so it ends a call
+// whose deadline has passed.
+func instantiateWASI(ctx context.Context, r wazero.Runtime) error {
+	b := r.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
+	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
+	b.NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(schedYield), nil, []api.ValueType{api.ValueTypeI32}).
+		WithName("sched_yield").
+		Export("sched_yield")
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("sandbox: instantiate WASI: %w", err)
+	}
+	return nil
+}
+
+// schedYield checks the calling attempt's deadline. Besides ending expired
+// calls, reaching Go here lets the Go scheduler and garbage collector
+// preempt a guest that would otherwise spin without a safe point.
+func schedYield(ctx context.Context, stack []uint64) {
+	if cs := callFrom(ctx); cs != nil && cs.expired.Load() {
+		panic(errDeadline)
+	}
+	stack[0] = 0
+}

@@ -1,0 +1,177 @@
+// Package sandbox runs Berth guest modules (WebAssembly, ABI v1) under wazero
+// with the limits a production host needs: a deadline on every call that
+// stops spinning, sleeping, waiting and host-blocked guests alike, a memory
+// limit per module, a pool of instances per module, compile-once with an
+// on-disk cache and an LRU of compiled modules, and typed outcomes.
+//
+// The sandbox reports what happened; it does not decide retries.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// Config configures a Sandbox. Zero values mean the documented defaults.
+type Config struct {
+	// CacheDir holds wazero's on-disk compilation cache (default: none, so
+	// every process start compiles again; the host sets <data>/wasm-cache).
+	CacheDir string
+	// CompiledModules is the size of the LRU of compiled modules (default 32).
+	CompiledModules int
+	// MaxInstances caps the instances of one module, i.e. its concurrent
+	// calls (default 8). Calls beyond it wait for a free instance.
+	MaxInstances int
+	// IdleTimeout releases an instance idle for this long (default 1m).
+	IdleTimeout time.Duration
+	// MaxOutputBytes bounds what one call may write to stdout and to stderr;
+	// the rest is dropped and counted (default 16 KiB each).
+	MaxOutputBytes int
+	// MaxResponseBytes caps an outbound HTTP response body (default 1 MiB).
+	MaxResponseBytes int64
+	// HTTPTransport sends outbound requests (default: a clone of
+	// http.DefaultTransport).
+	HTTPTransport http.RoundTripper
+	// Logger receives guest logs and output (default slog.Default()).
+	Logger *slog.Logger
+	// Deadlines selects how deadlines stop running guest code (default
+	// DeadlinesLoopGuard, falling back to DeadlinesCloseOnDone for modules
+	// the loop guard cannot rewrite).
+	Deadlines DeadlineMode
+}
+
+// DeadlineMode selects the mechanism that stops guest code at a deadline.
+type DeadlineMode int
+
+const (
+	// DeadlinesLoopGuard rewrites each module so that its loops call the
+	// host every few thousand iterations; the host ends the call there once
+	// the deadline has passed. Cheapest; the default.
+	DeadlinesLoopGuard DeadlineMode = iota
+	// DeadlinesCloseOnDone uses wazero's WithCloseOnContextDone, which checks
+	// at every loop header (several times slower).
+	DeadlinesCloseOnDone
+	// DeadlinesNone runs guest code unbounded: sleeps and host calls still
+	// end at the deadline, a spinning loop does not. For benchmarks only.
+	DeadlinesNone
+)
+
+func (c Config) withDefaults() Config {
+	if c.CompiledModules <= 0 {
+		c.CompiledModules = 32
+	}
+	if c.MaxInstances <= 0 {
+		c.MaxInstances = 8
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = time.Minute
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = 16 << 10
+	}
+	if c.MaxResponseBytes <= 0 {
+		c.MaxResponseBytes = 1 << 20
+	}
+	if c.HTTPTransport == nil {
+		c.HTTPTransport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Sandbox compiles and runs guest modules. It is safe for concurrent use.
+type Sandbox struct {
+	cfg   Config
+	cache wazero.CompilationCache // shared by every runtime; nil without CacheDir
+	comp  *compiler
+
+	mu       sync.Mutex
+	runtimes map[runtimeKey]*runtime
+	closed   bool
+
+	stopJanitor context.CancelFunc
+	janitorDone chan struct{}
+	modules     sync.Map // *Module → struct{}, for the idle janitor
+}
+
+// New returns a sandbox. Close it to release compiled code and instances.
+func New(cfg Config) (*Sandbox, error) {
+	cfg = cfg.withDefaults()
+	s := &Sandbox{cfg: cfg, runtimes: map[runtimeKey]*runtime{}}
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: compilation cache in %s: %w", cfg.CacheDir, err)
+		}
+		s.cache = cache
+	}
+	comp, err := newCompiler(cfg.CompiledModules)
+	if err != nil {
+		return nil, err
+	}
+	s.comp = comp
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopJanitor = cancel
+	s.janitorDone = make(chan struct{})
+	go s.janitor(ctx)
+	return s, nil
+}
+
+// Close stops every module's instances and releases compiled code.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	rts := s.runtimes
+	s.runtimes = nil
+	s.mu.Unlock()
+
+	s.stopJanitor()
+	<-s.janitorDone
+	s.modules.Range(func(k, _ any) bool {
+		k.(*Module).Close(ctx)
+		return true
+	})
+	s.comp.purge()
+	var first error
+	for _, rt := range rts {
+		if err := rt.r.Close(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	if s.cache != nil {
+		if err := s.cache.Close(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// janitor releases idle instances.
+func (s *Sandbox) janitor(ctx context.Context) {
+	defer close(s.janitorDone)
+	t := time.NewTicker(max(s.cfg.IdleTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.modules.Range(func(k, _ any) bool {
+				k.(*Module).pool.releaseIdle(ctx, now.Add(-s.cfg.IdleTimeout))
+				return true
+			})
+		}
+	}
+}
