@@ -19,6 +19,7 @@ type callState struct {
 	// up); host functions and the loop guard end the call when they see it.
 	expired atomic.Bool
 	done    chan struct{} // closed by expire
+	firedAt atomic.Int64  // when expire ran, unix nanoseconds
 	once    sync.Once
 
 	reply    []byte // the pending reply of the last host call
@@ -46,6 +47,7 @@ func newCallState(mod *Module, ev *abi.Event) *callState {
 // expire marks the call as past its deadline and wakes sleeping guests.
 func (cs *callState) expire() {
 	cs.once.Do(func() {
+		cs.firedAt.Store(time.Now().UnixNano())
 		cs.expired.Store(true)
 		close(cs.done)
 	})

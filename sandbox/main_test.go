@@ -3,14 +3,20 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"testing"
 
 	"github.com/berthhq/berth/internal/testbuild"
 )
 
-// modules maps sample packages to their compiled .wasm, built once per run.
-var modules map[string]string
+// modules maps sample packages to their compiled .wasm, built once per run;
+// cacheDir is a compilation cache the tests' sandboxes share, so that each
+// module is compiled to machine code once per run, not once per test.
+var (
+	modules  map[string]string
+	cacheDir string
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "berth-sandbox-test")
@@ -25,6 +31,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	cacheDir = dir + "/cache"
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -41,6 +48,12 @@ func wasmOf(t testing.TB, pkg string) []byte {
 
 func newSandbox(t testing.TB, cfg Config) *Sandbox {
 	t.Helper()
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = cacheDir
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -239,6 +239,9 @@ func (m *Module) Invoke(ctx context.Context, ev *abi.Event, timeout time.Duratio
 
 	o := m.outcome(ctx, inst, timeout, raw, callErr, cs, stderr)
 	o.Duration = time.Since(start)
+	if o.Kind == Timeout {
+		o.Overrun = time.Since(time.Unix(0, cs.firedAt.Load()))
+	}
 	o.Observed = cs.observed
 	if o.Kind == Success {
 		o.Commands = cs.commands

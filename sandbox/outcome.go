@@ -57,8 +57,11 @@ type Outcome struct {
 	Message string
 	// Stderr is the tail of what the guest wrote to stderr (bounded).
 	Stderr string
-	// Duration is how long the call took, from acquiring an instance.
+	// Duration is how long the call took, including waiting for an instance.
 	Duration time.Duration
+	// Overrun is, for a Timeout, how long the call went on after the host
+	// saw its deadline pass: the cost of stopping the guest.
+	Overrun time.Duration
 	// Observed notes what the host saw the guest's outbound calls meet, so a
 	// failure can be classified (a refused connection, a 429).
 	Observed Observed

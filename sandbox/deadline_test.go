@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+// blackhole accepts connections and never answers.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestDeadlineStopsEveryKindOfWait checks that a call ends at its deadline,
+// reported as a timeout, whatever the guest is doing.
+func TestDeadlineStopsEveryKindOfWait(t *testing.T) {
+	addr := blackhole(t)
+	for _, mode := range []struct {
+		name string
+		mode DeadlineMode
+	}{{guardLoop, DeadlinesLoopGuard}, {guardCloseOnDone, DeadlinesCloseOnDone}} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := newSandbox(t, Config{Deadlines: mode.mode})
+			m := load(t, s, "samples/misbehaving", ModuleConfig{
+				AllowedHosts: []string{addr},
+				Config:       map[string]string{"blackhole-url": "http://" + addr + "/"},
+			})
+			if m.DeadlineGuard() != mode.name {
+				t.Fatalf("module runs under %s, want %s", m.DeadlineGuard(), mode.name)
+			}
+			for _, handler := range []string{"spinner", "sleeper", "channelWaiter", "hostCallBlocker"} {
+				t.Run(handler, func(t *testing.T) {
+					const timeout = 200 * time.Millisecond
+					o := m.Invoke(context.Background(), &abi.Event{Handler: handler, InvocationKey: "k"}, timeout)
+					if o.Kind != Timeout {
+						t.Fatalf("outcome %v (%s), want timeout", o.Kind, o.Error())
+					}
+					// Overrun runs from the moment the host saw the deadline
+					// pass; the timer's own lateness on a loaded machine is the
+					// operating system's, not the sandbox's.
+					t.Logf("%s/%s: ended %v after the deadline fired (%v after the nominal deadline)", mode.name, handler, o.Overrun, o.Duration-timeout)
+					if o.Overrun > 10*time.Millisecond {
+						t.Errorf("ended %v after the deadline fired, want within 10ms", o.Overrun)
+					}
+					// The timed-out instance was discarded; the module still serves.
+					if o := m.Invoke(context.Background(), &abi.Event{Handler: "echo", InvocationKey: "k2"}, time.Second); o.Kind != Success {
+						t.Fatalf("after timeout: %v %s", o.Kind, o.Error())
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestCallerCancelIsNotATimeout(t *testing.T) {
+	s := newSandbox(t, Config{})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	o := m.Invoke(ctx, &abi.Event{Handler: "sleeper", InvocationKey: "k"}, time.Minute)
+	if o.Kind != Canceled {
+		t.Fatalf("outcome %v (%s), want canceled", o.Kind, o.Error())
+	}
+}
