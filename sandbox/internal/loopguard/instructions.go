@@ -102,10 +102,20 @@ func unsupported(op string, family string, at int) error {
 // control instructions, which walkExpr handles. at is the module offset of op.
 func (r *reader) immediates(op byte, at, fn int) error {
 	var err error
+	// Cases are ordered by how often Go-compiled code uses them.
 	switch {
-	case op <= 0x01, op == 0x0f, op == 0x1a, op == 0x1b: // unreachable, nop, return, drop, select
+	case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get, table.set
+		_, err = r.u32()
+	case op >= 0x45 && op <= 0xc4: // numeric (MVP) and sign extension: no immediates
+	case op >= 0x28 && op <= 0x3e: // loads and stores: memarg
+		err = r.memarg()
+	case op == opI32Const:
+		_, err = r.s32()
+	case op == 0x42: // i64.const
+		_, err = r.s64()
 	case op == 0x0c, op == 0x0d, op == 0x10, op == 0x12: // br, br_if, call, return_call
 		_, err = r.u32()
+	case op <= 0x01, op == 0x0f, op == 0x1a, op == 0x1b: // unreachable, nop, return, drop, select
 	case op == 0x0e: // br_table: vec(labelidx) labelidx
 		var n uint32
 		if n, err = r.u32(); err != nil {
@@ -126,21 +136,12 @@ func (r *reader) immediates(op byte, at, fn int) error {
 		for i := uint32(0); i < n && err == nil; i++ {
 			_, err = r.valType()
 		}
-	case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get, table.set
-		_, err = r.u32()
-	case op >= 0x28 && op <= 0x3e: // loads and stores: memarg
-		err = r.memarg()
 	case op == 0x3f, op == 0x40: // memory.size, memory.grow: memidx
 		_, err = r.u32()
-	case op == opI32Const:
-		_, err = r.s32()
-	case op == 0x42: // i64.const
-		_, err = r.s64()
 	case op == 0x43: // f32.const
 		err = r.skip(4)
 	case op == 0x44: // f64.const
 		err = r.skip(8)
-	case op >= 0x45 && op <= 0xc4: // numeric (MVP) and sign extension: no immediates
 	case op == 0xd0: // ref.null t
 		err = r.refType()
 	case op == 0xd1: // ref.is_null
