@@ -10,7 +10,7 @@ import (
 )
 
 // blackhole accepts connections and never answers.
-func blackhole(t *testing.T) string {
+func blackhole(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

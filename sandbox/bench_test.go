@@ -1,0 +1,154 @@
+package sandbox
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	goruntime "runtime"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/samples/bench/summary"
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+func orderPlaced() *abi.Event {
+	return &abi.Event{
+		Handler: "onOrderPlaced", InvocationKey: "OrderTotals.onOrderPlaced:ord-000042@1:0", Attempt: 1,
+		Type: "OrderPlaced", AggregateType: "Order", AggregateID: "ord-000042", Version: 1, Payload: summary.Payload,
+	}
+}
+
+// BenchmarkInvoke compares the same handler as a plain Go call, through the
+// sandbox without a deadline, and through the sandbox with deadlines on
+// (the loop guard, the default; close-on-done for comparison).
+func BenchmarkInvoke(b *testing.B) {
+	b.Run("native", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := summary.Total(summary.Payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct {
+		name    string
+		mode    DeadlineMode
+		timeout time.Duration
+	}{
+		{"wasm", DeadlinesNone, 0},
+		{"wasm-deadline", DeadlinesLoopGuard, 10 * time.Second},
+		{"wasm-deadline-closeondone", DeadlinesCloseOnDone, 10 * time.Second},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := newSandbox(b, Config{Deadlines: c.mode, MaxInstances: 1})
+			m := load(b, s, "samples/bench", ModuleConfig{})
+			ev := orderPlaced()
+			ctx := context.Background()
+			for b.Loop() {
+				if o := m.Invoke(ctx, ev, c.timeout); o.Kind != Success {
+					b.Fatalf("%v: %s", o.Kind, o.Error())
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCancel reports how long past its deadline a call runs, per kind
+// of wait, as ms-late: from the nominal deadline and (ms-overrun) from the
+// moment the host saw it pass.
+func BenchmarkCancel(b *testing.B) {
+	addr := blackhole(b)
+	s := newSandbox(b, Config{})
+	m := load(b, s, "samples/misbehaving", ModuleConfig{
+		AllowedHosts: []string{addr},
+		Config:       map[string]string{"blackhole-url": "http://" + addr + "/"},
+	})
+	const timeout = 20 * time.Millisecond
+	for _, c := range []struct{ name, handler string }{
+		{"loop", "spinner"}, {"sleep", "sleeper"}, {"chan", "channelWaiter"}, {"hostcall", "hostCallBlocker"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var late, overrun time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				// Warm an instance so that instantiation is not part of the call.
+				m.Invoke(context.Background(), &abi.Event{Handler: "echo", InvocationKey: "warm"}, time.Second)
+				b.StartTimer()
+				o := m.Invoke(context.Background(), &abi.Event{Handler: c.handler, InvocationKey: "k"}, timeout)
+				if o.Kind != Timeout {
+					b.Fatalf("%v: %s", o.Kind, o.Error())
+				}
+				late += o.Duration - timeout
+				overrun += o.Overrun
+			}
+			b.ReportMetric(float64(late)/float64(b.N)/1e6, "ms-late")
+			b.ReportMetric(float64(overrun)/float64(b.N)/1e6, "ms-overrun")
+		})
+	}
+}
+
+// BenchmarkColdStart measures bytes in to first successful call, with an
+// empty compilation cache (miss) and with a warm on-disk cache (hit).
+func BenchmarkColdStart(b *testing.B) {
+	wasm := wasmOf(b, "samples/bench")
+	run := func(b *testing.B, dir string) {
+		s, err := New(Config{CacheDir: dir, Logger: discard()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close(context.Background())
+		m, err := s.Load(context.Background(), "bench", wasm, ModuleConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if o := m.Invoke(context.Background(), orderPlaced(), time.Second); o.Kind != Success {
+			b.Fatalf("%v: %s", o.Kind, o.Error())
+		}
+	}
+	b.Run("miss", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			dir := b.TempDir()
+			b.StartTimer()
+			run(b, dir)
+		}
+	})
+	b.Run("hit", func(b *testing.B) {
+		dir := filepath.Join(b.TempDir(), "cache")
+		run(b, dir) // fill the cache
+		for b.Loop() {
+			run(b, dir)
+		}
+	})
+}
+
+// BenchmarkInstanceMemory reports the memory one warm instance of the
+// benchmark sample holds: its linear memory, and the Go heap it adds.
+func BenchmarkInstanceMemory(b *testing.B) {
+	s := newSandbox(b, Config{})
+	m := load(b, s, "samples/bench", ModuleConfig{})
+	ctx := context.Background()
+	var linear, heap float64
+	for b.Loop() {
+		var before, after goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&before)
+		inst, err := m.newInstance(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inst.current.Store(newCallState(m, orderPlaced()))
+		if _, err := inst.call(ctx, abi.AppendEvent(nil, orderPlaced())); err != nil {
+			b.Fatal(err)
+		}
+		goruntime.GC()
+		goruntime.ReadMemStats(&after)
+		linear += float64(inst.memoryBytes())
+		heap += float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		inst.close()
+	}
+	b.ReportMetric(linear/float64(b.N)/(1<<20), "MiB-linear/instance")
+	b.ReportMetric(heap/float64(b.N)/(1<<20), "MiB-heap/instance")
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,57 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+// FuzzHostCalls hands the host functions arbitrary pointers, lengths and
+// request bytes from a real guest instance: a range outside guest memory
+// must end the call with errBadPointer, anything else must be answered, and
+// nothing may panic the host otherwise.
+func FuzzHostCalls(f *testing.F) {
+	s := newSandbox(f, Config{})
+	m := load(f, s, "samples/misbehaving", ModuleConfig{Config: map[string]string{"k": "v"}})
+	inst, err := m.newInstance(context.Background())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(inst.close)
+	memSize := inst.memoryBytes()
+
+	f.Add(uint8(0), uint32(1024), uint32(16), []byte("k"))
+	f.Add(uint8(1), memSize-4, uint32(8), abi.AppendHTTPRequest(nil, &abi.HTTPRequest{Method: "GET", URL: "http://example.invalid/"}))
+	f.Add(uint8(2), uint32(0xffffffff), uint32(0xffffffff), []byte{})
+	f.Add(uint8(3), uint32(64), uint32(0), abi.AppendCommand(nil, &abi.Command{AggregateType: "A", AggregateID: "1", Type: "C"}))
+	f.Add(uint8(4), uint32(4096), uint32(1<<20), []byte{0xff, 0xff})
+	f.Fuzz(func(t *testing.T, op uint8, ptr, n uint32, req []byte) {
+		cs := newCallState(m, &abi.Event{Handler: "echo", InvocationKey: "fuzz"})
+		ctx := withCall(context.Background(), cs)
+		mod := inst.mod
+		// Put the request bytes into guest memory at a valid spot, so that
+		// both valid and invalid ranges are exercised.
+		const scratch = 1 << 16
+		mod.Memory().Write(scratch, req)
+		defer func() {
+			if r := recover(); r != nil {
+				if err, ok := r.(error); !ok || !errors.Is(err, errBadPointer) {
+					t.Fatalf("host panicked with %v", r)
+				}
+			}
+		}()
+		ops := []func(context.Context, *callState, []byte) abi.Reply{s.hostHTTP, hostCommand, hostConfig, hostUnsupported("kv")}
+		fn := ops[int(op)%len(ops)]
+		if op&0x80 != 0 {
+			ptr, n = scratch, uint32(len(req))
+		}
+		got := hostRequest(ctx, mod, ptr, n, fn)
+		if got < 0 && got != abi.ErrBadRequest {
+			t.Fatalf("host call returned %d", got)
+		}
+		stack := []uint64{uint64(ptr), uint64(n)}
+		hostTakeReply(ctx, mod, stack)
+	})
+}

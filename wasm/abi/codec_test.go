@@ -1,0 +1,179 @@
+package abi
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleDescription() Description {
+	return Description{
+		ABIVersion: Version,
+		Processor:  "ShipmentNotifier",
+		Kind:       KindReactor,
+		Start:      StartDefault,
+		Retry: RetrySettings{MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second,
+			Timeout: 10 * time.Second, Unrecoverable: []string{"UnknownBuyer"}},
+		Handlers: []HandlerDesc{{Name: "onOrderShipped", EventTypes: []string{"OrderShipped"}}},
+		Classes:  []ErrorClass{{Name: "Notification"}, {Name: "UnknownBuyer", Parent: "Notification"}},
+	}
+}
+
+func TestRoundTrips(t *testing.T) {
+	ev := Event{Handler: "onOrderShipped", InvocationKey: "ShipmentNotifier.onOrderShipped:o-1@6:0", Attempt: 3,
+		Type: "OrderShipped", AggregateType: "Order", AggregateID: "o-1", Version: 6, Index: 0, OwnerID: "buyer-7",
+		Position: 42, TimeUnixNano: -5, DeadlineUnixNano: 1 << 62, Payload: []byte(`{"a":1}`)}
+	desc := sampleDescription()
+	tests := []struct {
+		name   string
+		value  any
+		encode func() []byte
+		decode func([]byte) (any, error)
+	}{
+		{"event", ev, func() []byte { return AppendEvent(nil, &ev) }, func(b []byte) (any, error) { return DecodeEvent(b) }},
+		{"ok result", Result{Status: StatusOK}, func() []byte { return AppendResult(nil, &Result{}) }, func(b []byte) (any, error) { return DecodeResult(b) }},
+		{"failed result", Result{Status: StatusFailed, Failure: Failure{Kind: KindBackpressure, Classes: []string{"UnknownBuyer", "Notification"}, Message: "busy", Code: "E42", RetryAfterMillis: 2000}},
+			func() []byte {
+				return AppendResult(nil, &Result{Status: StatusFailed, Failure: Failure{Kind: KindBackpressure, Classes: []string{"UnknownBuyer", "Notification"}, Message: "busy", Code: "E42", RetryAfterMillis: 2000}})
+			},
+			func(b []byte) (any, error) { return DecodeResult(b) }},
+		{"description", desc, func() []byte { return AppendDescription(nil, &desc) }, func(b []byte) (any, error) { return DecodeDescription(b) }},
+		{"reply", Reply{Code: ReplyRefused, Message: "refused", RetryAfterMillis: 7, Body: []byte("x")},
+			func() []byte { return AppendReply(nil, &Reply{Code: ReplyRefused, Message: "refused", RetryAfterMillis: 7, Body: []byte("x")}) },
+			func(b []byte) (any, error) { return DecodeReply(b) }},
+		{"http request", HTTPRequest{Method: "POST", URL: "http://x/y", Headers: []Header{{"A", "b"}}, Body: []byte("{}")},
+			func() []byte {
+				return AppendHTTPRequest(nil, &HTTPRequest{Method: "POST", URL: "http://x/y", Headers: []Header{{"A", "b"}}, Body: []byte("{}")})
+			},
+			func(b []byte) (any, error) { return DecodeHTTPRequest(b) }},
+		{"http response", HTTPResponse{Status: 429, Headers: []Header{{"Retry-After", "2"}}},
+			func() []byte { return AppendHTTPResponse(nil, &HTTPResponse{Status: 429, Headers: []Header{{"Retry-After", "2"}}}) },
+			func(b []byte) (any, error) { return DecodeHTTPResponse(b) }},
+		{"kv put", KVPut{Key: "k", Value: []byte("v")}, func() []byte { return AppendKVPut(nil, &KVPut{Key: "k", Value: []byte("v")}) },
+			func(b []byte) (any, error) { return DecodeKVPut(b) }},
+		{"command", Command{AggregateType: "Stock", AggregateID: "s-1", Type: "Reserve", Payload: []byte("{}")},
+			func() []byte {
+				return AppendCommand(nil, &Command{AggregateType: "Stock", AggregateID: "s-1", Type: "Reserve", Payload: []byte("{}")})
+			},
+			func(b []byte) (any, error) { return DecodeCommand(b) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.encode()
+			got, err := tt.decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.value) {
+				t.Fatalf("got %+v\nwant %+v", got, tt.value)
+			}
+			// Every strict prefix is an error, never a panic or a silent success.
+			for i := 0; i < len(b); i++ {
+				if _, err := tt.decode(b[:i]); err == nil {
+					t.Fatalf("prefix of %d bytes decoded without error", i)
+				}
+			}
+			// Trailing bytes are an error too.
+			if _, err := tt.decode(append(b, 0)); err == nil {
+				t.Fatal("trailing byte accepted")
+			}
+		})
+	}
+}
+
+func TestDecodeRefusesHugeLengths(t *testing.T) {
+	e := Encoder{}
+	e.Uint(1 << 40) // a string claiming a terabyte
+	if _, err := DecodeHTTPRequest(e.Bytes()); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDescriptionValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(d *Description)
+		want   string
+	}{
+		{"valid", func(*Description) {}, ""},
+		{"no processor", func(d *Description) { d.Processor = "" }, "processor has no name"},
+		{"bad name", func(d *Description) { d.Processor = "Ship Notifier" }, `processor name "Ship Notifier"`},
+		{"bad kind", func(d *Description) { d.Kind = 9 }, "unknown kind 9"},
+		{"no handlers", func(d *Description) { d.Handlers = nil }, "has no handlers"},
+		{"duplicate handler", func(d *Description) { d.Handlers = append(d.Handlers, d.Handlers[0]) }, "declared twice"},
+		{"handler without type", func(d *Description) { d.Handlers[0].EventTypes = nil }, "has no event type"},
+		{"negative timeout", func(d *Description) { d.Handlers[0].Retry.Timeout = -1 }, "handler onOrderShipped retry: timeout -1ns is negative"},
+		{"unknown parent", func(d *Description) { d.Classes[1].Parent = "Nope" }, "unknown parent Nope"},
+		{"cycle", func(d *Description) { d.Classes[0].Parent = "UnknownBuyer" }, "its own ancestor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := sampleDescription()
+			d.Handlers = append([]HandlerDesc(nil), d.Handlers...)
+			d.Classes = append([]ErrorClass(nil), d.Classes...)
+			tt.change(&d)
+			err := d.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeDescriptionRefusesOtherVersions(t *testing.T) {
+	d := sampleDescription()
+	d.ABIVersion = 2
+	_, err := DecodeDescription(AppendDescription(nil, &d))
+	if err == nil || !strings.Contains(err.Error(), "ABI version 2") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPack(t *testing.T) {
+	p, n := Unpack(Pack(0xdeadbeef, 17))
+	if p != 0xdeadbeef || n != 17 {
+		t.Fatalf("%x %d", p, n)
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes to every decoder: none may panic, and
+// whatever decodes must encode back to the same bytes.
+func FuzzDecode(f *testing.F) {
+	d := sampleDescription()
+	f.Add(AppendEvent(nil, &Event{Handler: "h", Type: "T", Payload: []byte("{}")}))
+	f.Add(AppendResult(nil, &Result{Status: StatusFailed, Failure: Failure{Classes: []string{"A", "B"}, Message: "m"}}))
+	f.Add(AppendDescription(nil, &d))
+	f.Add(AppendHTTPRequest(nil, &HTTPRequest{Method: "GET", URL: "http://a", Headers: []Header{{"X", "y"}}}))
+	f.Add(AppendCommand(nil, &Command{AggregateType: "A", AggregateID: "1", Type: "C"}))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if ev, err := DecodeEvent(b); err == nil {
+			if got := AppendEvent(nil, &ev); string(got) != string(b) {
+				t.Errorf("event re-encodes differently")
+			}
+		}
+		if r, err := DecodeResult(b); err == nil && r.Status == StatusFailed {
+			if got := AppendResult(nil, &r); string(got) != string(b) {
+				t.Errorf("result re-encodes differently")
+			}
+		}
+		if d, err := DecodeDescription(b); err == nil {
+			_ = d.Validate()
+			_ = d.ClassChain("x")
+		}
+		DecodeReply(b)
+		DecodeHTTPRequest(b)
+		DecodeHTTPResponse(b)
+		DecodeKVPut(b)
+		DecodeCommand(b)
+	})
+}
