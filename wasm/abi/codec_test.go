@@ -41,7 +41,9 @@ func TestRoundTrips(t *testing.T) {
 			func(b []byte) (any, error) { return DecodeResult(b) }},
 		{"description", desc, func() []byte { return AppendDescription(nil, &desc) }, func(b []byte) (any, error) { return DecodeDescription(b) }},
 		{"reply", Reply{Code: ReplyRefused, Message: "refused", RetryAfterMillis: 7, Body: []byte("x")},
-			func() []byte { return AppendReply(nil, &Reply{Code: ReplyRefused, Message: "refused", RetryAfterMillis: 7, Body: []byte("x")}) },
+			func() []byte {
+				return AppendReply(nil, &Reply{Code: ReplyRefused, Message: "refused", RetryAfterMillis: 7, Body: []byte("x")})
+			},
 			func(b []byte) (any, error) { return DecodeReply(b) }},
 		{"http request", HTTPRequest{Method: "POST", URL: "http://x/y", Headers: []Header{{"A", "b"}}, Body: []byte("{}")},
 			func() []byte {
@@ -49,7 +51,9 @@ func TestRoundTrips(t *testing.T) {
 			},
 			func(b []byte) (any, error) { return DecodeHTTPRequest(b) }},
 		{"http response", HTTPResponse{Status: 429, Headers: []Header{{"Retry-After", "2"}}},
-			func() []byte { return AppendHTTPResponse(nil, &HTTPResponse{Status: 429, Headers: []Header{{"Retry-After", "2"}}}) },
+			func() []byte {
+				return AppendHTTPResponse(nil, &HTTPResponse{Status: 429, Headers: []Header{{"Retry-After", "2"}}})
+			},
 			func(b []byte) (any, error) { return DecodeHTTPResponse(b) }},
 		{"kv put", KVPut{Key: "k", Value: []byte("v")}, func() []byte { return AppendKVPut(nil, &KVPut{Key: "k", Value: []byte("v")}) },
 			func(b []byte) (any, error) { return DecodeKVPut(b) }},
