@@ -1,0 +1,141 @@
+package eventlog
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Badger is the embedded Log, kept in a Badger database under one directory.
+// It is safe for concurrent use. Appends are serialised by a mutex, so the
+// version check, the position assigned and the write are one step and the
+// positions have no gaps; reads run concurrently against Badger snapshots.
+type Badger struct {
+	db *badger.DB
+
+	// life is held shared by every call and exclusively by Close, so Close
+	// waits for running calls and later calls see closed.
+	life   sync.RWMutex
+	closed bool
+
+	// appendMu serialises appends.
+	appendMu sync.Mutex
+	// head is the position of the last commit; written under appendMu.
+	head atomic.Uint64
+
+	waitMu sync.Mutex
+	// changed is closed and replaced on each append, waking every Wait.
+	changed chan struct{}
+	// done is closed by Close, waking every Wait with ErrClosed.
+	done chan struct{}
+}
+
+var _ Log = (*Badger)(nil)
+
+// Open opens (creating if needed) the log in dir and recovers its head.
+func Open(dir string, opts Options) (*Badger, error) {
+	if dir == "" && !opts.InMemory {
+		return nil, errors.New("eventlog: open: no directory given")
+	}
+	memTable := orDefault(opts.MemTableSize, DefaultMemTableSize)
+	bo := badger.DefaultOptions(dir).
+		WithSyncWrites(opts.SyncWrites).
+		WithInMemory(opts.InMemory).
+		WithMemTableSize(memTable).
+		// Values up to this size live in the LSM tree, larger ones in the
+		// value log; Badger wants it below its largest batch.
+		WithValueThreshold(min(1<<20, memTable/16)).
+		WithBlockCacheSize(orDefault(opts.BlockCacheSize, DefaultBlockCacheSize)).
+		WithLogger(nil)
+	if opts.InMemory {
+		bo = bo.WithDir("").WithValueDir("")
+	}
+	if opts.Logger != nil {
+		bo = bo.WithLogger(badgerLogger{opts.Logger})
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: open %s: %w", dir, err)
+	}
+	b := &Badger{db: db, changed: make(chan struct{}), done: make(chan struct{})}
+	head, err := b.recover()
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("eventlog: open %s: %w", dir, err)
+	}
+	b.head.Store(head)
+	return b, nil
+}
+
+func orDefault(v, d int64) int64 {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// recover checks the layout version (writing it into a new log) and returns
+// the position of the last commit.
+func (b *Badger) recover() (uint64, error) {
+	var head uint64
+	err := b.db.Update(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte{kindPosition}})
+		defer it.Close()
+		it.Seek(positionKey(math.MaxUint64))
+		if it.Valid() {
+			head = binary.BigEndian.Uint64(it.Item().Key()[1:])
+		}
+		item, err := txn.Get(formatKey)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			if head != 0 {
+				return errors.New("log has commits but no layout version")
+			}
+			return txn.Set(formatKey, []byte{layoutVersion})
+		case err != nil:
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) != 1 || v[0] != layoutVersion {
+				return fmt.Errorf("unsupported layout version %v (want %d)", v, layoutVersion)
+			}
+			return nil
+		})
+	})
+	return head, err
+}
+
+// enter starts a call: it fails with ErrClosed after Close, else the caller
+// must call b.life.RUnlock when done.
+func (b *Badger) enter() error {
+	b.life.RLock()
+	if b.closed {
+		b.life.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close waits for running calls, wakes every Wait with ErrClosed and closes
+// the database. Later calls fail with ErrClosed; closing again returns nil.
+// ctx is not consulted: Badger's close (flushing memtables) cannot be cut
+// short without risking the data.
+func (b *Badger) Close(ctx context.Context) error {
+	b.life.Lock()
+	defer b.life.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	close(b.done)
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("eventlog: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,12 @@
+package eventlog
+
+// Limits every Log implementation applies.
+const (
+	// DefaultReadLimit is the number of commits Read and ReadAggregate return
+	// when they are asked for a limit of 0 or less.
+	DefaultReadLimit = 1000
+
+	// MaxNameLen is the longest aggregate type, aggregate id, owner id or
+	// event type, in bytes, that Append accepts; a longer one is ErrInvalid.
+	MaxNameLen = 4096
+)
