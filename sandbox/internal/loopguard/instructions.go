@@ -52,7 +52,7 @@ func walkExpr(r *reader, numTypes uint32, fn int, loops []int) ([]int, error) {
 			}
 		case op == opElse:
 			if depth == 0 {
-				return loops, inFunc(fn, fmt.Errorf("loopguard: offset %#x: else outside if: %w", at, ErrMalformed))
+				return loops, inFunc(fn, malformedAt(at, "else outside if"))
 			}
 		default:
 			if err := r.immediates(op, at, fn); err != nil {
@@ -60,14 +60,6 @@ func walkExpr(r *reader, numTypes uint32, fn int, loops []int) ([]int, error) {
 			}
 		}
 	}
-}
-
-// inFunc prefixes err with the function it happened in.
-func inFunc(fn int, err error) error {
-	if fn < 0 {
-		return fmt.Errorf("constant expression: %w", err)
-	}
-	return fmt.Errorf("function %d: %w", fn, err)
 }
 
 // blockType reads a block type: empty (0x40), one value type, or a type
@@ -85,17 +77,17 @@ func (r *reader) blockType(numTypes uint32) error {
 		return err
 	}
 	if v < 0 {
-		return fmt.Errorf("loopguard: offset %#x: block type %d is not supported (GC and typed references are not supported): %w", at, v, ErrUnsupported)
+		return unsupportedAt(at, "block type %d (GC and typed references are not supported)", v)
 	}
 	if v >= int64(numTypes) {
-		return fmt.Errorf("loopguard: offset %#x: block type index %d out of range (%d types): %w", at, v, numTypes, ErrMalformed)
+		return malformedAt(at, "block type index %d out of range (%d types)", v, numTypes)
 	}
 	return nil
 }
 
 // unsupported builds the error for an opcode the rewriter refuses.
 func unsupported(op string, family string, at int) error {
-	return fmt.Errorf("loopguard: offset %#x: unsupported opcode %s (%s): %w", at, op, family, ErrUnsupported)
+	return unsupportedAt(at, "unsupported opcode %s (%s)", op, family)
 }
 
 // immediates skips the immediates of every opcode other than the structured

@@ -1,9 +1,6 @@
 package loopguard
 
-import (
-	"fmt"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // reader decodes the primitive encodings of the binary format over one byte
 // slice. It never panics: every read checks the remaining length, and the
@@ -22,7 +19,7 @@ func (r *reader) offset() int { return r.base + r.pos }
 func (r *reader) eof() bool { return r.pos >= len(r.buf) }
 
 func (r *reader) errorf(format string, args ...any) error {
-	return fmt.Errorf("loopguard: offset %#x: %s: %w", r.offset(), fmt.Sprintf(format, args...), ErrMalformed)
+	return malformedAt(r.offset(), format, args...)
 }
 
 func (r *reader) byte() (byte, error) {

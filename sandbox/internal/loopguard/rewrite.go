@@ -1,9 +1,6 @@
 package loopguard
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // DefaultInterval is the Interval used when Options.Interval is zero.
 //
@@ -37,23 +34,6 @@ type Result struct {
 	// CounterGlobal is the index of the added counter global.
 	CounterGlobal uint32
 }
-
-var (
-	// ErrNoYieldImport means the module does not import
-	// wasi_snapshot_preview1.sched_yield of type () -> i32, so the guard has
-	// nothing to call. The caller falls back to wazero's
-	// WithCloseOnContextDone.
-	ErrNoYieldImport = errors.New("loopguard: module does not import wasi_snapshot_preview1.sched_yield () -> i32")
-
-	// ErrUnsupported means the module uses an instruction or type the
-	// rewriter cannot decode (SIMD, threads, exception handling, GC, ...).
-	// The error wrapping it names the opcode, the function index and the
-	// module offset. The caller may fall back as for ErrNoYieldImport.
-	ErrUnsupported = errors.New("loopguard: unsupported WebAssembly feature")
-
-	// ErrMalformed means the input is not a well-formed module.
-	ErrMalformed = errors.New("loopguard: malformed module")
-)
 
 // Rewrite returns a copy of module in which every loop header decrements a
 // counter global and, every opts.Interval passes, resets it and calls the
@@ -115,7 +95,7 @@ func Rewrite(module []byte, opts Options) (*Result, error) {
 	}
 	res := &Result{YieldIndex: imports.yield, CounterGlobal: imports.globals + definedGlobals}
 	if res.CounterGlobal < imports.globals {
-		return nil, fmt.Errorf("loopguard: too many globals: %w", ErrMalformed)
+		return nil, malformedAt(-1, "too many globals")
 	}
 
 	var code []byte
@@ -125,7 +105,7 @@ func Rewrite(module []byte, opts Options) (*Result, error) {
 			return nil, err
 		}
 	} else if declared != 0 {
-		return nil, fmt.Errorf("loopguard: %d functions declared but no code section: %w", declared, ErrMalformed)
+		return nil, malformedAt(-1, "%d functions declared but no code section", declared)
 	}
 
 	out := make([]byte, 0, len(module)+len(code)-lenPayload(codeSec)+64)
@@ -203,7 +183,7 @@ func rewriteCode(s section, declared, importedFuncs, numTypes uint32, g []byte, 
 		return nil, err
 	}
 	if n != declared {
-		return nil, fmt.Errorf("loopguard: code section has %d bodies for %d declared functions: %w", n, declared, ErrMalformed)
+		return nil, malformedAt(s.offset, "code section has %d bodies for %d declared functions", n, declared)
 	}
 	// Go bodies average a few loops per kilobyte; leave room for some.
 	out := appendU32(make([]byte, 0, len(s.payload)+len(s.payload)/16), n)
@@ -231,7 +211,7 @@ func rewriteCode(s section, declared, importedFuncs, numTypes uint32, g []byte, 
 		}
 		newSize := uint64(len(body)) + uint64(len(loops))*uint64(len(g))
 		if newSize > 1<<32-1 {
-			return nil, inFunc(fn, fmt.Errorf("loopguard: rewritten body too large: %w", ErrMalformed))
+			return nil, inFunc(fn, malformedAt(bodyOff, "rewritten body too large"))
 		}
 		out = appendU32(out, uint32(newSize))
 		last := 0

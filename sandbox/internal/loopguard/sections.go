@@ -63,13 +63,13 @@ type section struct {
 // sections, each still pointing into module.
 func splitSections(module []byte) ([]section, error) {
 	if len(module) < len(wasmHeader) {
-		return nil, fmt.Errorf("loopguard: %d bytes is too short for a module header: %w", len(module), ErrMalformed)
+		return nil, malformedAt(-1, "%d bytes is too short for a module header", len(module))
 	}
 	if !bytes.Equal(module[:4], wasmHeader[:4]) {
-		return nil, fmt.Errorf("loopguard: not a WebAssembly module (bad magic %x): %w", module[:4], ErrMalformed)
+		return nil, malformedAt(0, "not a WebAssembly module (bad magic %x)", module[:4])
 	}
 	if !bytes.Equal(module[4:8], wasmHeader[4:]) {
-		return nil, fmt.Errorf("loopguard: unsupported binary version %x (want 1; components are not modules): %w", module[4:8], ErrMalformed)
+		return nil, malformedAt(4, "unsupported binary version %x (want 1; components are not modules)", module[4:8])
 	}
 	r := &reader{buf: module, pos: len(wasmHeader)}
 	var secs []section
@@ -95,10 +95,10 @@ func splitSections(module []byte) ([]section, error) {
 		} else {
 			rank, ok := sectionRank(id)
 			if !ok {
-				return nil, fmt.Errorf("loopguard: offset %#x: unknown section id %d: %w", start, id, ErrMalformed)
+				return nil, malformedAt(start, "unknown section id %d", id)
 			}
 			if rank <= lastRank {
-				return nil, fmt.Errorf("loopguard: offset %#x: section id %d is out of order or repeated: %w", start, id, ErrMalformed)
+				return nil, malformedAt(start, "section id %d is out of order or repeated", id)
 			}
 			lastRank = rank
 		}
@@ -142,7 +142,7 @@ func (r *reader) valType() (byte, error) {
 	}
 	if !isValType(b) {
 		r.pos--
-		return 0, fmt.Errorf("loopguard: offset %#x: unsupported value type %#x (GC and typed references are not supported): %w", r.offset(), b, ErrUnsupported)
+		return 0, unsupportedAt(r.offset(), "value type %#x (GC and typed references are not supported)", b)
 	}
 	return b, nil
 }
@@ -197,7 +197,7 @@ func parseTypes(s section) ([]funcType, error) {
 			return nil, err
 		}
 		if form != 0x60 {
-			return nil, fmt.Errorf("loopguard: offset %#x: type form %#x is not a function type (GC types are not supported): %w", r.offset()-1, form, ErrUnsupported)
+			return nil, unsupportedAt(r.offset()-1, "type form %#x is not a function type (GC types are not supported)", form)
 		}
 		var ft funcType
 		for _, dst := range []*[]byte{&ft.params, &ft.results} {
@@ -263,7 +263,7 @@ func parseImports(s section, types []funcType) (importInfo, error) {
 			if !info.found && mod == "wasi_snapshot_preview1" && field == "sched_yield" {
 				t := types[ti]
 				if len(t.params) != 0 || len(t.results) != 1 || t.results[0] != valI32 {
-					return info, fmt.Errorf("loopguard: wasi_snapshot_preview1.sched_yield is imported with a type other than () -> i32: %w", ErrNoYieldImport)
+					return info, fmt.Errorf("%w: it is imported with another type", ErrNoYieldImport)
 				}
 				info.yield, info.found = info.funcs, true
 			}
@@ -288,7 +288,7 @@ func parseImports(s section, types []funcType) (importInfo, error) {
 			}
 			info.globals++
 		default:
-			return info, fmt.Errorf("loopguard: offset %#x: import kind %#x is not supported (tags need exception handling): %w", r.offset()-1, kind, ErrUnsupported)
+			return info, unsupportedAt(r.offset()-1, "import kind %#x (tags need exception handling)", kind)
 		}
 	}
 	if !r.eof() {
@@ -344,7 +344,7 @@ func appendGlobal(s *section, init int32, numTypes uint32) (out []byte, before u
 		rest = r.buf[start:]
 	}
 	if before == 1<<32-1 {
-		return nil, 0, fmt.Errorf("loopguard: global section is full: %w", ErrMalformed)
+		return nil, 0, malformedAt(-1, "global section is full")
 	}
 	out = appendU32(make([]byte, 0, len(rest)+16), before+1)
 	out = append(out, rest...)
