@@ -1,0 +1,216 @@
+package config
+
+import (
+	"github.com/berthhq/berth/retry"
+)
+
+// Default returns the configuration used for every key the file leaves out, the one [DefaultTOML]
+// writes: REST on 127.0.0.1:8080 without tokens, data in ./data, 16 partitions of 4 aggregates, the
+// spec's retry budget (5 attempts, 100ms doubling up to 5s, 30s each), 10 long-horizon retries from 3m,
+// an outage at 3 failing aggregates within 10s, 64MiB per module, no webhooks, info logs as text.
+// Each call returns a new Config.
+func Default() *Config {
+	return &Config{
+		Server: ServerConfig{
+			Listen:          DefaultListen,
+			DataDir:         DefaultDataDir,
+			MaxModuleSize:   DefaultMaxModuleSize,
+			MaxBodySize:     DefaultMaxBodySize,
+			ReadTimeout:     DefaultReadTimeout,
+			WriteTimeout:    DefaultWriteTimeout,
+			ShutdownTimeout: DefaultShutdownTimeout,
+		},
+		Subscription: SubscriptionConfig{
+			Partitions:         DefaultPartitions,
+			Concurrency:        DefaultConcurrency,
+			CheckpointEvery:    DefaultCheckpointEvery,
+			CheckpointInterval: DefaultCheckpointInterval,
+			Retry: retry.Config{
+				MaxAttempts:          retry.DefaultMaxAttempts,
+				InitialBackoff:       retry.Duration(retry.DefaultInitialBackoff),
+				MaxBackoff:           retry.Duration(retry.DefaultMaxBackoff),
+				Timeout:              retry.Duration(retry.DefaultTimeout),
+				Unrecoverable:        []string{},
+				Recoverable:          []string{},
+				BackpressureAttempts: retry.DefaultBackpressureAttempts,
+			},
+			Parked: retry.ParkedConfig{
+				MaxRetries: retry.DefaultParkedMaxRetries,
+				FirstDelay: retry.Duration(retry.DefaultParkedFirstDelay),
+				MaxDelay:   retry.Duration(retry.DefaultParkedMaxDelay),
+				Timeout:    retry.Duration(retry.DefaultParkedTimeout),
+			},
+			Systemic: SystemicConfig{
+				Aggregates: retry.DefaultSystemicAggregates,
+				Window:     retry.Duration(retry.DefaultSystemicWindowLength),
+			},
+		},
+		SandboxConfig: SandboxConfig{
+			CompiledModules: DefaultCompiledModules,
+			MaxInstances:    DefaultMaxInstances,
+			IdleTimeout:     DefaultIdleTimeout,
+			MaxOutput:       DefaultMaxOutput,
+			MaxResponse:     DefaultMaxResponse,
+		},
+		Log: LogConfig{Level: "info", Format: "text"},
+	}
+}
+
+// DefaultTOML returns the commented default configuration file, which the host writes when there is
+// none: every key with its default value and a comment above it, and commented-out examples of the
+// tables that have no default entries (tokens, per-subscription overrides, classifier rules, modules,
+// webhooks). It parses to exactly [Default]. Each call returns a new slice.
+func DefaultTOML() []byte { return []byte(defaultTOML) }
+
+const defaultTOML = `# Berth host configuration (berth.toml).
+#
+# Every key below is set to its default; delete a key to keep the default, change it to override.
+# Durations are written like 500ms, 2s, 1m 30s or PT2S; sizes like 512KiB, 32MiB, 1GiB or a byte count.
+# The reference of every key is docs/config.md. Reload with SIGHUP or POST /v1/config/reload: a bad file
+# is refused and the running configuration stays; server.listen, server.data-dir, server.read-timeout,
+# server.write-timeout, subscription.partitions, sandbox.* and log.format need a restart.
+
+[server]
+# Address of the REST API, host:port. Without a token in [[auth.tokens]] it must be a loopback address.
+listen = "127.0.0.1:8080"
+# Directory of the event log, checkpoints, failure ledger, uploaded modules and compilation cache.
+data-dir = "./data"
+# Largest .wasm module an upload may send; a larger one is refused with 413.
+max-module-size = "32MiB"
+# Largest JSON request body; a larger one is refused with 413.
+max-body-size = "1MiB"
+# How long reading a whole request may take.
+read-timeout = "30s"
+# How long handling a request and writing its response may take.
+write-timeout = "1m"
+# How long a stopping host waits for requests and handlers in flight.
+shutdown-timeout = "15s"
+
+# Bearer tokens. With none, the server listens on loopback only and every request is allowed.
+# Roles: reader (read), operator (also resume, skip, pause), deployer (also modules and events), admin.
+# Give the secret literally (token) or by environment variable (token-env), read at load:
+#
+# [[auth.tokens]]
+# name = "ci"
+# role = "deployer"
+# token-env = "BERTH_CI_TOKEN"
+#
+# [[auth.tokens]]
+# name = "on-call"
+# role = "operator"
+# token = "a-long-random-secret"
+
+[subscription]
+# Partitions each subscription splits the event log into, by aggregate; each runs in order.
+partitions = 16
+# Aggregates a partition handles at once; backpressure lowers it for a while.
+concurrency = 4
+# Write a checkpoint after this many handled events...
+checkpoint-every = 100
+# ...or at least this often while events are handled.
+checkpoint-interval = "200ms"
+
+# The retry budget of every handler, below what a module declares for its processor and handlers.
+[subscription.retry]
+# Calls in all, at least 1; 1 means no retry.
+max-attempts = 5
+# The wait after the first failure; each next wait is twice as long.
+initial-backoff = "100ms"
+# The longest wait between attempts.
+max-backoff = "5s"
+# How long one attempt may run; a longer one is cancelled and counts as failed.
+timeout = "30s"
+# Error classes that park the aggregate at once, without a retry.
+unrecoverable = []
+# Error classes retried within the budget even where they would be taken for an outage.
+recoverable = []
+# Attempts allowed for backpressure (busy, 429) before the aggregate is parked.
+backpressure-attempts = 20
+
+# The long-horizon retries of a parked aggregate.
+[subscription.parked]
+# Long-horizon retries before the aggregate waits for an operator; -1 for none.
+max-retries = 10
+# The delay from the park to the first retry; each next delay is twice as long.
+first-delay = "3m"
+# The longest delay between long-horizon retries.
+max-delay = "1h"
+# How long one long-horizon attempt may run.
+timeout = "2m"
+
+# When failures of a partition are taken for an outage: the partition pauses and retries, and no
+# aggregate spends its budget or is parked.
+[subscription.systemic]
+# Distinct failing aggregates that make an outage, at least 2.
+aggregates = 3
+# How recent their failures must be.
+window = "10s"
+
+# Per-subscription overrides, setting by setting, over what the module declares; the name is
+# "Processor.handler", quoted. A setting left out is inherited; an empty list clears the inherited one.
+#
+# [subscriptions."ShipmentNotifier.onOrderShipped".retry]
+# max-attempts = 8
+# initial-backoff = "1s"
+# max-backoff = "30s"
+# timeout = "20s"
+# unrecoverable = ["UnknownBuyer"]
+# recoverable = ["NotificationTimeout"]
+# backpressure-attempts = 40
+#
+# [subscriptions."ShipmentNotifier.onOrderShipped".parked]
+# max-retries = 20
+# first-delay = "5m"
+# max-delay = "2h"
+# timeout = "1m"
+
+# Application-wide classifier rules: take an error class for recoverable, unrecoverable, systemic or
+# backpressure in every handler (a handler's own lists come first).
+#
+# [[classifier.rules]]
+# class = "berth.Timeout"
+# as = "unrecoverable"
+
+# Per-module settings, by the name the module was uploaded under. A module without a table gets these
+# defaults: memory-limit = "64MiB", allowed-hosts = [], no config values, init-timeout = "10s".
+#
+# [modules.shipment-notifier]
+# memory-limit = "128MiB"
+# allowed-hosts = ["notifications.example.com:443"]
+# config = { region = "eu-west-1" }
+# init-timeout = "10s"
+
+[sandbox]
+# Compiled modules kept in memory.
+compiled-modules = 32
+# Instances of one module, i.e. its concurrent calls; more calls wait for a free instance.
+max-instances = 8
+# An instance idle this long is released.
+idle-timeout = "1m"
+# What one call may write to stdout and to stderr; the rest is dropped.
+max-output = "16KiB"
+# Largest body of an outbound HTTP response a guest receives.
+max-response = "1MiB"
+
+# Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
+# is resumed or skipped by an operator. Deliveries are queued durably, retried, and signed with an
+# HMAC of the body when a secret is set.
+#
+# [[webhooks]]
+# name = "team-orders"
+# url = "https://hooks.example.com/berth"
+# secret-env = "BERTH_WEBHOOK_SECRET"
+# events = ["parked", "retries-spent"]
+# subscriptions = ["ShipmentNotifier.onOrderShipped"]
+#
+# [[webhooks]]
+# name = "audit"
+# url = "https://audit.example.com/berth"
+# secret = "a-long-random-key"
+
+[log]
+# The lowest level logged: debug, info, warn or error.
+level = "info"
+# text (for people) or json (for log collectors).
+format = "text"
+`

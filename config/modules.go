@@ -1,0 +1,161 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/sandbox"
+)
+
+// Defaults of [modules.<name>] (those of sandbox.ModuleConfig).
+const (
+	DefaultMemoryLimit = 64 * MiB
+	DefaultInitTimeout = retry.Duration(10e9)
+	// WasmPage is the size of a WebAssembly memory page; a memory limit is a whole number of pages.
+	WasmPage = 64 * KiB
+	// MaxMemoryLimit is the most a 32-bit WebAssembly memory can hold (65536 pages).
+	MaxMemoryLimit = 4 * GiB
+)
+
+// Defaults of [sandbox] (those sandbox.New takes for zero values).
+const (
+	DefaultCompiledModules = 32
+	DefaultMaxInstances    = 8
+	DefaultIdleTimeout     = retry.Duration(60e9)
+	DefaultMaxOutput       = 16 * KiB
+	DefaultMaxResponse     = 1 * MiB
+)
+
+// ModuleConfig is [modules.<name>]: what the operator sets for one module. A module without a table
+// gets [DefaultModule]; a key left out of a table keeps its default.
+type ModuleConfig struct {
+	// MemoryLimit caps the guest's linear memory (default 64MiB); a multiple of 64KiB, at most 4GiB. A
+	// guest that needs more fails the call with MemoryExceeded.
+	MemoryLimit Size `toml:"memory-limit"`
+	// AllowedHosts lists the hosts the module's outbound HTTP may reach: "api.example.com" (any port),
+	// "api.example.com:443", or "*" for any (default: none, deny all).
+	AllowedHosts []string `toml:"allowed-hosts"`
+	// Config holds string values handed to the guest through config_get (default: none).
+	Config map[string]string `toml:"config"`
+	// InitTimeout bounds the guest's initialization (default 10s).
+	InitTimeout retry.Duration `toml:"init-timeout"`
+}
+
+// DefaultModule returns the settings of a module without a [modules.<name>] table: 64MiB of memory, no
+// outbound hosts, no config values, 10s to initialize.
+func DefaultModule() ModuleConfig {
+	return ModuleConfig{MemoryLimit: DefaultMemoryLimit, InitTimeout: DefaultInitTimeout}
+}
+
+func (m *ModuleConfig) setDefaults() { *m = DefaultModule() }
+
+// Module returns the sandbox settings of the module name: its [modules.<name>] table, or the defaults
+// when it has none. The lists and maps are copies.
+func (c *Config) Module(name string) sandbox.ModuleConfig {
+	m, ok := c.Modules[name]
+	if !ok {
+		m = DefaultModule()
+	}
+	return sandbox.ModuleConfig{
+		MemoryLimitPages: uint32(m.MemoryLimit / WasmPage),
+		AllowedHosts:     slices.Clone(m.AllowedHosts),
+		Config:           maps.Clone(m.Config),
+		InitTimeout:      m.InitTimeout.Std(),
+	}
+}
+
+func (m ModuleConfig) validate(p *problems, at keyPath) {
+	if name := at[len(at)-1].name; name == "" || strings.TrimSpace(name) != name {
+		p.add(at, "", "a module name must not be empty or start or end with a space")
+	}
+	k := at.key("memory-limit")
+	switch v := fmt.Sprintf("%q", m.MemoryLimit.String()); {
+	case m.MemoryLimit <= 0:
+		p.add(k, v, "must be more than 0")
+	case m.MemoryLimit%WasmPage != 0:
+		p.add(k, v, "must be a multiple of 64KiB (the WebAssembly page size)")
+	case m.MemoryLimit > MaxMemoryLimit:
+		p.add(k, v, "must be at most 4GiB")
+	}
+	for i, h := range m.AllowedHosts {
+		if err := checkHost(h); err != nil {
+			p.add(at.key("allowed-hosts").at(i), fmt.Sprintf("%q", h), "%v", err)
+		}
+	}
+	for _, key := range sortedKeys(m.Config) {
+		if key == "" {
+			p.add(at.key("config").key(key), "", "a config key must not be empty")
+		}
+	}
+	positiveDuration(p, at.key("init-timeout"), m.InitTimeout)
+}
+
+// checkHost checks an allowed-hosts entry: "*", a host name or IP, or host:port.
+func checkHost(h string) error {
+	switch {
+	case h == "*":
+		return nil
+	case h == "":
+		return fmt.Errorf("empty host")
+	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@"):
+		return fmt.Errorf("want a host or host:port, not a URL")
+	case strings.ContainsAny(h, " \t\r\n"):
+		return fmt.Errorf("a host must not contain spaces")
+	case strings.Contains(h, "*"):
+		return fmt.Errorf(`wildcards are not supported; list each host, or "*" for any`)
+	}
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %q: want a number from 1 to 65535", port)
+		}
+		if host == "" {
+			return fmt.Errorf("empty host before the port")
+		}
+	}
+	return nil
+}
+
+// SandboxConfig is [sandbox]: limits of the WebAssembly sandbox. Changing it needs a restart.
+type SandboxConfig struct {
+	// CompiledModules is the size of the cache of compiled modules kept in memory (default 32).
+	CompiledModules int `toml:"compiled-modules"`
+	// MaxInstances caps the instances of one module, i.e. its concurrent calls (default 8).
+	MaxInstances int `toml:"max-instances"`
+	// IdleTimeout releases an instance idle for this long (default 1m).
+	IdleTimeout retry.Duration `toml:"idle-timeout"`
+	// MaxOutput bounds what one call may write to stdout and to stderr; the rest is dropped (default 16KiB).
+	MaxOutput Size `toml:"max-output"`
+	// MaxResponse caps the body of an outbound HTTP response (default 1MiB).
+	MaxResponse Size `toml:"max-response"`
+}
+
+// Sandbox returns the settings for sandbox.New: [sandbox], with CacheDir <data-dir>/wasm-cache. The
+// host adds the Logger (and, if it wants, an HTTP transport).
+func (c *Config) Sandbox() sandbox.Config {
+	s := c.SandboxConfig
+	return sandbox.Config{
+		CacheDir:         filepath.Join(c.Server.DataDir, "wasm-cache"),
+		CompiledModules:  s.CompiledModules,
+		MaxInstances:     s.MaxInstances,
+		IdleTimeout:      s.IdleTimeout.Std(),
+		MaxOutputBytes:   int(s.MaxOutput),
+		MaxResponseBytes: int64(s.MaxResponse),
+	}
+}
+
+func (s SandboxConfig) validate(p *problems, at keyPath) {
+	positiveInt(p, at.key("compiled-modules"), s.CompiledModules, 1<<16)
+	positiveInt(p, at.key("max-instances"), s.MaxInstances, 1<<16)
+	positiveDuration(p, at.key("idle-timeout"), s.IdleTimeout)
+	positiveSize(p, at.key("max-output"), s.MaxOutput)
+	if s.MaxOutput > GiB {
+		p.add(at.key("max-output"), fmt.Sprintf("%q", s.MaxOutput.String()), "must be at most 1GiB")
+	}
+	positiveSize(p, at.key("max-response"), s.MaxResponse)
+}

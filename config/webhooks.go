@@ -1,0 +1,116 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// The events a webhook can be told about ([[webhooks]] events).
+const (
+	// EventParked: an aggregate spent its retry budget and was parked.
+	EventParked = "parked"
+	// EventRetriesSpent: a parked aggregate spent its long-horizon retries and waits for an operator.
+	EventRetriesSpent = "retries-spent"
+	// EventResumed: an operator resumed a parked aggregate.
+	EventResumed = "resumed"
+	// EventSkipped: an operator skipped a parked aggregate.
+	EventSkipped = "skipped"
+)
+
+// WebhookEvents returns every event a webhook can be told about, in the order they happen.
+func WebhookEvents() []string {
+	return []string{EventParked, EventRetriesSpent, EventResumed, EventSkipped}
+}
+
+// Webhook is one [[webhooks]] entry: an endpoint told about parked aggregates.
+type Webhook struct {
+	// Name identifies the webhook in logs and its delivery outbox (required, unique).
+	Name string `toml:"name"`
+	// URL is the http or https endpoint the events are POSTed to (required).
+	URL string `toml:"url"`
+	// Secret is the HMAC key deliveries are signed with (default none: unsigned; set it or SecretEnv).
+	Secret string `toml:"secret"`
+	// SecretEnv names the environment variable holding the HMAC key, read at load (default none).
+	SecretEnv string `toml:"secret-env"`
+	// Events is the events the webhook is told about: parked, retries-spent, resumed, skipped (default
+	// empty: all).
+	Events []string `toml:"events"`
+	// Subscriptions limits the webhook to these subscriptions, "Processor.handler" (default empty: all).
+	Subscriptions []string `toml:"subscriptions"`
+
+	secret string // the value of SecretEnv at load
+}
+
+// SigningKey returns the HMAC key: Secret, or the value SecretEnv had when the file was loaded; empty
+// when deliveries are not signed.
+func (w Webhook) SigningKey() string {
+	if w.Secret != "" {
+		return w.Secret
+	}
+	return w.secret
+}
+
+// Wants reports whether the webhook is told about event in subscription: both filters pass (an empty
+// filter passes everything).
+func (w Webhook) Wants(event, subscription string) bool {
+	return (len(w.Events) == 0 || slices.Contains(w.Events, event)) &&
+		(len(w.Subscriptions) == 0 || slices.Contains(w.Subscriptions, subscription))
+}
+
+func validateWebhooks(p *problems, hooks []Webhook, at keyPath) {
+	names := map[string]int{}
+	for i, w := range hooks {
+		k := at.at(i)
+		if w.Name == "" {
+			p.add(k.key("name"), `""`, "each webhook needs a name")
+		} else if j, dup := names[w.Name]; dup {
+			p.add(k.key("name"), fmt.Sprintf("%q", w.Name), "also the name of webhooks[%d]", j)
+		} else {
+			names[w.Name] = i
+		}
+		if err := checkWebhookURL(w.URL); err != nil {
+			p.add(k.key("url"), fmt.Sprintf("%q", w.URL), "%v", err)
+		}
+		switch {
+		case w.Secret != "" && w.SecretEnv != "":
+			p.add(k.key("secret"), "", "set secret or secret-env, not both")
+		case w.SecretEnv != "" && w.secret == "":
+			p.add(k.key("secret-env"), fmt.Sprintf("%q", w.SecretEnv), "the environment variable is not set or empty")
+		}
+		for j, e := range w.Events {
+			switch {
+			case !slices.Contains(WebhookEvents(), e):
+				p.add(k.key("events").at(j), fmt.Sprintf("%q", e), "want %s", strings.Join(WebhookEvents(), ", "))
+			case slices.Index(w.Events, e) < j:
+				p.add(k.key("events").at(j), fmt.Sprintf("%q", e), "listed twice")
+			}
+		}
+		for j, s := range w.Subscriptions {
+			if strings.TrimSpace(s) == "" || strings.TrimSpace(s) != s {
+				p.add(k.key("subscriptions").at(j), fmt.Sprintf("%q", s), "a subscription name must not be empty or start or end with a space")
+			}
+		}
+	}
+}
+
+func checkWebhookURL(raw string) error {
+	if raw == "" {
+		return fmt.Errorf("each webhook needs a url")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("want an http:// or https:// URL")
+	}
+	if u.Host == "" {
+		return fmt.Errorf("the URL has no host")
+	}
+	if u.User != nil {
+		return fmt.Errorf("credentials in the URL would be logged; use secret or secret-env")
+	}
+	return nil
+}
