@@ -198,6 +198,7 @@ func (s *scanner) header(array bool) {
 	var p keyPath
 	for i, k := range keys {
 		p = p.key(k)
+		s.record(p, line) // an implicit parent table is first seen here
 		last := i == len(keys)-1
 		if n, isArray := s.arrays[p.String()]; isArray && !(last && array) {
 			p = p.at(n - 1)
