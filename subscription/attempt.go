@@ -1,0 +1,185 @@
+package subscription
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+)
+
+func randFloat() float64 { return rand.Float64() }
+
+// maxAttemptHistory bounds the attempts a park copies into the record's
+// history; the ledger bounds the history as a whole.
+const maxAttemptHistory = 20
+
+// attempts is what the engine remembers of the attempts at one event.
+type attempts struct {
+	n            int // attempts made, every kind
+	failures     int // recoverable failures counted against MaxAttempts
+	backpressure int // backpressure failures counted against BackpressureAttempts
+	first, last  time.Time
+	history      []ledger.Entry
+}
+
+func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d retry.Decision) {
+	if st.first.IsZero() {
+		st.first = now
+	}
+	st.last = now
+	info := errorInfo(f, d)
+	st.history = append(st.history, ledger.Entry{Time: now, Action: "attempt", Attempt: st.n, Version: version, Error: &info})
+	if len(st.history) > maxAttemptHistory {
+		st.history = slices.Delete(st.history, 0, len(st.history)-maxAttemptHistory)
+	}
+}
+
+// deliver delivers one event until it is handled, the aggregate is parked,
+// or the run stops. It is the retry budget: recoverable failures are retried
+// up to MaxAttempts with the policy's backoff; unrecoverable ones park at
+// once; systemic ones pause the partition and spend nothing; backpressure is
+// retried no sooner than Retry-After while the partition's concurrency is
+// lowered, and parks only when BackpressureAttempts is spent. The policy is
+// read afresh before every attempt, so a config reload applies to the next.
+func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, live bool) outcome {
+	ctx := r.ctx
+	clock := r.e.clock
+	key := InvocationKey(r.s.name, c, idx)
+	aggName := a.key.String()
+	var st attempts
+	for {
+		cur := r.s.cur.Load()
+		pol := cur.policy
+		probe, err := p.awaitTurn(ctx, &pol)
+		if err != nil {
+			return outcomeCancelled
+		}
+		cur = r.s.cur.Load()
+		pol = cur.policy
+		st.n++
+		f := r.invoke(ctx, cur.spec.Invoker, Delivery{
+			Subscription: r.s.name, Handler: cur.spec.Handler, InvocationKey: key,
+			Attempt: st.n, Commit: c, Index: idx, Timeout: pol.Timeout,
+		})
+		if ctx.Err() != nil {
+			if probe {
+				p.probeDone(false)
+			}
+			return outcomeCancelled
+		}
+		now := clock.Now()
+		if f == nil {
+			p.succeeded(aggName, now, probe)
+			return outcomeHandled
+		}
+		d := retry.Classify(f, &pol, r.e.opts.Classifier)
+		st.failed(now, c.Version, f, d)
+		if probe || p.isPaused() {
+			// During a systemic pause a failure is the outage's, not the
+			// aggregate's: nothing is spent. Only an unrecoverable one is the
+			// aggregate's own (a bad input stays bad when the service is back).
+			if probe {
+				p.probeDone(false)
+			}
+			if d.Class == retry.Unrecoverable {
+				return r.park(p, a, c, idx, live, &st, f, d)
+			}
+			continue
+		}
+		switch d.Class {
+		case retry.Unrecoverable:
+			return r.park(p, a, c, idx, live, &st, f, d)
+		case retry.Systemic:
+			p.enterSystemic(now, d.Reason)
+			continue
+		case retry.Backpressure:
+			st.backpressure++
+			if st.backpressure >= pol.BackpressureAttempts {
+				return r.park(p, a, c, idx, live, &st, f, d)
+			}
+			p.lowerConcurrency()
+			wait := pol.BackpressureDelay(st.backpressure, d.RetryAfter, r.e.opts.Jitter())
+			if p.waitOff(ctx, wait, live) != nil {
+				return outcomeCancelled
+			}
+		default:
+			if d.CountsTowardOutage() && p.failed(aggName, now) {
+				p.enterSystemic(now, fmt.Sprintf("%d aggregates of the partition failing within %s",
+					r.e.opts.Systemic.Aggregates, r.e.opts.Systemic.Window))
+				continue
+			}
+			st.failures++
+			if st.failures >= pol.MaxAttempts {
+				return r.park(p, a, c, idx, live, &st, f, d)
+			}
+			if p.waitOff(ctx, pol.Backoff(st.failures), live) != nil {
+				return outcomeCancelled
+			}
+		}
+	}
+}
+
+// invoke runs one attempt with its timeout on the engine's clock. A panic in
+// the invoker is a failure of class retry.ClassPanic, not a crash of the
+// engine.
+func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Failure) {
+	actx, cancel, timedOut := withClockTimeout(ctx, r.e.clock, d.Timeout)
+	defer cancel()
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				f = &retry.Failure{Classes: []string{retry.ClassPanic}, Message: fmt.Sprintf("handler panicked: %v", v)}
+			}
+		}()
+		f = inv.Invoke(actx, d)
+	}()
+	if timedOut() {
+		if f == nil {
+			return &retry.Failure{Classes: []string{retry.ClassTimeout},
+				Message: fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)}
+		}
+		if len(f.Classes) == 0 {
+			g := *f
+			g.Classes = []string{retry.ClassTimeout}
+			return &g
+		}
+	}
+	return f
+}
+
+// errorInfo is a failure as the ledger keeps it; Kind names the host-side
+// kind where there is one, else the class it was given.
+func errorInfo(f *retry.Failure, d retry.Decision) ledger.ErrorInfo {
+	kind := strings.ToLower(d.Class.String())
+	for _, c := range f.Classes {
+		switch c {
+		case retry.ClassTimeout:
+			kind = "timeout"
+		case retry.ClassTrap:
+			kind = "trap"
+		case retry.ClassMemoryExceeded:
+			kind = "memory"
+		case retry.ClassPanic:
+			kind = "panic"
+		default:
+			continue
+		}
+		break
+	}
+	return ledger.ErrorInfo{
+		Classes: slices.Clone(f.Classes), Message: truncate(f.Message, 4096), Code: f.Code, Kind: kind,
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,103 @@
+package subscription
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+)
+
+// BenchmarkDeliver measures events per second through one subscription on
+// the embedded log with a native Go handler: healthy, and with a poisoned
+// aggregate present (parked at its first event, its later events held). The
+// ratio poisoned/healthy should stay above 0.95.
+//
+//	go test -run '^$' -bench BenchmarkDeliver -benchtime 20000x ./subscription/
+func BenchmarkDeliver(b *testing.B) {
+	for _, poisoned := range []bool{false, true} {
+		name := "healthy"
+		if poisoned {
+			name = "poisoned"
+		}
+		b.Run(name, func(b *testing.B) { benchDeliver(b, poisoned) })
+	}
+}
+
+func benchDeliver(b *testing.B, poisoned bool) {
+	dir := b.TempDir()
+	log, err := eventlog.Open(dir+"/log", eventlog.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer log.Close(context.Background())
+	store, err := ledger.Open(dir+"/ledger", ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close(context.Background())
+	ctx := context.Background()
+	const aggregates = 256
+	// The poisoned aggregate gets one event in 64: far more than a real
+	// poison pill, so that holding its events is part of what is measured.
+	var handled atomic.Int64
+	inv := InvokerFunc(func(ctx context.Context, d Delivery) *retry.Failure {
+		if d.Commit.AggregateID == "poison" {
+			return &retry.Failure{Classes: []string{"Bug"}, Message: "poisoned"}
+		}
+		handled.Add(1)
+		return nil
+	})
+	s := Spec{Processor: "Bench", Handler: "on", Start: StartBeginning, Invoker: inv,
+		HandlerRetry: retry.Settings{Unrecoverable: []string{"Bug"}}}
+	want := int64(0)
+	var batch []eventlog.AppendRequest
+	for i := range b.N {
+		id := fmt.Sprint("o", i%aggregates)
+		if poisoned && i%64 == 0 {
+			id = "poison"
+		} else {
+			want++
+		}
+		batch = append(batch, eventlog.AppendRequest{AggregateType: "Order", AggregateID: id,
+			ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderShipped", Payload: []byte(`{"n":1}`)}}})
+	}
+	for _, req := range batch {
+		if _, err := log.Append(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	eng, err := Open(log, store, Options{}, s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	if err := eng.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for handled.Load() < want {
+		time.Sleep(100 * time.Microsecond)
+	}
+	// Wait for the checkpoint too: everything is finished, held events included.
+	for {
+		st, err := eng.Status(ctx, "Bench.on")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Checkpoint == uint64(b.N)+1 {
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	if err := eng.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+}

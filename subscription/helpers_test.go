@@ -1,0 +1,326 @@
+package subscription
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+)
+
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// env is a test's stores (real Badger in a temp dir), fake clock and engine.
+type env struct {
+	t     *testing.T
+	dir   string
+	log   *eventlog.Badger
+	store *ledger.Badger
+	clock *FakeClock
+	opts  Options
+	specs []Spec
+	eng   *Engine
+}
+
+func newEnv(t *testing.T, opts Options, specs ...Spec) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), clock: NewFakeClock(t0), opts: opts, specs: specs}
+	e.openStores()
+	t.Cleanup(func() {
+		if e.eng != nil {
+			e.eng.Close(context.Background())
+		}
+		e.closeStores()
+	})
+	return e
+}
+
+func (e *env) openStores() {
+	e.t.Helper()
+	var err error
+	if e.log, err = eventlog.Open(e.dir+"/log", eventlog.Options{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if e.store, err = ledger.Open(e.dir+"/ledger", ledger.Options{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) closeStores() {
+	if e.log != nil {
+		e.log.Close(context.Background())
+		e.log = nil
+	}
+	if e.store != nil {
+		e.store.Close(context.Background())
+		e.store = nil
+	}
+}
+
+// start opens and starts an engine over the stores.
+func (e *env) start() *Engine {
+	e.t.Helper()
+	opts := e.opts
+	opts.Clock = e.clock
+	if opts.Jitter == nil {
+		opts.Jitter = func() float64 { return 0.5 }
+	}
+	eng, err := Open(e.log, e.store, opts, e.specs...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.eng = eng
+	return eng
+}
+
+// restart closes the engine and the stores, reopens them and starts again.
+func (e *env) restart() *Engine {
+	e.t.Helper()
+	if err := e.eng.Close(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.eng = nil
+	e.closeStores()
+	e.openStores()
+	return e.start()
+}
+
+// crash stops the engine without writing its checkpoint, then reopens.
+func (e *env) crash() *Engine {
+	e.t.Helper()
+	e.eng.abandon()
+	e.eng = nil
+	e.closeStores()
+	e.openStores()
+	return e.start()
+}
+
+func (e *env) append(typ, id string, types ...string) eventlog.Commit {
+	e.t.Helper()
+	if len(types) == 0 {
+		types = []string{"OrderShipped"}
+	}
+	var evs []eventlog.Event
+	for _, ty := range types {
+		evs = append(evs, eventlog.Event{Type: ty, Payload: []byte(`{}`)})
+	}
+	c, err := e.log.Append(context.Background(), eventlog.AppendRequest{
+		AggregateType: typ, AggregateID: id, ExpectedVersion: eventlog.AnyVersion, Events: evs, Time: t0,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// advance waits until the engine waits on the clock and moves the clock to
+// the earliest timer, returning how far it moved.
+func (e *env) advance() time.Duration {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.clock.BlockUntil(ctx, 1); err != nil {
+		e.t.Fatalf("engine never waited on the clock: %v", err)
+	}
+	d, _ := e.clock.NextFire()
+	e.clock.Advance(d)
+	return d
+}
+
+// blockUntil waits until n timers are pending.
+func (e *env) blockUntil(n int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.clock.BlockUntil(ctx, n); err != nil {
+		e.t.Fatalf("waiting for %d timers (have %d): %v", n, e.clock.Waiters(), err)
+	}
+}
+
+func (e *env) status(name string) Status {
+	e.t.Helper()
+	st, err := e.eng.Status(context.Background(), name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+func (e *env) record(sub, typ, id string) *ledger.Record {
+	e.t.Helper()
+	var rec *ledger.Record
+	err := e.store.View(context.Background(), func(tx ledger.Tx) error {
+		var err error
+		rec, err = tx.Parked(sub, typ, id)
+		return err
+	})
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
+func (e *env) waitRecord(sub, typ, id string, ok func(*ledger.Record) bool) *ledger.Record {
+	e.t.Helper()
+	var rec *ledger.Record
+	eventually(e.t, fmt.Sprintf("record %s/%s", typ, id), func() bool {
+		rec = e.record(sub, typ, id)
+		return rec != nil && ok(rec)
+	})
+	return rec
+}
+
+func (e *env) notifications() []ledger.Notification {
+	e.t.Helper()
+	var ns []ledger.Notification
+	if err := e.store.View(context.Background(), func(tx ledger.Tx) error {
+		var err error
+		ns, err = tx.Notifications(0, 1000)
+		return err
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return ns
+}
+
+func notificationTypes(ns []ledger.Notification) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Type+":"+n.AggregateID)
+	}
+	return out
+}
+
+// snapshot is everything the ledger holds for a subscription, to check that
+// a failed operation changed nothing.
+func (e *env) snapshot(sub string) string {
+	e.t.Helper()
+	out := map[string]any{}
+	if err := e.store.View(context.Background(), func(tx ledger.Tx) error {
+		recs, _, err := tx.ListParked(ledger.Filter{Subscription: sub, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		out["records"] = recs
+		ns, err := tx.Notifications(0, 1000)
+		if err != nil {
+			return err
+		}
+		out["notifications"] = ns
+		cp, ok, err := tx.Checkpoint(sub)
+		out["checkpoint"] = []any{cp, ok}
+		return err
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// call is one invocation seen by a recorder.
+type call struct {
+	Agg     string
+	Version uint64
+	Index   int
+	Attempt int
+	Key     string
+	At      time.Time
+	OK      bool
+}
+
+// recorder is a native Go handler that records its calls and fails as its
+// script says.
+type recorder struct {
+	mu     sync.Mutex
+	clock  Clock
+	calls  []call
+	script func(d Delivery, n int) *retry.Failure // n: calls so far for this aggregate, from 1
+	per    map[string]int
+}
+
+func newRecorder(clock Clock, script func(d Delivery, n int) *retry.Failure) *recorder {
+	return &recorder{clock: clock, script: script, per: map[string]int{}}
+}
+
+func (r *recorder) Invoke(ctx context.Context, d Delivery) *retry.Failure {
+	r.mu.Lock()
+	agg := d.Commit.AggregateID
+	r.per[agg]++
+	n := r.per[agg]
+	r.mu.Unlock()
+	var f *retry.Failure
+	if r.script != nil {
+		f = r.script(d, n)
+	}
+	r.mu.Lock()
+	r.calls = append(r.calls, call{Agg: agg, Version: d.Commit.Version, Index: d.Index, Attempt: d.Attempt,
+		Key: d.InvocationKey, At: r.clock.Now(), OK: f == nil})
+	r.mu.Unlock()
+	return f
+}
+
+func (r *recorder) all() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+func (r *recorder) of(agg string) []call {
+	var out []call
+	for _, c := range r.all() {
+		if c.Agg == agg {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// handled returns the versions of agg handled successfully, in order.
+func (r *recorder) handled(agg string) []uint64 {
+	var out []uint64
+	for _, c := range r.of(agg) {
+		if c.OK {
+			out = append(out, c.Version)
+		}
+	}
+	return out
+}
+
+func (r *recorder) waitHandled(t *testing.T, agg string, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d events of %s handled", n, agg), func() bool { return len(r.handled(agg)) >= n })
+}
+
+func seq(from, to uint64) []uint64 {
+	var out []uint64
+	for v := from; v <= to; v++ {
+		out = append(out, v)
+	}
+	return out
+}
+
+func spec(name string, inv Invoker) Spec {
+	return Spec{Name: name, Processor: "ShipmentNotifier", Handler: "onOrderShipped", Start: StartBeginning, Invoker: inv}
+}
+
+const sub = "ShipmentNotifier.onOrderShipped"

@@ -1,0 +1,210 @@
+package subscription
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+)
+
+// Resume resumes a parked aggregate: its stream is read again from the event
+// it stopped at, so the handler sees every event it missed, in order, and it
+// then rejoins live delivery with no gap and no duplicate. The record's
+// history keeps who resumed it, when and why, and a "resumed" notification
+// is queued in the same transaction. Resuming an aggregate that is not parked
+// (or already resuming) is ErrNotParked and changes nothing: resume is
+// idempotent.
+func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, actor, reason string) error {
+	s, err := e.sub(sub)
+	if err != nil {
+		return err
+	}
+	r, release, err := s.current()
+	if err != nil {
+		return err
+	}
+	defer release()
+	k := aggKey{aggregateType, aggregateID}
+	unlock := s.keys.lock(k)
+	defer unlock()
+	now := e.clock.Now()
+	var rec *ledger.Record
+	err = r.withCheckpoint(ctx, 0, func(tx ledger.Tx) error {
+		var err error
+		if rec, err = parkedRecord(tx, s.name, k); err != nil {
+			return err
+		}
+		rec.State, rec.NextRetry = ledger.StateResuming, time.Time{}
+		rec.AddHistory(ledger.Entry{Time: now, Action: "resume", Version: rec.Version, Actor: actor, Reason: reason})
+		if err := tx.PutParked(rec); err != nil {
+			return err
+		}
+		return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: s.name,
+			AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actor, Reason: reason})
+	})
+	if err != nil {
+		return err
+	}
+	e.sched.remove(s.name, k)
+	e.logger.Info("parked aggregate resumed", "subscription", s.name, "aggregate", k.String(),
+		"version", rec.Version, "actor", actor, "reason", reason)
+	r.beginReplay(k, rec.Version, int(rec.Index))
+	return nil
+}
+
+// Skip moves a parked aggregate past the events it held back and rejoins
+// live delivery. throughVersion 0 skips every event of the aggregate in the
+// log at the time of the call; otherwise the events up to and including
+// throughVersion are skipped and later ones delivered in order (it must be
+// at least the version the aggregate stopped at and at most its current
+// version, else ErrBadVersion). Recorded in the history and notified
+// ("skipped") like Resume; ErrNotParked when the aggregate is not parked.
+func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, actor, reason string) error {
+	s, err := e.sub(sub)
+	if err != nil {
+		return err
+	}
+	r, release, err := s.current()
+	if err != nil {
+		return err
+	}
+	defer release()
+	k := aggKey{aggregateType, aggregateID}
+	unlock := s.keys.lock(k)
+	defer unlock()
+	head, err := e.events.Version(ctx, aggregateType, aggregateID)
+	if err != nil {
+		return err
+	}
+	now := e.clock.Now()
+	var through uint64
+	err = r.withCheckpoint(ctx, 0, func(tx ledger.Tx) error {
+		rec, err := parkedRecord(tx, s.name, k)
+		if err != nil {
+			return err
+		}
+		through = throughVersion
+		if through == 0 {
+			through = head
+		}
+		if through < rec.Version || through > head {
+			return fmt.Errorf("%w: skip through %d of %s, parked at %d, at version %d",
+				ErrBadVersion, through, k, rec.Version, head)
+		}
+		stopped := rec.Version
+		rec.State, rec.NextRetry = ledger.StateResuming, time.Time{}
+		// A resuming record names where the replay starts.
+		rec.Version, rec.Index = through+1, 0
+		rec.AddHistory(ledger.Entry{Time: now, Action: "skip", Version: through, Actor: actor,
+			Reason: fmt.Sprintf("skipped versions %d to %d: %s", stopped, through, reason)})
+		if err := tx.PutParked(rec); err != nil {
+			return err
+		}
+		return tx.Notify(ledger.Notification{Type: NotifySkipped, Time: now, Subscription: s.name,
+			AggregateType: k.typ, AggregateID: k.id, Version: through, Actor: actor, Reason: reason})
+	})
+	if err != nil {
+		return err
+	}
+	e.sched.remove(s.name, k)
+	e.logger.Info("parked aggregate skipped", "subscription", s.name, "aggregate", k.String(),
+		"through", through, "actor", actor, "reason", reason)
+	r.beginReplay(k, through+1, 0)
+	return nil
+}
+
+// parkedRecord returns a record that an operator may resume or skip.
+func parkedRecord(tx ledger.Tx, sub string, k aggKey) (*ledger.Record, error) {
+	rec, err := tx.Parked(sub, k.typ, k.id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s of %q", ErrNotParked, k, sub)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.State == ledger.StateResuming {
+		return nil, fmt.Errorf("%w: %s of %q is already resuming", ErrNotParked, k, sub)
+	}
+	return rec, nil
+}
+
+// Parked returns a subscription's record of a parked aggregate;
+// ErrNotParked if there is none.
+func (e *Engine) Parked(ctx context.Context, sub, aggregateType, aggregateID string) (*ledger.Record, error) {
+	s, err := e.sub(sub)
+	if err != nil {
+		return nil, err
+	}
+	var rec *ledger.Record
+	err = e.store.View(ctx, func(tx ledger.Tx) error {
+		var err error
+		rec, err = tx.Parked(s.name, aggregateType, aggregateID)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("%w: %s/%s of %q", ErrNotParked, aggregateType, aggregateID, sub)
+		}
+		return err
+	})
+	return rec, err
+}
+
+// Pause stops a subscription's delivery: no new attempt starts (attempts
+// running finish), parked retries wait too. The state is kept in the ledger,
+// so a paused subscription stays paused after a restart. Idempotent.
+func (e *Engine) Pause(ctx context.Context, sub string) error { return e.setPaused(ctx, sub, true) }
+
+// Unpause lets a paused subscription go on. Idempotent.
+func (e *Engine) Unpause(ctx context.Context, sub string) error { return e.setPaused(ctx, sub, false) }
+
+func (e *Engine) setPaused(ctx context.Context, sub string, paused bool) error {
+	s, err := e.sub(sub)
+	if err != nil {
+		return err
+	}
+	v := "false"
+	if paused {
+		v = "true"
+	}
+	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		return tx.SetMeta(s.name, metaPaused, []byte(v))
+	}); err != nil {
+		return err
+	}
+	s.gate.set(!paused)
+	e.logger.Info("subscription "+map[bool]string{true: "paused", false: "unpaused"}[paused], "subscription", s.name)
+	return nil
+}
+
+// Reset moves a subscription's checkpoint to position (1 = the beginning,
+// head+1 = the end) and restarts its delivery from there. Running attempts
+// are cancelled; parked aggregates stay parked.
+func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
+	s, err := e.sub(sub)
+	if err != nil {
+		return err
+	}
+	head, err := e.events.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if position < 1 || position > head+1 {
+		return fmt.Errorf("%w: %d (head %d)", ErrBadPosition, position, head)
+	}
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.run == nil {
+		return fmt.Errorf("subscription %q: not running: %w", s.name, ErrClosed)
+	}
+	if err := s.stopLocked(ctx, false); err != nil {
+		return err
+	}
+	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		return tx.SetCheckpoint(s.name, position)
+	}); err != nil {
+		// Carry on from the old checkpoint rather than stay stopped.
+		return errors.Join(err, s.startLocked(context.WithoutCancel(ctx)))
+	}
+	e.logger.Info("subscription reset", "subscription", s.name, "position", position)
+	return s.startLocked(context.WithoutCancel(ctx))
+}

@@ -1,0 +1,324 @@
+package subscription
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+)
+
+// brokenFor fails the aggregates in ids with an unrecoverable failure while
+// broken is set.
+func brokenFor(clock Clock, broken *atomic.Bool, ids ...string) *recorder {
+	return newRecorder(clock, func(d Delivery, n int) *retry.Failure {
+		if broken.Load() && slices.Contains(ids, d.Commit.AggregateID) {
+			return &retry.Failure{Classes: []string{"Bug"}, Message: "bad data"}
+		}
+		return nil
+	})
+}
+
+func brokenSpec(inv Invoker) Spec {
+	s := spec(sub, inv)
+	s.HandlerRetry = retry.Settings{Unrecoverable: []string{"Bug"}}
+	return s
+}
+
+// Long-horizon retries run on the clock: the first 3 minutes after the
+// park, the next after 6 more; a success resumes the aggregate, which sees
+// its missed events in order — including one appended while it replays —
+// and then rejoins live delivery with no gap and no duplicate.
+func TestLongHorizonRetryResumesInOrder(t *testing.T) {
+	clock := NewFakeClock(t0)
+	var broken atomic.Bool
+	broken.Store(true)
+	var e *env
+	var appended atomic.Bool
+	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
+		if d.Commit.AggregateID != "p" {
+			return nil
+		}
+		if broken.Load() {
+			return &retry.Failure{Classes: []string{"Bug"}, Message: "bad data"}
+		}
+		if d.Commit.Version == 2 && appended.CompareAndSwap(false, true) {
+			e.append("Order", "p") // version 4, appended during the replay
+		}
+		return nil
+	})
+	e = newEnv(t, Options{Partitions: 2}, brokenSpec(rec))
+	e.clock = clock
+	e.start()
+	e.append("Order", "p")
+	e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true })
+	e.append("Order", "p")
+	e.append("Order", "n")
+	e.append("Order", "p")
+	rec.waitHandled(t, "n", 1)
+	if d := e.advance(); d != 3*time.Minute {
+		t.Fatalf("first parked retry after %v", d)
+	}
+	r := e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
+	if !r.NextRetry.Equal(t0.Add(9*time.Minute)) || r.State != ledger.StateRetrying || r.Attempts != 2 {
+		t.Fatalf("after retry 1: %+v", r)
+	}
+	if c := rec.of("p")[1]; c.Key != sub+":p@1:0" || c.Attempt != 2 {
+		t.Fatalf("parked retry call %+v", c)
+	}
+	broken.Store(false)
+	if d := e.advance(); d != 6*time.Minute {
+		t.Fatalf("second parked retry after %v", d)
+	}
+	rec.waitHandled(t, "p", 4)
+	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	e.append("Order", "p")
+	rec.waitHandled(t, "p", 5)
+	time.Sleep(20 * time.Millisecond)
+	if got := rec.handled("p"); !slices.Equal(got, seq(1, 5)) {
+		t.Fatalf("handled %v", got)
+	}
+	if got := notificationTypes(e.notifications()); !slices.Equal(got, []string{"parked:p", "resumed:p"}) {
+		t.Fatalf("notifications %v", got)
+	}
+	eventually(t, "checkpoint at head+1", func() bool { return e.status(sub).Checkpoint == 7 })
+}
+
+// When the long-horizon retries are spent the aggregate waits for an
+// operator, and says so; an operator's resume is recorded and notified,
+// and a second resume is refused without touching the ledger.
+func TestRetriesSpentThenOperatorResume(t *testing.T) {
+	clock := NewFakeClock(t0)
+	var broken atomic.Bool
+	broken.Store(true)
+	rec := brokenFor(clock, &broken, "p")
+	s := brokenSpec(rec)
+	s.Parked = retry.ParkedSettings{MaxRetries: 2, FirstDelay: time.Minute, Timeout: 5 * time.Second}
+	e := newEnv(t, Options{}, s)
+	e.clock = clock
+	e.start()
+	e.append("Order", "p")
+	e.append("Order", "p")
+	e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true })
+	if d := e.advance(); d != time.Minute {
+		t.Fatal(d)
+	}
+	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
+	if d := e.advance(); d != 2*time.Minute {
+		t.Fatal(d)
+	}
+	r := e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.State == ledger.StateWaiting })
+	if !r.NextRetry.IsZero() || r.ParkedRetries != 2 || r.History[len(r.History)-1].Action != "retries-spent" {
+		t.Fatalf("record %+v", r)
+	}
+	if got := notificationTypes(e.notifications()); !slices.Equal(got, []string{"parked:p", "retries-spent:p"}) {
+		t.Fatalf("notifications %v", got)
+	}
+	if n := clock.Waiters(); n != 0 {
+		t.Fatalf("%d timers pending after the retries were spent", n)
+	}
+	broken.Store(false)
+	e.append("Order", "p")
+	clock.Advance(time.Hour)
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed the buyer table"); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitHandled(t, "p", 3)
+	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	if got := rec.handled("p"); !slices.Equal(got, seq(1, 3)) {
+		t.Fatalf("handled %v", got)
+	}
+	ns := e.notifications()
+	last := ns[len(ns)-1]
+	if last.Type != NotifyResumed || last.Actor != "alice" || last.Reason != "fixed the buyer table" || !last.Time.Equal(t0.Add(time.Hour+3*time.Minute)) {
+		t.Fatalf("notification %+v", last)
+	}
+	before := e.snapshot(sub)
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "bob", "again"); !errors.Is(err, ErrNotParked) {
+		t.Fatalf("second resume: %v", err)
+	}
+	if e.snapshot(sub) != before {
+		t.Fatal("ledger changed by a refused resume")
+	}
+}
+
+// The resume's history entry keeps who, when and why.
+func TestResumeRecordedInHistory(t *testing.T) {
+	clock := NewFakeClock(t0)
+	var broken atomic.Bool
+	broken.Store(true)
+	blockReplay := make(chan struct{})
+	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
+		if broken.Load() {
+			return &retry.Failure{Classes: []string{"Bug"}}
+		}
+		<-blockReplay
+		return nil
+	})
+	e := newEnv(t, Options{}, brokenSpec(rec))
+	e.clock = clock
+	e.start()
+	e.append("Order", "p")
+	e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true })
+	broken.Store(false)
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "deployed the fix"); err != nil {
+		t.Fatal(err)
+	}
+	r := e.record(sub, "Order", "p")
+	h := r.History[len(r.History)-1]
+	if r.State != ledger.StateResuming || h.Action != "resume" || h.Actor != "alice" || h.Reason != "deployed the fix" || !h.Time.Equal(t0) {
+		t.Fatalf("record %+v", r)
+	}
+	// Resuming already: not parked.
+	if err := e.eng.Skip(context.Background(), sub, "Order", "p", 0, "bob", "x"); !errors.Is(err, ErrNotParked) {
+		t.Fatalf("skip while resuming: %v", err)
+	}
+	close(blockReplay)
+	rec.waitHandled(t, "p", 1)
+}
+
+// Skip moves past every held event; events appended later are delivered.
+// Skip through a version delivers the events after it, in order.
+func TestSkip(t *testing.T) {
+	clock := NewFakeClock(t0)
+	var broken atomic.Bool
+	broken.Store(true)
+	rec := brokenFor(clock, &broken, "all", "part")
+	e := newEnv(t, Options{}, brokenSpec(rec))
+	e.clock = clock
+	e.start()
+	for range 3 {
+		e.append("Order", "all")
+		e.append("Order", "part")
+	}
+	e.waitRecord(sub, "Order", "all", func(*ledger.Record) bool { return true })
+	e.waitRecord(sub, "Order", "part", func(*ledger.Record) bool { return true })
+	eventually(t, "checkpoint past the held events", func() bool { return e.status(sub).Checkpoint == 7 })
+	broken.Store(false)
+	ctx := context.Background()
+	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, "alice", "bad import"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.eng.Skip(ctx, sub, "Order", "part", 2, "alice", "versions 1-2 were test data"); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitHandled(t, "part", 1)
+	eventually(t, "records cleared", func() bool {
+		return e.record(sub, "Order", "all") == nil && e.record(sub, "Order", "part") == nil
+	})
+	e.append("Order", "all")
+	e.append("Order", "part")
+	rec.waitHandled(t, "all", 1)
+	rec.waitHandled(t, "part", 2)
+	if got := rec.handled("all"); !slices.Equal(got, []uint64{4}) {
+		t.Fatalf("all handled %v", got)
+	}
+	if got := rec.handled("part"); !slices.Equal(got, []uint64{3, 4}) {
+		t.Fatalf("part handled %v", got)
+	}
+	ns := e.notifications()
+	if got := notificationTypes(ns); !slices.Equal(got, []string{"parked:all", "parked:part", "skipped:all", "skipped:part"}) &&
+		!slices.Equal(got, []string{"parked:part", "parked:all", "skipped:all", "skipped:part"}) {
+		t.Fatalf("notifications %v", got)
+	}
+	if ns[2].Version != 3 || ns[3].Version != 2 || ns[3].Actor != "alice" {
+		t.Fatalf("skip notifications %+v %+v", ns[2], ns[3])
+	}
+	// Skipping again: not parked, nothing changes.
+	before := e.snapshot(sub)
+	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, "alice", "again"); !errors.Is(err, ErrNotParked) {
+		t.Fatalf("second skip: %v", err)
+	}
+	if e.snapshot(sub) != before {
+		t.Fatal("ledger changed")
+	}
+}
+
+// Bad input is a sentinel error and leaves the ledger as it was.
+func TestBadInputLeavesLedgerUnchanged(t *testing.T) {
+	clock := NewFakeClock(t0)
+	var broken atomic.Bool
+	broken.Store(true)
+	rec := brokenFor(clock, &broken, "p")
+	e := newEnv(t, Options{}, brokenSpec(rec))
+	e.clock = clock
+	e.start()
+	e.append("Order", "p")
+	e.append("Order", "p")
+	e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true })
+	ctx := context.Background()
+	before := e.snapshot(sub)
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"resume of an unknown subscription", e.eng.Resume(ctx, "No.such", "Order", "p", "a", "r"), ErrUnknownSubscription},
+		{"skip of an unknown subscription", e.eng.Skip(ctx, "No.such", "Order", "p", 0, "a", "r"), ErrUnknownSubscription},
+		{"pause of an unknown subscription", e.eng.Pause(ctx, "No.such"), ErrUnknownSubscription},
+		{"reset of an unknown subscription", e.eng.Reset(ctx, "No.such", 1), ErrUnknownSubscription},
+		{"resume of an unknown aggregate", e.eng.Resume(ctx, sub, "Order", "nope", "a", "r"), ErrNotParked},
+		{"resume of an unknown aggregate type", e.eng.Resume(ctx, sub, "Invoice", "p", "a", "r"), ErrNotParked},
+		{"skip of an unknown aggregate", e.eng.Skip(ctx, sub, "Order", "nope", 0, "a", "r"), ErrNotParked},
+		{"skip beyond the aggregate's version", e.eng.Skip(ctx, sub, "Order", "p", 9, "a", "r"), ErrBadVersion},
+		{"reset beyond the head", e.eng.Reset(ctx, sub, 99), ErrBadPosition},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	if _, err := e.eng.Status(ctx, "No.such"); !errors.Is(err, ErrUnknownSubscription) {
+		t.Errorf("status: %v", err)
+	}
+	if _, err := e.eng.Parked(ctx, sub, "Order", "nope"); !errors.Is(err, ErrNotParked) {
+		t.Errorf("parked: %v", err)
+	}
+	if e.snapshot(sub) != before {
+		t.Fatalf("ledger changed:\n%s\n%s", before, e.snapshot(sub))
+	}
+}
+
+// Pause stops delivery and survives a restart; Unpause goes on; Reset
+// delivers again from a position.
+func TestPauseUnpauseReset(t *testing.T) {
+	clock := NewFakeClock(t0)
+	rec := newRecorder(clock, nil)
+	e := newEnv(t, Options{}, spec(sub, rec))
+	e.clock = clock
+	e.start()
+	ctx := context.Background()
+	e.append("Order", "a")
+	rec.waitHandled(t, "a", 1)
+	if err := e.eng.Pause(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	e.append("Order", "a")
+	time.Sleep(20 * time.Millisecond)
+	if st := e.status(sub); st.State != StatePaused || len(rec.handled("a")) != 1 {
+		t.Fatalf("paused: %+v, handled %v", st, rec.handled("a"))
+	}
+	e.restart()
+	time.Sleep(20 * time.Millisecond)
+	if st := e.status(sub); st.State != StatePaused || len(rec.handled("a")) != 1 || st.Lag != 1 {
+		t.Fatalf("after restart: %+v, handled %v", st, rec.handled("a"))
+	}
+	if err := e.eng.Unpause(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitHandled(t, "a", 2)
+	if err := e.eng.Reset(ctx, sub, 1); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitHandled(t, "a", 4)
+	if got := rec.handled("a"); !slices.Equal(got, []uint64{1, 2, 1, 2}) {
+		t.Fatalf("handled %v", got)
+	}
+	if st := e.status(sub); st.State != StateRunning {
+		t.Fatalf("state %v", st.State)
+	}
+}

@@ -1,0 +1,104 @@
+package subscription
+
+import (
+	"errors"
+	"time"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+)
+
+// Notification types the engine queues in the ledger's outbox.
+const (
+	NotifyParked       = "parked"
+	NotifyRetriesSpent = "retries-spent"
+	NotifyResumed      = "resumed"
+	NotifySkipped      = "skipped"
+)
+
+// park records the aggregate as parked at event idx of c and holds its later
+// events. The record, the "parked" notification and the checkpoint moving
+// past c are one transaction: after a crash either all of it happened (the
+// aggregate is held, its later commits are read from its stream on resume)
+// or none (c is delivered again). A park during a replay updates the
+// aggregate's record, keeping its history.
+func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live bool, st *attempts, f *retry.Failure, d retry.Decision) outcome {
+	unlock := r.s.keys.lock(a.key)
+	defer unlock()
+	now := r.e.clock.Now()
+	cur := r.s.cur.Load()
+	info := errorInfo(f, d)
+	var pos uint64
+	if live {
+		pos = c.Position
+	}
+	var rec *ledger.Record
+	for {
+		err := r.withCheckpoint(r.ctx, pos, func(tx ledger.Tx) error {
+			old, err := tx.Parked(r.s.name, a.key.typ, a.key.id)
+			switch {
+			case errors.Is(err, ledger.ErrNotFound):
+				rec = &ledger.Record{Subscription: r.s.name, AggregateType: a.key.typ, AggregateID: a.key.id}
+			case err != nil:
+				return err
+			default:
+				rec = old
+			}
+			rec.Version, rec.Index, rec.Position = c.Version, uint32(idx), c.Position
+			rec.Error = info
+			rec.Attempts = st.n
+			rec.ParkedRetries = 0
+			rec.FirstFailure, rec.LastFailure = st.first, st.last
+			rec.State, rec.NextRetry = ledger.StateWaiting, time.Time{}
+			if next, ok := cur.parked.Next(0, now); ok {
+				rec.State, rec.NextRetry = ledger.StateRetrying, next
+			}
+			parked := ledger.Entry{Time: now, Action: "parked", Attempt: st.n, Version: c.Version, Error: &info}
+			if len(rec.History) == 0 {
+				// The ledger always keeps the first entry: make it the park, then
+				// the attempts that led to it.
+				rec.AddHistory(parked)
+				for _, h := range st.history {
+					rec.AddHistory(h)
+				}
+			} else {
+				for _, h := range st.history {
+					rec.AddHistory(h)
+				}
+				rec.AddHistory(parked)
+			}
+			if err := tx.PutParked(rec); err != nil {
+				return err
+			}
+			return tx.Notify(ledger.Notification{
+				Type: NotifyParked, Time: now, Subscription: r.s.name,
+				AggregateType: a.key.typ, AggregateID: a.key.id, Version: c.Version, Error: &info,
+			})
+		})
+		if err == nil {
+			break
+		}
+		if r.ctx.Err() != nil {
+			return outcomeCancelled
+		}
+		r.e.logger.Error("parking failed; will try again", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
+		if sleepReal(r.ctx, 1e9) != nil {
+			return outcomeCancelled
+		}
+	}
+	r.e.logger.Info("aggregate parked", "subscription", r.s.name, "aggregate", a.key.String(),
+		"version", c.Version, "index", idx, "class", info.Kind, "attempts", st.n, "reason", d.Reason)
+
+	p.mu.Lock()
+	a.mode = modeHeld
+	for _, q := range a.queue {
+		r.finished(q.Position)
+	}
+	a.queue = nil
+	p.mu.Unlock()
+	if rec.State == ledger.StateRetrying {
+		r.e.sched.add(r.s.name, a.key, rec.NextRetry)
+	}
+	return outcomeParked
+}

@@ -1,0 +1,253 @@
+package subscription
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+)
+
+// scheduler fires the long-horizon retries of parked aggregates on the
+// engine's Clock. It keeps the next retry time of every retrying record in
+// memory (loaded at start, updated on every park and retry) so that it can
+// sleep until the earliest one instead of polling the ledger; the ledger
+// record stays the truth, checked again before each retry.
+//
+// The schedule (retry.ParkedSettings.Delay) with the defaults: the first
+// retry 3 minutes after the park, each next one after a delay that grows as
+// the retry package defines, up to MaxDelay, 10 retries in all, each attempt
+// allowed 2 minutes; then the aggregate waits for an operator.
+type scheduler struct {
+	e    *Engine
+	mu   sync.Mutex
+	due  map[schedKey]time.Time
+	wake chan struct{}
+}
+
+type schedKey struct {
+	sub string
+	agg aggKey
+}
+
+func newScheduler(e *Engine) *scheduler {
+	return &scheduler{e: e, due: map[schedKey]time.Time{}, wake: make(chan struct{}, 1)}
+}
+
+// add schedules (or reschedules) a parked aggregate's next retry.
+func (s *scheduler) add(sub string, k aggKey, at time.Time) {
+	s.mu.Lock()
+	s.due[schedKey{sub, k}] = at
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *scheduler) remove(sub string, k aggKey) {
+	s.mu.Lock()
+	delete(s.due, schedKey{sub, k})
+	s.mu.Unlock()
+}
+
+// next returns the earliest scheduled time, and takes out every entry due by
+// now.
+func (s *scheduler) next(now time.Time) (earliest time.Time, any bool, due []schedKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, at := range s.due {
+		if !at.After(now) {
+			due = append(due, k)
+			delete(s.due, k)
+			continue
+		}
+		if !any || at.Before(earliest) {
+			earliest, any = at, true
+		}
+	}
+	return earliest, any, due
+}
+
+func (s *scheduler) loop() {
+	e := s.e
+	defer e.wg.Done()
+	for {
+		earliest, any, due := s.next(e.clock.Now())
+		for _, k := range due {
+			sub, err := e.sub(k.sub)
+			if err != nil {
+				continue
+			}
+			sub.startParkedRetry(k.agg)
+		}
+		if len(due) > 0 {
+			continue
+		}
+		var timer Timer
+		var fire <-chan time.Time
+		if any {
+			timer = e.clock.NewTimer(earliest.Sub(e.clock.Now()))
+			fire = timer.C()
+		}
+		select {
+		case <-e.ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-s.wake:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// startParkedRetry runs one long-horizon retry in the subscription's current
+// run.
+func (s *subscription) startParkedRetry(k aggKey) {
+	r, release, err := s.current()
+	if err != nil {
+		return
+	}
+	defer release()
+	r.wg.Add(1)
+	go r.parkedRetry(k)
+}
+
+// parkedRetry makes one long-horizon attempt at the event a parked aggregate
+// stopped at, with the parked attempt timeout. A success resumes the
+// aggregate after that event; a failure schedules the next retry, or, when
+// they are spent, leaves the aggregate waiting for an operator and says so
+// in the outbox.
+func (r *run) parkedRetry(k aggKey) {
+	defer r.wg.Done()
+	ctx := r.ctx
+	// A paused subscription makes no attempts, parked ones included; the
+	// retry runs once it is unpaused.
+	// A stopped run leaves the record as it is; the next run schedules it
+	// from the ledger.
+	if r.s.gate.wait(ctx) != nil {
+		return
+	}
+	unlock := r.s.keys.lock(k)
+	defer unlock()
+	var rec *ledger.Record
+	err := r.e.store.View(ctx, func(tx ledger.Tx) error {
+		var err error
+		rec, err = tx.Parked(r.s.name, k.typ, k.id)
+		return err
+	})
+	if err != nil {
+		if !errors.Is(err, ledger.ErrNotFound) && ctx.Err() == nil {
+			r.e.logger.Error("parked retry: reading the record failed", "subscription", r.s.name, "aggregate", k.String(), "err", err)
+			r.e.sched.add(r.s.name, k, r.e.clock.Now().Add(time.Minute))
+		}
+		return
+	}
+	now := r.e.clock.Now()
+	if rec.State != ledger.StateRetrying {
+		return
+	}
+	if rec.NextRetry.After(now) {
+		r.e.sched.add(r.s.name, k, rec.NextRetry)
+		return
+	}
+	cur := r.s.cur.Load()
+	var f *retry.Failure
+	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
+	switch {
+	case ctx.Err() != nil:
+		r.e.sched.add(r.s.name, k, rec.NextRetry)
+		return
+	case err != nil:
+		f = &retry.Failure{Message: fmt.Sprintf("reading the aggregate's stream: %v", err)}
+	case len(commits) == 0 || commits[0].Version != rec.Version || int(rec.Index) >= len(commits[0].Events):
+		f = &retry.Failure{Message: fmt.Sprintf("event %d of version %d is not in the log", rec.Index, rec.Version)}
+	default:
+		c := commits[0]
+		f = r.invoke(ctx, cur.spec.Invoker, Delivery{
+			Subscription: r.s.name, Handler: cur.spec.Handler,
+			InvocationKey: InvocationKey(r.s.name, c, int(rec.Index)),
+			Attempt:       rec.Attempts + 1, Commit: c, Index: int(rec.Index), Timeout: cur.parked.Timeout,
+		})
+	}
+	if ctx.Err() != nil {
+		// Stopped mid-attempt: not counted; due again after a restart.
+		r.e.sched.add(r.s.name, k, rec.NextRetry)
+		return
+	}
+	now = r.e.clock.Now()
+	rec.Attempts++
+	rec.ParkedRetries++
+	if f == nil {
+		rec.State, rec.NextRetry = ledger.StateResuming, time.Time{}
+		rec.Index++ // resume after the event the retry handled
+		rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version})
+		rec.AddHistory(ledger.Entry{Time: now, Action: "resumed", Version: rec.Version, Actor: actorBerth,
+			Reason: fmt.Sprintf("long-horizon retry %d succeeded", rec.ParkedRetries)})
+		err := r.withCheckpoint(ctx, 0, func(tx ledger.Tx) error {
+			if err := tx.PutParked(rec); err != nil {
+				return err
+			}
+			return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: r.s.name,
+				AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actorBerth,
+				Reason: "long-horizon retry succeeded"})
+		})
+		if err != nil {
+			// The handler ran; the record still says retrying. Retry the
+			// whole step soon: at least once is the contract.
+			r.logLedgerError("parked retry", k, err)
+			r.e.sched.add(r.s.name, k, now.Add(time.Minute))
+			return
+		}
+		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String())
+		r.beginReplay(k, rec.Version, int(rec.Index))
+		return
+	}
+	pol := cur.policy
+	d := retry.Classify(f, &pol, r.e.opts.Classifier)
+	info := errorInfo(f, d)
+	rec.Error, rec.LastFailure = info, now
+	rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version, Error: &info})
+	next, ok := cur.parked.Next(rec.ParkedRetries, now)
+	var note *ledger.Notification
+	if ok {
+		rec.NextRetry = next
+	} else {
+		rec.State, rec.NextRetry = ledger.StateWaiting, time.Time{}
+		rec.AddHistory(ledger.Entry{Time: now, Action: "retries-spent", Version: rec.Version})
+		note = &ledger.Notification{Type: NotifyRetriesSpent, Time: now, Subscription: r.s.name,
+			AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Error: &info}
+	}
+	err = r.e.store.Update(ctx, func(tx ledger.Tx) error {
+		if err := tx.PutParked(rec); err != nil {
+			return err
+		}
+		if note != nil {
+			return tx.Notify(*note)
+		}
+		return nil
+	})
+	if err != nil {
+		r.logLedgerError("parked retry", k, err)
+		r.e.sched.add(r.s.name, k, now.Add(time.Minute))
+		return
+	}
+	if ok {
+		r.e.sched.add(r.s.name, k, next)
+	}
+}
+
+func (r *run) logLedgerError(what string, k aggKey, err error) {
+	if r.ctx.Err() == nil {
+		r.e.logger.Error(what+": ledger write failed", "subscription", r.s.name, "aggregate", k.String(), "err", err)
+	}
+}
+
+// actorBerth is the actor of the engine's own resumes.
+const actorBerth = "berth"

@@ -1,0 +1,382 @@
+package subscription
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/retry"
+)
+
+// aggKey names an aggregate.
+type aggKey struct{ typ, id string }
+
+func (k aggKey) String() string { return k.typ + "/" + k.id }
+
+// PartitionOf returns the partition of an aggregate among n: FNV-1a (32 bit)
+// over the type, a zero byte and the id, mod n. It is stable across
+// processes and versions, as the NATS JetStream source will partition the
+// same way.
+func PartitionOf(aggregateType, aggregateID string, n int) int {
+	const offset, prime = 2166136261, 16777619
+	h := uint32(offset)
+	for i := 0; i < len(aggregateType); i++ {
+		h ^= uint32(aggregateType[i])
+		h *= prime
+	}
+	h ^= 0
+	h *= prime
+	for i := 0; i < len(aggregateID); i++ {
+		h ^= uint32(aggregateID[i])
+		h *= prime
+	}
+	return int(h % uint32(n))
+}
+
+func (r *run) partitionOf(k aggKey) *partition {
+	return r.parts[PartitionOf(k.typ, k.id, len(r.parts))]
+}
+
+// partition handles the aggregates that hash to it: up to limit of them at
+// once, each strictly in version order. It also carries the partition-wide
+// failure state: a systemic pause and the concurrency lowered by
+// backpressure.
+type partition struct {
+	r   *run
+	idx int
+
+	mu      sync.Mutex
+	aggs    map[aggKey]*aggState
+	ready   []*aggState // aggregates with work waiting for a slot, in order
+	running int         // slots taken
+	// slotWaiters are aggregates back from a backoff waiting to take a slot
+	// again: fill leaves room for them first, so that a retry is not starved
+	// by the neighbours it let go ahead.
+	slotWaiters int
+	slotFreed   chan struct{} // closed and replaced when a slot frees
+	limit       int           // current concurrency (lowered by backpressure)
+	max         int           // configured concurrency
+
+	// Systemic pause: while paused, only one attempt at a time runs (the
+	// probe), after a backoff that grows with each failed probe.
+	paused        bool
+	probing       bool
+	probeFailures int
+	nextProbe     time.Time
+	pausedSince   time.Time
+	pauseReason   string
+	changed       chan struct{} // closed and replaced when the pause state changes
+	detector      *retry.Detector
+}
+
+func newPartition(r *run, idx int) *partition {
+	return &partition{
+		r: r, idx: idx, aggs: map[aggKey]*aggState{},
+		limit: r.e.opts.Concurrency, max: r.e.opts.Concurrency,
+		changed: make(chan struct{}), slotFreed: make(chan struct{}),
+		detector: retry.NewDetector(r.e.opts.Systemic),
+	}
+}
+
+// agg returns the aggregate's state, creating it; p.mu held or not yet
+// shared.
+func (p *partition) agg(k aggKey) *aggState {
+	a := p.aggs[k]
+	if a == nil {
+		a = &aggState{key: k}
+		p.aggs[k] = a
+	}
+	return a
+}
+
+// dispatch takes a commit from the reader.
+func (p *partition) dispatch(k aggKey, c eventlog.Commit) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a := p.agg(k)
+	switch a.mode {
+	case modeHeld:
+		// Parked: the commit is not delivered now but read again from the
+		// aggregate's stream when it resumes, so the checkpoint may pass it.
+		p.r.finished(c.Position)
+		p.forget(a)
+		return
+	case modeReplaying:
+		// The replay decides at its end which of these it already handled.
+		a.queue = append(a.queue, c)
+		return
+	}
+	if a.floor != 0 {
+		if c.Version <= a.floor {
+			// Already handled by a replay, or skipped by an operator.
+			p.r.finished(c.Position)
+			p.forget(a)
+			return
+		}
+		a.floor = 0
+	}
+	a.queue = append(a.queue, c)
+	p.schedule(a)
+}
+
+// schedule gives a live aggregate with work a slot, or queues it for one;
+// p.mu held.
+func (p *partition) schedule(a *aggState) {
+	if a.running || a.queued || len(a.queue) == 0 || a.mode != modeLive {
+		return
+	}
+	if p.running+p.slotWaiters < p.limit {
+		p.startLocked(a)
+		return
+	}
+	a.queued = true
+	p.ready = append(p.ready, a)
+}
+
+func (p *partition) startLocked(a *aggState) {
+	a.running = true
+	p.running++
+	p.r.wg.Add(1)
+	go p.work(a)
+}
+
+// fill starts ready aggregates while slots are free; p.mu held.
+func (p *partition) fill() {
+	for p.running+p.slotWaiters < p.limit && len(p.ready) > 0 {
+		a := p.ready[0]
+		p.ready[0] = nil
+		p.ready = p.ready[1:]
+		a.queued = false
+		if a.mode == modeLive && len(a.queue) > 0 && !a.running {
+			p.startLocked(a)
+		} else {
+			p.forget(a)
+		}
+	}
+}
+
+// forget drops the state of an aggregate that has nothing left to remember;
+// p.mu held.
+func (p *partition) forget(a *aggState) {
+	if a.mode == modeLive && !a.running && !a.queued && len(a.queue) == 0 && a.floor == 0 {
+		delete(p.aggs, a.key)
+	}
+}
+
+// work handles an aggregate's queued commits in order while it holds a slot.
+// It yields the slot after each commit when others wait, so that one busy
+// aggregate cannot starve its neighbours.
+func (p *partition) work(a *aggState) {
+	defer p.r.wg.Done()
+	for handled := 0; ; handled++ {
+		p.mu.Lock()
+		if a.mode != modeLive || len(a.queue) == 0 || p.r.ctx.Err() != nil ||
+			p.running > p.limit || (handled > 0 && (len(p.ready) > 0 || p.slotWaiters > 0)) {
+			a.running = false
+			p.running--
+			p.slotFreedLocked()
+			if a.mode == modeLive && len(a.queue) > 0 && p.r.ctx.Err() == nil {
+				a.queued = true
+				p.ready = append(p.ready, a)
+			}
+			p.fill()
+			p.forget(a)
+			p.mu.Unlock()
+			return
+		}
+		c := a.queue[0]
+		a.queue[0] = eventlog.Commit{}
+		a.queue = a.queue[1:]
+		p.mu.Unlock()
+
+		switch p.r.handleCommit(p, a, c, 0, true) {
+		case outcomeHandled:
+			p.r.finished(c.Position)
+		case outcomeParked:
+			// park finished the position and made the aggregate held.
+		case outcomeCancelled:
+			p.mu.Lock()
+			a.running = false
+			p.running--
+			p.slotFreedLocked()
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+// awaitTurn blocks while the subscription is paused, and while the partition
+// is in a systemic pause; then exactly one waiter becomes the probe, after
+// the probe backoff. It returns whether the caller's next attempt is that
+// probe.
+func (p *partition) awaitTurn(ctx context.Context, pol *retry.Policy) (probe bool, err error) {
+	clock := p.r.e.clock
+	for {
+		if err := p.r.s.gate.wait(ctx); err != nil {
+			return false, err
+		}
+		p.mu.Lock()
+		if !p.paused {
+			p.mu.Unlock()
+			return false, nil
+		}
+		if !p.probing {
+			p.probing = true
+			d := pol.Backoff(p.probeFailures + 1)
+			p.nextProbe = clock.Now().Add(d)
+			p.mu.Unlock()
+			if err := sleep(ctx, clock, d); err != nil {
+				p.probeDone(false)
+				return false, err
+			}
+			return true, nil
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// notifyLocked wakes waiters on the pause state; p.mu held.
+func (p *partition) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// enterSystemic pauses the partition.
+func (p *partition) enterSystemic(now time.Time, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused {
+		return
+	}
+	p.paused = true
+	p.pausedSince = now
+	p.pauseReason = reason
+	p.probeFailures = 0
+	p.r.e.logger.Warn("partition paused: systemic failure", "subscription", p.r.s.name, "partition", p.idx, "reason", reason)
+}
+
+// isPaused reports whether the partition is in a systemic pause.
+func (p *partition) isPaused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused
+}
+
+// probeDone ends a probe; a failed probe keeps the pause and lengthens the
+// next wait.
+func (p *partition) probeDone(ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.probing = false
+	if ok {
+		p.unpauseLocked()
+		return
+	}
+	if p.paused {
+		p.probeFailures++
+	}
+	p.notifyLocked()
+}
+
+func (p *partition) unpauseLocked() {
+	if p.paused {
+		p.r.e.logger.Info("partition resumed after systemic pause", "subscription", p.r.s.name, "partition", p.idx,
+			"probes", p.probeFailures+1)
+		p.paused = false
+		p.probeFailures = 0
+		p.nextProbe = time.Time{}
+		// Start counting afresh: the failures that made the pause are over.
+		p.detector.Reset()
+	}
+	p.notifyLocked()
+}
+
+// succeeded records a successful attempt: it ends a systemic pause, raises
+// concurrency lowered by backpressure by one, and clears the aggregate from
+// the systemic window.
+func (p *partition) succeeded(agg string, now time.Time, probe bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.detector.Success(agg, now)
+	if probe {
+		p.probing = false
+	}
+	if p.paused || probe {
+		p.unpauseLocked()
+	}
+	if p.limit < p.max {
+		p.limit++
+		p.slotFreedLocked()
+		p.fill()
+	}
+}
+
+// failed records a recoverable failure in the systemic window and reports
+// whether it made the failure systemic.
+func (p *partition) failed(agg string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.detector.Failure(agg, now)
+}
+
+// lowerConcurrency halves the partition's concurrency (at least 1) after a
+// backpressure failure; successes raise it again by one each.
+func (p *partition) lowerConcurrency() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limit = max(1, p.limit/2)
+}
+
+// slotFreedLocked wakes aggregates waiting to take a slot again; p.mu held.
+func (p *partition) slotFreedLocked() {
+	close(p.slotFreed)
+	p.slotFreed = make(chan struct{})
+}
+
+// waitOff sleeps d on the clock without holding a slot: an aggregate in its
+// backoff (or waiting out a Retry-After) must not keep its neighbours from
+// being handled, whatever the concurrency. The aggregate itself stays busy,
+// so none of its later events starts meanwhile. live says the caller holds
+// a slot (a replay does not).
+func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool) error {
+	if !live {
+		return sleep(ctx, p.r.e.clock, d)
+	}
+	p.mu.Lock()
+	p.running--
+	p.slotFreedLocked()
+	p.fill()
+	p.mu.Unlock()
+	err := sleep(ctx, p.r.e.clock, d)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		// Keep the books straight for the worker, which gives the slot back.
+		p.running++
+		return err
+	}
+	p.slotWaiters++
+	defer func() { p.slotWaiters-- }()
+	for p.running >= p.limit {
+		ch := p.slotFreed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+		if ctx.Err() != nil {
+			p.running++
+			return ctx.Err()
+		}
+	}
+	p.running++
+	return nil
+}

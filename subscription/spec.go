@@ -1,0 +1,206 @@
+package subscription
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/retry"
+)
+
+// Delivery is one attempt at one event for one subscription.
+type Delivery struct {
+	Subscription string // "Processor.handler"
+	Handler      string
+	// InvocationKey is Processor.handler:aggregateId@version:index, identical
+	// on every attempt at the same event, so that a handler can pass it on as
+	// an idempotency key.
+	InvocationKey string
+	Attempt       int // from 1, counting every attempt at this event
+	Commit        eventlog.Commit
+	Index         int // the event within the commit
+	// Timeout is the attempt's budget; the engine has already set it as the
+	// deadline of the context handed to Invoke.
+	Timeout time.Duration
+}
+
+// Event returns the delivered event.
+func (d Delivery) Event() eventlog.Event { return d.Commit.Events[d.Index] }
+
+// Invoker runs a handler. It returns nil on success, or the failure. It must
+// honour ctx: the engine sets the attempt's deadline (Delivery.Timeout) on
+// it, and an attempt that runs past it counts as failed with class
+// retry.ClassTimeout unless the invoker's failure names classes of its own —
+// even when the invoker returns nil after the deadline, because a handler
+// that cannot be interrupted has still overrun its budget.
+type Invoker interface {
+	Invoke(ctx context.Context, d Delivery) *retry.Failure
+}
+
+// InvokerFunc adapts a function to Invoker.
+type InvokerFunc func(ctx context.Context, d Delivery) *retry.Failure
+
+// Invoke calls f.
+func (f InvokerFunc) Invoke(ctx context.Context, d Delivery) *retry.Failure { return f(ctx, d) }
+
+// Start says where a new subscription (one without a checkpoint) begins. A
+// stored checkpoint always wins over it.
+type Start int
+
+const (
+	// StartEnd begins after the last commit in the log at the time the
+	// subscription first starts: deploying a reactor or saga does not replay
+	// history. The default.
+	StartEnd Start = iota
+	// StartBeginning begins at the first commit, as a projection does.
+	StartBeginning
+)
+
+// String returns "end" or "beginning".
+func (s Start) String() string {
+	if s == StartBeginning {
+		return "beginning"
+	}
+	return "end"
+}
+
+// Spec configures one subscription: one handler of one processor.
+type Spec struct {
+	// Name is the subscription's name; empty: Processor + "." + Handler.
+	Name      string
+	Processor string
+	Handler   string
+	// EventTypes are the event types delivered to the handler; events of
+	// other types are passed over (they still advance the checkpoint).
+	// Empty: every event.
+	EventTypes []string
+	// Start applies only to a subscription without a stored checkpoint.
+	Start Start
+	// The retry layers above the host's default (Options.Retry), setting by
+	// setting, later layers winning: the processor's settings, the
+	// handler's, and the host's per-subscription override.
+	ProcessorRetry, HandlerRetry, OverrideRetry retry.Settings
+	// Parked are the long-horizon retry settings of this subscription,
+	// setting by setting over Options.Parked over retry.DefaultParked().
+	Parked retry.ParkedSettings
+	// Invoker runs the handler. Required.
+	Invoker Invoker
+}
+
+func (s Spec) name() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.Processor + "." + s.Handler
+}
+
+func (s Spec) validate() error {
+	if s.name() == "." || s.name() == "" {
+		return fmt.Errorf("subscription: spec needs a Name or a Processor and Handler")
+	}
+	if s.Invoker == nil {
+		return fmt.Errorf("subscription %q: spec has no Invoker", s.name())
+	}
+	if s.Start != StartEnd && s.Start != StartBeginning {
+		return fmt.Errorf("subscription %q: unknown Start %d", s.name(), s.Start)
+	}
+	return nil
+}
+
+// resolved is a Spec with its policies resolved; it is replaced as a whole
+// on a config reload, and every attempt reads the current one, so a change
+// applies from the next attempt on.
+type resolved struct {
+	spec   Spec
+	name   string
+	policy retry.Policy
+	parked retry.ParkedSettings
+	types  map[string]struct{} // nil: all
+}
+
+func resolve(s Spec, opts *Options) *resolved {
+	r := &resolved{spec: s, name: s.name()}
+	// The host's [subscription.retry] is reported as the default: it is
+	// the host's default, beneath everything the module declares.
+	r.policy = retry.Resolve(
+		retry.Layer{Source: retry.SourceDefault, Settings: opts.Retry},
+		retry.Layer{Source: retry.SourceProcessor, Settings: s.ProcessorRetry},
+		retry.Layer{Source: retry.SourceHandler, Settings: s.HandlerRetry},
+		retry.Layer{Source: retry.SourceOverride, Settings: s.OverrideRetry},
+	)
+	r.parked = retry.ResolveParked(opts.Parked, s.Parked)
+	if len(s.EventTypes) > 0 {
+		r.types = make(map[string]struct{}, len(s.EventTypes))
+		for _, t := range s.EventTypes {
+			r.types[t] = struct{}{}
+		}
+	}
+	return r
+}
+
+func (r *resolved) wants(eventType string) bool {
+	if r.types == nil {
+		return true
+	}
+	_, ok := r.types[eventType]
+	return ok
+}
+
+// wantsAny reports whether any event of c from index from on is delivered.
+func (r *resolved) wantsAny(c *eventlog.Commit, from int) bool {
+	for i := from; i < len(c.Events); i++ {
+		if r.wants(c.Events[i].Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// InvocationKey returns the key a handler sees for event index of commit c:
+// subscription:aggregateId@version:index, the same on every attempt.
+func InvocationKey(subscription string, c eventlog.Commit, index int) string {
+	b := make([]byte, 0, len(subscription)+len(c.AggregateID)+24)
+	b = append(b, subscription...)
+	b = append(b, ':')
+	b = append(b, c.AggregateID...)
+	b = append(b, '@')
+	b = strconv.AppendUint(b, c.Version, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(index), 10)
+	return string(b)
+}
+
+// UpdateSpec replaces a running subscription's configuration (a config
+// reload): retry layers, parked settings, event types and invoker apply from
+// the next attempt, delivery or read on. Name and Start cannot change.
+func (e *Engine) UpdateSpec(spec Spec) error {
+	if err := spec.validate(); err != nil {
+		return err
+	}
+	s, err := e.sub(spec.name())
+	if err != nil {
+		return err
+	}
+	s.cur.Store(resolve(spec, &e.opts))
+	return nil
+}
+
+// SetOverride replaces the host's per-subscription retry override (the
+// [subscriptions."Processor.handler".retry] table) of a subscription; it
+// applies from the next attempt on.
+func (e *Engine) SetOverride(name string, override retry.Settings) error {
+	s, err := e.sub(name)
+	if err != nil {
+		return err
+	}
+	for {
+		old := s.cur.Load()
+		spec := old.spec
+		spec.OverrideRetry = override
+		if s.cur.CompareAndSwap(old, resolve(spec, &e.opts)) {
+			return nil
+		}
+	}
+}
