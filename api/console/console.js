@@ -1,0 +1,136 @@
+// The ops console: polls the REST API and offers resume and skip.
+"use strict";
+
+const tokenInput = document.getElementById("token");
+tokenInput.value = localStorage.getItem("berth-token") || "";
+tokenInput.addEventListener("change", () => { localStorage.setItem("berth-token", tokenInput.value); refresh(); });
+
+function headers() {
+  const h = { "Accept": "application/json" };
+  if (tokenInput.value) h["Authorization"] = "Bearer " + tokenInput.value;
+  return h;
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: headers() };
+  if (body !== undefined) { init.body = JSON.stringify(body); init.headers["Content-Type"] = "application/json"; }
+  const res = await fetch(path, init);
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!res.ok) throw new Error((data && (data.detail || data.title)) || res.statusText);
+  return data;
+}
+
+function cell(tr, text, cls) {
+  const td = document.createElement("td");
+  if (cls) td.className = cls;
+  td.textContent = text;
+  tr.appendChild(td);
+  return td;
+}
+
+function when(t) {
+  if (!t || t.startsWith("0001-")) return "—";
+  const d = new Date(t), now = new Date();
+  const secs = Math.round((d - now) / 1000);
+  const rel = Math.abs(secs) < 90 ? `${Math.abs(secs)}s` : `${Math.round(Math.abs(secs) / 60)}m`;
+  return `${d.toLocaleTimeString()} (${secs >= 0 ? "in " + rel : rel + " ago"})`;
+}
+
+// Rows keep what an operator types while the page refreshes.
+const reasons = new Map();
+
+function renderParked(records) {
+  const body = document.querySelector("#parked tbody");
+  body.replaceChildren();
+  document.getElementById("parked-empty").hidden = records.length > 0;
+  for (const r of records) {
+    const key = `${r.subscription}/${r.aggregateType}/${r.aggregateId}`;
+    const tr = document.createElement("tr");
+    tr.dataset.key = key;
+    cell(tr, r.subscription);
+    cell(tr, `${r.aggregateType} ${r.aggregateId}`);
+    cell(tr, `v${r.version} #${r.index}`);
+    const err = cell(tr, r.error.message, "error");
+    if (r.error.classes && r.error.classes.length) {
+      const c = document.createElement("div");
+      c.className = "classes";
+      c.textContent = r.error.classes.join(" ‹ ") + (r.error.kind ? ` · ${r.error.kind}` : "");
+      err.appendChild(c);
+    }
+    cell(tr, String(r.attempts + (r.parkedRetries ? ` (+${r.parkedRetries} later)` : "")));
+    cell(tr, r.state, "state-" + r.state);
+    cell(tr, r.state === "retrying" ? when(r.nextRetry) : "—");
+    const reasonTd = cell(tr, "");
+    const reason = document.createElement("input");
+    reason.className = "reason";
+    reason.placeholder = "why (recorded)";
+    reason.value = reasons.get(key) || "";
+    reason.addEventListener("input", () => reasons.set(key, reason.value));
+    reasonTd.appendChild(reason);
+    const actions = cell(tr, "");
+    for (const action of ["resume", "skip"]) {
+      const b = document.createElement("button");
+      b.textContent = action === "resume" ? "Resume" : "Skip";
+      b.className = action;
+      b.addEventListener("click", async () => {
+        if (action === "skip" && !confirm(`Skip the events ${r.aggregateType} ${r.aggregateId} holds back? They will not be handled.`)) return;
+        b.disabled = true;
+        try {
+          const path = `/v1/subscriptions/${encodeURIComponent(r.subscription)}/parked/${encodeURIComponent(r.aggregateType)}/${encodeURIComponent(r.aggregateId)}/${action}`;
+          await api("POST", path, { reason: reason.value });
+          reasons.delete(key);
+          setStatus(`${action === "resume" ? "Resumed" : "Skipped"} ${r.aggregateType} ${r.aggregateId}`);
+        } catch (e) {
+          setStatus(`${action} failed: ${e.message}`, true);
+        }
+        refresh();
+      });
+      actions.appendChild(b);
+    }
+    body.appendChild(tr);
+  }
+}
+
+function renderSubs(subs) {
+  const body = document.querySelector("#subs tbody");
+  body.replaceChildren();
+  document.getElementById("subs-empty").hidden = subs.length > 0;
+  for (const s of subs) {
+    const tr = document.createElement("tr");
+    tr.dataset.name = s.name;
+    cell(tr, s.name);
+    cell(tr, s.module || "");
+    cell(tr, s.state, "state-" + s.state);
+    cell(tr, String(s.checkpoint));
+    cell(tr, String(s.lag));
+    const parked = s.parked || {};
+    cell(tr, Object.entries(parked).map(([k, v]) => `${v} ${k}`).join(", ") || "0");
+    body.appendChild(tr);
+  }
+}
+
+function setStatus(text, isError) {
+  const el = document.getElementById("status");
+  el.textContent = text;
+  el.classList.toggle("error", !!isError);
+}
+
+let busy = false;
+async function refresh() {
+  if (busy) return;
+  busy = true;
+  try {
+    const [parked, subs] = await Promise.all([api("GET", "/v1/parked?limit=500"), api("GET", "/v1/subscriptions")]);
+    renderParked(parked.records || []);
+    renderSubs(subs.subscriptions || []);
+    if (!document.getElementById("status").classList.contains("error")) setStatus(`updated ${new Date().toLocaleTimeString()}`);
+  } catch (e) {
+    setStatus(`cannot reach the host: ${e.message}`, true);
+  } finally {
+    busy = false;
+  }
+}
+
+refresh();
+setInterval(refresh, 2000);

@@ -1,0 +1,178 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/labstack/echo/v4"
+)
+
+// appendRequest is the body of POST /v1/events.
+type appendRequest struct {
+	AggregateType   string       `json:"aggregateType"`
+	AggregateID     string       `json:"aggregateId"`
+	ExpectedVersion *int64       `json:"expectedVersion,omitempty"`
+	OwnerID         string       `json:"ownerId,omitempty"`
+	Events          []eventInput `json:"events"`
+}
+
+type eventInput struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// commitJSON is a commit as the API shows it.
+type commitJSON struct {
+	Position      uint64      `json:"position"`
+	AggregateType string      `json:"aggregateType"`
+	AggregateID   string      `json:"aggregateId"`
+	Version       uint64      `json:"version"`
+	OwnerID       string      `json:"ownerId,omitempty"`
+	Time          time.Time   `json:"time"`
+	Events        []eventJSON `json:"events"`
+}
+
+type eventJSON struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+func toCommitJSON(c eventlog.Commit) commitJSON {
+	out := commitJSON{Position: c.Position, AggregateType: c.AggregateType, AggregateID: c.AggregateID,
+		Version: c.Version, OwnerID: c.OwnerID, Time: c.Time, Events: make([]eventJSON, len(c.Events))}
+	for i, e := range c.Events {
+		data := json.RawMessage(e.Payload)
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		out.Events[i] = eventJSON{Type: e.Type, Data: data}
+	}
+	return out
+}
+
+func (s *Server) appendEvents(c echo.Context) error {
+	var req appendRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.AggregateType == "" {
+		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "aggregateType is required", Field: "aggregateType"}
+	}
+	if req.AggregateID == "" {
+		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "aggregateId is required", Field: "aggregateId"}
+	}
+	if len(req.Events) == 0 {
+		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events must hold at least one event", Field: "events"}
+	}
+	ar := eventlog.AppendRequest{AggregateType: req.AggregateType, AggregateID: req.AggregateID,
+		ExpectedVersion: eventlog.AnyVersion, OwnerID: req.OwnerID}
+	if req.ExpectedVersion != nil {
+		if *req.ExpectedVersion < 0 {
+			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "expectedVersion must be 0 or more", Field: "expectedVersion"}
+		}
+		ar.ExpectedVersion = *req.ExpectedVersion
+	}
+	for i, e := range req.Events {
+		if e.Type == "" {
+			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events[" + strconv.Itoa(i) + "].type is required", Field: "events[" + strconv.Itoa(i) + "].type"}
+		}
+		data := []byte(e.Data)
+		if len(data) == 0 {
+			data = []byte("null")
+		}
+		ar.Events = append(ar.Events, eventlog.Event{Type: e.Type, Payload: data})
+	}
+	commit, err := s.deps.Log.Append(c.Request().Context(), ar)
+	switch {
+	case errors.Is(err, eventlog.ErrVersionConflict):
+		return problem(http.StatusConflict, "version-conflict", err.Error())
+	case errors.Is(err, eventlog.ErrInvalid), errors.Is(err, eventlog.ErrEmptyCommit):
+		return badRequest("invalid-event", "%v", err)
+	case err != nil:
+		return err
+	}
+	s.deps.Metrics.eventsAppended.Add(float64(len(commit.Events)))
+	return c.JSON(http.StatusCreated, map[string]any{
+		"aggregateType": commit.AggregateType, "aggregateId": commit.AggregateID,
+		"version": commit.Version, "position": commit.Position,
+	})
+}
+
+func (s *Server) aggregateEvents(c echo.Context) error {
+	from := uint64(1)
+	if v := c.QueryParam("from"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400, Detail: "from must be a version number, got " + strconv.Quote(v), Field: "from"}
+		}
+		from = n
+	}
+	limit, err := queryLimit(c, 100, 1000)
+	if err != nil {
+		return err
+	}
+	commits, err := s.deps.Log.ReadAggregate(c.Request().Context(), c.Param("type"), c.Param("id"), from, limit)
+	if err != nil {
+		return err
+	}
+	if len(commits) == 0 {
+		v, err := s.deps.Log.Version(c.Request().Context(), c.Param("type"), c.Param("id"))
+		if err != nil {
+			return err
+		}
+		if v == 0 {
+			return notFound("aggregate %s/%s has no events", c.Param("type"), c.Param("id"))
+		}
+	}
+	out := make([]commitJSON, len(commits))
+	for i, cm := range commits {
+		out[i] = toCommitJSON(cm)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"commits": out})
+}
+
+func queryLimit(c echo.Context, def, maxLimit int) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
+			Detail: "limit must be a number from 1 to " + strconv.Itoa(maxLimit) + ", got " + strconv.Quote(v), Field: "limit"}
+	}
+	return n, nil
+}
+
+// decodeJSON reads a JSON body strictly: unknown fields, trailing data and
+// wrong types are 400s naming the problem.
+func decodeJSON(c echo.Context, v any) error {
+	dec := json.NewDecoder(c.Request().Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &tooBig):
+			return problem(http.StatusRequestEntityTooLarge, "too-large", "the request body exceeds "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+		case errors.As(err, &typeErr):
+			return &Problem{Type: "https://berth.dev/problems/invalid-json", Title: "Bad Request", Status: 400,
+				Detail: "field " + typeErr.Field + " must be " + typeErr.Type.String() + ", not " + typeErr.Value, Field: typeErr.Field}
+		case errors.As(err, &syntaxErr):
+			return badRequest("invalid-json", "malformed JSON at byte %d: %v", syntaxErr.Offset, err)
+		case err.Error() == "EOF":
+			return badRequest("invalid-json", "the request body is empty; it must be a JSON object")
+		default:
+			return badRequest("invalid-json", "%v", err)
+		}
+	}
+	if dec.More() {
+		return badRequest("invalid-json", "the request body has data after its JSON object")
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/berthhq/berth/registry"
+	"github.com/berthhq/berth/sandbox"
+	"github.com/labstack/echo/v4"
+)
+
+func (s *Server) putModule(c echo.Context) error {
+	name := c.Param("name")
+	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" && ct != "application/wasm" && ct != "application/octet-stream" {
+		return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", fmt.Sprintf("the body must be a WebAssembly module (Content-Type application/wasm), not %s", ct))
+	}
+	limit := s.deps.Config().Server.MaxModuleSize.Bytes()
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return problem(http.StatusRequestEntityTooLarge, "too-large", fmt.Sprintf("the module exceeds server.max-module-size (%d bytes)", limit))
+		}
+		return err
+	}
+	info, created, err := s.deps.Modules.Put(c.Request().Context(), name, body)
+	switch {
+	case errors.Is(err, registry.ErrInvalidName):
+		return badRequest("invalid-name", "%v", err)
+	case errors.Is(err, sandbox.ErrNotWasm):
+		return badRequest("not-wasm", "%v", err)
+	case errors.Is(err, sandbox.ErrInvalidModule):
+		return badRequest("invalid-module", "%v", err)
+	case errors.Is(err, sandbox.ErrABI):
+		return badRequest("abi", "%v", err)
+	case errors.Is(err, registry.ErrConflict):
+		return problem(http.StatusConflict, "conflict", err.Error())
+	case err != nil:
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, info)
+}
+
+func (s *Server) listModules(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"modules": s.deps.Modules.List()})
+}
+
+func (s *Server) getModule(c echo.Context) error {
+	info, ok := s.deps.Modules.Get(c.Param("name"))
+	if !ok {
+		return notFound("no module named %q", c.Param("name"))
+	}
+	return c.JSON(http.StatusOK, info)
+}
+
+func (s *Server) deleteModule(c echo.Context) error {
+	err := s.deps.Modules.Delete(c.Request().Context(), c.Param("name"))
+	if errors.Is(err, registry.ErrUnknownModule) {
+		return notFound("no module named %q", c.Param("name"))
+	}
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

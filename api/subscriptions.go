@@ -1,0 +1,241 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/subscription"
+	"github.com/labstack/echo/v4"
+)
+
+// subscriptionJSON is a subscription as the API shows it.
+type subscriptionJSON struct {
+	Name              string                 `json:"name"`
+	Module            string                 `json:"module,omitempty"`
+	State             string                 `json:"state"`
+	Checkpoint        uint64                 `json:"checkpoint"`
+	DurableCheckpoint uint64                 `json:"durableCheckpoint"`
+	Head              uint64                 `json:"head"`
+	Lag               uint64                 `json:"lag"`
+	Parked            map[ledger.State]int   `json:"parked"`
+	Partitions        []partitionJSON        `json:"partitions,omitempty"`
+	Retry             map[string]settingJSON `json:"retry"`
+	ParkedRetries     parkedJSON             `json:"parkedRetries"`
+}
+
+type partitionJSON struct {
+	Index        int       `json:"index"`
+	State        string    `json:"state"`
+	PauseReason  string    `json:"pauseReason,omitempty"`
+	PausedSince  time.Time `json:"pausedSince,omitzero"`
+	NextProbe    time.Time `json:"nextProbe,omitzero"`
+	FailedProbes int       `json:"failedProbes,omitempty"`
+	Concurrency  int       `json:"concurrency"`
+	Active       int       `json:"active"`
+	Held         int       `json:"held"`
+}
+
+// settingJSON is one effective retry setting and the layer it came from.
+type settingJSON struct {
+	Value  any          `json:"value"`
+	Source retry.Source `json:"source"`
+}
+
+type parkedJSON struct {
+	MaxRetries int    `json:"maxRetries"`
+	FirstDelay string `json:"firstDelay"`
+	MaxDelay   string `json:"maxDelay"`
+	Timeout    string `json:"timeout"`
+}
+
+func (s *Server) subscriptionJSON(st subscription.Status, detail bool) subscriptionJSON {
+	p := st.Policy
+	out := subscriptionJSON{
+		Name: st.Name, Module: s.deps.Modules.ModuleOf(st.Name), State: st.State, Checkpoint: st.Checkpoint,
+		DurableCheckpoint: st.DurableCheckpoint, Head: st.Head, Lag: st.Lag, Parked: st.Parked,
+		Retry: map[string]settingJSON{
+			retry.KeyMaxAttempts:          {p.MaxAttempts, p.Sources[retry.KeyMaxAttempts]},
+			retry.KeyInitialBackoff:       {p.InitialBackoff.String(), p.Sources[retry.KeyInitialBackoff]},
+			retry.KeyMaxBackoff:           {p.MaxBackoff.String(), p.Sources[retry.KeyMaxBackoff]},
+			retry.KeyTimeout:              {p.Timeout.String(), p.Sources[retry.KeyTimeout]},
+			retry.KeyUnrecoverable:        {nonNil(p.Unrecoverable), p.Sources[retry.KeyUnrecoverable]},
+			retry.KeyRecoverable:          {nonNil(p.Recoverable), p.Sources[retry.KeyRecoverable]},
+			retry.KeyBackpressureAttempts: {p.BackpressureAttempts, p.Sources[retry.KeyBackpressureAttempts]},
+		},
+		ParkedRetries: parkedJSON{MaxRetries: st.ParkedSettings.MaxRetries, FirstDelay: st.ParkedSettings.FirstDelay.String(),
+			MaxDelay: st.ParkedSettings.MaxDelay.String(), Timeout: st.ParkedSettings.Timeout.String()},
+	}
+	if out.Parked == nil {
+		out.Parked = map[ledger.State]int{}
+	}
+	for _, ps := range st.Partitions {
+		if !detail && ps.State == subscription.StateRunning && ps.Active == 0 && ps.Held == 0 {
+			continue
+		}
+		out.Partitions = append(out.Partitions, partitionJSON{Index: ps.Index, State: ps.State, PauseReason: ps.PauseReason,
+			PausedSince: ps.PausedSince, NextProbe: ps.NextProbe, FailedProbes: ps.FailedProbes,
+			Concurrency: ps.Concurrency, Active: ps.Active, Held: ps.Held})
+	}
+	return out
+}
+
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
+
+func (s *Server) listSubscriptions(c echo.Context) error {
+	names := s.deps.Engine.Subscriptions()
+	sort.Strings(names)
+	out := make([]subscriptionJSON, 0, len(names))
+	for _, name := range names {
+		st, err := s.deps.Engine.Status(c.Request().Context(), name)
+		if err != nil {
+			continue // removed between the list and the status
+		}
+		out = append(out, s.subscriptionJSON(st, false))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"subscriptions": out})
+}
+
+func (s *Server) getSubscription(c echo.Context) error {
+	st, err := s.deps.Engine.Status(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return engineError(err)
+	}
+	return c.JSON(http.StatusOK, s.subscriptionJSON(st, true))
+}
+
+func (s *Server) pauseSubscription(c echo.Context) error {
+	if err := s.deps.Engine.Pause(c.Request().Context(), c.Param("name")); err != nil {
+		return engineError(err)
+	}
+	return s.getSubscription(c)
+}
+
+func (s *Server) unpauseSubscription(c echo.Context) error {
+	if err := s.deps.Engine.Unpause(c.Request().Context(), c.Param("name")); err != nil {
+		return engineError(err)
+	}
+	return s.getSubscription(c)
+}
+
+type resetRequest struct {
+	Position *uint64 `json:"position"`
+}
+
+func (s *Server) resetSubscription(c echo.Context) error {
+	var req resetRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Position == nil {
+		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
+			Detail: "position is required: 1 replays from the beginning, head+1 skips to the end", Field: "position"}
+	}
+	if err := s.deps.Engine.Reset(c.Request().Context(), c.Param("name"), *req.Position); err != nil {
+		return engineError(err)
+	}
+	return s.getSubscription(c)
+}
+
+// engineError maps the engine's sentinels to problems.
+func engineError(err error) error {
+	switch {
+	case errors.Is(err, subscription.ErrUnknownSubscription):
+		return notFound("%v", err)
+	case errors.Is(err, subscription.ErrNotParked):
+		return notFound("%v", err)
+	case errors.Is(err, subscription.ErrBadPosition), errors.Is(err, subscription.ErrBadVersion):
+		return badRequest("out-of-range", "%v", err)
+	case errors.Is(err, subscription.ErrClosed):
+		return problem(http.StatusServiceUnavailable, "unavailable", err.Error())
+	}
+	return err
+}
+
+func (s *Server) listParked(c echo.Context) error {
+	limit, err := queryLimit(c, 100, 1000)
+	if err != nil {
+		return err
+	}
+	f := ledger.Filter{Subscription: c.QueryParam("subscription"), State: ledger.State(c.QueryParam("state")),
+		AggregateType: c.QueryParam("aggregateType"), After: c.QueryParam("after"), Limit: limit}
+	switch f.State {
+	case "", ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming:
+	default:
+		return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
+			Detail: "state must be retrying, waiting or resuming, got " + strconv.Quote(string(f.State)), Field: "state"}
+	}
+	var records []*ledger.Record
+	var next string
+	err = s.deps.Ledger.View(c.Request().Context(), func(tx ledger.Tx) error {
+		var err error
+		records, next, err = tx.ListParked(f)
+		return err
+	})
+	if err != nil {
+		return badRequest("invalid-query", "%v", err)
+	}
+	if records == nil {
+		records = []*ledger.Record{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"records": records, "next": next})
+}
+
+func (s *Server) getParked(c echo.Context) error {
+	rec, err := s.deps.Engine.Parked(c.Request().Context(), c.Param("name"), c.Param("type"), c.Param("id"))
+	if err != nil {
+		return engineError(err)
+	}
+	return c.JSON(http.StatusOK, rec)
+}
+
+type operatorRequest struct {
+	Reason         string `json:"reason"`
+	ThroughVersion uint64 `json:"throughVersion"`
+}
+
+// readOperatorRequest reads the optional body of resume and skip.
+func readOperatorRequest(c echo.Context) (operatorRequest, error) {
+	var req operatorRequest
+	if c.Request().ContentLength == 0 {
+		return req, nil
+	}
+	return req, decodeJSON(c, &req)
+}
+
+func (s *Server) resumeParked(c echo.Context) error {
+	req, err := readOperatorRequest(c)
+	if err != nil {
+		return err
+	}
+	if req.ThroughVersion != 0 {
+		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
+			Detail: "throughVersion applies to skip, not resume", Field: "throughVersion"}
+	}
+	ctx := c.Request().Context()
+	if err := s.deps.Engine.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), actor(c), req.Reason); err != nil {
+		return engineError(err)
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"status": "resuming"})
+}
+
+func (s *Server) skipParked(c echo.Context) error {
+	req, err := readOperatorRequest(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.deps.Engine.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {
+		return engineError(err)
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"status": "skipped"})
+}

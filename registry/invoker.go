@@ -1,0 +1,84 @@
+package registry
+
+import (
+	"context"
+	"time"
+
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/sandbox"
+	"github.com/berthhq/berth/subscription"
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+// classCanceled marks an attempt cut short because the host is stopping; the
+// engine does not count it against the aggregate.
+const classCanceled = "berth.Canceled"
+
+// wasmInvoker runs one handler of a sandboxed module for the engine.
+type wasmInvoker struct {
+	mod     *sandbox.Module
+	handler string
+}
+
+// Invoke turns a delivery into an ABI envelope, runs it under the delivery's
+// timeout and maps the sandbox's outcome to the failure the engine
+// classifies (nil on success).
+func (w wasmInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
+	ev := d.Commit.Events[d.Index]
+	env := abi.Event{
+		Handler:       w.handler,
+		InvocationKey: d.InvocationKey,
+		Attempt:       uint32(d.Attempt),
+		Type:          ev.Type,
+		AggregateType: d.Commit.AggregateType,
+		AggregateID:   d.Commit.AggregateID,
+		Version:       d.Commit.Version,
+		Index:         uint32(d.Index),
+		OwnerID:       d.Commit.OwnerID,
+		Position:      d.Commit.Position,
+		TimeUnixNano:  d.Commit.Time.UnixNano(),
+		Payload:       ev.Payload,
+	}
+	o := w.mod.Invoke(ctx, &env, d.Timeout)
+	return failureOf(&o)
+}
+
+// failureOf maps a sandbox outcome to a classifiable failure. Host-side
+// outcomes get the builtin classes (berth.Timeout, berth.Trap,
+// berth.MemoryExceeded), so that handlers and classifier rules can name them.
+func failureOf(o *sandbox.Outcome) *retry.Failure {
+	switch o.Kind {
+	case sandbox.Success:
+		return nil
+	case sandbox.GuestFailure:
+		f := &retry.Failure{
+			Classes: o.Failure.Classes,
+			Message: o.Failure.Message,
+			Code:    o.Failure.Code,
+			HTTP429: o.Observed.HTTP429,
+		}
+		switch o.Failure.Kind {
+		case abi.KindSystemic:
+			f.Reported = retry.ReportedSystemic
+		case abi.KindBackpressure:
+			f.Reported = retry.ReportedBackpressure
+		}
+		f.RetryAfter = max(o.Observed.RetryAfter, msDuration(o.Failure.RetryAfterMillis))
+		if len(f.Classes) == 0 && o.Observed.ConnRefused {
+			// The guest said nothing of its own, but its outbound call met a
+			// refused connection: that is an outage, not the aggregate's fault.
+			f.Classes = []string{retry.ClassConnectionRefused}
+		}
+		return f
+	case sandbox.Timeout:
+		return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: o.Message}
+	case sandbox.MemoryExceeded:
+		return &retry.Failure{Classes: []string{retry.ClassMemoryExceeded}, Message: o.Message}
+	case sandbox.Canceled:
+		return &retry.Failure{Classes: []string{classCanceled}, Message: o.Message}
+	default:
+		return &retry.Failure{Classes: []string{retry.ClassTrap}, Message: o.Message}
+	}
+}
+
+func msDuration(ms uint64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -1,0 +1,339 @@
+// Package registry is the set of deployed modules: their bytes kept durably
+// under the data directory, loaded into the sandbox, and one subscription per
+// handler running in the engine. Uploading a new version swaps the code under
+// the same subscriptions, so checkpoints and parked aggregates carry over.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/sandbox"
+	"github.com/berthhq/berth/subscription"
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+// Errors of the registry.
+var (
+	// ErrInvalidName: a module name must be 1–64 letters, digits, '-' or '_'.
+	ErrInvalidName = errors.New("invalid module name")
+	// ErrUnknownModule: no module of that name is deployed.
+	ErrUnknownModule = errors.New("unknown module")
+	// ErrConflict: another module already serves the processor.
+	ErrConflict = errors.New("conflicting module")
+)
+
+// Options configure a Registry.
+type Options struct {
+	Dir     string // where module bytes are kept (the host uses <data>/modules)
+	Sandbox *sandbox.Sandbox
+	Engine  *subscription.Engine
+	Config  func() *config.Config
+	Logger  *slog.Logger
+}
+
+// Registry holds the deployed modules. It is safe for concurrent use.
+type Registry struct {
+	opts  Options
+	store fileStore
+
+	mu   sync.Mutex // serialises deploys; guards mods
+	mods map[string]*deployed
+}
+
+type deployed struct {
+	stored
+	mod *sandbox.Module
+}
+
+// HandlerInfo describes one handler of a module.
+type HandlerInfo struct {
+	Name         string   `json:"name"`
+	EventTypes   []string `json:"eventTypes"`
+	Subscription string   `json:"subscription"`
+}
+
+// Info describes a deployed module.
+type Info struct {
+	Name          string        `json:"name"`
+	SHA256        string        `json:"sha256"`
+	Size          int           `json:"size"`
+	Uploaded      time.Time     `json:"uploaded"`
+	Processor     string        `json:"processor"`
+	Kind          string        `json:"kind"`
+	Start         string        `json:"start"`
+	Handlers      []HandlerInfo `json:"handlers"`
+	Subscriptions []string      `json:"subscriptions"`
+	DeadlineGuard string        `json:"deadlineGuard"`
+}
+
+// Open loads every stored module and adds its subscriptions to the engine
+// (call it before Engine.Start, so that every subscription starts together).
+// A stored module that no longer loads is logged and left on disk.
+func Open(ctx context.Context, opts Options) (*Registry, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	r := &Registry{opts: opts, store: fileStore{dir: opts.Dir}, mods: map[string]*deployed{}}
+	metas, codes, err := r.store.list()
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	for i, meta := range metas {
+		mod, err := opts.Sandbox.Load(ctx, meta.Name, codes[i], opts.Config().Module(meta.Name))
+		if err != nil {
+			opts.Logger.Error("stored module does not load; its subscriptions wait", "module", meta.Name, "error", err)
+			continue
+		}
+		d := &deployed{stored: meta, mod: mod}
+		if err := r.subscribe(ctx, d, nil); err != nil {
+			return nil, err
+		}
+		r.mods[meta.Name] = d
+	}
+	return r, nil
+}
+
+// Put deploys (or updates) the module name from its bytes. Nothing is
+// stored and the running version stays when the bytes do not load.
+func (r *Registry) Put(ctx context.Context, name string, wasm []byte) (Info, bool, error) {
+	if err := validName(name); err != nil {
+		return Info{}, false, err
+	}
+	mod, err := r.opts.Sandbox.Load(ctx, name, wasm, r.opts.Config().Module(name))
+	if err != nil {
+		return Info{}, false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	proc := mod.Description().Processor
+	for other, d := range r.mods {
+		if other != name && d.mod.Description().Processor == proc {
+			mod.Close(ctx)
+			return Info{}, false, fmt.Errorf("%w: module %s already serves processor %s", ErrConflict, other, proc)
+		}
+	}
+	old := r.mods[name]
+	d := &deployed{stored: stored{Name: name, SHA256: mod.SHA256(), Size: len(wasm), Uploaded: time.Now().UTC()}, mod: mod}
+	if err := r.store.put(d.stored, wasm); err != nil {
+		mod.Close(ctx)
+		return Info{}, false, fmt.Errorf("registry: store %s: %w", name, err)
+	}
+	if err := r.subscribe(ctx, d, old); err != nil {
+		return Info{}, false, err
+	}
+	r.mods[name] = d
+	if old != nil {
+		old.mod.Close(ctx) // calls in flight on the old code finish first
+	}
+	return d.info(), old == nil, nil
+}
+
+// subscribe points each handler's subscription at d's code: new ones are
+// added, existing ones (a new version, a restart) are updated in place.
+func (r *Registry) subscribe(ctx context.Context, d *deployed, old *deployed) error {
+	existing := r.opts.Engine.Subscriptions()
+	for _, spec := range r.specs(d) {
+		var err error
+		if slices.Contains(existing, spec.Name) {
+			err = r.opts.Engine.UpdateSpec(spec)
+		} else {
+			err = r.opts.Engine.Add(ctx, spec)
+		}
+		if err != nil {
+			return fmt.Errorf("registry: subscription %s: %w", spec.Name, err)
+		}
+	}
+	if old != nil {
+		for _, name := range subscriptionNames(old.mod.Description()) {
+			if !slices.Contains(subscriptionNames(d.mod.Description()), name) {
+				r.opts.Logger.Warn("a handler was removed from the module; its subscription keeps its checkpoint and parked aggregates but gets no events until a module handles it again",
+					"module", d.Name, "subscription", name)
+				r.detach(name)
+			}
+		}
+	}
+	return nil
+}
+
+// detach leaves a subscription without code: every attempt fails as a
+// systemic outage, so its events wait (nothing is parked or skipped) until a
+// module serving it is deployed again.
+func (r *Registry) detach(name string) {
+	inv := subscription.InvokerFunc(func(context.Context, subscription.Delivery) *retry.Failure {
+		return &retry.Failure{Reported: retry.ReportedSystemic, Classes: []string{"berth.NoModule"},
+			Message: "no deployed module handles subscription " + name}
+	})
+	if err := r.opts.Engine.UpdateSpec(subscription.Spec{Name: name, Invoker: inv}); err != nil {
+		r.opts.Logger.Error("detach subscription", "subscription", name, "error", err)
+	}
+}
+
+// specs builds the subscription specs of a module's handlers.
+func (r *Registry) specs(d *deployed) []subscription.Spec {
+	cfg := r.opts.Config()
+	desc := d.mod.Description()
+	start := subscription.StartEnd
+	if desc.Start == abi.StartBeginning || (desc.Start == abi.StartDefault && desc.Kind == abi.KindProjection) {
+		start = subscription.StartBeginning
+	}
+	specs := make([]subscription.Spec, 0, len(desc.Handlers))
+	for _, h := range desc.Handlers {
+		name := desc.Processor + "." + h.Name
+		_, override := cfg.RetryLayers(name)
+		specs = append(specs, subscription.Spec{
+			Name:           name,
+			Processor:      desc.Processor,
+			Handler:        h.Name,
+			EventTypes:     h.EventTypes,
+			Start:          start,
+			ProcessorRetry: settingsOf(desc.Retry),
+			HandlerRetry:   settingsOf(h.Retry),
+			OverrideRetry:  override,
+			Parked:         cfg.Parked(name),
+			Invoker:        wasmInvoker{mod: d.mod, handler: h.Name},
+		})
+	}
+	return specs
+}
+
+func settingsOf(s abi.RetrySettings) retry.Settings {
+	return retry.Settings{
+		MaxAttempts:    int(s.MaxAttempts),
+		InitialBackoff: s.InitialBackoff,
+		MaxBackoff:     s.MaxBackoff,
+		Timeout:        s.Timeout,
+		Unrecoverable:  s.Unrecoverable,
+		Recoverable:    s.Recoverable,
+	}
+}
+
+func subscriptionNames(desc abi.Description) []string {
+	names := make([]string, len(desc.Handlers))
+	for i, h := range desc.Handlers {
+		names[i] = desc.Processor + "." + h.Name
+	}
+	return names
+}
+
+// Reconfigure applies a reloaded configuration: each module is loaded again
+// under its (possibly changed) module settings, and every subscription's
+// override and parked settings are refreshed. Retry changes apply from the
+// next attempt.
+func (r *Registry) Reconfigure(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for name, d := range r.mods {
+		wasm, err := os.ReadFile(r.store.wasmPath(name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		mod, err := r.opts.Sandbox.Load(ctx, name, wasm, r.opts.Config().Module(name))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("module %s: %w", name, err))
+			continue
+		}
+		nd := &deployed{stored: d.stored, mod: mod}
+		if err := r.subscribe(ctx, nd, d); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.mods[name] = nd
+		d.mod.Close(ctx)
+	}
+	return errors.Join(errs...)
+}
+
+// Get describes one module.
+func (r *Registry) Get(name string) (Info, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.mods[name]
+	if !ok {
+		return Info{}, false
+	}
+	return d.info(), true
+}
+
+// List describes every module, by name.
+func (r *Registry) List() []Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Info, 0, len(r.mods))
+	for _, d := range r.mods {
+		out = append(out, d.info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ModuleOf returns the module serving a subscription ("" if none).
+func (r *Registry) ModuleOf(subscriptionName string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, d := range r.mods {
+		if slices.Contains(subscriptionNames(d.mod.Description()), subscriptionName) {
+			return name
+		}
+	}
+	return ""
+}
+
+// Delete undeploys a module. Its subscriptions keep their checkpoints and
+// parked aggregates, and their events wait, until a module serving them is
+// deployed again.
+func (r *Registry) Delete(ctx context.Context, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.mods[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownModule, name)
+	}
+	if err := r.store.remove(name); err != nil {
+		return fmt.Errorf("registry: remove %s: %w", name, err)
+	}
+	for _, sub := range subscriptionNames(d.mod.Description()) {
+		r.detach(sub)
+	}
+	delete(r.mods, name)
+	d.mod.Close(ctx)
+	return nil
+}
+
+func (d *deployed) info() Info {
+	desc := d.mod.Description()
+	in := Info{Name: d.Name, SHA256: d.SHA256, Size: d.Size, Uploaded: d.Uploaded, Processor: desc.Processor,
+		Kind: desc.Kind.String(), Start: desc.Start.String(), DeadlineGuard: d.mod.DeadlineGuard()}
+	for _, h := range desc.Handlers {
+		sub := desc.Processor + "." + h.Name
+		in.Handlers = append(in.Handlers, HandlerInfo{Name: h.Name, EventTypes: h.EventTypes, Subscription: sub})
+		in.Subscriptions = append(in.Subscriptions, sub)
+	}
+	return in
+}
+
+func validName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("%w %q: use 1 to 64 letters, digits, '-' or '_'", ErrInvalidName, name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("%w %q: character %q is not allowed (use letters, digits, '-' or '_')", ErrInvalidName, name, c)
+		}
+	}
+	return nil
+}
