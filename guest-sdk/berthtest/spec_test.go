@@ -18,8 +18,10 @@ type recorder struct {
 	errors, fatals, logs []string
 }
 
-func (r *recorder) Helper()                         {}
-func (r *recorder) Logf(format string, args ...any) { r.logs = append(r.logs, fmt.Sprintf(format, args...)) }
+func (r *recorder) Helper() {}
+func (r *recorder) Logf(format string, args ...any) {
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
@@ -73,7 +75,9 @@ func TestExpectations(t *testing.T) {
 		{"Ok", func(th *berthtest.Then) { th.ExpectErrorClass(notification) }, "want an error of class Notification, but it succeeded"},
 		{"Systemic", func(th *berthtest.Then) { th.ExpectSystemic().ExpectErrorIs(errBoom) }, ""},
 		{"Classed", func(th *berthtest.Then) { th.ExpectSystemic() }, "want a systemic failure"},
-		{"Busy", func(th *berthtest.Then) { th.ExpectBackpressure(1500 * time.Millisecond).ExpectErrorClass(notification) }, ""},
+		{"Busy", func(th *berthtest.Then) {
+			th.ExpectBackpressure(1500 * time.Millisecond).ExpectErrorClass(notification)
+		}, ""},
 		{"Busy", func(th *berthtest.Then) { th.ExpectBackpressure(2 * time.Second) }, "want backpressure, retry after 2000ms, but it failed with class Notification, backpressure, retry after 1500ms: busy"},
 		{"Systemic", func(th *berthtest.Then) { th.ExpectBackpressure(0) }, "want backpressure, retry after 0ms, but it failed, systemic: boom"},
 		{"Panics", func(th *berthtest.Then) { th.ExpectErrorClass(berth.ClassPanic) }, ""},
