@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/berthhq/berth/api"
+	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/registry"
+	"github.com/berthhq/berth/sandbox"
+	"github.com/berthhq/berth/subscription"
+)
+
+// serve runs the host until SIGINT or SIGTERM; SIGHUP reloads the config.
+func serve(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	configPath := fs.String("config", "", "configuration file (default: <data>/berth.toml, written with commented defaults if missing)")
+	dataDir := fs.String("data", "", "data directory (overrides server.data-dir)")
+	listen := fs.String("listen", "", "listen address (overrides server.listen)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	h, err := start(*configPath, *dataDir, *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "berth:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			if err := h.reload(); err != nil {
+				h.log.Error("config reload refused; the running configuration stays", "error", err)
+			}
+		}
+	}()
+	err = h.run(ctx)
+	h.close()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		h.log.Error("server stopped", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// host is the running process: its stores, sandbox, engine and API.
+type host struct {
+	configPath string
+	overrides  func(*config.Config)
+	cfg        atomic.Pointer[config.Config]
+	reloadMu   sync.Mutex
+	log        *slog.Logger
+
+	events  *eventlog.Badger
+	ledger  *ledger.Badger
+	sandbox *sandbox.Sandbox
+	engine  *subscription.Engine
+	modules *registry.Registry
+	api     *api.Server
+	ln      net.Listener
+	ready   atomic.Bool
+}
+
+func start(configPath, dataDir, listen string) (*host, error) {
+	overrides := func(c *config.Config) {
+		if dataDir != "" {
+			c.Server.DataDir = dataDir
+		}
+		if listen != "" {
+			c.Server.Listen = listen
+		}
+	}
+	if configPath == "" {
+		dir := dataDir
+		if dir == "" {
+			dir = config.Default().Server.DataDir
+		}
+		configPath = filepath.Join(dir, "berth.toml")
+		if _, err := os.Stat(configPath); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(configPath, config.DefaultTOML(), 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cfg, err := loadConfig(configPath, overrides)
+	if err != nil {
+		return nil, err
+	}
+	h := &host{configPath: configPath, overrides: overrides}
+	h.cfg.Store(cfg)
+	h.log = newLogger(cfg)
+	h.log.Info("configuration loaded", "file", configPath)
+	if cfg.RequireLoopback() {
+		h.log.Warn("no auth tokens are configured: every request is allowed, so the server listens on loopback only; add [[auth.tokens]] to serve other hosts", "listen", cfg.Server.Listen)
+	}
+	if err := h.open(cfg); err != nil {
+		h.close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func loadConfig(path string, overrides func(*config.Config)) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	overrides(cfg)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func newLogger(cfg *config.Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.Log.SlogLevel()}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// open brings the host up in dependency order: stores, sandbox, engine,
+// modules (which add their subscriptions), then delivery and the API.
+func (h *host) open(cfg *config.Config) error {
+	data := cfg.Server.DataDir
+	ctx := context.Background()
+	var err error
+	if h.events, err = eventlog.Open(filepath.Join(data, "events"), eventlog.Options{Logger: h.log}); err != nil {
+		return fmt.Errorf("open event log: %w", err)
+	}
+	if h.ledger, err = ledger.Open(filepath.Join(data, "ledger"), ledger.Options{Logger: h.log}); err != nil {
+		return fmt.Errorf("open ledger: %w", err)
+	}
+	sbCfg := cfg.Sandbox()
+	sbCfg.Logger = h.log
+	if h.sandbox, err = sandbox.New(sbCfg); err != nil {
+		return err
+	}
+	classifier, err := cfg.Classifier()
+	if err != nil {
+		return err
+	}
+	defaults, _ := cfg.RetryLayers("")
+	h.engine, err = subscription.Open(h.events, h.ledger, subscription.Options{
+		Partitions:         cfg.Subscription.Partitions,
+		Concurrency:        cfg.Subscription.Concurrency,
+		Retry:              defaults,
+		Parked:             cfg.Parked(""),
+		Systemic:           cfg.Systemic(),
+		Classifier:         classifier,
+		CheckpointEvery:    cfg.Subscription.CheckpointEvery,
+		CheckpointInterval: cfg.Subscription.CheckpointInterval.Std(),
+		Logger:             h.log,
+	})
+	if err != nil {
+		return err
+	}
+	if h.modules, err = registry.Open(ctx, registry.Options{Dir: filepath.Join(data, "modules"), Sandbox: h.sandbox,
+		Engine: h.engine, Config: h.config, Logger: h.log}); err != nil {
+		return err
+	}
+	if err := h.engine.Start(ctx); err != nil {
+		return err
+	}
+	h.api = api.New(api.Deps{Config: h.config, Reload: h.reload, Modules: h.modules, Log: h.events, Engine: h.engine,
+		Ledger: h.ledger, Logger: h.log, Ready: h.ready.Load})
+	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
+		return err
+	}
+	h.log.Info("berth is serving", "url", "http://"+h.ln.Addr().String(), "console", "http://"+h.ln.Addr().String()+"/console/", "data", data)
+	h.ready.Store(true)
+	return nil
+}
+
+func (h *host) config() *config.Config { return h.cfg.Load() }
+
+// reload reads the config file again; a file that does not validate is
+// refused and the running configuration stays.
+func (h *host) reload() error {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	next, err := loadConfig(h.configPath, h.overrides)
+	if err != nil {
+		return err
+	}
+	prev := h.cfg.Load()
+	if keys := config.Diff(prev, next); len(keys) > 0 {
+		h.log.Warn("these settings change only after a restart", "keys", keys)
+	}
+	h.cfg.Store(next)
+	if err := h.modules.Reconfigure(context.Background()); err != nil {
+		h.log.Error("some modules kept their previous settings", "error", err)
+	}
+	h.log.Info("configuration reloaded", "file", h.configPath, "changed", config.Changes(prev, next))
+	return nil
+}
+
+func (h *host) run(ctx context.Context) error {
+	cfg := h.config()
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.Server.ReadTimeout.Std(), WriteTimeout: cfg.Server.WriteTimeout.Std(), Handler: h.api.Handler()}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(h.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		h.log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.Std())
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
+}
+
+// close stops everything in reverse order of open.
+func (h *host) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if h.engine != nil {
+		if err := h.engine.Close(ctx); err != nil {
+			h.log.Error("close engine", "error", err)
+		}
+	}
+	if h.sandbox != nil {
+		h.sandbox.Close(ctx)
+	}
+	if h.ledger != nil {
+		h.ledger.Close(ctx)
+	}
+	if h.events != nil {
+		h.events.Close(ctx)
+	}
+}
