@@ -1,0 +1,579 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+)
+
+func TestDeliverSigned(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	signed := newReceiver(t, ok)
+	signed.secret, signed.clock = "s3cret", clock.Now
+	plain := newReceiver(t, ok)
+	d, _ := start(t, s, testOptions(t, clock, signed.hook("ops"), plain.hook("plain")))
+
+	want := note(EventParked, "ShipmentNotifier.onOrderShipped", "o-1")
+	notify(t, s, want)
+	d.Wake()
+	eventually(t, "both deliveries", func() bool { return signed.count() == 1 && plain.count() == 1 })
+
+	got := signed.requests()[0]
+	if got.verr != nil {
+		t.Fatalf("signature does not verify: %v", got.verr)
+	}
+	for k, v := range map[string]string{
+		"Content-Type":  "application/json",
+		"User-Agent":    "berth-webhooks",
+		HeaderEvent:     "parked",
+		HeaderDelivery:  "1",
+		HeaderTimestamp: strconv.FormatInt(clock.Now().Unix(), 10),
+	} {
+		if g := got.header.Get(k); g != v {
+			t.Errorf("header %s = %q, want %q", k, g, v)
+		}
+	}
+	if !Verify("s3cret", clock.Now().Unix(), got.body, got.header.Get(HeaderSignature)) {
+		t.Error("Verify refuses the signature")
+	}
+	if Verify("other", clock.Now().Unix(), got.body, got.header.Get(HeaderSignature)) {
+		t.Error("Verify accepts another secret")
+	}
+	p := got.payload
+	if p.ID != "1" || p.Hook != "ops" || p.Seq != 1 || p.Type != want.Type || p.Subscription != want.Subscription ||
+		p.AggregateType != want.AggregateType || p.AggregateID != want.AggregateID || p.Version != want.Version ||
+		!p.Time.Equal(want.Time) || p.Error == nil || p.Error.Message != want.Error.Message {
+		t.Errorf("payload = %+v, want the notification %+v with id 1 and hook ops", p, want)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(got.body, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "hook", "seq", "type", "time", "subscription", "aggregateType", "aggregateId", "version", "error"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("body has no %q: %s", k, got.body)
+		}
+	}
+
+	unsigned := plain.requests()[0]
+	if unsigned.header.Get(HeaderSignature) != "" || unsigned.header.Get(HeaderTimestamp) != "" {
+		t.Errorf("a hook without secret signed: %v", unsigned.header)
+	}
+	if unsigned.payload.Hook != "plain" || unsigned.payload.ID != "1" {
+		t.Errorf("plain payload = %+v", unsigned.payload)
+	}
+
+	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+	if c := durableCursor(t, s, "ops"); c != 1 {
+		t.Errorf("durable cursor of ops = %d, want 1", c)
+	}
+	st := statsOf(d, "ops")
+	if st.Delivered != 1 || st.FailedAttempts != 0 || st.Pending != 0 || st.Cursor != 1 || st.LastError != "" {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
+func TestFilters(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	all, parked, sub1, both := newReceiver(t, ok), newReceiver(t, ok), newReceiver(t, ok), newReceiver(t, ok)
+	hParked := parked.hook("parked")
+	hParked.Events = []string{EventParked}
+	hSub1 := sub1.hook("sub1")
+	hSub1.Subscriptions = []string{"S1"}
+	hBoth := both.hook("both")
+	hBoth.Events, hBoth.Subscriptions = []string{EventResumed, EventSkipped}, []string{"S1"}
+	d, _ := start(t, s, testOptions(t, clock, all.hook("all"), hParked, hSub1, hBoth))
+
+	notify(t, s,
+		note(EventParked, "S1", "a"),       // 1: all, parked, sub1
+		note(EventParked, "S2", "b"),       // 2: all, parked
+		note(EventResumed, "S2", "c"),      // 3: all
+		note(EventSkipped, "S1", "d"),      // 4: all, sub1, both
+		note(EventRetriesSpent, "S1", "e"), // 5: all, sub1
+		note(EventRetriesSpent, "S3", "f"), // 6: all
+		note(EventResumed, "S1", "g"),      // 7: all, sub1, both
+		note(EventParked, "S1.other", "h"), // 8: all, parked
+		note(EventSkipped, "S2", "i"),      // 9: all
+		note(EventRetriesSpent, "S2", "j"), // 10: all
+	)
+	d.Wake()
+	// Once the outbox is acknowledged every hook has passed every
+	// notification, so the counts below are final.
+	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+	for _, c := range []struct {
+		rc   *receiver
+		want []string
+	}{
+		{all, []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}},
+		{parked, []string{"1", "2", "8"}},
+		{sub1, []string{"1", "4", "5", "7"}},
+		{both, []string{"4", "7"}},
+	} {
+		if got := c.rc.ids(); !slices.Equal(got, c.want) {
+			t.Errorf("%s got %v, want %v", c.rc.requests()[0].payload.Hook, got, c.want)
+		}
+	}
+	for _, st := range d.Stats() {
+		if st.Cursor != 10 || st.Pending != 0 || st.FailedAttempts != 0 {
+			t.Errorf("stats = %+v", st)
+		}
+	}
+}
+
+// waitFailed waits until the hook's in-flight delivery has n failed attempts
+// and returns its stats.
+func waitFailed(t *testing.T, d *Dispatcher, name string, n int) HookStats {
+	t.Helper()
+	var st HookStats
+	eventually(t, name+" failing "+strconv.Itoa(n)+" times", func() bool {
+		st = statsOf(d, name)
+		return st.Attempts == n
+	})
+	return st
+}
+
+func TestRetryWithBackoff(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	flaky := newReceiver(t, func(_ received, nth int) answer {
+		if nth <= 4 {
+			return answer{status: http.StatusInternalServerError}
+		}
+		return answer{status: http.StatusNoContent}
+	})
+	opts := testOptions(t, clock, flaky.hook("flaky"))
+	opts.MaxBackoff = 4 * time.Second
+	d, _ := start(t, s, opts)
+	notify(t, s, note(EventParked, "S", "o-1"))
+	d.Wake()
+
+	t0 := clock.Now()
+	st := waitFailed(t, d, "flaky", 1)
+	if want := t0.Add(time.Second); !st.NextAttempt.Equal(want) {
+		t.Fatalf("next attempt %v, want %v", st.NextAttempt, want)
+	}
+	if !strings.Contains(st.LastError, "500") || st.FailedAttempts != 1 || st.Pending != 1 {
+		t.Errorf("stats = %+v", st)
+	}
+	stays(t, "no retry before the backoff", func() bool { return flaky.count() == 1 })
+	clock.Advance(999 * time.Millisecond)
+	stays(t, "no retry 1ms before the backoff", func() bool { return flaky.count() == 1 })
+
+	// Backoff 1s, 2s, 4s, then capped at 4s.
+	for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		if i == 0 {
+			clock.Advance(time.Millisecond)
+		} else {
+			clock.Advance(wait)
+		}
+		st := waitFailed(t, d, "flaky", i+2)
+		next := []time.Duration{2 * time.Second, 4 * time.Second, 4 * time.Second}[i]
+		if want := clock.Now().Add(next); !st.NextAttempt.Equal(want) {
+			t.Fatalf("after attempt %d: next attempt %v, want %v", i+2, st.NextAttempt, want)
+		}
+	}
+	clock.Advance(3 * time.Second)
+	stays(t, "no retry before the capped backoff", func() bool { return flaky.count() == 4 })
+	clock.Advance(time.Second)
+	eventually(t, "the fifth attempt", func() bool { return statsOf(d, "flaky").Delivered == 1 })
+
+	if got := flaky.ids(); !slices.Equal(got, []string{"1", "1", "1", "1", "1"}) {
+		t.Errorf("attempts carried ids %v, want the same id each time", got)
+	}
+	st = statsOf(d, "flaky")
+	if st.FailedAttempts != 4 || st.Dropped != 0 || st.Attempts != 0 || !st.NextAttempt.IsZero() || st.LastError != "" {
+		t.Errorf("stats = %+v", st)
+	}
+	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+}
+
+func TestDownHookDoesNotBlockOthers(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	release := make(chan struct{})
+	hang := newReceiver(t, func(received, int) answer {
+		<-release
+		return answer{status: http.StatusOK}
+	})
+	t.Cleanup(func() { close(release) }) // runs before hang's server closes
+	failing := newReceiver(t, func(received, int) answer { return answer{status: http.StatusBadGateway} })
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // connection refused
+	healthy := newReceiver(t, ok)
+	d, _ := start(t, s, testOptions(t, clock,
+		hang.hook("hang"), failing.hook("failing"), Hook{Name: "gone", URL: gone.URL}, healthy.hook("healthy")))
+
+	notify(t, s, note(EventParked, "S", "a"))
+	notify(t, s, note(EventParked, "S", "b"))
+	notify(t, s, note(EventSkipped, "S", "c"))
+	d.Wake()
+	eventually(t, "the healthy hook served", func() bool { return healthy.count() == 3 })
+	if got := healthy.ids(); !slices.Equal(got, []string{"1", "2", "3"}) {
+		t.Errorf("healthy got %v", got)
+	}
+	eventually(t, "the other hooks tried", func() bool {
+		return hang.count() == 1 && statsOf(d, "failing").Attempts == 1 && statsOf(d, "gone").Attempts == 1
+	})
+	if e := statsOf(d, "gone").LastError; !strings.Contains(e, "POST") || strings.Contains(e, gone.URL) {
+		t.Errorf("gone's error %q should name the POST and not the URL", e)
+	}
+
+	// Writers are not held up: the ledger takes more notifications at once.
+	begin := time.Now()
+	for range 20 {
+		notify(t, s, note(EventParked, "S", "more"))
+	}
+	if took := time.Since(begin); took > 2*time.Second {
+		t.Errorf("20 notifications took %v while hooks are down", took)
+	}
+	d.Wake()
+	eventually(t, "the healthy hook served again", func() bool { return healthy.count() == 23 })
+
+	// The outbox keeps what the down hooks have not had.
+	if n := len(queued(t, s)); n != 23 {
+		t.Errorf("%d notifications queued, want all 23 kept for the down hooks", n)
+	}
+	if st := statsOf(d, "failing"); st.Pending != 23 || st.Delivered != 0 {
+		t.Errorf("failing stats = %+v, want 23 pending", st)
+	}
+	if st := statsOf(d, "healthy"); st.Pending != 0 || st.Delivered != 23 {
+		t.Errorf("healthy stats = %+v", st)
+	}
+}
+
+func TestRestartResumesFromCursor(t *testing.T) {
+	clock := newClock()
+	dir := t.TempDir()
+	a := newReceiver(t, ok)
+	var bDown atomic.Bool
+	bDown.Store(true)
+	b := newReceiver(t, func(received, int) answer {
+		if bDown.Load() {
+			return answer{status: http.StatusServiceUnavailable}
+		}
+		return answer{status: http.StatusOK}
+	})
+	hooks := []Hook{a.hook("a"), b.hook("b")}
+
+	s1, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, stop1 := start(t, s1, testOptions(t, clock, hooks...))
+	notify(t, s1, note(EventParked, "S", "1"), note(EventRetriesSpent, "S", "2"))
+	d1.Wake()
+	eventually(t, "a served", func() bool { return a.count() == 2 })
+	waitFailed(t, d1, "b", 1)
+	eventually(t, "a's cursor written", func() bool { return durableCursor(t, s1, "a") == 2 })
+	stop1()
+	if err := s1.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := openStore(t, dir)
+	if c := durableCursor(t, s2, "a"); c != 2 {
+		t.Fatalf("a's cursor after reopening = %d, want 2", c)
+	}
+	if n := len(queued(t, s2)); n != 2 {
+		t.Fatalf("%d notifications queued after reopening, want 2 (b has had none)", n)
+	}
+	bDown.Store(false)
+	notify(t, s2, note(EventResumed, "S", "1"))
+	d2, _ := start(t, s2, testOptions(t, clock, hooks...))
+	d2.Wake()
+	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s2)) == 0 })
+	stays(t, "nothing sent again to a", func() bool { return a.count() == 3 })
+	if got := a.ids(); !slices.Equal(got, []string{"1", "2", "3"}) {
+		t.Errorf("a got %v, want each notification once", got)
+	}
+	var bOK []string
+	for _, r := range b.requests()[1:] { // the first failed in the first run
+		bOK = append(bOK, r.payload.ID)
+	}
+	if !slices.Equal(bOK, []string{"1", "2", "3"}) || b.requests()[0].payload.ID != "1" {
+		t.Errorf("b got %v, want 1 (failed), then 1, 2, 3", b.ids())
+	}
+	for _, name := range []string{"a", "b"} {
+		if c := durableCursor(t, s2, name); c != 3 {
+			t.Errorf("%s's cursor = %d, want 3", name, c)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		value  func(now time.Time) string
+		wait   time.Duration
+	}{
+		{"429 seconds", http.StatusTooManyRequests, func(time.Time) string { return "120" }, 120 * time.Second},
+		{"503 date", http.StatusServiceUnavailable, func(now time.Time) string {
+			return now.Add(90 * time.Second).UTC().Format(http.TimeFormat)
+		}, 90 * time.Second},
+		{"429 huge", http.StatusTooManyRequests, func(time.Time) string { return "999999" }, MaxRetryAfter},
+		{"500 ignores it", http.StatusInternalServerError, func(time.Time) string { return "120" }, time.Second},
+		{"503 malformed", http.StatusServiceUnavailable, func(time.Time) string { return "soon" }, time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := newClock()
+			s := openStore(t, t.TempDir())
+			rc := newReceiver(t, func(_ received, nth int) answer {
+				if nth == 1 {
+					return answer{status: c.status, header: map[string]string{"Retry-After": c.value(clock.Now())}}
+				}
+				return answer{status: http.StatusOK}
+			})
+			d, _ := start(t, s, testOptions(t, clock, rc.hook("h")))
+			notify(t, s, note(EventParked, "S", "x"))
+			d.Wake()
+			st := waitFailed(t, d, "h", 1)
+			if want := clock.Now().Add(c.wait); !st.NextAttempt.Equal(want) {
+				t.Fatalf("next attempt in %v, want %v", st.NextAttempt.Sub(clock.Now()), c.wait)
+			}
+			if c.wait > time.Second {
+				clock.Advance(c.wait / 2) // far beyond the 1s backoff
+				stays(t, "no retry before Retry-After", func() bool { return rc.count() == 1 })
+			}
+			clock.Advance(c.wait)
+			eventually(t, "the retry", func() bool { return statsOf(d, "h").Delivered == 1 })
+		})
+	}
+}
+
+func TestMaxAttemptsDrops(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	rc := newReceiver(t, func(r received, _ int) answer {
+		if r.payload.ID == "1" {
+			return answer{status: http.StatusBadRequest}
+		}
+		return answer{status: http.StatusOK}
+	})
+	var logs lockedBuffer
+	opts := testOptions(t, clock, rc.hook("h"))
+	opts.MaxAttempts = 3
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	d, _ := start(t, s, opts)
+	notify(t, s, note(EventParked, "S", "poison"), note(EventParked, "S", "fine"))
+	d.Wake()
+
+	for n := 1; n < 3; n++ {
+		waitFailed(t, d, "h", n)
+		clock.Advance(10 * time.Minute)
+	}
+	eventually(t, "the drop and the next delivery", func() bool {
+		st := statsOf(d, "h")
+		return st.Dropped == 1 && st.Delivered == 1
+	})
+	if got := rc.ids(); !slices.Equal(got, []string{"1", "1", "1", "2"}) {
+		t.Errorf("requests %v, want 3 attempts of 1 then 2", got)
+	}
+	st := statsOf(d, "h")
+	if st.FailedAttempts != 3 || st.Pending != 0 || st.Cursor != 2 {
+		t.Errorf("stats = %+v", st)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "delivery dropped") ||
+		!strings.Contains(out, "aggregateId=poison") || !strings.Contains(out, "attempts=3") {
+		t.Errorf("no error log of the drop:\n%s", out)
+	}
+	if strings.Contains(out, rc.srv.URL) {
+		t.Errorf("the log holds the hook's URL:\n%s", out)
+	}
+	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+}
+
+func TestWake(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	rc := newReceiver(t, ok)
+	opts := testOptions(t, clock, rc.hook("h"))
+	opts.PollInterval = time.Hour
+	d, _ := start(t, s, opts)
+	notify(t, s, note(EventParked, "S", "1"))
+	d.Wake()
+	eventually(t, "the first delivery", func() bool { return rc.count() == 1 })
+	time.Sleep(20 * time.Millisecond) // let the hook go idle for its hour
+
+	notify(t, s, note(EventParked, "S", "2"))
+	stays(t, "nothing before the poll or a wake", func() bool { return rc.count() == 1 })
+	d.Wake()
+	eventually(t, "the woken delivery", func() bool { return rc.count() == 2 })
+}
+
+func TestNoHooksAcknowledgesEverything(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	notify(t, s, note(EventParked, "S", "1"), note(EventSkipped, "S", "1"))
+	d, _ := start(t, s, testOptions(t, clock))
+	d.Wake()
+	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+	if st := d.Stats(); len(st) != 0 {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
+func TestSetHooks(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	a, good := newReceiver(t, ok), newReceiver(t, ok)
+	bad := newReceiver(t, func(received, int) answer { return answer{status: http.StatusInternalServerError} })
+	d, _ := start(t, s, testOptions(t, clock, a.hook("a")))
+	notify(t, s, note(EventParked, "S", "1"))
+	d.Wake()
+	eventually(t, "a served and the outbox acknowledged", func() bool { return a.count() == 1 && len(queued(t, s)) == 0 })
+
+	if err := d.SetHooks([]Hook{a.hook("a"), {Name: "a", URL: good.srv.URL}}); err == nil {
+		t.Fatal("a set with a name twice was taken")
+	}
+	if err := d.SetHooks([]Hook{a.hook("a"), {Name: "x", URL: "ftp://host/"}}); err == nil {
+		t.Fatal("a set with a bad URL was taken")
+	}
+
+	// Add b, failing.
+	if err := d.SetHooks([]Hook{a.hook("a"), bad.hook("b")}); err != nil {
+		t.Fatal(err)
+	}
+	notify(t, s, note(EventParked, "S", "2"))
+	d.Wake()
+	eventually(t, "a served 2", func() bool { return a.count() == 2 })
+	st := waitFailed(t, d, "b", 1)
+	if st.NextAttempt.IsZero() || bad.ids()[0] != "2" {
+		t.Fatalf("b: %+v, requests %v", st, bad.ids())
+	}
+
+	// Fix b's URL: its delivery is tried again at once, without the clock.
+	if err := d.SetHooks([]Hook{a.hook("a"), good.hook("b")}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b's delivery at its new URL", func() bool { return good.count() == 1 })
+	if st := statsOf(d, "b"); st.Delivered != 1 || st.FailedAttempts != 1 {
+		t.Errorf("b stats = %+v", st)
+	}
+
+	// Remove a: it is told nothing more, and it is gone from Stats.
+	if err := d.SetHooks([]Hook{good.hook("b")}); err != nil {
+		t.Fatal(err)
+	}
+	notify(t, s, note(EventSkipped, "S", "3"))
+	d.Wake()
+	eventually(t, "b served 3", func() bool { return good.count() == 2 })
+	stays(t, "a told nothing more", func() bool { return a.count() == 2 })
+	if st := d.Stats(); len(st) != 1 || st[0].Name != "b" {
+		t.Errorf("stats = %+v", st)
+	}
+	if c := durableCursor(t, s, "a"); c != 2 {
+		t.Errorf("removed a's cursor = %d, want it kept at 2", c)
+	}
+
+	// Narrow b's filter: skipped notifications no longer reach it.
+	nb := good.hook("b")
+	nb.Events = []string{EventParked}
+	if err := d.SetHooks([]Hook{nb}); err != nil {
+		t.Fatal(err)
+	}
+	notify(t, s, note(EventSkipped, "S", "4"), note(EventParked, "S", "5"))
+	d.Wake()
+	eventually(t, "b served 5", func() bool { return good.count() == 3 })
+	if got := good.ids(); !slices.Equal(got, []string{"2", "3", "5"}) {
+		t.Errorf("b got %v", got)
+	}
+}
+
+func TestSetHooksConcurrently(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	a, b := newReceiver(t, ok), newReceiver(t, ok)
+	d, _ := start(t, s, testOptions(t, clock, a.hook("a")))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := range 4 {
+		wg.Go(func() {
+			for j := 0; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				switch (i + j) % 4 {
+				case 0:
+					_ = d.SetHooks([]Hook{a.hook("a"), b.hook("b")})
+				case 1:
+					_ = d.SetHooks([]Hook{a.hook("a")})
+				case 2:
+					d.Wake()
+				case 3:
+					_ = d.Stats()
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		notify(t, s, note(EventParked, "S", strconv.Itoa(i)))
+	}
+	eventually(t, "a served everything", func() bool { return statsOf(d, "a").Delivered == 20 })
+	close(stop)
+	wg.Wait()
+	if got := a.ids(); len(got) != 20 {
+		t.Errorf("a got %d deliveries, want 20: %v", len(got), got)
+	}
+}
+
+func TestRunAndClose(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	bad := New(s, Options{Hooks: []Hook{{Name: "x"}}})
+	if err := bad.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "url") {
+		t.Errorf("Run with an invalid hook = %v", err)
+	}
+
+	d := New(s, Options{PollInterval: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx) }()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run after its context ended = %v", err)
+	}
+	go func() { errc <- d.Run(context.Background()) }()
+	time.Sleep(5 * time.Millisecond)
+	if err := d.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("Run after Close = %v, want nil", err)
+	}
+	if err := d.Run(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Run on a closed dispatcher = %v", err)
+	}
+	if err := d.Close(context.Background()); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+}
+
+func TestStatsWithoutLedger(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	d := New(s, Options{Hooks: []Hook{{Name: "h", URL: "http://127.0.0.1:1/"}}})
+	notify(t, s, note(EventParked, "S", "1"))
+	if st := d.Stats(); len(st) != 1 || st[0].Pending != 1 {
+		t.Errorf("stats before Run = %+v", st)
+	}
+	_ = s.Close(context.Background())
+	if st := d.Stats(); st[0].Pending != -1 {
+		t.Errorf("stats on a closed ledger = %+v, want Pending -1", st)
+	}
+}

@@ -1,0 +1,272 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+)
+
+// fakeClock is an injected Options.Clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *fakeClock {
+	return &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// received is one request a receiver got.
+type received struct {
+	header  http.Header
+	body    []byte
+	payload Payload
+	verr    error // VerifyRequest's answer when the receiver has a secret
+}
+
+// answer is what a receiver answers: a status and optional headers.
+type answer struct {
+	status int
+	header map[string]string
+}
+
+// receiver is a real HTTP endpoint recording every request.
+type receiver struct {
+	t      *testing.T
+	srv    *httptest.Server
+	secret string
+	clock  func() time.Time
+
+	mu      sync.Mutex
+	reqs    []received
+	respond func(r received, nth int) answer // nth counts requests from 1
+}
+
+func newReceiver(t *testing.T, respond func(r received, nth int) answer) *receiver {
+	t.Helper()
+	rc := &receiver{t: t, respond: respond}
+	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func ok(received, int) answer { return answer{status: http.StatusOK} }
+
+func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	var got received
+	got.header = r.Header.Clone()
+	if rc.secret != "" {
+		got.body, got.verr = VerifyRequest(r, rc.secret, rc.clock(), 0)
+	}
+	if got.body == nil {
+		got.body, _ = io.ReadAll(r.Body)
+	}
+	if err := json.Unmarshal(got.body, &got.payload); err != nil {
+		rc.t.Errorf("receiver: body is not a payload: %v: %s", err, got.body)
+	}
+	rc.mu.Lock()
+	rc.reqs = append(rc.reqs, got)
+	nth, respond := len(rc.reqs), rc.respond
+	rc.mu.Unlock()
+	a := answer{status: http.StatusOK}
+	if respond != nil {
+		a = respond(got, nth)
+	}
+	for k, v := range a.header {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(a.status)
+}
+
+func (rc *receiver) setRespond(f func(r received, nth int) answer) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.respond = f
+}
+
+func (rc *receiver) requests() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.reqs...)
+}
+
+func (rc *receiver) count() int { return len(rc.requests()) }
+
+// ids returns the delivery ids of the requests in order.
+func (rc *receiver) ids() []string {
+	var out []string
+	for _, r := range rc.requests() {
+		out = append(out, r.payload.ID)
+	}
+	return out
+}
+
+func (rc *receiver) hook(name string) Hook {
+	return Hook{Name: name, URL: rc.srv.URL + "/hook", Secret: rc.secret}
+}
+
+// openStore opens a real Badger ledger in dir, closed at the end of the test.
+func openStore(t *testing.T, dir string) *ledger.Badger {
+	t.Helper()
+	s, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func notify(t *testing.T, s ledger.Store, ns ...ledger.Notification) {
+	t.Helper()
+	err := s.Update(context.Background(), func(tx ledger.Tx) error {
+		for _, n := range ns {
+			if err := tx.Notify(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func note(typ, sub, id string) ledger.Notification {
+	return ledger.Notification{
+		Type: typ, Subscription: sub, AggregateType: "order", AggregateID: id, Version: 3,
+		Time:  time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC),
+		Error: &ledger.ErrorInfo{Message: "buyer unknown", Kind: "unrecoverable", Classes: []string{"UnknownBuyer"}},
+	}
+}
+
+func queued(t *testing.T, s ledger.Store) []ledger.Notification {
+	t.Helper()
+	var ns []ledger.Notification
+	err := s.View(context.Background(), func(tx ledger.Tx) (err error) {
+		ns, err = tx.Notifications(0, 1000)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+func durableCursor(t *testing.T, s ledger.Store, name string) uint64 {
+	t.Helper()
+	var c uint64
+	err := s.View(context.Background(), func(tx ledger.Tx) (err error) {
+		c, err = readCursor(tx, name)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// testOptions are fast options on clock: polling every 2ms of real time.
+func testOptions(t *testing.T, clock *fakeClock, hooks ...Hook) Options {
+	return Options{
+		Hooks:        hooks,
+		Clock:        clock.Now,
+		PollInterval: 2 * time.Millisecond,
+		Logger:       slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+}
+
+// start runs a dispatcher; the returned stop (also run at cleanup) closes
+// it and checks what Run returned.
+func start(t *testing.T, s ledger.Store, opts Options) (*Dispatcher, func()) {
+	t.Helper()
+	d := New(s, opts)
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(context.Background()) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := d.Close(ctx); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := <-errc; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return d, stop
+}
+
+// eventually waits (in short real steps, up to a deadline) for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stays checks that cond holds for a short real while (a dozen polls).
+func stays(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if !cond() {
+			t.Fatalf("no longer true: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func statsOf(d *Dispatcher, name string) HookStats {
+	for _, s := range d.Stats() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return HookStats{Name: "missing " + name}
+}
+
+// lockedBuffer is a log sink safe for the dispatcher's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

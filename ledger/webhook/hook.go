@@ -1,0 +1,184 @@
+// Package webhook delivers the failure ledger's notifications (an aggregate
+// parked, spent its long-horizon retries, was resumed or was skipped) to
+// HTTP endpoints.
+//
+// # Queue
+//
+// The queue is the ledger's outbox: the engine writes a notification with
+// [ledger.Tx.Notify] in the same transaction as the park, so a notification
+// exists if and only if the change it tells of was committed. A [Dispatcher]
+// only reads the outbox; it never runs in the engine's path, so a slow or
+// dead endpoint cannot hold up event handling.
+//
+// # Fan-out and progress
+//
+// Every notification goes to every [Hook] whose filters match. Each hook
+// has its own goroutine and its own durable cursor, the Seq of the last
+// notification it is done with (delivered, filtered out or dropped). The
+// cursors are kept in the ledger's per-subscription meta under the reserved
+// pseudo-subscription [CursorSubscription] ("~webhooks"), key "cursor/" +
+// hook name, as a decimal number. A cursor is written after each delivery,
+// so a restart sends again at most the one delivery that was in flight: the
+// delivery is at least once, and receivers should deduplicate on the "id"
+// field (or the Berth-Delivery header). Outbox entries are acknowledged
+// (removed) up to the smallest cursor of the configured hooks; with no hook
+// configured, every queued notification is acknowledged, as nobody is
+// listening.
+//
+// A hook that has no stored cursor (a new name) starts with the oldest
+// notification still queued. A hook that is removed and later added again
+// under the same name resumes from its cursor. A hook that stays down holds
+// back the acknowledgement of the outbox, which keeps its notifications until
+// they are delivered or dropped; [Dispatcher.Stats] shows how many are
+// pending.
+//
+// # Retries
+//
+// A delivery that fails (a network error, a timeout, or an answer other than
+// 2xx) is tried again after a backoff that starts at
+// [Options.InitialBackoff] (1s) and doubles up to [Options.MaxBackoff] (5m),
+// without jitter. A 429 or 503 answer with a Retry-After header (seconds or
+// an HTTP date) is retried after that delay instead, at most
+// [MaxRetryAfter]. After [Options.MaxAttempts] (20) failed attempts the
+// delivery is dropped, logged as an error and counted, and the hook goes on
+// with the next notification. With the defaults a delivery is given up
+// about an hour after its first attempt. Each hook delivers in order: its
+// next notification waits for the one in flight.
+//
+// # Requests
+//
+// Each delivery is a POST of a JSON [Payload] (the notification, plus "id"
+// and "hook") with the headers Content-Type: application/json, User-Agent:
+// berth-webhooks, Berth-Event (the notification type) and Berth-Delivery (the
+// notification's Seq, the same as "id"), and, when the hook has a secret,
+// Berth-Timestamp and Berth-Signature; see [Sign] for the scheme and
+// [VerifyRequest] for a receiver's check.
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// The notification types a hook can be told about (the Type of a
+// [ledger.Notification], the Berth-Event header).
+const (
+	// EventParked: an aggregate spent its retry budget and was parked.
+	EventParked = "parked"
+	// EventRetriesSpent: a parked aggregate spent its long-horizon retries
+	// and waits for an operator.
+	EventRetriesSpent = "retries-spent"
+	// EventResumed: a parked aggregate was resumed.
+	EventResumed = "resumed"
+	// EventSkipped: a parked aggregate was skipped.
+	EventSkipped = "skipped"
+)
+
+// Events returns every notification type a hook can filter on, in the order
+// they happen.
+func Events() []string {
+	return []string{EventParked, EventRetriesSpent, EventResumed, EventSkipped}
+}
+
+// Hook is one endpoint told about parked aggregates.
+type Hook struct {
+	// Name identifies the hook in logs and [Dispatcher.Stats], and names its
+	// durable cursor (required, unique): renaming a hook starts it afresh
+	// from the oldest notification still queued.
+	Name string
+	// URL is the http or https endpoint deliveries are POSTed to
+	// (required). It is never logged, as it may hold a token.
+	URL string
+	// Secret is the HMAC-SHA256 key deliveries are signed with (default
+	// empty: deliveries are not signed).
+	Secret string
+	// Events limits the hook to these notification types, from [Events]
+	// (default empty: all).
+	Events []string
+	// Subscriptions limits the hook to notifications of these subscriptions
+	// (default empty: all).
+	Subscriptions []string
+}
+
+// Wants reports whether the hook is told about a notification of type event
+// in subscription: both filters pass (an empty filter passes everything).
+func (h Hook) Wants(event, subscription string) bool {
+	return (len(h.Events) == 0 || slices.Contains(h.Events, event)) &&
+		(len(h.Subscriptions) == 0 || slices.Contains(h.Subscriptions, subscription))
+}
+
+// Validate checks one hook: a name, an absolute http or https URL without
+// credentials, and known event types.
+func (h Hook) Validate() error {
+	if h.Name == "" {
+		return errors.New("webhook: a hook needs a name")
+	}
+	if err := checkURL(h.URL); err != nil {
+		return fmt.Errorf("webhook %q: url: %w", h.Name, err)
+	}
+	for _, e := range h.Events {
+		if !slices.Contains(Events(), e) {
+			return fmt.Errorf("webhook %q: unknown event %q (want %s)", h.Name, e, strings.Join(Events(), ", "))
+		}
+	}
+	for _, s := range h.Subscriptions {
+		if s == "" {
+			return fmt.Errorf("webhook %q: empty subscription name in the filter", h.Name)
+		}
+	}
+	return nil
+}
+
+// ValidateHooks checks every hook with [Hook.Validate] and that no two share
+// a name.
+func ValidateHooks(hooks []Hook) error {
+	seen := make(map[string]bool, len(hooks))
+	var errs []error
+	for _, h := range hooks {
+		if err := h.Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if seen[h.Name] {
+			errs = append(errs, fmt.Errorf("webhook %q: name used twice", h.Name))
+		}
+		seen[h.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+func checkURL(raw string) error {
+	if raw == "" {
+		return errors.New("missing")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("want an http:// or https:// URL")
+	}
+	if u.Host == "" {
+		return errors.New("the URL has no host")
+	}
+	if u.User != nil {
+		return errors.New("credentials in the URL are not allowed; use the secret")
+	}
+	return nil
+}
+
+// clone returns a deep copy of h, so the caller's slices can change.
+func (h Hook) clone() Hook {
+	h.Events = slices.Clone(h.Events)
+	h.Subscriptions = slices.Clone(h.Subscriptions)
+	return h
+}
+
+// equal reports whether h and o configure the same hook.
+func (h Hook) equal(o Hook) bool {
+	return h.Name == o.Name && h.URL == o.URL && h.Secret == o.Secret &&
+		slices.Equal(h.Events, o.Events) && slices.Equal(h.Subscriptions, o.Subscriptions)
+}
