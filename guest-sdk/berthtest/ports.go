@@ -193,8 +193,8 @@ func (c FakeConfig) Get(key string) (string, bool) {
 type LogLine struct {
 	Level string // "debug", "info", "warn" or "error"
 	Key   string // the invocation key the host tags the line with (empty outside a Spec)
-	Msg   string
-	KV    []any // alternating keys and values
+	Msg   string // the message
+	KV    []any  // alternating keys and values
 }
 
 // String formats the line as the host's log shows its text:

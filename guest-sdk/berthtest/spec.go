@@ -95,14 +95,14 @@ func New(t TB, p *berth.Processor) *Spec {
 // Event describes the event a test delivers. Zero fields stay zero in the
 // handler's context, except where noted.
 type Event struct {
-	Type          string // the event type; selects the handler
-	AggregateType string // e.g. "Order"
-	AggregateID   string // the aggregate's id, part of the invocation key
-	Version       uint64 // the commit's aggregate version; 0 means 1
-	Index         int    // the event's index within its commit, from 0
-	OwnerID       string // the aggregate's owner, e.g. the buyer
-	Position      uint64 // the commit's global position in the log
-	Time          time.Time
+	Type          string    // the event type; selects the handler
+	AggregateType string    // e.g. "Order"
+	AggregateID   string    // the aggregate's id, part of the invocation key
+	Version       uint64    // the commit's aggregate version; 0 means 1
+	Index         int       // the event's index within its commit, from 0
+	OwnerID       string    // the aggregate's owner, e.g. the buyer
+	Position      uint64    // the commit's global position in the log
+	Time          time.Time // when the commit was appended; zero: none
 
 	// Payload is the event body: []byte, json.RawMessage and string are
 	// taken as the JSON itself, nil as no body, anything else is marshalled

@@ -52,7 +52,7 @@ func (th *Then) errorf(format string, args ...any) {
 	th.t.Errorf("%s: %s", th.Key, fmt.Sprintf(format, args...))
 }
 
-// failure describes the outcome for a message.
+// outcome describes what the handler did, for a report.
 func (th *Then) outcome() string {
 	if !th.Failed() {
 		return "it succeeded"
