@@ -78,7 +78,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 			p.succeeded(aggName, now, probe)
 			return outcomeHandled
 		}
-		d := retry.Classify(f, &pol, r.e.opts.Classifier)
+		d := retry.Classify(f, &pol, cur.classifier)
 		st.failed(now, c.Version, f, d)
 		if probe || p.isPaused() {
 			// During a systemic pause a failure is the outage's, not the

@@ -140,6 +140,8 @@ type Engine struct {
 	started bool
 	closed  bool
 
+	host atomic.Pointer[hostLayer] // the host's retry layer and classifier
+
 	ctx    context.Context // the engine's lifetime; cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -158,6 +160,7 @@ func Open(events eventlog.Log, store ledger.Store, opts Options, specs ...Spec) 
 		events: events, store: store, opts: opts, clock: opts.Clock, logger: opts.Logger,
 		subs: map[string]*subscription{}, ctx: ctx, cancel: cancel,
 	}
+	e.host.Store(&hostLayer{retry: opts.Retry, parked: opts.Parked, classifier: opts.Classifier})
 	e.sched = newScheduler(e)
 	for _, s := range specs {
 		if err := e.add(s); err != nil {
@@ -177,7 +180,7 @@ func (e *Engine) add(spec Spec) error {
 		return fmt.Errorf("%w: %q", ErrDuplicate, name)
 	}
 	s := &subscription{e: e, name: name, gate: newGate(), keys: newKeyLocks()}
-	s.cur.Store(resolve(spec, &e.opts))
+	s.cur.Store(resolve(spec, e.host.Load()))
 	e.subs[name] = s
 	e.order = append(e.order, name)
 	return nil

@@ -322,3 +322,22 @@ func TestPauseUnpauseReset(t *testing.T) {
 		t.Fatalf("state %v", st.State)
 	}
 }
+
+func TestSetHostDefaultsAppliesToEverySubscription(t *testing.T) {
+	sp := spec(sub, InvokerFunc(func(context.Context, Delivery) *retry.Failure { return nil }))
+	sp.ProcessorRetry = retry.Settings{Timeout: time.Second}
+	e := newEnv(t, Options{}, sp)
+	eng := e.start()
+	eng.SetHostDefaults(retry.Settings{MaxAttempts: 9, InitialBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, Timeout: 5 * time.Second, BackpressureAttempts: 3},
+		retry.ParkedSettings{MaxRetries: 2, FirstDelay: time.Minute, MaxDelay: time.Hour, Timeout: time.Minute}, nil)
+	st := e.status(sub)
+	if st.Policy.MaxAttempts != 9 || st.Policy.Sources[retry.KeyMaxAttempts] != retry.SourceDefault {
+		t.Errorf("max-attempts %d from %s, want 9 from default", st.Policy.MaxAttempts, st.Policy.Sources[retry.KeyMaxAttempts])
+	}
+	if st.Policy.Timeout != time.Second || st.Policy.Sources[retry.KeyTimeout] != retry.SourceProcessor {
+		t.Errorf("timeout %v from %s, want the processor's 1s", st.Policy.Timeout, st.Policy.Sources[retry.KeyTimeout])
+	}
+	if st.ParkedSettings.MaxRetries != 2 {
+		t.Errorf("parked = %+v", st.ParkedSettings)
+	}
+}

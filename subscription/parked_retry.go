@@ -210,7 +210,7 @@ func (r *run) parkedRetry(k aggKey) {
 		return
 	}
 	pol := cur.policy
-	d := retry.Classify(f, &pol, r.e.opts.Classifier)
+	d := retry.Classify(f, &pol, cur.classifier)
 	info := errorInfo(f, d)
 	rec.Error, rec.LastFailure = info, now
 	rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version, Error: &info})

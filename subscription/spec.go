@@ -118,19 +118,30 @@ type resolved struct {
 	policy retry.Policy
 	parked retry.ParkedSettings
 	types  map[string]struct{} // nil: all
+	// classifier is the host's application-wide classifier when resolved.
+	classifier *retry.Classifier
 }
 
-func resolve(s Spec, opts *Options) *resolved {
-	r := &resolved{spec: s, name: s.name()}
+// hostLayer is the host's own layer beneath every subscription: its
+// [subscription.retry], [subscription.parked] and classifier rules. It is
+// swapped whole on a config reload (SetHostDefaults).
+type hostLayer struct {
+	retry      retry.Settings
+	parked     retry.ParkedSettings
+	classifier *retry.Classifier
+}
+
+func resolve(s Spec, host *hostLayer) *resolved {
+	r := &resolved{spec: s, name: s.name(), classifier: host.classifier}
 	// The host's [subscription.retry] is reported as the default: it is
 	// the host's default, beneath everything the module declares.
 	r.policy = retry.Resolve(
-		retry.Layer{Source: retry.SourceDefault, Settings: opts.Retry},
+		retry.Layer{Source: retry.SourceDefault, Settings: host.retry},
 		retry.Layer{Source: retry.SourceProcessor, Settings: s.ProcessorRetry},
 		retry.Layer{Source: retry.SourceHandler, Settings: s.HandlerRetry},
 		retry.Layer{Source: retry.SourceOverride, Settings: s.OverrideRetry},
 	)
-	r.parked = retry.ResolveParked(opts.Parked, s.Parked)
+	r.parked = retry.ResolveParked(host.parked, s.Parked)
 	if len(s.EventTypes) > 0 {
 		r.types = make(map[string]struct{}, len(s.EventTypes))
 		for _, t := range s.EventTypes {
@@ -183,7 +194,7 @@ func (e *Engine) UpdateSpec(spec Spec) error {
 	if err != nil {
 		return err
 	}
-	s.cur.Store(resolve(spec, &e.opts))
+	s.cur.Store(resolve(spec, e.host.Load()))
 	return nil
 }
 
@@ -199,8 +210,25 @@ func (e *Engine) SetOverride(name string, override retry.Settings) error {
 		old := s.cur.Load()
 		spec := old.spec
 		spec.OverrideRetry = override
-		if s.cur.CompareAndSwap(old, resolve(spec, &e.opts)) {
+		if s.cur.CompareAndSwap(old, resolve(spec, e.host.Load())) {
 			return nil
+		}
+	}
+}
+
+// SetHostDefaults replaces the host's own layer (a config reload of
+// [subscription.retry], [subscription.parked] and the classifier rules) and
+// re-resolves every subscription; it applies from the next attempt on.
+func (e *Engine) SetHostDefaults(defaults retry.Settings, parked retry.ParkedSettings, classifier *retry.Classifier) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.host.Store(&hostLayer{retry: defaults, parked: parked, classifier: classifier})
+	for _, s := range e.subs {
+		for {
+			old := s.cur.Load()
+			if s.cur.CompareAndSwap(old, resolve(old.spec, e.host.Load())) {
+				break
+			}
 		}
 	}
 }

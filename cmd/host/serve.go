@@ -207,7 +207,13 @@ func (h *host) reload() error {
 	if keys := config.Diff(prev, next); len(keys) > 0 {
 		h.log.Warn("these settings change only after a restart", "keys", keys)
 	}
+	classifier, err := next.Classifier()
+	if err != nil {
+		return err
+	}
 	h.cfg.Store(next)
+	defaults, _ := next.RetryLayers("")
+	h.engine.SetHostDefaults(defaults, next.Parked(""), classifier)
 	if err := h.modules.Reconfigure(context.Background()); err != nil {
 		h.log.Error("some modules kept their previous settings", "error", err)
 	}
