@@ -8,8 +8,8 @@ import (
 )
 
 // restartKeys returns the keys (as [Changes] writes them, or a table whose every key is meant) that the
-// running host cannot apply on reload: the listener, the data directory, the partitioning of the event
-// log, the sandbox, and the log format.
+// running host cannot apply on reload: the listener, the data directory, the partitioning, concurrency,
+// checkpointing and outage detection of the subscription engine, the sandbox, and the log format.
 func restartKeys() []string {
 	return []string{
 		"server.listen",
@@ -17,6 +17,10 @@ func restartKeys() []string {
 		"server.read-timeout",
 		"server.write-timeout",
 		"subscription.partitions",
+		"subscription.concurrency",
+		"subscription.checkpoint-every",
+		"subscription.checkpoint-interval",
+		"subscription.systemic",
 		"sandbox",
 		"log.format",
 	}

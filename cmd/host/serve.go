@@ -66,6 +66,7 @@ type host struct {
 	cfg        atomic.Pointer[config.Config]
 	reloadMu   sync.Mutex
 	log        *slog.Logger
+	level      slog.LevelVar // log.level, applied again on reload
 
 	events  *eventlog.Badger
 	ledger  *ledger.Badger
@@ -107,7 +108,8 @@ func start(configPath, dataDir, listen string) (*host, error) {
 	}
 	h := &host{configPath: configPath, overrides: overrides}
 	h.cfg.Store(cfg)
-	h.log = newLogger(cfg)
+	h.level.Set(cfg.Log.SlogLevel())
+	h.log = newLogger(cfg, &h.level)
 	h.log.Info("configuration loaded", "file", configPath)
 	if cfg.RequireLoopback() {
 		h.log.Warn("no auth tokens are configured: every request is allowed, so the server listens on loopback only; add [[auth.tokens]] to serve other hosts", "listen", cfg.Server.Listen)
@@ -131,8 +133,8 @@ func loadConfig(path string, overrides func(*config.Config)) (*config.Config, er
 	return cfg, nil
 }
 
-func newLogger(cfg *config.Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.Log.SlogLevel()}
+func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
 	if cfg.Log.Format == "json" {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
@@ -212,6 +214,7 @@ func (h *host) reload() error {
 		return err
 	}
 	h.cfg.Store(next)
+	h.level.Set(next.Log.SlogLevel())
 	defaults, _ := next.RetryLayers("")
 	h.engine.SetHostDefaults(defaults, next.Parked(""), classifier)
 	if err := h.modules.Reconfigure(context.Background()); err != nil {
