@@ -20,6 +20,7 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/webhook"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
@@ -68,14 +69,17 @@ type host struct {
 	log        *slog.Logger
 	level      slog.LevelVar // log.level, applied again on reload
 
-	events  *eventlog.Badger
-	ledger  *ledger.Badger
-	sandbox *sandbox.Sandbox
-	engine  *subscription.Engine
-	modules *registry.Registry
-	api     *api.Server
-	ln      net.Listener
-	ready   atomic.Bool
+	events    *eventlog.Badger
+	ledger    *ledger.Badger
+	sandbox   *sandbox.Sandbox
+	engine    *subscription.Engine
+	modules   *registry.Registry
+	hooks     *webhook.Dispatcher
+	hooksWG   sync.WaitGroup
+	stopHooks context.CancelFunc
+	api       *api.Server
+	ln        net.Listener
+	ready     atomic.Bool
 }
 
 func start(configPath, dataDir, listen string) (*host, error) {
@@ -184,6 +188,18 @@ func (h *host) open(cfg *config.Config) error {
 	if err := h.engine.Start(ctx); err != nil {
 		return err
 	}
+	// Webhooks read the ledger's outbox on their own goroutines: a hook that
+	// is down never holds up event handling.
+	h.hooks = webhook.New(h.ledger, webhook.Options{Hooks: hooksOf(cfg), Logger: h.log})
+	hctx, cancel := context.WithCancel(context.Background())
+	h.stopHooks = cancel
+	h.hooksWG.Add(1)
+	go func() {
+		defer h.hooksWG.Done()
+		if err := h.hooks.Run(hctx); err != nil && !errors.Is(err, context.Canceled) {
+			h.log.Error("webhooks stopped", "error", err)
+		}
+	}()
 	h.api = api.New(api.Deps{Config: h.config, Reload: h.reload, Modules: h.modules, Log: h.events, Engine: h.engine,
 		Ledger: h.ledger, Logger: h.log, Ready: h.ready.Load})
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
@@ -217,6 +233,9 @@ func (h *host) reload() error {
 	h.level.Set(next.Log.SlogLevel())
 	defaults, _ := next.RetryLayers("")
 	h.engine.SetHostDefaults(defaults, next.Parked(""), classifier)
+	if err := h.hooks.SetHooks(hooksOf(next)); err != nil {
+		h.log.Error("webhooks kept their previous settings", "error", err)
+	}
 	if err := h.modules.Reconfigure(context.Background()); err != nil {
 		h.log.Error("some modules kept their previous settings", "error", err)
 	}
@@ -249,6 +268,11 @@ func (h *host) close() {
 			h.log.Error("close engine", "error", err)
 		}
 	}
+	if h.hooks != nil {
+		h.stopHooks()
+		h.hooks.Close(ctx)
+		h.hooksWG.Wait()
+	}
 	if h.sandbox != nil {
 		h.sandbox.Close(ctx)
 	}
@@ -258,4 +282,13 @@ func (h *host) close() {
 	if h.events != nil {
 		h.events.Close(ctx)
 	}
+}
+
+// hooksOf turns [[webhooks]] into the dispatcher's hooks.
+func hooksOf(cfg *config.Config) []webhook.Hook {
+	hooks := make([]webhook.Hook, len(cfg.Webhooks))
+	for i, w := range cfg.Webhooks {
+		hooks[i] = webhook.Hook{Name: w.Name, URL: w.URL, Secret: w.SigningKey(), Events: w.Events, Subscriptions: w.Subscriptions}
+	}
+	return hooks
 }
