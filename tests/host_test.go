@@ -1,0 +1,381 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	subName    = "ShipmentNotifier.onOrderShipped"
+	moduleName = "shipment-notifier"
+)
+
+// syncBuffer is a bytes.Buffer safe for the process's writer and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// hostProc is one running `host serve` process.
+type hostProc struct {
+	t       testing.TB
+	cmd     *exec.Cmd
+	URL     string
+	Data    string
+	Config  string
+	stderr  *syncBuffer
+	done    chan struct{}
+	waitErr error
+	token   string // sent as a bearer token by the request helpers, when set
+}
+
+var servingRE = regexp.MustCompile(`msg="berth is serving" url=(http://\S+)`)
+
+// startHost runs the binary on data with the config file at configPath (which
+// the caller wrote) and waits until it serves. The process is stopped with
+// SIGTERM at cleanup; its stderr is printed when the test failed.
+func startHost(t testing.TB, data, configPath string) *hostProc {
+	t.Helper()
+	h := &hostProc{t: t, Data: data, Config: configPath, stderr: &syncBuffer{}, done: make(chan struct{})}
+	h.cmd = exec.Command(hostBin, "serve", "--config", configPath, "--data", data, "--listen", "127.0.0.1:0")
+	pr, pw := io.Pipe()
+	h.cmd.Stderr = pw
+	h.cmd.Stdout = h.stderr
+	if err := h.cmd.Start(); err != nil {
+		t.Fatalf("start host: %v", err)
+	}
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			h.stderr.Write([]byte(line + "\n"))
+			if m := servingRE.FindStringSubmatch(line); m != nil && !sent {
+				urlc <- m[1]
+				sent = true
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		h.waitErr = h.cmd.Wait()
+		pw.Close()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		h.Stop()
+		if t.Failed() {
+			t.Logf("host %s stderr:\n%s", h.URL, h.stderr.String())
+		}
+	})
+	select {
+	case h.URL = <-urlc:
+	case <-h.done:
+		t.Fatalf("host exited before serving: %v\n%s", h.waitErr, h.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("host did not serve within 60s:\n%s", h.stderr.String())
+	}
+	return h
+}
+
+// Stop ends the host with SIGTERM (SIGKILL after 20s) and waits for it.
+func (h *hostProc) Stop() {
+	select {
+	case <-h.done:
+		return
+	default:
+	}
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.done:
+	case <-time.After(20 * time.Second):
+		h.t.Errorf("host did not stop within 20s of SIGTERM; killing it")
+		h.cmd.Process.Kill()
+		<-h.done
+	}
+}
+
+// Kill ends the host with SIGKILL, as a crash, and waits for it.
+func (h *hostProc) Kill() {
+	h.cmd.Process.Signal(syscall.SIGKILL)
+	<-h.done
+}
+
+// Signal sends sig to the running host.
+func (h *hostProc) Signal(sig os.Signal) {
+	if err := h.cmd.Process.Signal(sig); err != nil {
+		h.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// Stderr is what the host logged so far.
+func (h *hostProc) Stderr() string { return h.stderr.String() }
+
+// hostConfig is what the tests put in berth.toml.
+type hostConfig struct {
+	NotifyURL string // the fake notification service; its host is allowed
+	Extra     string // more TOML appended at the end
+}
+
+func (c hostConfig) TOML() string {
+	var b strings.Builder
+	b.WriteString("# written by the end-to-end tests\n")
+	if c.NotifyURL != "" {
+		hostPort := strings.TrimPrefix(c.NotifyURL, "http://")
+		fmt.Fprintf(&b, "[modules.%s]\nallowed-hosts = [%q]\nconfig = { notifications-url = %q }\n\n", moduleName, hostPort, c.NotifyURL)
+	}
+	b.WriteString(c.Extra)
+	return b.String()
+}
+
+// newHost writes cfg to a fresh data directory's berth.toml and starts a host on it.
+func newHost(t testing.TB, cfg hostConfig) *hostProc {
+	t.Helper()
+	data := t.TempDir()
+	path := filepath.Join(data, "berth.toml")
+	writeFile(t, path, cfg.TOML())
+	return startHost(t, data, path)
+}
+
+// restart starts another host on the same data directory and config.
+func (h *hostProc) restart(t testing.TB) *hostProc {
+	t.Helper()
+	n := startHost(t, h.Data, h.Config)
+	n.token = h.token
+	return n
+}
+
+func writeFile(t testing.TB, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// response is an HTTP answer, read whole.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) String() string { return fmt.Sprintf("%d %s", r.Status, r.Body) }
+
+// JSON decodes the body into v, failing the test when it is not JSON.
+func (r response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("answer is not JSON (%v): %s", err, r)
+	}
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// request sends a request to the host. body is []byte, string, or any value
+// sent as JSON; contentType defaults to application/json when there is a body.
+func (h *hostProc) request(method, path string, body any, header ...string) response {
+	h.t.Helper()
+	var rd io.Reader
+	ct := ""
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd, ct = bytes.NewReader(b), "application/json"
+	case string:
+		rd, ct = strings.NewReader(b), "application/json"
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		rd, ct = bytes.NewReader(j), "application/json"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, h.URL+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// must sends a request and fails the test unless the answer has status want.
+func (h *hostProc) must(want int, method, path string, body any, header ...string) response {
+	h.t.Helper()
+	r := h.request(method, path, body, header...)
+	if r.Status != want {
+		h.t.Fatalf("%s %s: want %d, got %s", method, path, want, r)
+	}
+	return r
+}
+
+// moduleInfo is the answer of PUT/GET /v1/modules/{name}.
+type moduleInfo struct {
+	Name      string `json:"name"`
+	SHA256    string `json:"sha256"`
+	Processor string `json:"processor"`
+	Kind      string `json:"kind"`
+	Handlers  []struct {
+		Name         string   `json:"name"`
+		EventTypes   []string `json:"eventTypes"`
+		Subscription string   `json:"subscription"`
+	} `json:"handlers"`
+	Subscriptions []string `json:"subscriptions"`
+}
+
+// upload PUTs the ShipmentNotifier module and checks the answer.
+func (h *hostProc) uploadNotifier(t testing.TB, want int) moduleInfo {
+	t.Helper()
+	r := h.must(want, "PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm")
+	var info moduleInfo
+	r.JSON(t, &info)
+	return info
+}
+
+// appendShipped appends an OrderShipped commit to order, owned by buyer, and
+// returns its version.
+func (h *hostProc) appendShipped(t testing.TB, order, buyer string) uint64 {
+	t.Helper()
+	r := h.must(201, "POST", "/v1/events", map[string]any{
+		"aggregateType": "Order", "aggregateId": order, "ownerId": buyer,
+		"events": []map[string]any{{"type": "OrderShipped", "data": map[string]string{"carrier": "DHL"}}},
+	})
+	var out struct {
+		Version  uint64 `json:"version"`
+		Position uint64 `json:"position"`
+	}
+	r.JSON(t, &out)
+	return out.Version
+}
+
+// parkedRecord is a failure ledger record as the API shows it.
+type parkedRecord struct {
+	Subscription  string `json:"subscription"`
+	AggregateType string `json:"aggregateType"`
+	AggregateID   string `json:"aggregateId"`
+	Version       uint64 `json:"version"`
+	Index         uint32 `json:"index"`
+	Error         struct {
+		Classes []string `json:"classes"`
+		Message string   `json:"message"`
+		Kind    string   `json:"kind"`
+	} `json:"error"`
+	Attempts int    `json:"attempts"`
+	State    string `json:"state"`
+	History  []struct {
+		Action string `json:"action"`
+		Actor  string `json:"actor"`
+		Reason string `json:"reason"`
+	} `json:"history"`
+}
+
+func (h *hostProc) parked(t testing.TB) []parkedRecord {
+	t.Helper()
+	var out struct {
+		Records []parkedRecord `json:"records"`
+	}
+	h.must(200, "GET", "/v1/parked", nil).JSON(t, &out)
+	return out.Records
+}
+
+// waitParked waits until order is parked for the notifier and returns its record.
+func (h *hostProc) waitParked(t testing.TB, order string, within time.Duration) parkedRecord {
+	t.Helper()
+	var rec parkedRecord
+	eventually(t, within, "Order "+order+" parked", func() bool {
+		r := h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/"+order, nil)
+		if r.Status != 200 {
+			return false
+		}
+		r.JSON(t, &rec)
+		return true
+	})
+	return rec
+}
+
+// eventually polls cond every 25ms until it holds or within has passed.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// subscriptionStatus is GET /v1/subscriptions/{name}.
+type subscriptionStatus struct {
+	Name       string         `json:"name"`
+	State      string         `json:"state"`
+	Checkpoint uint64         `json:"checkpoint"`
+	Head       uint64         `json:"head"`
+	Lag        uint64         `json:"lag"`
+	Parked     map[string]int `json:"parked"`
+	Retry      map[string]struct {
+		Value  any    `json:"value"`
+		Source string `json:"source"`
+	} `json:"retry"`
+}
+
+func (h *hostProc) subscription(t testing.TB) subscriptionStatus {
+	t.Helper()
+	var st subscriptionStatus
+	h.must(200, "GET", "/v1/subscriptions/"+subName, nil).JSON(t, &st)
+	return st
+}
+
+func key(order string, version int) string {
+	return fmt.Sprintf("%s:%s@%d:0", subName, order, version)
+}

@@ -1,0 +1,147 @@
+package tests
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// behaviour scripts how the fake notification service answers one buyer.
+type behaviour struct {
+	Unknown    bool          // 404: the service does not know the buyer
+	Fail       int           // answer 503 this many times, then succeed
+	Busy       int           // answer 429 with Retry-After this many times, then succeed
+	RetryAfter string        // the Retry-After of a 429 (default "1")
+	Delay      time.Duration // wait this long before answering
+}
+
+// call is one request the service received.
+type call struct {
+	Buyer  string
+	Key    string // the Idempotency-Key header
+	Order  string // from the body
+	Status int    // what the service answered
+	Epoch  int    // the epoch when it arrived (see notifier.setEpoch)
+	At     time.Time
+}
+
+// notifier is a fake notification service, scriptable per buyer: it serves
+// POST /buyers/{buyer}/notifications and records every request.
+type notifier struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	script map[string]*behaviour
+	calls  []call
+	epoch  int
+}
+
+func newNotifier(t testing.TB) *notifier {
+	n := &notifier{script: map[string]*behaviour{}}
+	n.srv = httptest.NewServer(http.HandlerFunc(n.serve))
+	t.Cleanup(n.srv.Close)
+	return n
+}
+
+func (n *notifier) URL() string { return n.srv.URL }
+
+// set scripts how buyer is answered from now on; buyers without a script succeed.
+func (n *notifier) set(buyer string, b behaviour) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.script[buyer] = &b
+}
+
+// setEpoch tags the calls that arrive from now on.
+func (n *notifier) setEpoch(e int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.epoch = e
+}
+
+func (n *notifier) serve(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/buyers/")
+	buyer, ok2 := strings.CutSuffix(rest, "/notifications")
+	if r.Method != http.MethodPost || !ok || !ok2 {
+		http.Error(w, "no such route", http.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var msg struct {
+		Order string `json:"order"`
+	}
+	json.Unmarshal(body, &msg)
+
+	n.mu.Lock()
+	b := n.script[buyer]
+	var delay time.Duration
+	if b != nil {
+		delay = b.Delay
+	}
+	n.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+		}
+	}
+
+	n.mu.Lock()
+	status := http.StatusAccepted
+	switch {
+	case b == nil:
+	case b.Unknown:
+		status = http.StatusNotFound
+	case b.Fail > 0:
+		b.Fail--
+		status = http.StatusServiceUnavailable
+	case b.Busy > 0:
+		b.Busy--
+		status = http.StatusTooManyRequests
+		ra := b.RetryAfter
+		if ra == "" {
+			ra = "1"
+		}
+		w.Header().Set("Retry-After", ra)
+	}
+	n.calls = append(n.calls, call{Buyer: buyer, Key: r.Header.Get("Idempotency-Key"), Order: msg.Order,
+		Status: status, Epoch: n.epoch, At: time.Now()})
+	n.mu.Unlock()
+	w.WriteHeader(status)
+	io.WriteString(w, http.StatusText(status))
+}
+
+// callsOf returns the calls for buyer, in arrival order ("" for all).
+func (n *notifier) callsOf(buyer string) []call {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []call
+	for _, c := range n.calls {
+		if buyer == "" || c.Buyer == buyer {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// notified counts the successful calls with key.
+func (n *notifier) notified(key string) int {
+	count := 0
+	for _, c := range n.callsOf("") {
+		if c.Key == key && c.Status < 300 {
+			count++
+		}
+	}
+	return count
+}
+
+// waitNotified waits until key has been answered with success.
+func (n *notifier) waitNotified(t testing.TB, key string, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "a successful notification with key "+key, func() bool { return n.notified(key) > 0 })
+}
