@@ -3,8 +3,11 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
@@ -149,8 +152,14 @@ func queryLimit(c echo.Context, def, maxLimit int) (int, error) {
 }
 
 // decodeJSON reads a JSON body strictly: unknown fields, trailing data and
-// wrong types are 400s naming the problem.
-func decodeJSON(c echo.Context, v any) error {
+// wrong types are 400s naming the problem (and the field, when there is one).
+func decodeJSON(c echo.Context, v any) error { return decodeBody(c, v, false) }
+
+// decodeOptionalJSON is decodeJSON for a body that may be left out: an
+// empty body (with or without a Content-Length) leaves v as it is.
+func decodeOptionalJSON(c echo.Context, v any) error { return decodeBody(c, v, true) }
+
+func decodeBody(c echo.Context, v any, optional bool) error {
 	dec := json.NewDecoder(c.Request().Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -160,19 +169,55 @@ func decodeJSON(c echo.Context, v any) error {
 		switch {
 		case errors.As(err, &tooBig):
 			return problem(http.StatusRequestEntityTooLarge, "too-large", "the request body exceeds "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+		case errors.As(err, &typeErr) && typeErr.Field == "":
+			return badRequest("invalid-json", "the request body must be a JSON object, not %s", typeErr.Value)
 		case errors.As(err, &typeErr):
 			return &Problem{Type: "https://berth.dev/problems/invalid-json", Title: "Bad Request", Status: 400,
-				Detail: "field " + typeErr.Field + " must be " + typeErr.Type.String() + ", not " + typeErr.Value, Field: typeErr.Field}
+				Detail: "field " + typeErr.Field + " must be " + jsonType(typeErr.Type) + ", not " + typeErr.Value, Field: typeErr.Field}
 		case errors.As(err, &syntaxErr):
 			return badRequest("invalid-json", "malformed JSON at byte %d: %v", syntaxErr.Offset, err)
-		case err.Error() == "EOF":
+		case errors.Is(err, io.EOF):
+			if optional {
+				return nil
+			}
 			return badRequest("invalid-json", "the request body is empty; it must be a JSON object")
-		default:
-			return badRequest("invalid-json", "%v", err)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return badRequest("invalid-json", "the request body ends in the middle of its JSON object")
 		}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			if unq, err := strconv.Unquote(name); err == nil {
+				name = unq
+			}
+			return &Problem{Type: "https://berth.dev/problems/invalid-json", Title: "Bad Request", Status: 400,
+				Detail: "unknown field " + strconv.Quote(name), Field: name}
+		}
+		return badRequest("invalid-json", "%v", err)
 	}
 	if dec.More() {
 		return badRequest("invalid-json", "the request body has data after its JSON object")
 	}
 	return nil
+}
+
+// jsonType names the JSON type a Go type decodes from.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer of 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	}
+	return t.String()
 }

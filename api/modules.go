@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 
 	"github.com/berthhq/berth/registry"
@@ -13,7 +14,7 @@ import (
 
 func (s *Server) putModule(c echo.Context) error {
 	name := c.Param("name")
-	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" && ct != "application/wasm" && ct != "application/octet-stream" {
+	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" && !wasmMediaType(ct) {
 		return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", fmt.Sprintf("the body must be a WebAssembly module (Content-Type application/wasm), not %s", ct))
 	}
 	limit := s.deps.Config().Server.MaxModuleSize.Bytes()
@@ -45,6 +46,13 @@ func (s *Server) putModule(c echo.Context) error {
 		status = http.StatusCreated
 	}
 	return c.JSON(status, info)
+}
+
+// wasmMediaType reports whether a Content-Type names a module upload:
+// application/wasm or application/octet-stream, parameters allowed.
+func wasmMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/wasm" || mt == "application/octet-stream")
 }
 
 func (s *Server) listModules(c echo.Context) error {

@@ -58,36 +58,56 @@ func New(deps Deps) *Server {
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.bodyLimit, s.countRequests)
 
-	reader, operator, deployer, admin := s.require(config.RoleReader), s.require(config.RoleOperator), s.require(config.RoleDeployer), s.require(config.RoleAdmin)
-
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(deps.Metrics.Registry, promhttp.HandlerOpts{})), reader)
-	e.GET("/v1/openapi.json", s.openapi)
-
-	e.PUT("/v1/modules/:name", s.putModule, deployer)
-	e.GET("/v1/modules", s.listModules, reader)
-	e.GET("/v1/modules/:name", s.getModule, reader)
-	e.DELETE("/v1/modules/:name", s.deleteModule, deployer)
-
-	e.POST("/v1/events", s.appendEvents, deployer)
-	e.GET("/v1/aggregates/:type/:id/events", s.aggregateEvents, reader)
-
-	e.GET("/v1/subscriptions", s.listSubscriptions, reader)
-	e.GET("/v1/subscriptions/:name", s.getSubscription, reader)
-	e.POST("/v1/subscriptions/:name/pause", s.pauseSubscription, operator)
-	e.POST("/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator)
-	e.POST("/v1/subscriptions/:name/reset", s.resetSubscription, operator)
-
-	e.GET("/v1/parked", s.listParked, reader)
-	e.GET("/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader)
-	e.POST("/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator)
-	e.POST("/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator)
-
-	e.POST("/v1/config/reload", s.reloadConfig, admin)
-
+	for _, r := range s.routeTable() {
+		var mw []echo.MiddlewareFunc
+		if r.role != "" {
+			mw = append(mw, s.require(r.role))
+		}
+		e.Add(r.method, r.path, r.handler, mw...)
+	}
 	s.consoleRoutes()
 	return s
+}
+
+// route is one API endpoint: the role its bearer token needs ("" for none:
+// health, readiness and the OpenAPI document). The table both registers
+// the routes and lets the OpenAPI test check the document against them.
+type route struct {
+	method, path string
+	handler      echo.HandlerFunc
+	role         config.Role
+}
+
+func (s *Server) routeTable() []route {
+	const get, put, post, del = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete
+	reader, operator, deployer, admin := config.RoleReader, config.RoleOperator, config.RoleDeployer, config.RoleAdmin
+	return []route{
+		{get, "/healthz", s.healthz, ""},
+		{get, "/readyz", s.readyz, ""},
+		{get, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Metrics.Registry, promhttp.HandlerOpts{})), reader},
+		{get, "/v1/openapi.json", s.openapi, ""},
+
+		{put, "/v1/modules/:name", s.putModule, deployer},
+		{get, "/v1/modules", s.listModules, reader},
+		{get, "/v1/modules/:name", s.getModule, reader},
+		{del, "/v1/modules/:name", s.deleteModule, deployer},
+
+		{post, "/v1/events", s.appendEvents, deployer},
+		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader},
+
+		{get, "/v1/subscriptions", s.listSubscriptions, reader},
+		{get, "/v1/subscriptions/:name", s.getSubscription, reader},
+		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator},
+		{post, "/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator},
+		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator},
+
+		{get, "/v1/parked", s.listParked, reader},
+		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader},
+		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator},
+		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator},
+
+		{post, "/v1/config/reload", s.reloadConfig, admin},
+	}
 }
 
 // Handler returns the API as an http.Handler.

@@ -181,8 +181,12 @@ func (s *Server) listParked(c echo.Context) error {
 		records, next, err = tx.ListParked(f)
 		return err
 	})
+	if errors.Is(err, ledger.ErrInvalid) {
+		return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
+			Detail: "after must be the next cursor of a previous page: " + err.Error(), Field: "after"}
+	}
 	if err != nil {
-		return badRequest("invalid-query", "%v", err)
+		return err
 	}
 	if records == nil {
 		records = []*ledger.Record{}
@@ -206,10 +210,7 @@ type operatorRequest struct {
 // readOperatorRequest reads the optional body of resume and skip.
 func readOperatorRequest(c echo.Context) (operatorRequest, error) {
 	var req operatorRequest
-	if c.Request().ContentLength == 0 {
-		return req, nil
-	}
-	return req, decodeJSON(c, &req)
+	return req, decodeOptionalJSON(c, &req)
 }
 
 func (s *Server) resumeParked(c echo.Context) error {

@@ -1,0 +1,330 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/registry"
+	"github.com/berthhq/berth/sandbox"
+	"github.com/berthhq/berth/subscription"
+)
+
+// The handler tests run the API over real parts, wired as cmd/host does:
+// Badger event log and ledger in a temporary directory, the sandbox, the
+// subscription engine, the module registry, and the ShipmentNotifier sample
+// compiled to wasm, pointed at a notification service in httptest.
+
+const notifierSub = "ShipmentNotifier.onOrderShipped"
+
+var (
+	notifierOnce sync.Once
+	notifierWasm []byte
+	notifierErr  error
+)
+
+// notifier returns the ShipmentNotifier sample compiled to wasm, built once
+// per test binary.
+func notifier(t *testing.T) []byte {
+	t.Helper()
+	notifierOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "berth-api-test")
+		if err != nil {
+			notifierErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		path, err := testbuild.Wasm(dir, "samples/shipment-notifier")
+		if err != nil {
+			notifierErr = err
+			return
+		}
+		notifierWasm, notifierErr = os.ReadFile(path)
+	})
+	if notifierErr != nil {
+		t.Fatal(notifierErr)
+	}
+	return notifierWasm
+}
+
+// buyers is the notification service: it knows every buyer but "unknown"
+// (404, which the sample parks at once).
+type buyers struct {
+	mu       sync.Mutex
+	notified []string
+}
+
+func (b *buyers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	if strings.Contains(r.URL.Path, "/buyers/unknown/") {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	b.mu.Lock()
+	b.notified = append(b.notified, r.URL.Path)
+	b.mu.Unlock()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// testHost is the API over real parts.
+type testHost struct {
+	t          *testing.T
+	api        *Server
+	cfg        atomic.Pointer[config.Config]
+	configPath string
+	events     *eventlog.Badger
+	ledger     *ledger.Badger
+	engine     *subscription.Engine
+	modules    *registry.Registry
+	buyers     *buyers
+}
+
+// Tokens of authTOML, by role.
+const (
+	readerToken   = "reader-secret"
+	operatorToken = "operator-secret"
+	deployerToken = "deployer-secret"
+	adminToken    = "admin-secret"
+)
+
+const authTOML = `
+[[auth.tokens]]
+name = "ci-reader"
+role = "reader"
+token = "reader-secret"
+
+[[auth.tokens]]
+name = "oncall"
+role = "operator"
+token = "operator-secret"
+
+[[auth.tokens]]
+name = "ci-deployer"
+role = "deployer"
+token = "deployer-secret"
+
+[[auth.tokens]]
+name = "root"
+role = "admin"
+token = "admin-secret"
+`
+
+// newHost starts the API over real parts with the configuration extra
+// (TOML) added to the notifier's module settings.
+func newHost(t *testing.T, extra string) *testHost {
+	t.Helper()
+	h := &testHost{t: t, buyers: &buyers{}}
+	svc := httptest.NewServer(h.buyers)
+	t.Cleanup(svc.Close)
+	dir := t.TempDir()
+	text := fmt.Sprintf(`
+[server]
+data-dir = %q
+
+[subscription]
+checkpoint-interval = "10ms"
+
+[modules.shipment-notifier]
+allowed-hosts = [%q]
+config = { notifications-url = %q }
+`, dir, strings.TrimPrefix(svc.URL, "http://"), svc.URL) + extra
+	h.configPath = filepath.Join(dir, "berth.toml")
+	if err := os.WriteFile(h.configPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(text), "berth.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cfg.Store(cfg)
+
+	logger := slog.New(slog.DiscardHandler)
+	if testing.Verbose() {
+		logger = slog.Default()
+	}
+	ctx := context.Background()
+	if h.events, err = eventlog.Open(filepath.Join(dir, "events"), eventlog.Options{Logger: logger}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.events.Close(context.Background()) })
+	if h.ledger, err = ledger.Open(filepath.Join(dir, "ledger"), ledger.Options{Logger: logger}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.ledger.Close(context.Background()) })
+	sbCfg := cfg.Sandbox()
+	sbCfg.Logger = logger
+	sb, err := sandbox.New(sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	classifier, err := cfg.Classifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, _ := cfg.RetryLayers("")
+	h.engine, err = subscription.Open(h.events, h.ledger, subscription.Options{
+		Partitions:         cfg.Subscription.Partitions,
+		Concurrency:        cfg.Subscription.Concurrency,
+		Retry:              defaults,
+		Parked:             cfg.Parked(""),
+		Systemic:           cfg.Systemic(),
+		Classifier:         classifier,
+		CheckpointEvery:    cfg.Subscription.CheckpointEvery,
+		CheckpointInterval: cfg.Subscription.CheckpointInterval.Std(),
+		Logger:             logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.modules, err = registry.Open(ctx, registry.Options{Dir: filepath.Join(dir, "modules"), Sandbox: sb,
+		Engine: h.engine, Config: h.cfg.Load, Logger: logger}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.engine.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Cleanups run last-in first-out: the engine stops before the sandbox
+	// and the stores close.
+	t.Cleanup(func() { h.engine.Close(context.Background()) })
+	h.api = New(Deps{Config: h.cfg.Load, Reload: h.reload, Modules: h.modules, Log: h.events, Engine: h.engine,
+		Ledger: h.ledger, Logger: logger})
+	return h
+}
+
+// reload does what the host does on POST /v1/config/reload: read the file
+// again, refusing a bad one.
+func (h *testHost) reload() error {
+	next, err := config.Load(h.configPath)
+	if err != nil {
+		return err
+	}
+	h.cfg.Store(next)
+	return h.modules.Reconfigure(context.Background())
+}
+
+// response is an answer of the API.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
+
+// json decodes the body into v, failing the test when it does not decode.
+func (r response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("body %q: %v", r.body, err)
+	}
+}
+
+// req is a request to the API.
+type req struct {
+	method, path string
+	body         string
+	contentType  string // default application/json when there is a body
+	token        string
+	chunked      bool // send the body without a Content-Length
+}
+
+func (h *testHost) do(r req) response {
+	h.t.Helper()
+	return serve(h.api, r)
+}
+
+func serve(s *Server, r req) response {
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	hr := httptest.NewRequest(r.method, r.path, body)
+	if r.chunked {
+		hr.ContentLength = -1
+		hr.Body = io.NopCloser(strings.NewReader(r.body))
+	}
+	ct := r.contentType
+	if ct == "" && r.body != "" {
+		ct = "application/json"
+	}
+	if ct != "" {
+		hr.Header.Set("Content-Type", ct)
+	}
+	if r.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, hr)
+	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+}
+
+// upload puts the notifier sample under name.
+func (h *testHost) upload(name, token string) response {
+	h.t.Helper()
+	hr := httptest.NewRequest(http.MethodPut, "/v1/modules/"+name, bytes.NewReader(notifier(h.t)))
+	hr.Header.Set("Content-Type", "application/wasm")
+	if token != "" {
+		hr.Header.Set("Authorization", "Bearer "+token)
+	}
+	w := httptest.NewRecorder()
+	h.api.Handler().ServeHTTP(w, hr)
+	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+}
+
+// ship appends an OrderShipped event of order for buyer.
+func (h *testHost) ship(order, buyer string) response {
+	h.t.Helper()
+	return h.do(req{method: "POST", path: "/v1/events", token: deployerToken, body: fmt.Sprintf(
+		`{"aggregateType":"Order","aggregateId":%q,"ownerId":%q,"events":[{"type":"OrderShipped","data":{"carrier":"DHL"}}]}`, order, buyer)})
+}
+
+// waitParked waits until order is parked by the notifier.
+func (h *testHost) waitParked(order string) {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := h.engine.Parked(context.Background(), notifierSub, "Order", order); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.t.Fatalf("order %s was not parked", order)
+}
+
+// problemOf checks that r is a problem document of status and returns it.
+func problemOf(t *testing.T, r response, status int) Problem {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %s, want %d", r, status)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json", ct)
+	}
+	var p Problem
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		t.Fatalf("problem %q: %v", r.body, err)
+	}
+	if p.Status != status || p.Title != http.StatusText(status) || !strings.HasPrefix(p.Type, "https://berth.dev/problems/") || p.Detail == "" {
+		t.Errorf("problem %+v: want status %d, its title, a berth.dev type and a detail", p, status)
+	}
+	return p
+}
