@@ -17,6 +17,16 @@ var (
 	ErrNotFound = errors.New("ledger: not found")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("ledger: closed")
+	// ErrInvalid means a write or a query was malformed: a record without
+	// subscription, aggregate type or id, an unknown State, a cursor no
+	// ListParked returned.
+	ErrInvalid = errors.New("ledger: invalid")
+	// ErrReadOnly means a write was attempted in a read-only (View)
+	// transaction.
+	ErrReadOnly = errors.New("ledger: write in a read-only transaction")
+	// ErrTooBig means a transaction grew larger than the store can commit at
+	// once. Nothing of it is committed; split the work over transactions.
+	ErrTooBig = errors.New("ledger: transaction too big")
 )
 
 // State is where a parked aggregate stands.

@@ -1,0 +1,182 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Badger is the embedded Store, kept in a Badger database under one
+// directory. It is safe for concurrent use. Update transactions run one at a
+// time (a mutex serialises them, so they never conflict and a closure runs
+// exactly once); View transactions run concurrently on snapshots.
+type Badger struct {
+	db *badger.DB
+
+	// life is held shared by every transaction and exclusively by Close.
+	life   sync.RWMutex
+	closed bool
+
+	// updateMu serialises Update transactions.
+	updateMu sync.Mutex
+}
+
+var _ Store = (*Badger)(nil)
+
+// Open opens (creating if needed) the ledger in dir.
+func Open(dir string, opts Options) (*Badger, error) {
+	if dir == "" && !opts.InMemory {
+		return nil, errors.New("ledger: open: no directory given")
+	}
+	memTable := orDefault(opts.MemTableSize, DefaultMemTableSize)
+	bo := badger.DefaultOptions(dir).
+		WithSyncWrites(opts.SyncWrites).
+		WithInMemory(opts.InMemory).
+		WithMemTableSize(memTable).
+		// Values up to this size live in the LSM tree, larger ones in the
+		// value log; Badger wants it below its largest batch.
+		WithValueThreshold(min(1<<20, memTable/16)).
+		WithBlockCacheSize(orDefault(opts.BlockCacheSize, DefaultBlockCacheSize)).
+		WithLogger(nil)
+	if opts.InMemory {
+		bo = bo.WithDir("").WithValueDir("")
+	}
+	if opts.Logger != nil {
+		bo = bo.WithLogger(badgerLogger{opts.Logger})
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open %s: %w", dir, err)
+	}
+	if err := checkFormat(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("ledger: open %s: %w", dir, err)
+	}
+	return &Badger{db: db}, nil
+}
+
+func orDefault(v, d int64) int64 {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// checkFormat writes the layout version into a new ledger and refuses one
+// written with another.
+func checkFormat(db *badger.DB) error {
+	return db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(formatKey())
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return txn.Set(formatKey(), []byte{layoutVersion})
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) != 1 || v[0] != layoutVersion {
+				return fmt.Errorf("unsupported layout version %v (want %d)", v, layoutVersion)
+			}
+			return nil
+		})
+	})
+}
+
+// enter starts a transaction: ErrClosed after Close, else the caller must
+// call s.life.RUnlock when done.
+func (s *Badger) enter() error {
+	s.life.RLock()
+	if s.closed {
+		s.life.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Update runs fn in a read-write transaction and commits it when fn returns
+// nil. Nothing is committed when fn returns an error (returned as is), when
+// any write in it failed (that error is returned even if fn ignored it), or
+// when ctx is done by the time fn returns. fn must not start another
+// transaction on the same Store, keep the Tx past its return or share it
+// between goroutines.
+func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.life.RUnlock()
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	tx := &badgerTx{txn: txn}
+	err := fn(tx)
+	tx.ended = true
+	switch {
+	case err != nil:
+		return err
+	case tx.err != nil:
+		return tx.err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("ledger: commit: %w", mapErr(err))
+	}
+	return nil
+}
+
+// View runs fn in a read-only transaction on a snapshot of the ledger. Its
+// writes fail with ErrReadOnly. fn's error is returned as is.
+func (s *Badger) View(ctx context.Context, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.life.RUnlock()
+	txn := s.db.NewTransaction(false)
+	defer txn.Discard()
+	tx := &badgerTx{txn: txn, readOnly: true}
+	err := fn(tx)
+	tx.ended = true
+	return err
+}
+
+// Close waits for running transactions and closes the database. Later
+// transactions fail with ErrClosed; closing again returns nil. ctx is not
+// consulted: Badger's close (flushing memtables) cannot be cut short without
+// risking the data.
+func (s *Badger) Close(ctx context.Context) error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("ledger: close: %w", err)
+	}
+	return nil
+}
+
+// mapErr turns Badger's errors into the ledger's.
+func mapErr(err error) error {
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return ErrNotFound
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return fmt.Errorf("%w: %w", ErrTooBig, err)
+	case errors.Is(err, badger.ErrReadOnlyTxn):
+		return ErrReadOnly
+	}
+	return err
+}

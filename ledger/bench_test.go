@@ -1,0 +1,66 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+)
+
+func openBench(b *testing.B) *ledger.Badger {
+	s, err := ledger.Open(b.TempDir(), ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+// BenchmarkCheckpointWrite is one SetCheckpoint per Update, on disk with
+// default options (no fsync).
+func BenchmarkCheckpointWrite(b *testing.B) {
+	s := openBench(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := s.Update(ctx, func(tx ledger.Tx) error { return tx.SetCheckpoint("orders.projection", uint64(i)) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPark parks one new aggregate per op: PutParked (with a
+// one-entry history) + Notify + SetCheckpoint in one Update.
+func BenchmarkPark(b *testing.B) {
+	s := openBench(b)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("o-%d", i)
+		errInfo := ledger.ErrorInfo{Classes: []string{"IllegalStateException"}, Message: "The mail service is down.", Kind: "recoverable"}
+		r := &ledger.Record{
+			Subscription: "ShipmentNotifier.onOrderShipped", AggregateType: "order", AggregateID: id,
+			Version: 6, Position: uint64(i + 1), Error: errInfo, Attempts: 5,
+			FirstFailure: now, LastFailure: now, State: ledger.StateRetrying, NextRetry: now.Add(3 * time.Minute),
+		}
+		r.AddHistory(ledger.Entry{Time: now, Action: "parked", Attempt: 5, Version: 6, Error: &errInfo})
+		err := s.Update(ctx, func(tx ledger.Tx) error {
+			if err := tx.PutParked(r); err != nil {
+				return err
+			}
+			if err := tx.Notify(ledger.Notification{Type: "parked", Time: now, Subscription: r.Subscription,
+				AggregateType: "order", AggregateID: id, Version: 6, Error: &errInfo}); err != nil {
+				return err
+			}
+			return tx.SetCheckpoint(r.Subscription, uint64(i+2))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+)
+
+// Key layout. Every key starts with one byte naming its kind; names inside
+// keys are length-prefixed (lp: uvarint length, then the bytes), so a
+// subscription, aggregate type or id may hold any byte without two records
+// sharing a key or a key prefix.
+//
+//	'c' lp(subscription)                              -> checkpoint(8)
+//	'm' lp(subscription) lp(key)                      -> meta value
+//	'r' lp(subscription) lp(aggType) lp(aggID)        -> Record as JSON
+//	'd' time(12) recordKey                            -> "" (due index)
+//	'k' lp(subscription) lp(state)                    -> count(8)
+//	'n' seq(8)                                        -> Notification as JSON
+//	'x' "notify-seq"                                  -> last seq(8)
+//	'x' "format"                                      -> layout version(1)
+//
+// Numbers are big endian so byte order is numeric order. The due index holds
+// one key per record in StateRetrying, its NextRetry first, so a forward scan
+// reads the due records earliest first (then in record-key order); PutParked
+// and DeleteParked keep it and the per-state counts in step with the records
+// in the same transaction.
+const (
+	kindCheckpoint = 'c'
+	kindMeta       = 'm'
+	kindRecord     = 'r'
+	kindDue        = 'd'
+	kindCount      = 'k'
+	kindNotice     = 'n'
+	kindSystem     = 'x'
+)
+
+// layoutVersion is stored under formatKey; Open refuses another.
+const layoutVersion = 1
+
+func formatKey() []byte    { return []byte("xformat") }
+func notifySeqKey() []byte { return []byte("xnotify-seq") }
+
+func appendLP(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// key builds a key of kind from length-prefixed parts.
+func key(kind byte, parts ...string) []byte {
+	n := 1
+	for _, p := range parts {
+		n += binary.MaxVarintLen32 + len(p)
+	}
+	b := make([]byte, 1, n)
+	b[0] = kind
+	for _, p := range parts {
+		b = appendLP(b, p)
+	}
+	return b
+}
+
+func recordKey(subscription, aggregateType, aggregateID string) []byte {
+	return key(kindRecord, subscription, aggregateType, aggregateID)
+}
+
+var errBadKey = errors.New("ledger: malformed key")
+
+// splitLP splits a key body into its length-prefixed parts.
+func splitLP(b []byte) ([]string, error) {
+	var parts []string
+	for len(b) > 0 {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return nil, errBadKey
+		}
+		parts = append(parts, string(b[w:w+int(n)]))
+		b = b[w+int(n):]
+	}
+	return parts, nil
+}
+
+// parseRecordKey returns the subscription, aggregate type and id of a record
+// key.
+func parseRecordKey(k []byte) (sub, aggType, aggID string, err error) {
+	if len(k) == 0 || k[0] != kindRecord {
+		return "", "", "", errBadKey
+	}
+	parts, err := splitLP(k[1:])
+	if err != nil || len(parts) != 3 {
+		return "", "", "", errBadKey
+	}
+	return parts[0], parts[1], parts[2], nil
+}
+
+// timeLen is the length of a sortable time.
+const timeLen = 12
+
+// appendTime appends t so that byte order is time order, for any year:
+// Unix seconds with the sign bit flipped, then nanoseconds.
+func appendTime(b []byte, t time.Time) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Unix())^(1<<63))
+	return binary.BigEndian.AppendUint32(b, uint32(t.Nanosecond()))
+}
+
+func dueKey(next time.Time, recKey []byte) []byte {
+	b := make([]byte, 0, 1+timeLen+len(recKey))
+	b = appendTime(append(b, kindDue), next)
+	return append(b, recKey...)
+}
+
+func noticeKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{kindNotice}, seq)
+}

@@ -1,0 +1,120 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+func limitOr(limit int) int {
+	if limit <= 0 {
+		return DefaultLimit
+	}
+	return limit
+}
+
+// ListParked returns up to f.Limit (DefaultLimit when 0) records matching f
+// in key order, and the cursor of the next page: "" when no matching record
+// follows. The cursor is opaque (URL-safe base64 of the last record's key);
+// one that ListParked did not return is ErrInvalid. Records added or removed
+// between pages are seen or not, but a record is never returned twice.
+func (t *badgerTx) ListParked(f Filter) ([]*Record, string, error) {
+	if err := t.checkRead("ListParked"); err != nil {
+		return nil, "", err
+	}
+	if f.State != "" && !validState(f.State) {
+		return nil, "", fmt.Errorf("%w: ListParked: unknown state %q", ErrInvalid, f.State)
+	}
+	limit := limitOr(f.Limit)
+	prefix := []byte{kindRecord}
+	if f.Subscription != "" {
+		prefix = key(kindRecord, f.Subscription)
+	}
+	start := prefix
+	if f.After != "" {
+		after, err := base64.RawURLEncoding.DecodeString(f.After)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: ListParked: bad cursor: %v", ErrInvalid, err)
+		}
+		if _, _, _, err := parseRecordKey(after); err != nil {
+			return nil, "", fmt.Errorf("%w: ListParked: bad cursor", ErrInvalid)
+		}
+		if next := append(after, 0); bytes.Compare(next, start) > 0 { // the first key after it
+			start = next
+		}
+	}
+
+	var (
+		out     []*Record
+		lastKey []byte
+		more    bool
+	)
+	it := t.txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: min(limit, 100), Prefix: prefix})
+	defer it.Close()
+	for it.Seek(start); it.Valid(); it.Next() {
+		item := it.Item()
+		_, aggType, _, err := parseRecordKey(item.Key())
+		if err != nil {
+			return nil, "", fmt.Errorf("ledger: ListParked: %w", err)
+		}
+		if f.AggregateType != "" && aggType != f.AggregateType {
+			continue
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return nil, "", fmt.Errorf("ledger: ListParked: %w", err)
+		}
+		r := new(Record)
+		if err := json.Unmarshal(v, r); err != nil {
+			return nil, "", fmt.Errorf("ledger: ListParked: corrupt record %q: %w", item.Key(), err)
+		}
+		if f.State != "" && r.State != f.State {
+			continue
+		}
+		if len(out) == limit {
+			more = true
+			break
+		}
+		out = append(out, r)
+		lastKey = item.KeyCopy(lastKey[:0])
+	}
+	if !more {
+		return out, "", nil
+	}
+	return out, base64.RawURLEncoding.EncodeToString(lastKey), nil
+}
+
+// DueParked returns up to limit (DefaultLimit when 0 or less) records in
+// StateRetrying whose NextRetry <= now, earliest first; records due at the
+// same time come in key order.
+func (t *badgerTx) DueParked(now time.Time, limit int) ([]*Record, error) {
+	if err := t.checkRead("DueParked"); err != nil {
+		return nil, err
+	}
+	limit = limitOr(limit)
+	// Every due key of a time <= now is below this bound.
+	bound := appendTime([]byte{kindDue}, now)
+	var keys [][]byte
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindDue}})
+	for it.Rewind(); it.Valid() && len(keys) < limit; it.Next() {
+		k := it.Item().Key()
+		if len(k) < 1+timeLen || bytes.Compare(k[:1+timeLen], bound) > 0 {
+			break
+		}
+		keys = append(keys, bytes.Clone(k[1+timeLen:]))
+	}
+	it.Close()
+	out := make([]*Record, 0, len(keys))
+	for _, k := range keys {
+		r, err := t.record(k)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: DueParked: index entry for %q: %w", k, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

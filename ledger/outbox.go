@@ -1,0 +1,88 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Notify queues n in the outbox under the next Seq (the last one assigned
+// plus one, kept in the store so it keeps increasing across restarts and
+// acks). n.Seq is ignored; a zero n.Time is set to now.
+func (t *badgerTx) Notify(n Notification) error {
+	const op = "Notify"
+	if err := t.checkWrite(op); err != nil {
+		return err
+	}
+	if n.Type == "" {
+		return fmt.Errorf("%w: Notify: type is empty", ErrInvalid)
+	}
+	last, _, err := t.getUint64(notifySeqKey())
+	if err != nil {
+		return t.fail(op, err)
+	}
+	n.Seq = last + 1
+	if n.Time.IsZero() {
+		n.Time = time.Now().UTC()
+	}
+	v, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("%w: Notify: %v", ErrInvalid, err)
+	}
+	if err := t.set(op, noticeKey(n.Seq), v); err != nil {
+		return err
+	}
+	return t.set(op, notifySeqKey(), u64(n.Seq))
+}
+
+// Notifications returns up to limit (DefaultLimit when 0 or less) queued
+// notifications with Seq > after, in Seq order.
+func (t *badgerTx) Notifications(after uint64, limit int) ([]Notification, error) {
+	if err := t.checkRead("Notifications"); err != nil {
+		return nil, err
+	}
+	limit = limitOr(limit)
+	if after == ^uint64(0) {
+		return nil, nil
+	}
+	var out []Notification
+	it := t.txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: min(limit, 100), Prefix: []byte{kindNotice}})
+	defer it.Close()
+	for it.Seek(noticeKey(after + 1)); it.Valid() && len(out) < limit; it.Next() {
+		var n Notification
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
+			return nil, fmt.Errorf("ledger: Notifications: corrupt notification %q: %w", it.Item().Key(), err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// AckNotifications removes the queued notifications with Seq <= through.
+// Each one removed is a write of this transaction: acking very many at once
+// can fail with ErrTooBig, so ack in batches of at most some ten thousand.
+func (t *badgerTx) AckNotifications(through uint64) error {
+	const op = "AckNotifications"
+	if err := t.checkWrite(op); err != nil {
+		return err
+	}
+	var keys [][]byte
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindNotice}})
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if len(k) != 9 || binary.BigEndian.Uint64(k[1:]) > through {
+			break
+		}
+		keys = append(keys, it.Item().KeyCopy(nil))
+	}
+	it.Close()
+	for _, k := range keys {
+		if err := t.delete(op, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

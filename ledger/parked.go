@@ -1,0 +1,186 @@
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// validState reports whether s is one of the States.
+func validState(s State) bool {
+	return s == StateRetrying || s == StateWaiting || s == StateResuming
+}
+
+func validateRecord(r *Record) error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("%w: PutParked: nil record", ErrInvalid)
+	case r.Subscription == "":
+		return fmt.Errorf("%w: PutParked: subscription is empty", ErrInvalid)
+	case r.AggregateType == "":
+		return fmt.Errorf("%w: PutParked: aggregate type is empty", ErrInvalid)
+	case r.AggregateID == "":
+		return fmt.Errorf("%w: PutParked: aggregate id is empty", ErrInvalid)
+	case !validState(r.State):
+		return fmt.Errorf("%w: PutParked: unknown state %q", ErrInvalid, r.State)
+	}
+	return nil
+}
+
+// indexed is the part of a stored record that the due index and the counts
+// depend on.
+type indexed struct {
+	State     State     `json:"state"`
+	NextRetry time.Time `json:"nextRetry,omitzero"`
+}
+
+// Parked returns the record of one parked aggregate, ErrNotFound if the
+// aggregate is not parked for the subscription.
+func (t *badgerTx) Parked(subscription, aggregateType, aggregateID string) (*Record, error) {
+	if err := t.checkRead("Parked"); err != nil {
+		return nil, err
+	}
+	r, err := t.record(recordKey(subscription, aggregateType, aggregateID))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: parked %q %s/%s: %w", subscription, aggregateType, aggregateID, err)
+	}
+	return r, nil
+}
+
+// record reads and decodes the record under k.
+func (t *badgerTx) record(k []byte) (*Record, error) {
+	v, err := t.get(k)
+	if err != nil {
+		return nil, err
+	}
+	r := new(Record)
+	if err := json.Unmarshal(v, r); err != nil {
+		return nil, fmt.Errorf("corrupt record: %w", err)
+	}
+	return r, nil
+}
+
+// PutParked stores r, replacing the record of the same subscription and
+// aggregate, and updates the due index and the per-state counts with it.
+func (t *badgerTx) PutParked(r *Record) error {
+	const op = "PutParked"
+	if err := t.checkWrite(op); err != nil {
+		return err
+	}
+	if err := validateRecord(r); err != nil {
+		return err
+	}
+	k := recordKey(r.Subscription, r.AggregateType, r.AggregateID)
+	old, found, err := t.indexedOf(k)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, op, err)
+	}
+	if err := t.set(op, k, v); err != nil {
+		return err
+	}
+	if found {
+		if err := t.unindex(op, k, r.Subscription, old); err != nil {
+			return err
+		}
+	}
+	return t.index(op, k, r.Subscription, indexed{State: r.State, NextRetry: r.NextRetry})
+}
+
+// DeleteParked removes a record with its index entries, ErrNotFound if the
+// aggregate is not parked for the subscription.
+func (t *badgerTx) DeleteParked(subscription, aggregateType, aggregateID string) error {
+	const op = "DeleteParked"
+	if err := t.checkWrite(op); err != nil {
+		return err
+	}
+	k := recordKey(subscription, aggregateType, aggregateID)
+	old, found, err := t.indexedOf(k)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	if !found {
+		return fmt.Errorf("ledger: %s %q %s/%s: %w", op, subscription, aggregateType, aggregateID, ErrNotFound)
+	}
+	if err := t.delete(op, k); err != nil {
+		return err
+	}
+	return t.unindex(op, k, subscription, old)
+}
+
+// indexedOf reads the indexed fields of the record under k, if any.
+func (t *badgerTx) indexedOf(k []byte) (indexed, bool, error) {
+	v, err := t.get(k)
+	if errors.Is(err, ErrNotFound) {
+		return indexed{}, false, nil
+	}
+	if err != nil {
+		return indexed{}, false, err
+	}
+	var ix indexed
+	if err := json.Unmarshal(v, &ix); err != nil {
+		return indexed{}, false, fmt.Errorf("corrupt record: %w", err)
+	}
+	return ix, true, nil
+}
+
+// index adds the due key (when retrying) and counts the record's state.
+func (t *badgerTx) index(op string, k []byte, subscription string, ix indexed) error {
+	if ix.State == StateRetrying {
+		if err := t.set(op, dueKey(ix.NextRetry, k), nil); err != nil {
+			return err
+		}
+	}
+	return t.addCount(op, subscription, ix.State, +1)
+}
+
+// unindex removes what index added for a record's previous fields.
+func (t *badgerTx) unindex(op string, k []byte, subscription string, ix indexed) error {
+	if ix.State == StateRetrying {
+		if err := t.delete(op, dueKey(ix.NextRetry, k)); err != nil {
+			return err
+		}
+	}
+	return t.addCount(op, subscription, ix.State, -1)
+}
+
+// addCount adds delta to the count of a subscription's records in state,
+// deleting the count when it reaches 0.
+func (t *badgerTx) addCount(op, subscription string, state State, delta int) error {
+	k := key(kindCount, subscription, string(state))
+	n, _, err := t.getUint64(k)
+	if err != nil {
+		return t.fail(op, err)
+	}
+	switch next := int64(n) + int64(delta); {
+	case next < 0:
+		return t.fail(op, fmt.Errorf("count of %q in %s would go below 0", subscription, state))
+	case next == 0:
+		return t.delete(op, k)
+	default:
+		return t.set(op, k, u64(uint64(next)))
+	}
+}
+
+// CountParked counts a subscription's records by state; states without
+// records are absent from the map.
+func (t *badgerTx) CountParked(subscription string) (map[State]int, error) {
+	if err := t.checkRead("CountParked"); err != nil {
+		return nil, err
+	}
+	counts := map[State]int{}
+	for _, s := range []State{StateRetrying, StateWaiting, StateResuming} {
+		n, ok, err := t.getUint64(key(kindCount, subscription, string(s)))
+		if err != nil {
+			return nil, fmt.Errorf("ledger: CountParked %q: %w", subscription, err)
+		}
+		if ok && n > 0 {
+			counts[s] = int(n)
+		}
+	}
+	return counts, nil
+}
