@@ -250,7 +250,10 @@ func (h *testHost) do(r req) response {
 	return serve(h.api, r)
 }
 
-func serve(s *Server, r req) response {
+func serve(s *Server, r req) response { return serveWith(s, r, nil) }
+
+// serveWith is serve with a last change to the request.
+func serveWith(s *Server, r req, change func(*http.Request)) response {
 	var body io.Reader
 	if r.body != "" {
 		body = strings.NewReader(r.body)
@@ -269,6 +272,9 @@ func serve(s *Server, r req) response {
 	}
 	if r.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	if change != nil {
+		change(hr)
 	}
 	w := httptest.NewRecorder()
 	s.Handler().ServeHTTP(w, hr)

@@ -224,6 +224,11 @@ func (s *Server) resumeParked(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if err := s.deps.Engine.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), actor(c), req.Reason); err != nil {
+		// Resuming is repeatable: a record already resuming is no 404.
+		if rec, perr := s.deps.Engine.Parked(ctx, c.Param("name"), c.Param("type"), c.Param("id")); errors.Is(err, subscription.ErrNotParked) &&
+			perr == nil && rec.State == ledger.StateResuming {
+			return c.JSON(http.StatusAccepted, map[string]string{"status": "resuming"})
+		}
 		return engineError(err)
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "resuming"})

@@ -1,0 +1,210 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/registry"
+)
+
+// TestModuleLifecycle: a bad upload stores nothing; PUT is 201 then 200;
+// GET shows the module; DELETE is 204 then 404.
+func TestModuleLifecycle(t *testing.T) {
+	h := newHost(t, "")
+	list := func() []registry.Info {
+		t.Helper()
+		r := h.do(req{method: "GET", path: "/v1/modules"})
+		var out struct{ Modules []registry.Info }
+		r.json(t, &out)
+		return out.Modules
+	}
+	if got := list(); len(got) != 0 {
+		t.Fatalf("modules at start: %+v", got)
+	}
+	problemOf(t, h.do(req{method: "PUT", path: "/v1/modules/shipment-notifier", body: "\x00asm\x01\x00\x00\x00garbage", contentType: "application/wasm"}), http.StatusBadRequest)
+	if got := list(); len(got) != 0 {
+		t.Fatalf("modules after a bad upload: %+v", got)
+	}
+
+	r := h.upload("shipment-notifier", "")
+	if r.status != http.StatusCreated || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("first upload: %s (%s)", r, r.header.Get("Content-Type"))
+	}
+	var info registry.Info
+	r.json(t, &info)
+	if info.Name != "shipment-notifier" || len(info.SHA256) != 64 || info.Processor != "ShipmentNotifier" || info.Kind == "" ||
+		!slices.Equal(info.Subscriptions, []string{notifierSub}) || len(info.Handlers) != 1 ||
+		info.Handlers[0].Name != "onOrderShipped" || !slices.Equal(info.Handlers[0].EventTypes, []string{"OrderShipped"}) {
+		t.Errorf("module info %+v", info)
+	}
+	if r := h.upload("shipment-notifier", ""); r.status != http.StatusOK {
+		t.Fatalf("second upload: %s", r)
+	}
+	// Another module serving the same processor is refused.
+	problemOf(t, h.upload("other", ""), http.StatusConflict)
+	if got := list(); len(got) != 1 || got[0].Name != "shipment-notifier" {
+		t.Fatalf("modules: %+v", got)
+	}
+	var one registry.Info
+	h.do(req{method: "GET", path: "/v1/modules/shipment-notifier"}).json(t, &one)
+	if one.SHA256 != info.SHA256 {
+		t.Errorf("GET module: %+v", one)
+	}
+
+	if r := h.do(req{method: "DELETE", path: "/v1/modules/shipment-notifier"}); r.status != http.StatusNoContent || len(r.body) != 0 {
+		t.Fatalf("delete: %s", r)
+	}
+	problemOf(t, h.do(req{method: "DELETE", path: "/v1/modules/shipment-notifier"}), http.StatusNotFound)
+	problemOf(t, h.do(req{method: "GET", path: "/v1/modules/shipment-notifier"}), http.StatusNotFound)
+	if got := list(); len(got) != 0 {
+		t.Fatalf("modules after delete: %+v", got)
+	}
+}
+
+// TestEvents appends commits and reads them back by aggregate.
+func TestEvents(t *testing.T) {
+	h := newHost(t, "")
+	r := h.do(req{method: "POST", path: "/v1/events", body: `{"aggregateType":"Order","aggregateId":"o-1","expectedVersion":0,"ownerId":"b-1","events":[{"type":"OrderPlaced","data":{"n":1}},{"type":"OrderPaid"}]}`})
+	if r.status != http.StatusCreated {
+		t.Fatalf("append: %s", r)
+	}
+	var appended struct {
+		AggregateType, AggregateID string
+		Version, Position          uint64
+	}
+	r.json(t, &appended)
+	if appended.AggregateType != "Order" || appended.AggregateID != "o-1" || appended.Version != 1 || appended.Position != 1 {
+		t.Errorf("append answered %+v", appended)
+	}
+	if r := h.do(req{method: "POST", path: "/v1/events", body: `{"aggregateType":"Order","aggregateId":"o-1","expectedVersion":1,"events":[{"type":"OrderShipped","data":{"carrier":"DHL"}}]}`}); r.status != http.StatusCreated {
+		t.Fatalf("second append: %s", r)
+	}
+	problemOf(t, h.do(req{method: "POST", path: "/v1/events", body: `{"aggregateType":"Order","aggregateId":"o-1","expectedVersion":1,"events":[{"type":"OrderShipped"}]}`}), http.StatusConflict)
+
+	var read struct{ Commits []commitJSON }
+	h.do(req{method: "GET", path: "/v1/aggregates/Order/o-1/events"}).json(t, &read)
+	if len(read.Commits) != 2 || read.Commits[0].Version != 1 || read.Commits[0].OwnerID != "b-1" || len(read.Commits[0].Events) != 2 ||
+		string(read.Commits[0].Events[0].Data) != `{"n":1}` || string(read.Commits[0].Events[1].Data) != "null" ||
+		read.Commits[1].Events[0].Type != "OrderShipped" || read.Commits[1].Time.IsZero() {
+		t.Errorf("commits %+v", read.Commits)
+	}
+	h.do(req{method: "GET", path: "/v1/aggregates/Order/o-1/events?from=2&limit=5"}).json(t, &read)
+	if len(read.Commits) != 1 || read.Commits[0].Version != 2 {
+		t.Errorf("from=2: %+v", read.Commits)
+	}
+	h.do(req{method: "GET", path: "/v1/aggregates/Order/o-1/events?from=9"}).json(t, &read)
+	if read.Commits == nil || len(read.Commits) != 0 {
+		t.Errorf("from=9 of an aggregate at 2: %+v, want an empty list", read.Commits)
+	}
+}
+
+// TestSubscriptionsAndParked follows the spec's story over the API: an
+// unknown buyer parks its order; the record shows with its history, in the
+// list and by key; the subscription counts it and shows its retry settings
+// with their sources; resume and skip act on it.
+func TestSubscriptionsAndParked(t *testing.T) {
+	h := newHost(t, "")
+	if r := h.upload("shipment-notifier", ""); r.status != http.StatusCreated {
+		t.Fatalf("upload: %s", r)
+	}
+	h.ship("o-1", "b-1")
+	h.ship("o-2", "unknown")
+	h.waitParked("o-2")
+	sub := "/v1/subscriptions/" + notifierSub
+
+	var rec ledger.Record
+	h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}).json(t, &rec)
+	if rec.Subscription != notifierSub || rec.AggregateType != "Order" || rec.AggregateID != "o-2" || rec.Version != 1 ||
+		rec.State != ledger.StateWaiting && rec.State != ledger.StateRetrying || !slices.Contains(rec.Error.Classes, "UnknownBuyer") || len(rec.History) == 0 {
+		t.Errorf("parked record %+v", rec)
+	}
+
+	var page struct {
+		Records []ledger.Record
+		Next    string
+	}
+	for _, q := range []string{"", "?subscription=" + notifierSub, "?aggregateType=Order", "?state=" + string(rec.State), "?limit=1"} {
+		h.do(req{method: "GET", path: "/v1/parked" + q}).json(t, &page)
+		if len(page.Records) != 1 || page.Records[0].AggregateID != "o-2" {
+			t.Errorf("GET /v1/parked%s: %+v", q, page)
+		}
+	}
+	for _, q := range []string{"?subscription=nope", "?aggregateType=Invoice", "?state=resuming"} {
+		h.do(req{method: "GET", path: "/v1/parked" + q}).json(t, &page)
+		if page.Records == nil || len(page.Records) != 0 {
+			t.Errorf("GET /v1/parked%s: %+v, want an empty list", q, page)
+		}
+	}
+
+	var st subscriptionJSON
+	h.do(req{method: "GET", path: sub}).json(t, &st)
+	if st.Name != notifierSub || st.Module != "shipment-notifier" || st.State != "running" || st.Head != 2 ||
+		st.Parked[rec.State] != 1 || len(st.Partitions) == 0 {
+		t.Errorf("subscription %+v", st)
+	}
+	if s := st.Retry["max-attempts"]; s.Value != float64(5) || s.Source != "processor" {
+		t.Errorf("max-attempts %+v, want 5 from the processor", s)
+	}
+	if s := st.Retry["backpressure-attempts"]; s.Source != "default" {
+		t.Errorf("backpressure-attempts %+v, want the host default", s)
+	}
+	if len(st.Retry) != 7 || st.ParkedRetries.FirstDelay == "" {
+		t.Errorf("retry settings %+v, parked %+v", st.Retry, st.ParkedRetries)
+	}
+	var all struct{ Subscriptions []subscriptionJSON }
+	h.do(req{method: "GET", path: "/v1/subscriptions"}).json(t, &all)
+	if len(all.Subscriptions) != 1 || all.Subscriptions[0].Name != notifierSub {
+		t.Errorf("subscriptions %+v", all.Subscriptions)
+	}
+
+	h.do(req{method: "POST", path: sub + "/pause"}).json(t, &st)
+	if st.State != "paused" {
+		t.Errorf("after pause: %s", st.State)
+	}
+	h.do(req{method: "POST", path: sub + "/unpause"}).json(t, &st)
+	if st.State != "running" {
+		t.Errorf("after unpause: %s", st.State)
+	}
+	if r := h.do(req{method: "POST", path: sub + "/reset", body: `{"position":3}`}); r.status != http.StatusOK {
+		t.Errorf("reset to the end: %s", r)
+	}
+
+	// Resume: the service still does not know the buyer, so it parks again;
+	// the history keeps who resumed it and why. Resuming is repeatable.
+	for range 2 {
+		r := h.do(req{method: "POST", path: sub + "/parked/Order/o-2/resume", body: `{"reason":"buyer fixed"}`})
+		if r.status != http.StatusAccepted || !strings.Contains(string(r.body), "resuming") {
+			t.Fatalf("resume: %s", r)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}).json(t, &rec); rec.State == ledger.StateResuming; h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}).json(t, &rec) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still resuming: %+v", rec)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !slices.ContainsFunc(rec.History, func(e ledger.Entry) bool {
+		return e.Action == "resume" && e.Actor == "local" && e.Reason == "buyer fixed"
+	}) {
+		t.Errorf("history %+v has no resume by local", rec.History)
+	}
+
+	// Skip with an empty chunked body: the body is optional.
+	if r := h.do(req{method: "POST", path: sub + "/parked/Order/o-2/skip", chunked: true}); r.status != http.StatusAccepted {
+		t.Fatalf("skip: %s", r)
+	}
+	// The record goes once the replay past the skipped versions is done.
+	for r := h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}); r.status != http.StatusNotFound; r = h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still parked after skip: %s", r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	problemOf(t, h.do(req{method: "POST", path: sub + "/parked/Order/o-2/skip"}), http.StatusNotFound)
+	problemOf(t, h.do(req{method: "POST", path: sub + "/parked/Order/o-2/resume"}), http.StatusNotFound)
+}
