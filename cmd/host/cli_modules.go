@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/berthhq/berth/registry"
+)
+
+func modulesPush(x *invocation, args []string) error {
+	name, file := args[0], args[1]
+	wasm, err := readFile(file)
+	if err != nil {
+		return err
+	}
+	raw, created, err := x.client.pushModule(x.ctx, name, wasm)
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	var info registry.Info
+	if err := decode(raw, &info); err != nil {
+		return err
+	}
+	what := "updated"
+	if created {
+		what = "created"
+	}
+	fmt.Fprintf(x.stdout, "%s module %s from %s\n\n", what, info.Name, file)
+	return showModule(x, info)
+}
+
+func modulesList(x *invocation, _ []string) error {
+	raw, err := x.client.modules(x.ctx)
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	var list struct {
+		Modules []registry.Info `json:"modules"`
+	}
+	if err := decode(raw, &list); err != nil {
+		return err
+	}
+	if len(list.Modules) == 0 {
+		fmt.Fprintln(x.stdout, "no modules deployed")
+		return nil
+	}
+	t := newTable(x.stdout, "NAME", "PROCESSOR", "KIND", "SUBSCRIPTIONS", "SIZE", "SHA256", "UPLOADED")
+	for _, m := range list.Modules {
+		t.row(m.Name, orDash(m.Processor), orDash(m.Kind), orDash(strings.Join(m.Subscriptions, ", ")),
+			byteSize(m.Size), shortHash(m.SHA256), timestamp(m.Uploaded))
+	}
+	return t.flush()
+}
+
+func modulesShow(x *invocation, args []string) error {
+	raw, err := x.client.module(x.ctx, args[0])
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	var info registry.Info
+	if err := decode(raw, &info); err != nil {
+		return err
+	}
+	return showModule(x, info)
+}
+
+func showModule(x *invocation, m registry.Info) error {
+	kv := newKeyValues(x.stdout)
+	kv.add("name", "%s", m.Name)
+	kv.add("processor", "%s", orDash(m.Processor))
+	kv.add("kind", "%s", orDash(m.Kind))
+	kv.add("start", "%s", orDash(m.Start))
+	kv.add("sha256", "%s", m.SHA256)
+	kv.add("size", "%s (%d bytes)", byteSize(m.Size), m.Size)
+	kv.add("uploaded", "%s", timestamp(m.Uploaded))
+	kv.add("deadline guard", "%s", orDash(m.DeadlineGuard))
+	kv.add("subscriptions", "%s", orDash(strings.Join(m.Subscriptions, ", ")))
+	if err := kv.flush(); err != nil {
+		return err
+	}
+	if len(m.Handlers) == 0 {
+		return nil
+	}
+	fmt.Fprintln(x.stdout, "\nhandlers:")
+	t := newTable(x.stdout, "  HANDLER", "EVENT TYPES", "SUBSCRIPTION")
+	for _, h := range m.Handlers {
+		t.row("  "+h.Name, orDash(strings.Join(h.EventTypes, ", ")), orDash(h.Subscription))
+	}
+	return t.flush()
+}
+
+func modulesRemove(x *invocation, args []string) error {
+	if err := x.client.deleteModule(x.ctx, args[0]); err != nil {
+		return err
+	}
+	if !x.opts.json { // the server answers 204 with no body: nothing to print for --json
+		fmt.Fprintf(x.stdout, "removed module %s\n", args[0])
+	}
+	return nil
+}
+
+// appendBody is the body of POST /v1/events.
+type appendBody struct {
+	AggregateType   string      `json:"aggregateType"`
+	AggregateID     string      `json:"aggregateId"`
+	ExpectedVersion *uint64     `json:"expectedVersion,omitempty"`
+	OwnerID         string      `json:"ownerId,omitempty"`
+	Events          []eventBody `json:"events"`
+}
+
+type eventBody struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+func eventsAppend(x *invocation, args []string) error {
+	o := x.opts
+	var body []byte
+	if o.file != "" {
+		if o.aggType != "" || o.aggID != "" || o.owner != "" || o.expectedVersion.set || len(args) > 0 {
+			return usagef("--file holds the whole request: give it alone, without --type, --id, --owner, --expected-version or events")
+		}
+		b, err := readFile(o.file)
+		if err != nil {
+			return err
+		}
+		body = b
+	} else {
+		req, err := appendRequestFrom(o, args)
+		if err != nil {
+			return err
+		}
+		if body, err = json.Marshal(req); err != nil {
+			return err
+		}
+	}
+	raw, err := x.client.appendEvents(x.ctx, body)
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	var res struct {
+		AggregateType string `json:"aggregateType"`
+		AggregateID   string `json:"aggregateId"`
+		Version       uint64 `json:"version"`
+		Position      uint64 `json:"position"`
+	}
+	if err := decode(raw, &res); err != nil {
+		return err
+	}
+	fmt.Fprintf(x.stdout, "appended to %s/%s: now at version %d, commit at position %d\n",
+		res.AggregateType, res.AggregateID, res.Version, res.Position)
+	return nil
+}
+
+// appendRequestFrom builds the request from the flags and EVENT_TYPE[=JSON]
+// arguments (no JSON: null data).
+func appendRequestFrom(o options, args []string) (appendBody, error) {
+	req := appendBody{AggregateType: o.aggType, AggregateID: o.aggID, OwnerID: o.owner}
+	if o.aggType == "" || o.aggID == "" {
+		return req, usagef("--type and --id are required (or --file with the whole request)")
+	}
+	if len(args) == 0 {
+		return req, usagef("give at least one event as EVENT_TYPE=JSON")
+	}
+	if o.expectedVersion.set {
+		v := o.expectedVersion.v
+		req.ExpectedVersion = &v
+	}
+	for i, a := range args {
+		typ, data, _ := strings.Cut(a, "=")
+		if typ == "" {
+			return req, usagef("event %d (%q): the event type is empty; write EVENT_TYPE=JSON", i+1, a)
+		}
+		if strings.TrimSpace(data) == "" {
+			data = "null"
+		}
+		if !json.Valid([]byte(data)) {
+			return req, usagef("event %d (%s): the data is not valid JSON: %s", i+1, typ, truncate(data, 60))
+		}
+		req.Events = append(req.Events, eventBody{Type: typ, Data: json.RawMessage(data)})
+	}
+	return req, nil
+}

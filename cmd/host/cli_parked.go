@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/berthhq/berth/ledger"
+)
+
+// parkedPage is one answer of GET /v1/parked, its records kept as sent.
+type parkedPage struct {
+	Records []json.RawMessage `json:"records"`
+	Next    string            `json:"next"`
+}
+
+func parkedList(x *invocation, _ []string) error {
+	o := x.opts
+	if o.state != "" && !slices.Contains(parkedStates(), o.state) {
+		return usagef("--state must be retrying, waiting or resuming, not %q", o.state)
+	}
+	if o.limit < 0 {
+		return usagef("--limit must be 1 or more")
+	}
+	q := parkedQuery{Subscription: o.subscription, State: o.state, AggregateType: o.aggregateType, After: o.after, Limit: o.limit}
+	onePage := o.limit > 0 || o.after != ""
+	var all parkedPage
+	var firstRaw []byte
+	for pages := 0; ; pages++ {
+		raw, err := x.client.parked(x.ctx, q)
+		if err != nil {
+			return err
+		}
+		var page parkedPage
+		if err := decode(raw, &page); err != nil {
+			return err
+		}
+		if pages == 0 {
+			firstRaw = raw
+		}
+		all.Records = append(all.Records, page.Records...)
+		all.Next = page.Next
+		if onePage || page.Next == "" || page.Next == q.After { // the last test guards against a cursor that does not move
+			if pages == 0 && x.opts.json {
+				return x.printJSON(firstRaw) // one page: the server's answer as is
+			}
+			break
+		}
+		q.After = page.Next
+	}
+	if x.opts.json { // every page, merged in the same shape
+		if all.Records == nil {
+			all.Records = []json.RawMessage{}
+		}
+		raw, err := json.Marshal(all)
+		if err != nil {
+			return err
+		}
+		return x.printJSON(raw)
+	}
+	records := make([]ledger.Record, len(all.Records))
+	for i, r := range all.Records {
+		if err := decode(r, &records[i]); err != nil {
+			return err
+		}
+	}
+	if len(records) == 0 {
+		fmt.Fprintln(x.stdout, "no parked aggregates")
+	} else {
+		t := newTable(x.stdout, "SUBSCRIPTION", "AGGREGATE", "STOPPED AT", "STATE", "ATTEMPTS", "RETRIES", "NEXT RETRY", "ERROR")
+		for _, r := range records {
+			t.row(r.Subscription, r.AggregateType+"/"+r.AggregateID, "v"+u(r.Version), string(r.State),
+				strconv.Itoa(r.Attempts), strconv.Itoa(r.ParkedRetries), x.nextRetry(r), truncate(errorText(r.Error), 60))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if all.Next != "" {
+		fmt.Fprintf(x.stderr, "more records: host parked list --after %s\n", all.Next)
+	}
+	return nil
+}
+
+// nextRetry says when the next long-horizon retry runs, or what the
+// aggregate waits for.
+func (x *invocation) nextRetry(r ledger.Record) string {
+	switch {
+	case r.State == ledger.StateWaiting:
+		return "operator"
+	case r.NextRetry.IsZero():
+		return "-"
+	}
+	return relative(r.NextRetry, x.now)
+}
+
+// errorText is a failure in one line: "recoverable: message".
+func errorText(e ledger.ErrorInfo) string {
+	msg := e.Message
+	if e.Kind != "" {
+		msg = e.Kind + ": " + msg
+	}
+	return msg
+}
+
+func parkedShow(x *invocation, args []string) error {
+	raw, err := x.client.parkedRecord(x.ctx, args[0], args[1], args[2])
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	var r ledger.Record
+	if err := decode(raw, &r); err != nil {
+		return err
+	}
+	kv := newKeyValues(x.stdout)
+	kv.add("subscription", "%s", r.Subscription)
+	kv.add("aggregate", "%s/%s", r.AggregateType, r.AggregateID)
+	kv.add("stopped at", "version %d (event %d of that commit, position %d)", r.Version, r.Index, r.Position)
+	kv.add("state", "%s", r.State)
+	switch {
+	case r.State == ledger.StateWaiting:
+		kv.add("next retry", "none: its retries are spent; resume or skip it")
+	case !r.NextRetry.IsZero():
+		kv.add("next retry", "%s (%s)", timestamp(r.NextRetry), relative(r.NextRetry, x.now))
+	}
+	kv.add("attempts", "%d", r.Attempts)
+	kv.add("parked retries", "%d", r.ParkedRetries)
+	kv.add("first failure", "%s (%s)", timestamp(r.FirstFailure), relative(r.FirstFailure, x.now))
+	kv.add("last failure", "%s (%s)", timestamp(r.LastFailure), relative(r.LastFailure, x.now))
+	kv.add("error", "%s", r.Error.Message)
+	kv.add("error kind", "%s", orDash(r.Error.Kind))
+	if len(r.Error.Classes) > 0 {
+		kv.add("error classes", "%s", strings.Join(r.Error.Classes, " < "))
+	}
+	if r.Error.Code != "" {
+		kv.add("error code", "%s", r.Error.Code)
+	}
+	if err := kv.flush(); err != nil {
+		return err
+	}
+	if len(r.History) == 0 {
+		return nil
+	}
+	history := slices.Clone(r.History)
+	slices.SortStableFunc(history, func(a, b ledger.Entry) int { return a.Time.Compare(b.Time) })
+	fmt.Fprintln(x.stdout, "\nhistory:")
+	t := newTable(x.stdout, "  TIME", "ACTION", "ATTEMPT", "VERSION", "ACTOR", "REASON", "ERROR")
+	for _, h := range history {
+		attempt, version, errText := "-", "-", "-"
+		if h.Attempt > 0 {
+			attempt = strconv.Itoa(h.Attempt)
+		}
+		if h.Version > 0 {
+			version = u(h.Version)
+		}
+		if h.Error != nil {
+			errText = truncate(errorText(*h.Error), 60)
+		}
+		t.row("  "+timestamp(h.Time), h.Action, attempt, version, orDash(h.Actor), truncate(orDash(h.Reason), 40), errText)
+	}
+	return t.flush()
+}
+
+func parkedResume(x *invocation, args []string) error {
+	sub, typ, id := args[0], args[1], args[2]
+	raw, err := x.client.resume(x.ctx, sub, typ, id, x.opts.reason)
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	fmt.Fprintf(x.stdout, "resumed %s/%s in %s: its held events are delivered again, in order, from the one it stopped at%s\n",
+		typ, id, sub, reasonSuffix(x.opts.reason))
+	return nil
+}
+
+func parkedSkip(x *invocation, args []string) error {
+	sub, typ, id := args[0], args[1], args[2]
+	raw, err := x.client.skip(x.ctx, sub, typ, id, x.opts.throughVersion, x.opts.reason)
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	if v := x.opts.throughVersion; v > 0 {
+		fmt.Fprintf(x.stdout, "skipped %s/%s in %s through version %d: later events are delivered in order%s\n",
+			typ, id, sub, v, reasonSuffix(x.opts.reason))
+	} else {
+		fmt.Fprintf(x.stdout, "skipped %s/%s in %s: every event it held back is skipped and it rejoins live delivery%s\n",
+			typ, id, sub, reasonSuffix(x.opts.reason))
+	}
+	return nil
+}
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (reason: " + reason + ")"
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// subView is a subscription as GET /v1/subscriptions/{name} shows it.
+type subView struct {
+	Name              string                 `json:"name"`
+	Module            string                 `json:"module"`
+	State             string                 `json:"state"`
+	Checkpoint        uint64                 `json:"checkpoint"`
+	DurableCheckpoint uint64                 `json:"durableCheckpoint"`
+	Head              uint64                 `json:"head"`
+	Lag               uint64                 `json:"lag"`
+	Parked            map[string]int         `json:"parked"`
+	Partitions        []partitionView        `json:"partitions"`
+	Retry             map[string]settingView `json:"retry"`
+	ParkedRetries     struct {
+		MaxRetries int    `json:"maxRetries"`
+		FirstDelay string `json:"firstDelay"`
+		MaxDelay   string `json:"maxDelay"`
+		Timeout    string `json:"timeout"`
+	} `json:"parkedRetries"`
+}
+
+type partitionView struct {
+	Index        int       `json:"index"`
+	State        string    `json:"state"`
+	PauseReason  string    `json:"pauseReason"`
+	PausedSince  time.Time `json:"pausedSince"`
+	NextProbe    time.Time `json:"nextProbe"`
+	FailedProbes int       `json:"failedProbes"`
+	Concurrency  int       `json:"concurrency"`
+	Active       int       `json:"active"`
+	Held         int       `json:"held"`
+}
+
+type settingView struct {
+	Value  any    `json:"value"`
+	Source string `json:"source"`
+}
+
+// parkedStates are the ledger's states, in the order an operator reads them.
+func parkedStates() []string { return []string{"retrying", "waiting", "resuming"} }
+
+// stateSummary is the subscription's state with its partitions that are not
+// running, e.g. "running (2 partitions paused)".
+func (s subView) stateSummary() string {
+	other := map[string]int{}
+	for _, p := range s.Partitions {
+		if p.State != "" && p.State != "running" && p.State != s.State {
+			other[p.State]++
+		}
+	}
+	if len(other) == 0 {
+		return s.State
+	}
+	var parts []string
+	for _, st := range slices.Sorted(maps.Keys(other)) {
+		parts = append(parts, fmt.Sprintf("%d %s", other[st], plural(other[st], "partition")+" "+st))
+	}
+	return s.State + " (" + strings.Join(parts, ", ") + ")"
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func subsList(x *invocation, _ []string) error {
+	raw, err := x.client.subscriptions(x.ctx)
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	var list struct {
+		Subscriptions []subView `json:"subscriptions"`
+	}
+	if err := decode(raw, &list); err != nil {
+		return err
+	}
+	if len(list.Subscriptions) == 0 {
+		fmt.Fprintln(x.stdout, "no subscriptions (push a module to add some)")
+		return nil
+	}
+	t := newTable(x.stdout, "NAME", "MODULE", "STATE", "CHECKPOINT", "HEAD", "LAG", "RETRYING", "WAITING", "RESUMING")
+	for _, s := range list.Subscriptions {
+		t.row(s.Name, orDash(s.Module), s.stateSummary(), u(s.Checkpoint), u(s.Head), u(s.Lag),
+			strconv.Itoa(s.Parked["retrying"]), strconv.Itoa(s.Parked["waiting"]), strconv.Itoa(s.Parked["resuming"]))
+	}
+	return t.flush()
+}
+
+func u(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func subsShow(x *invocation, args []string) error {
+	raw, err := x.client.subscription(x.ctx, args[0])
+	return x.showSub(raw, err, "")
+}
+
+func subsPause(x *invocation, args []string) error {
+	raw, err := x.client.pause(x.ctx, args[0])
+	return x.showSub(raw, err, "paused subscription "+args[0])
+}
+
+func subsUnpause(x *invocation, args []string) error {
+	raw, err := x.client.unpause(x.ctx, args[0])
+	return x.showSub(raw, err, "unpaused subscription "+args[0])
+}
+
+func subsReset(x *invocation, args []string) error {
+	if !x.opts.position.set {
+		return usagef("--position is required: 1 replays from the beginning, head+1 skips to the end")
+	}
+	raw, err := x.client.reset(x.ctx, args[0], x.opts.position.v)
+	return x.showSub(raw, err, fmt.Sprintf("reset subscription %s to position %d", args[0], x.opts.position.v))
+}
+
+// showSub prints a subscription answer, after a line saying what was done.
+func (x *invocation) showSub(raw []byte, err error, done string) error {
+	if err != nil {
+		return err
+	}
+	if x.opts.json {
+		return x.printJSON(raw)
+	}
+	var s subView
+	if err := decode(raw, &s); err != nil {
+		return err
+	}
+	if done != "" {
+		fmt.Fprintf(x.stdout, "%s: it is now %s\n\n", done, s.stateSummary())
+	}
+	kv := newKeyValues(x.stdout)
+	kv.add("name", "%s", s.Name)
+	kv.add("module", "%s", orDash(s.Module))
+	kv.add("state", "%s", s.stateSummary())
+	kv.add("checkpoint", "%d (durable %d)", s.Checkpoint, s.DurableCheckpoint)
+	kv.add("head", "%d", s.Head)
+	kv.add("lag", "%d", s.Lag)
+	var parked []string
+	for _, st := range parkedStates() {
+		parked = append(parked, fmt.Sprintf("%d %s", s.Parked[st], st))
+	}
+	kv.add("parked", "%s", strings.Join(parked, ", "))
+	pr := s.ParkedRetries
+	retries := strconv.Itoa(pr.MaxRetries)
+	if pr.MaxRetries < 0 {
+		retries = "none"
+	}
+	kv.add("parked retries", "%s, first after %s, up to %s apart, %s each", retries, pr.FirstDelay, pr.MaxDelay, pr.Timeout)
+	if err := kv.flush(); err != nil {
+		return err
+	}
+
+	if len(s.Retry) > 0 {
+		fmt.Fprintln(x.stdout, "\nretry:")
+		t := newTable(x.stdout, "  SETTING", "VALUE", "FROM")
+		for _, k := range slices.Sorted(maps.Keys(s.Retry)) {
+			t.row("  "+k, settingValue(s.Retry[k].Value), orDash(s.Retry[k].Source))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+
+	var busy []partitionView
+	for _, p := range s.Partitions {
+		if p.State != "running" || p.Active > 0 || p.Held > 0 {
+			busy = append(busy, p)
+		}
+	}
+	fmt.Fprintf(x.stdout, "\npartitions: %d, %d running and idle\n", len(s.Partitions), len(s.Partitions)-len(busy))
+	if len(busy) == 0 {
+		return nil
+	}
+	t := newTable(x.stdout, "  PARTITION", "STATE", "ACTIVE", "HELD", "CONCURRENCY", "PAUSED SINCE", "NEXT PROBE", "REASON")
+	for _, p := range busy {
+		since := "-"
+		if !p.PausedSince.IsZero() {
+			since = timestamp(p.PausedSince)
+		}
+		t.row("  "+strconv.Itoa(p.Index), p.State, strconv.Itoa(p.Active), strconv.Itoa(p.Held), strconv.Itoa(p.Concurrency),
+			since, relative(p.NextProbe, x.now), truncate(orDash(p.PauseReason), 60))
+	}
+	return t.flush()
+}
+
+// settingValue formats a retry setting's JSON value.
+func settingValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "-"
+	case []any:
+		if len(v) == 0 {
+			return "none"
+		}
+		s := make([]string, len(v))
+		for i, e := range v {
+			s[i] = fmt.Sprint(e)
+		}
+		return strings.Join(s, ", ")
+	default:
+		return fmt.Sprint(v)
+	}
+}

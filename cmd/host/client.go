@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// client talks to a running host over its REST API: one method per call.
+// Every method returns the server's JSON body as is; callers decode what
+// they show. A non-2xx answer is a *problemError, a request that never got
+// an answer an *unreachableError.
+type client struct {
+	base  string // scheme://host[:port][/prefix], no trailing slash
+	token string // sent as Authorization: Bearer when not empty
+	hc    *http.Client
+}
+
+// newClient checks server (an http or https URL) and returns a client for it.
+func newClient(server, token string, timeout time.Duration) (*client, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, fmt.Errorf("--server %q is not a URL: %v", server, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--server %q must be an http:// or https:// URL with a host", server)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("--server %q must not have a query or a fragment", server)
+	}
+	return &client{base: strings.TrimRight(u.String(), "/"), token: token, hc: &http.Client{Timeout: timeout}}, nil
+}
+
+// problemError is a non-2xx answer, with the server's problem document when
+// it sent one.
+type problemError struct {
+	Status  int     // the HTTP status
+	Problem problem // the decoded problem document; zero when the body is not one
+	Body    []byte  // the answer as sent
+}
+
+// problem is the API's application/problem+json document.
+type problem struct {
+	Type   string `json:"type"`   // a URI naming the kind of problem
+	Title  string `json:"title"`  // the kind of problem, in words
+	Status int    `json:"status"` // the HTTP status
+	Detail string `json:"detail"` // what is wrong
+	Field  string `json:"field"`  // the request field at fault, if any
+}
+
+// Error is "Title (status): detail [field f]".
+func (e *problemError) Error() string {
+	title := e.Problem.Title
+	if title == "" {
+		title = http.StatusText(e.Status)
+	}
+	msg := fmt.Sprintf("%s (%d)", title, e.Status)
+	if e.Problem.Detail != "" {
+		msg += ": " + e.Problem.Detail
+	} else if len(e.Body) > 0 && e.Problem.Type == "" {
+		msg += ": " + truncate(string(e.Body), 200)
+	}
+	if e.Problem.Field != "" {
+		msg += " [field " + e.Problem.Field + "]"
+	}
+	return msg
+}
+
+// unreachableError means the request got no answer: the server is down, the
+// address is wrong, or the connection failed or timed out.
+type unreachableError struct{ err error }
+
+// Error is the transport's error, without the request's method and URL.
+func (e *unreachableError) Error() string {
+	var ue *url.Error
+	if errors.As(e.err, &ue) {
+		return ue.Err.Error() // without the method and URL, which the CLI prints once
+	}
+	return e.err.Error()
+}
+
+// Unwrap returns the transport's error.
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// apiPath joins escaped path segments under /v1.
+func apiPath(segments ...string) string {
+	var b strings.Builder
+	b.WriteString("/v1")
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}
+
+// do sends one request and returns the status and body of a 2xx answer.
+func (c *client) do(ctx context.Context, method, p string, query url.Values, contentType string, body []byte) (int, []byte, error) {
+	target := c.base + p
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", "berth-host-cli")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, &unreachableError{err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, &unreachableError{fmt.Errorf("reading the answer to %s %s: %w", method, p, err)}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		pe := &problemError{Status: resp.StatusCode, Body: raw}
+		if json.Unmarshal(raw, &pe.Problem) != nil {
+			pe.Problem = problem{}
+		}
+		return resp.StatusCode, nil, pe
+	}
+	return resp.StatusCode, raw, nil
+}
+
+func (c *client) get(ctx context.Context, p string, query url.Values) ([]byte, error) {
+	_, raw, err := c.do(ctx, http.MethodGet, p, query, "", nil)
+	return raw, err
+}
+
+func (c *client) postJSON(ctx context.Context, p string, v any) ([]byte, error) {
+	var body []byte
+	if v != nil {
+		var err error
+		if body, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	ct := ""
+	if body != nil {
+		ct = "application/json"
+	}
+	_, raw, err := c.do(ctx, http.MethodPost, p, nil, ct, body)
+	return raw, err
+}
+
+// pushModule uploads a module (PUT /v1/modules/{name}); created tells a new
+// module (201) from an update (200).
+func (c *client) pushModule(ctx context.Context, name string, wasm []byte) (raw []byte, created bool, err error) {
+	status, raw, err := c.do(ctx, http.MethodPut, apiPath("modules", name), nil, "application/wasm", wasm)
+	return raw, status == http.StatusCreated, err
+}
+
+// modules lists the deployed modules (GET /v1/modules).
+func (c *client) modules(ctx context.Context) ([]byte, error) {
+	return c.get(ctx, apiPath("modules"), nil)
+}
+
+// module describes one module (GET /v1/modules/{name}).
+func (c *client) module(ctx context.Context, name string) ([]byte, error) {
+	return c.get(ctx, apiPath("modules", name), nil)
+}
+
+// deleteModule removes a module (DELETE /v1/modules/{name}).
+func (c *client) deleteModule(ctx context.Context, name string) error {
+	_, _, err := c.do(ctx, http.MethodDelete, apiPath("modules", name), nil, "", nil)
+	return err
+}
+
+// appendEvents appends a commit (POST /v1/events); body is the request
+// document as the API defines it.
+func (c *client) appendEvents(ctx context.Context, body []byte) ([]byte, error) {
+	_, raw, err := c.do(ctx, http.MethodPost, apiPath("events"), nil, "application/json", body)
+	return raw, err
+}
+
+// subscriptions lists the subscriptions (GET /v1/subscriptions).
+func (c *client) subscriptions(ctx context.Context) ([]byte, error) {
+	return c.get(ctx, apiPath("subscriptions"), nil)
+}
+
+// subscription shows one subscription in detail (GET /v1/subscriptions/{name}).
+func (c *client) subscription(ctx context.Context, name string) ([]byte, error) {
+	return c.get(ctx, apiPath("subscriptions", name), nil)
+}
+
+// pause pauses a subscription and returns its state.
+func (c *client) pause(ctx context.Context, name string) ([]byte, error) {
+	return c.postJSON(ctx, apiPath("subscriptions", name, "pause"), nil)
+}
+
+// unpause unpauses a subscription and returns its state.
+func (c *client) unpause(ctx context.Context, name string) ([]byte, error) {
+	return c.postJSON(ctx, apiPath("subscriptions", name, "unpause"), nil)
+}
+
+// reset moves a subscription's checkpoint to position and returns its state.
+func (c *client) reset(ctx context.Context, name string, position uint64) ([]byte, error) {
+	return c.postJSON(ctx, apiPath("subscriptions", name, "reset"), map[string]uint64{"position": position})
+}
+
+// parkedQuery filters GET /v1/parked; empty fields are left out.
+type parkedQuery struct {
+	Subscription, State, AggregateType string // filters
+	After                              string // the cursor of the page to read
+	Limit                              int    // 0: the server's default
+}
+
+// parked reads one page of parked aggregates (GET /v1/parked).
+func (c *client) parked(ctx context.Context, q parkedQuery) ([]byte, error) {
+	v := url.Values{}
+	for k, s := range map[string]string{"subscription": q.Subscription, "state": q.State, "aggregateType": q.AggregateType, "after": q.After} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return c.get(ctx, apiPath("parked"), v)
+}
+
+// parkedRecord reads the ledger record of one parked aggregate, with its
+// history.
+func (c *client) parkedRecord(ctx context.Context, sub, aggType, aggID string) ([]byte, error) {
+	return c.get(ctx, apiPath("subscriptions", sub, "parked", aggType, aggID), nil)
+}
+
+// operatorBody is the optional body of resume and skip.
+type operatorBody struct {
+	Reason         string `json:"reason,omitempty"`
+	ThroughVersion uint64 `json:"throughVersion,omitempty"`
+}
+
+// resume resumes a parked aggregate.
+func (c *client) resume(ctx context.Context, sub, aggType, aggID, reason string) ([]byte, error) {
+	return c.postJSON(ctx, apiPath("subscriptions", sub, "parked", aggType, aggID, "resume"), operatorBody{Reason: reason})
+}
+
+// skip skips the events a parked aggregate held back, through throughVersion
+// (0: all of them).
+func (c *client) skip(ctx context.Context, sub, aggType, aggID string, throughVersion uint64, reason string) ([]byte, error) {
+	return c.postJSON(ctx, apiPath("subscriptions", sub, "parked", aggType, aggID, "skip"), operatorBody{Reason: reason, ThroughVersion: throughVersion})
+}
+
+// isUnreachable reports whether err means the server gave no answer.
+func isUnreachable(err error) bool {
+	var u *unreachableError
+	return errors.As(err, &u)
+}

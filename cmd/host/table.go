@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+)
+
+// table writes aligned columns; call flush when done.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(header...)
+	}
+	return t
+}
+
+// row writes one line; tabs and newlines in a cell are flattened so that
+// they cannot break the alignment.
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = oneLine(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// keyValues writes a "key:  value" block with the values aligned.
+type keyValues struct{ t *table }
+
+func newKeyValues(w io.Writer) *keyValues { return &keyValues{newTable(w)} }
+
+func (kv *keyValues) add(key string, format string, args ...any) {
+	kv.t.row(key+":", fmt.Sprintf(format, args...))
+}
+
+func (kv *keyValues) flush() error { return kv.t.flush() }
+
+// oneLine replaces tabs and line breaks by spaces.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\t\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// truncate shortens s to at most n characters, ending with "…" when cut.
+func truncate(s string, n int) string {
+	s = oneLine(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// orDash shows an empty value as "-".
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// timestamp formats t to the second in local time; "-" when zero.
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+// relative says how far t is from now: "in 2m59s", "3s ago", "now".
+func relative(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now).Round(time.Second)
+	switch {
+	case d > 0:
+		return "in " + d.String()
+	case d < 0:
+		return (-d).String() + " ago"
+	}
+	return "now"
+}
+
+// shortHash keeps the first 12 hex digits of a digest.
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// byteSize formats n bytes in binary units.
+func byteSize(n int) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := int64(n) / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
