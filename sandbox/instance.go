@@ -14,6 +14,7 @@ import (
 
 // instance is one instantiated copy of a module.
 type instance struct {
+	m              *Module
 	mod            api.Module
 	c              *compiled
 	alloc, handle  api.Function
@@ -32,6 +33,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
 	}
 	inst := &instance{
+		m:      m,
 		c:      c,
 		stdout: &boundedBuffer{max: m.s.cfg.MaxOutputBytes},
 		stderr: &boundedBuffer{max: m.s.cfg.MaxOutputBytes},
@@ -63,6 +65,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("%w: instantiate: %v%s", ErrABI, err, stderrNote(inst.stderr.take()))
 	}
 	inst.mod = mod
+	m.instanceOpened()
 	inst.alloc = mod.ExportedFunction(abi.ExportAlloc)
 	inst.handle = mod.ExportedFunction(abi.ExportHandle)
 	inst.stdout.take()
@@ -121,6 +124,7 @@ func (inst *instance) memoryBytes() uint32 {
 func (inst *instance) close() {
 	if inst.mod != nil {
 		inst.mod.Close(context.Background())
+		inst.m.live.Add(-1)
 	}
 	inst.c.release()
 }

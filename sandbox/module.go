@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthhq/berth/wasm/abi"
@@ -55,7 +56,36 @@ type Module struct {
 	cfg      ModuleConfig
 	desc     abi.Description
 	pool     *pool
+
+	created, live, peak atomic.Int64 // instance counts, for Stats and tests
 }
+
+// Stats counts a module's instances.
+type Stats struct {
+	Live    int64 // instances that exist now (idle or serving a call)
+	Idle    int   // instances waiting for a call
+	Created int64 // instances created since load (a trap, timeout or idle release ends one)
+}
+
+// Stats returns the module's instance counts.
+func (m *Module) Stats() Stats {
+	return Stats{Live: m.live.Load(), Idle: m.pool.idleCount(), Created: m.created.Load()}
+}
+
+func (m *Module) instanceOpened() {
+	m.created.Add(1)
+	n := m.live.Add(1)
+	for {
+		p := m.peak.Load()
+		if n <= p || m.peak.CompareAndSwap(p, n) {
+			return
+		}
+	}
+}
+
+func (m *Module) peakInstances() int64    { return m.peak.Load() }
+func (m *Module) liveInstances() int64    { return m.live.Load() }
+func (m *Module) createdInstances() int64 { return m.created.Load() }
 
 // Name returns the name the module was loaded under.
 func (m *Module) Name() string { return m.name }

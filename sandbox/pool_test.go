@@ -1,0 +1,153 @@
+package sandbox
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+func echoEvent(key string) *abi.Event {
+	return &abi.Event{Handler: "echo", InvocationKey: key}
+}
+
+// TestPoolIsCappedAndShrinks runs more concurrent calls than the cap: no
+// more than MaxInstances instances ever exist, every call completes, and
+// idle instances are released after IdleTimeout.
+func TestPoolIsCappedAndShrinks(t *testing.T) {
+	s := newSandbox(t, Config{MaxInstances: 2, IdleTimeout: 300 * time.Millisecond})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{})
+	var wg sync.WaitGroup
+	outcomes := make([]Outcome, 6)
+	for i := range outcomes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The sleeper holds its instance until the deadline.
+			outcomes[i] = m.Invoke(context.Background(), &abi.Event{Handler: "sleeper", InvocationKey: "k"}, 150*time.Millisecond)
+		}()
+	}
+	wg.Wait()
+	for i, o := range outcomes {
+		if o.Kind != Timeout {
+			t.Fatalf("call %d: %v %s", i, o.Kind, o.Error())
+		}
+	}
+	if got := m.peakInstances(); got != 2 {
+		t.Errorf("peak instances = %d, want the cap, 2", got)
+	}
+	// A call over the cap waits for an instance: with both busy sleeping
+	// until their deadline, an echo call waits about that long.
+	var busy sync.WaitGroup
+	for range 2 {
+		busy.Add(1)
+		go func() {
+			defer busy.Done()
+			m.Invoke(context.Background(), &abi.Event{Handler: "sleeper", InvocationKey: "busy"}, 300*time.Millisecond)
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	o := m.Invoke(context.Background(), echoEvent("queued"), 5*time.Second)
+	busy.Wait()
+	if o.Kind != Success || o.Duration < 200*time.Millisecond {
+		t.Errorf("the queued call: %v after %v, want success after waiting for a busy instance", o.Kind, o.Duration)
+	}
+	// Warm two instances, then wait for the janitor to release them.
+	for range 2 {
+		if o := m.Invoke(context.Background(), echoEvent("warm"), time.Second); o.Kind != Success {
+			t.Fatal(o.Error())
+		}
+	}
+	if m.pool.idleCount() == 0 {
+		t.Fatal("no idle instance after a successful call")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for m.pool.idleCount() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle instances were not released", m.pool.idleCount())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := m.liveInstances(); got != 0 {
+		t.Errorf("live instances = %d after release", got)
+	}
+}
+
+// TestBrokenInstancesAreNotReused: after a trap the pool holds no instance
+// from that call; the next call gets a fresh one.
+func TestBrokenInstancesAreNotReused(t *testing.T) {
+	s := newSandbox(t, Config{MaxInstances: 1})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{})
+	if o := m.Invoke(context.Background(), echoEvent("a"), time.Second); o.Kind != Success {
+		t.Fatal(o.Error())
+	}
+	created := m.createdInstances()
+	if o := m.Invoke(context.Background(), &abi.Event{Handler: "crasher", InvocationKey: "b"}, 5*time.Second); o.Kind != Trap {
+		t.Fatalf("%v %s", o.Kind, o.Error())
+	}
+	if m.pool.idleCount() != 0 || m.liveInstances() != 0 {
+		t.Fatalf("the trapped instance is still pooled (idle %d, live %d)", m.pool.idleCount(), m.liveInstances())
+	}
+	if o := m.Invoke(context.Background(), echoEvent("c"), time.Second); o.Kind != Success {
+		t.Fatal(o.Error())
+	}
+	if m.createdInstances() != created+1 {
+		t.Errorf("instances created %d, want %d (one fresh instance after the trap)", m.createdInstances(), created+1)
+	}
+}
+
+// TestEvictionDoesNotBreakCallsInFlight keeps an LRU of one compiled module
+// while two modules alternate: each load evicts the other's compiled code,
+// and calls on instances made before the eviction still succeed.
+func TestEvictionDoesNotBreakCallsInFlight(t *testing.T) {
+	s := newSandbox(t, Config{CompiledModules: 1, MaxInstances: 4})
+	a := load(t, s, "samples/misbehaving", ModuleConfig{})
+	b := load(t, s, "samples/bench", ModuleConfig{}) // evicts a's compiled module
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 4 {
+				if i%2 == 0 {
+					if o := a.Invoke(ctx, echoEvent("a"), 10*time.Second); o.Kind != Success {
+						errs <- "a: " + o.Error()
+					}
+				} else if o := b.Invoke(ctx, orderPlaced(), 10*time.Second); o.Kind != Success {
+					errs <- "b: " + o.Error()
+				}
+				_ = j
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if s.comp.cache.Len() != 1 {
+		t.Errorf("compiled modules cached = %d, want 1", s.comp.cache.Len())
+	}
+}
+
+func TestOutboundResponseIsCapped(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.Write([]byte(big))
+	}))
+	defer srv.Close()
+	s := newSandbox(t, Config{MaxResponseBytes: 32 << 10})
+	m := notifierModule(t, s, srv.URL)
+	o := m.Invoke(context.Background(), shipped("order-9", "buyer-1", 1), 5*time.Second)
+	if o.Kind != GuestFailure || o.Failure.Classes[0] != "berth.HostError" || !strings.Contains(o.Failure.Message, "exceeds 32768 bytes") {
+		t.Fatalf("%v %+v", o.Kind, o.Failure)
+	}
+}
