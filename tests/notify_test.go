@@ -23,11 +23,11 @@ type behaviour struct {
 // call is one request the service received.
 type call struct {
 	Buyer  string
-	Key    string // the Idempotency-Key header
-	Order  string // from the body
-	Status int    // what the service answered
-	Epoch  int    // the epoch when it arrived (see notifier.setEpoch)
-	At     time.Time
+	Key    string    // the Idempotency-Key header
+	Order  string    // from the body
+	Status int       // what the service answered
+	Epoch  int       // the epoch when it arrived (see notifier.setEpoch)
+	At     time.Time // when it arrived
 }
 
 // notifier is a fake notification service, scriptable per buyer: it serves
@@ -79,6 +79,7 @@ func (n *notifier) serve(w http.ResponseWriter, r *http.Request) {
 
 	n.mu.Lock()
 	b := n.script[buyer]
+	epoch, at := n.epoch, time.Now() // as it arrives, before any delay
 	var delay time.Duration
 	if b != nil {
 		delay = b.Delay
@@ -110,13 +111,13 @@ func (n *notifier) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", ra)
 	}
 	n.calls = append(n.calls, call{Buyer: buyer, Key: r.Header.Get("Idempotency-Key"), Order: msg.Order,
-		Status: status, Epoch: n.epoch, At: time.Now()})
+		Status: status, Epoch: epoch, At: at})
 	n.mu.Unlock()
 	w.WriteHeader(status)
 	io.WriteString(w, http.StatusText(status))
 }
 
-// callsOf returns the calls for buyer, in arrival order ("" for all).
+// callsOf returns the calls for buyer, in the order they were answered ("" for all).
 func (n *notifier) callsOf(buyer string) []call {
 	n.mu.Lock()
 	defer n.mu.Unlock()
