@@ -12,8 +12,9 @@ import (
 // callState is what host functions need to know about the call they serve.
 // It travels in the context wazero hands to host functions.
 type callState struct {
-	mod *Module
-	ev  *abi.Event
+	mod   *Module
+	ev    *abi.Event
+	ports Ports
 
 	// expired is set when the call's deadline passes (or its caller gives
 	// up); host functions and the loop guard end the call when they see it.

@@ -31,9 +31,9 @@ func (s *Sandbox) instantiateHost(ctx context.Context, r wazero.Runtime) error {
 		}, []api.ValueType{i32, i32}, []api.ValueType{i64})
 	}
 	request(abi.ImportHTTP, s.hostHTTP)
-	request(abi.ImportKVGet, hostUnsupported("the key/value port"))
-	request(abi.ImportKVPut, hostUnsupported("the key/value port"))
-	request(abi.ImportKVDelete, hostUnsupported("the key/value port"))
+	request(abi.ImportKVGet, hostKVGet)
+	request(abi.ImportKVPut, hostKVPut)
+	request(abi.ImportKVDelete, hostKVDelete)
 	request(abi.ImportCommand, hostCommand)
 	request(abi.ImportConfig, hostConfig)
 	if _, err := b.Instantiate(ctx); err != nil {
@@ -105,12 +105,6 @@ func (s *Sandbox) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 	}
 	s.cfg.Logger.Log(ctx, lvl, string(msg), attrs...)
-}
-
-func hostUnsupported(port string) func(context.Context, *callState, []byte) abi.Reply {
-	return func(context.Context, *callState, []byte) abi.Reply {
-		return abi.Reply{Code: abi.ReplyUnsupported, Message: port + " is not supported by this host yet"}
-	}
 }
 
 // hostCommand queues a saga's command; the caller sends the commands only

@@ -42,7 +42,7 @@ func FuzzHostCalls(f *testing.F) {
 				}
 			}
 		}()
-		ops := []func(context.Context, *callState, []byte) abi.Reply{s.hostHTTP, hostCommand, hostConfig, hostUnsupported("kv")}
+		ops := []func(context.Context, *callState, []byte) abi.Reply{s.hostHTTP, hostCommand, hostConfig, hostKVGet, hostKVPut, hostKVDelete}
 		fn := ops[int(op)%len(ops)]
 		if op&0x80 != 0 {
 			ptr, n = scratch, uint32(len(req))

@@ -240,8 +240,15 @@ func describe(ctx context.Context, inst *instance) (abi.Description, error) {
 // Invoke runs the handler named in ev once, with a deadline of timeout
 // (zero: none), and reports how it went. It never panics on guest behaviour.
 func (m *Module) Invoke(ctx context.Context, ev *abi.Event, timeout time.Duration) Outcome {
+	return m.InvokeWith(ctx, ev, timeout, Ports{})
+}
+
+// InvokeWith is Invoke with host-side ports for the call (a projection's
+// key/value store).
+func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Duration, ports Ports) Outcome {
 	start := time.Now()
 	cs := newCallState(m, ev)
+	cs.ports = ports
 	callCtx, cancel := context.WithCancel(withCall(ctx, cs))
 	if timeout > 0 {
 		callCtx, cancel = context.WithTimeout(withCall(ctx, cs), timeout)
