@@ -95,3 +95,8 @@ const (
 	LogWarn  = 2
 	LogError = 3
 )
+
+// EventCommandRejected is the reserved event type of a saga's rejection
+// handler: the host calls it with a JSON Rejection payload when the command
+// gateway rejects a command the saga's handling sent (ABI.md, Sagas).
+const EventCommandRejected = "berth.CommandRejected"
