@@ -221,7 +221,7 @@ func TestDownHookDoesNotBlockOthers(t *testing.T) {
 	notify(t, s, note(EventParked, "S", "b"))
 	notify(t, s, note(EventSkipped, "S", "c"))
 	d.Wake()
-	eventually(t, "the healthy hook served", func() bool { return healthy.count() == 3 })
+	eventually(t, "the healthy hook served", func() bool { return statsOf(d, "healthy").Cursor == 3 })
 	if got := healthy.ids(); !slices.Equal(got, []string{"1", "2", "3"}) {
 		t.Errorf("healthy got %v", got)
 	}
@@ -241,7 +241,7 @@ func TestDownHookDoesNotBlockOthers(t *testing.T) {
 		t.Errorf("20 notifications took %v while hooks are down", took)
 	}
 	d.Wake()
-	eventually(t, "the healthy hook served again", func() bool { return healthy.count() == 23 })
+	eventually(t, "the healthy hook served again", func() bool { return statsOf(d, "healthy").Cursor == 23 })
 
 	// The outbox keeps what the down hooks have not had.
 	if n := len(queued(t, s)); n != 23 {
@@ -407,7 +407,7 @@ func TestWake(t *testing.T) {
 	d, _ := start(t, s, opts)
 	notify(t, s, note(EventParked, "S", "1"))
 	d.Wake()
-	eventually(t, "the first delivery", func() bool { return rc.count() == 1 })
+	eventually(t, "the first delivery", func() bool { return durableCursor(t, s, "h") == 1 })
 	time.Sleep(20 * time.Millisecond) // let the hook go idle for its hour
 
 	notify(t, s, note(EventParked, "S", "2"))
@@ -451,7 +451,7 @@ func TestSetHooks(t *testing.T) {
 	}
 	notify(t, s, note(EventParked, "S", "2"))
 	d.Wake()
-	eventually(t, "a served 2", func() bool { return a.count() == 2 })
+	eventually(t, "a served 2", func() bool { return durableCursor(t, s, "a") == 2 })
 	st := waitFailed(t, d, "b", 1)
 	if st.NextAttempt.IsZero() || bad.ids()[0] != "2" {
 		t.Fatalf("b: %+v, requests %v", st, bad.ids())
@@ -461,7 +461,7 @@ func TestSetHooks(t *testing.T) {
 	if err := d.SetHooks([]Hook{a.hook("a"), good.hook("b")}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b's delivery at its new URL", func() bool { return good.count() == 1 })
+	eventually(t, "b's delivery at its new URL", func() bool { return statsOf(d, "b").Delivered == 1 })
 	if st := statsOf(d, "b"); st.Delivered != 1 || st.FailedAttempts != 1 {
 		t.Errorf("b stats = %+v", st)
 	}

@@ -177,7 +177,10 @@ func (w *worker) step(ctx context.Context) bool {
 		return false
 	}
 	if !hook.Wants(n.Type, n.Subscription) { // the filters changed
-		w.finish(ctx, n.Seq)
+		w.mu.Lock()
+		w.doneLocked(n.Seq)
+		w.mu.Unlock()
+		w.persist(ctx)
 		return true
 	}
 
@@ -190,9 +193,10 @@ func (w *worker) step(ctx context.Context) bool {
 	if err == nil {
 		w.st.Delivered++
 		w.st.LastError = ""
+		w.doneLocked(n.Seq)
 		w.mu.Unlock()
 		w.d.log.Debug("webhook: delivered", "hook", w.name, "seq", n.Seq, "type", n.Type)
-		w.finish(ctx, n.Seq)
+		w.persist(ctx)
 		return true
 	}
 	w.st.FailedAttempts++
@@ -205,11 +209,12 @@ func (w *worker) step(ctx context.Context) bool {
 	attempts := cur.attempts
 	if attempts >= w.d.opts.MaxAttempts {
 		w.st.Dropped++
+		w.doneLocked(n.Seq)
 		w.mu.Unlock()
 		w.d.log.Error("webhook: delivery dropped", "hook", w.name, "seq", n.Seq, "type", n.Type,
 			"subscription", n.Subscription, "aggregateType", n.AggregateType, "aggregateId", n.AggregateID,
 			"attempts", attempts, "error", err)
-		w.finish(ctx, n.Seq)
+		w.persist(ctx)
 		return true
 	}
 	delay := w.d.opts.backoff(attempts)
@@ -284,13 +289,11 @@ func (w *worker) pick(ctx context.Context) bool {
 	return next != nil
 }
 
-// finish moves the cursor past seq, the delivery in flight, and writes it.
-func (w *worker) finish(ctx context.Context, seq uint64) {
-	w.mu.Lock()
+// doneLocked ends the delivery in flight, of seq, and moves the cursor
+// past it (in memory; persist writes it). w.mu is held.
+func (w *worker) doneLocked(seq uint64) {
 	w.cur = nil
 	w.cursor = max(w.cursor, seq)
-	w.mu.Unlock()
-	w.persist(ctx)
 }
 
 // persist writes the cursor to the ledger when it moved. The write is not
