@@ -1,5 +1,7 @@
 package abi
 
+import "encoding/json"
+
 // Rejection is the JSON payload of a berth.CommandRejected event.
 type Rejection struct {
 	Command   RejectedCommand `json:"command"`
@@ -11,8 +13,8 @@ type Rejection struct {
 
 // RejectedCommand is the command as the saga sent it; Payload is JSON.
 type RejectedCommand struct {
-	AggregateType string `json:"aggregateType"`
-	AggregateID   string `json:"aggregateId"`
-	Type          string `json:"type"`
-	Payload       []byte `json:"payload"`
+	AggregateType string          `json:"aggregateType"`
+	AggregateID   string          `json:"aggregateId"`
+	Type          string          `json:"type"`
+	Payload       json.RawMessage `json:"payload"`
 }
