@@ -14,6 +14,17 @@ import (
 // engine does not count it against the aggregate.
 const classCanceled = "berth.Canceled"
 
+// invokerFor returns what runs handler h of module d for the engine, by the
+// processor's kind: a reactor's handler is a plain call; sagas and
+// projections add their ports' semantics around it.
+func (r *Registry) invokerFor(d *deployed, desc abi.Description, h abi.HandlerDesc) subscription.Invoker {
+	plain := wasmInvoker{mod: d.mod, handler: h.Name}
+	switch desc.Kind {
+	default:
+		return plain
+	}
+}
+
 // wasmInvoker runs one handler of a sandboxed module for the engine.
 type wasmInvoker struct {
 	mod     *sandbox.Module

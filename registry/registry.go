@@ -59,7 +59,7 @@ type deployed struct {
 type HandlerInfo struct {
 	Name         string   `json:"name"`
 	EventTypes   []string `json:"eventTypes"`
-	Subscription string   `json:"subscription"`
+	Subscription string   `json:"subscription,omitempty"` // empty for a saga's rejection handler
 }
 
 // Info describes a deployed module.
@@ -191,6 +191,9 @@ func (r *Registry) specs(d *deployed) []subscription.Spec {
 	}
 	specs := make([]subscription.Spec, 0, len(desc.Handlers))
 	for _, h := range desc.Handlers {
+		if !subscribes(h) {
+			continue
+		}
 		name := desc.Processor + "." + h.Name
 		_, override := cfg.RetryLayers(name)
 		specs = append(specs, subscription.Spec{
@@ -203,7 +206,7 @@ func (r *Registry) specs(d *deployed) []subscription.Spec {
 			HandlerRetry:   settingsOf(h.Retry),
 			OverrideRetry:  override,
 			Parked:         cfg.Parked(name),
-			Invoker:        wasmInvoker{mod: d.mod, handler: h.Name},
+			Invoker:        r.invokerFor(d, desc, h),
 		})
 	}
 	return specs
@@ -221,11 +224,25 @@ func settingsOf(s abi.RetrySettings) retry.Settings {
 }
 
 func subscriptionNames(desc abi.Description) []string {
-	names := make([]string, len(desc.Handlers))
-	for i, h := range desc.Handlers {
-		names[i] = desc.Processor + "." + h.Name
+	var names []string
+	for _, h := range desc.Handlers {
+		if subscribes(h) {
+			names = append(names, desc.Processor+"."+h.Name)
+		}
 	}
 	return names
+}
+
+// subscribes reports whether a handler gets a subscription: every handler
+// but a saga's rejection handler (registered only for the reserved
+// berth.CommandRejected type), which the host calls itself.
+func subscribes(h abi.HandlerDesc) bool {
+	for _, t := range h.EventTypes {
+		if t != abi.EventCommandRejected {
+			return true
+		}
+	}
+	return false
 }
 
 // Reconfigure applies a reloaded configuration: each module is loaded again
@@ -319,9 +336,12 @@ func (d *deployed) info() Info {
 	in := Info{Name: d.Name, SHA256: d.SHA256, Size: d.Size, Uploaded: d.Uploaded, Processor: desc.Processor,
 		Kind: desc.Kind.String(), Start: desc.Start.String(), DeadlineGuard: d.mod.DeadlineGuard()}
 	for _, h := range desc.Handlers {
-		sub := desc.Processor + "." + h.Name
-		in.Handlers = append(in.Handlers, HandlerInfo{Name: h.Name, EventTypes: h.EventTypes, Subscription: sub})
-		in.Subscriptions = append(in.Subscriptions, sub)
+		hi := HandlerInfo{Name: h.Name, EventTypes: h.EventTypes}
+		if subscribes(h) {
+			hi.Subscription = desc.Processor + "." + h.Name
+			in.Subscriptions = append(in.Subscriptions, hi.Subscription)
+		}
+		in.Handlers = append(in.Handlers, hi)
 	}
 	return in
 }
