@@ -33,8 +33,13 @@ const sub = "ShipmentNotifier.onOrderShipped"
 
 // testConfig makes every failure of the sample park at once; the long-horizon
 // retries stay at their default (the first one after 3m), so a parked
-// aggregate stays "retrying" for the whole test.
-const testConfig = `[subscriptions."ShipmentNotifier.onOrderShipped".retry]
+// aggregate stays "retrying" for the whole test. The outage detector is
+// raised out of reach: a few orders failing together in one partition must
+// park, not pause the partition.
+const testConfig = `[subscription.systemic]
+aggregates = 1000
+
+[subscriptions."ShipmentNotifier.onOrderShipped".retry]
 max-attempts = 1
 `
 
@@ -225,7 +230,7 @@ func decodeJSON[T any](t *testing.T, s string) T {
 // run in order against the one host.
 func TestOperatorStory(t *testing.T) {
 	id := fmt.Sprintf("order-%d", time.Now().UnixNano()) // unique under -count=N
-	id2 := id + "-b"
+	id2, id3, id4 := id+"-b", id+"-c", id+"-d"
 	body := filepath.Join(t.TempDir(), "events.json")
 	if err := os.WriteFile(body, []byte(`{"aggregateType":"Invoice","aggregateId":"`+id+`","events":[{"type":"InvoiceSent","data":{"n":1}}]}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -290,6 +295,22 @@ func TestOperatorStory(t *testing.T) {
 		{name: "another parks", poll: true, args: []string{"parked", "list"}, stdout: []string{"Order/" + id2}},
 		{name: "resume", args: []string{"parked", "resume", sub, "Order", id2, "--reason", "try again"},
 			stdout: []string{"resumed Order/" + id2, "reason: try again"}},
+		{name: "append a third", args: []string{"events", "append", "--type", "Order", "--id", id3, "--owner", "buyer-9", "OrderShipped={}"},
+			stdout: []string{"appended to Order/" + id3}},
+		{name: "append a fourth", args: []string{"events", "append", "--type", "Order", "--id", id4, "--owner", "buyer-9", "OrderShipped={}"},
+			stdout: []string{"appended to Order/" + id4}},
+		{name: "both park", poll: true, args: []string{"parked", "list", "--aggregate-type", "Order"}, stdout: []string{"Order/" + id3, "Order/" + id4}},
+		{name: "one page", poll: true, args: []string{"parked", "list", "--limit", "1"}, stderr: []string{"more records: host parked list --after "},
+			check: func(t *testing.T, stdout, stderr string) {
+				if rows := strings.Count(stdout, "\n") - 1; rows != 1 {
+					t.Errorf("--limit 1 printed %d rows:\n%s", rows, stdout)
+				}
+				cursor := strings.Fields(stderr[strings.Index(stderr, "--after "):])[1]
+				code, next, errs := runCLI("", "parked", "list", "--limit", "1", "--after", cursor)
+				if code != exitOK || strings.Count(next, "\n") != 2 || next == stdout {
+					t.Errorf("the next page: code %d\n%s%s", code, next, errs)
+				}
+			}},
 		{name: "version conflict", args: []string{"events", "append", "--type", "Order", "--id", id, "--expected-version", "0", "OrderShipped={}"},
 			code: exitFailed, stderr: []string{"Conflict (409)", "version conflict"}},
 		{name: "append from file", args: []string{"events", "append", "--file", body}, stdout: []string{"appended to Invoice/" + id, "version 1"}},
@@ -406,4 +427,78 @@ func TestEnvAndToken(t *testing.T) {
 		t.Errorf("path %q", gotPath)
 	}
 	mu.Unlock()
+}
+
+// TestParkedListPages: without --limit, parked list follows the server's
+// cursor; --json merges the pages into one document of the same shape.
+func TestParkedListPages(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := `{"subscription":"P.h","aggregateType":"Order","aggregateId":"%s","version":%d,"state":"waiting","error":{"message":"boom","kind":"recoverable"},"attempts":5}`
+		switch r.URL.Query().Get("after") {
+		case "":
+			fmt.Fprintf(w, `{"records":[`+rec+`],"next":"c1"}`, "o-1", 1)
+		case "c1":
+			fmt.Fprintf(w, `{"records":[`+rec+`],"next":""}`, "o-2", 2)
+		default:
+			http.Error(w, "bad cursor", http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	tests := []step{
+		{name: "table", args: []string{"parked", "list"}, stdout: []string{"Order/o-1", "Order/o-2", "operator", "recoverable: boom"}},
+		{name: "json", args: []string{"parked", "list", "--json"}, check: func(t *testing.T, stdout, _ string) {
+			page := decodeJSON[struct {
+				Records []ledger.Record
+				Next    string
+			}](t, stdout)
+			if len(page.Records) != 2 || page.Records[1].AggregateID != "o-2" || page.Next != "" {
+				t.Errorf("merged = %+v", page)
+			}
+		}},
+		{name: "one page", args: []string{"parked", "list", "--limit", "1", "--json"}, stdout: []string{`"next":"c1"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, srv.URL) })
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct{ got, want string }{
+		{truncate("short", 10), "short"},
+		{truncate("exactly10!", 10), "exactly10!"},
+		{truncate("a longer message", 8), "a longe…"},
+		{truncate("line\nbreak\ttab", 20), "line break tab"},
+		{truncate("ééééé", 4), "ééé…"},
+		{relative(now.Add(179500*time.Millisecond), now), "in 3m0s"},
+		{relative(now.Add(-3*time.Second), now), "3s ago"},
+		{relative(now, now), "now"},
+		{relative(time.Time{}, now), "-"},
+		{byteSize(512), "512 B"},
+		{byteSize(2994925), "2.9 MiB"},
+		{shortHash("c1ea6e0b96f134d4e0714f5f"), "c1ea6e0b96f1"},
+		{settingValue([]any{}), "none"},
+		{settingValue([]any{"A", "B"}), "A, B"},
+		{settingValue(float64(5)), "5"},
+	}
+	for i, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%d: got %q, want %q", i, tt.got, tt.want)
+		}
+	}
+
+	for _, tt := range []struct {
+		args             []string
+		noun, verb, rest string
+	}{
+		{[]string{"parked", "list", "--json"}, "parked", "list", "--json"},
+		{[]string{"--server", "http://x", "--json", "subs", "show", "S"}, "subs", "show", "--server http://x --json S"},
+		{[]string{"--server=http://x", "modules", "list"}, "modules", "list", "--server=http://x"},
+		{[]string{"parked"}, "parked", "", ""},
+	} {
+		lead, noun, verb, rest := splitCommand(tt.args)
+		if got := strings.Join(append(lead, rest...), " "); noun != tt.noun || verb != tt.verb || got != tt.rest {
+			t.Errorf("splitCommand(%q) = %q %q %q", tt.args, noun, verb, got)
+		}
+	}
 }
