@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 func shipped(order, buyer string, version uint64) *abi.Event {
 	return &abi.Event{
 		Handler:       "onOrderShipped",
-		InvocationKey: "ShipmentNotifier.onOrderShipped:" + order + "@" + itoa(version) + ":0",
+		InvocationKey: "ShipmentNotifier.onOrderShipped:" + order + "@" + strconv.FormatUint(version, 10) + ":0",
 		Attempt:       1,
 		Type:          "OrderShipped",
 		AggregateType: "Order",
@@ -28,18 +29,6 @@ func shipped(order, buyer string, version uint64) *abi.Event {
 		Version:       version,
 		OwnerID:       buyer,
 		Payload:       []byte(`{"carrier":"DHL"}`),
-	}
-}
-
-func itoa(v uint64) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtUint(v)) }
-
-func fmtUint(v uint64) string {
-	var b []byte
-	for {
-		b = append([]byte{byte('0' + v%10)}, b...)
-		if v /= 10; v == 0 {
-			return string(b)
-		}
 	}
 }
 
