@@ -2,14 +2,12 @@ package loopguard
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -20,43 +18,17 @@ import (
 // rewrite what Berth actually runs. testdata is ignored by ./..., but a
 // package under it can still be built by explicit path.
 var spinGuest = sync.OnceValues(func() ([]byte, error) {
-	root, err := workspaceRoot()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "loopguard-guest-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "spin.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./sandbox/internal/loopguard/testdata/spin")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, errors.New("building the test guest: " + err.Error() + "\n" + string(msg))
+	out, err := testbuild.Wasm(dir, "sandbox/internal/loopguard/testdata/spin")
+	if err != nil {
+		return nil, err
 	}
 	return os.ReadFile(out)
 })
-
-// workspaceRoot walks up from the package directory to the directory holding
-// go.work: the guest must be built inside the workspace.
-func workspaceRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.work above the package directory")
-		}
-		dir = parent
-	}
-}
 
 func guest(tb testing.TB) []byte {
 	tb.Helper()
