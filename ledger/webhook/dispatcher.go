@@ -195,7 +195,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	case d.closed:
 		d.mu.Unlock()
 		return ErrClosed
-	case d.running:
+	case d.running || (d.runDone != nil && !isClosed(d.runDone)):
 		d.mu.Unlock()
 		return errors.New("webhook: Run is already running")
 	}
@@ -209,10 +209,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 	defer func() {
 		cancel()
-		d.wg.Wait()
+		// No worker starts once running is false, so the Wait below does
+		// not race with an Add.
 		d.mu.Lock()
 		d.running, d.runCtx, d.cancel = false, nil, nil
 		d.mu.Unlock()
+		d.wg.Wait()
 		close(done)
 	}()
 
@@ -269,13 +271,13 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	running := d.running
 	d.mu.Unlock()
 	if !running {
-		if done != nil {
-			<-done // a Run that is finishing on its own
+		if done == nil {
+			return nil
 		}
-		return nil
+	} else {
+		cancel()
 	}
-	cancel()
-	select {
+	select { // the Run, or one finishing on its own
 	case <-done:
 		return nil
 	case <-ctx.Done():
@@ -292,6 +294,15 @@ func (d *Dispatcher) Wake() {
 		w.poke()
 	}
 	d.pokeAck()
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func (d *Dispatcher) pokeAck() {
