@@ -7,9 +7,11 @@ replace github.com/berthhq/berth/wasm/abi => ./wasm/abi
 require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/dgraph-io/badger/v4 v4.9.6 // indirect
 	github.com/dgraph-io/ristretto/v2 v2.2.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/flatbuffers v25.2.10+incompatible // indirect
@@ -40,4 +42,5 @@ replace github.com/berthhq/berth/guest-sdk => ./guest-sdk
 require (
 	github.com/berthhq/berth/guest-sdk v0.0.0-00010101000000-000000000000
 	github.com/berthhq/berth/wasm/abi v0.0.0-00010101000000-000000000000
+	github.com/chromedp/chromedp v0.23.1
 )

@@ -1,0 +1,127 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+const chromium = "/usr/bin/chromium"
+
+// TestConsoleResume drives the ops console in headless Chromium: an aggregate
+// parked for an unknown buyer shows up in the page; after the service learns
+// the buyer, the operator types a reason and clicks Resume, the row goes away
+// and the buyer is notified with the parked event's invocation key.
+func TestConsoleResume(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no %s (Debian's chromium package; .ci/run installs it): %v", chromium, err)
+	}
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
+	h.uploadNotifier(t, 201)
+	svc.set("ghost", behaviour{Unknown: true})
+	h.appendShipped(t, "o-c1", "ghost")
+	h.appendShipped(t, "o-c2", "alice")
+	h.waitParked(t, "o-c1", 20*time.Second)
+	svc.waitNotified(t, key("o-c2", 1), 20*time.Second)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	defer cancelCtx()
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	text := func(sel chromedp.CSS) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(sel))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+
+	row := chromedp.CSS(`#parked tbody tr[data-key="` + subName + `/Order/o-c1"]`)
+	sub := chromedp.CSS(`#subs tbody tr[data-name="` + subName + `"]`)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(h.URL+"/console/"),
+		chromedp.WaitVisible(row),
+		chromedp.WaitVisible(sub),
+	); err != nil {
+		t.Fatalf("open the console: %v", err)
+	}
+	rowText, subText := text(row), text(sub)
+	for _, want := range []string{"Order o-c1", "v1", "does not know buyer ghost", "UnknownBuyer"} {
+		if !strings.Contains(rowText, want) {
+			t.Errorf("parked row %q should show %q", rowText, want)
+		}
+	}
+	if !strings.Contains(subText, moduleName) || !strings.Contains(subText, "running") {
+		t.Errorf("subscription row %q should show the module and its state", subText)
+	}
+	screenshot(t, ctx, "console-parked.png")
+
+	// Fix the cause, then resume from the page. The page re-renders its
+	// tables every 2s, so type and click right after a refresh.
+	svc.set("ghost", behaviour{})
+	const reason = "ghost registered"
+	status := text("#status")
+	eventually(t, 10*time.Second, "the console to refresh", func() bool {
+		now := text("#status")
+		return now != status && strings.HasPrefix(now, "updated")
+	})
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(row+" input.reason", reason),
+		chromedp.Click(row+" button.resume"),
+	); err != nil {
+		t.Fatalf("resume in the console: %v", err)
+	}
+	svc.waitNotified(t, key("o-c1", 1), 20*time.Second)
+	if err := chromedp.Do(ctx, chromedp.WaitNotPresent(row)); err != nil {
+		t.Fatalf("the parked row should go away: %v", err)
+	}
+	eventually(t, 5*time.Second, "the host to log the resume with its reason", func() bool {
+		return strings.Contains(h.Stderr(), `reason="`+reason+`"`)
+	})
+	if n := svc.notified(key("o-c1", 1)); n != 1 {
+		t.Errorf("o-c1 notified %d times, want 1", n)
+	}
+	if list := h.parked(t); len(list) != 0 {
+		t.Errorf("GET /v1/parked after the resume: %+v", list)
+	}
+	screenshot(t, ctx, "console-resumed.png")
+}
+
+// screenshot saves the full page to the test's artifact directory
+// (go test -artifacts keeps it).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: a PNG
+	if err != nil {
+		t.Errorf("screenshot: %v", err)
+		return
+	}
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Errorf("screenshot: %v", err)
+		return
+	}
+	t.Logf("screenshot: %s", path)
+}
