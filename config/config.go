@@ -50,6 +50,9 @@ type Config struct {
 	// Modules is [modules.<name>]: per-module memory limit, outbound hosts, guest config and init timeout
 	// (a module without a table gets [DefaultModule]).
 	Modules map[string]ModuleConfig `toml:"modules"`
+	// Commands is [commands.<AggregateType>]: the command gateway sagas' commands to aggregates of that
+	// type are sent to (default: none; a saga's command without a gateway fails its attempt).
+	Commands map[string]CommandGatewayConfig `toml:"commands"`
 	// SandboxConfig is [sandbox]: the WebAssembly sandbox's caches, instance pool and output limits.
 	SandboxConfig SandboxConfig `toml:"sandbox"`
 	// Webhooks is [[webhooks]]: endpoints told about parked, retries-spent, resumed and skipped
@@ -162,6 +165,10 @@ func (c *Config) validate() problems {
 	for _, name := range sortedKeys(c.Modules) {
 		m := c.Modules[name]
 		m.validate(&p, keyPath{{name: "modules"}, {name: name}})
+	}
+	for _, name := range sortedKeys(c.Commands) {
+		g := c.Commands[name]
+		g.validate(&p, keyPath{{name: "commands"}, {name: name}})
 	}
 	c.SandboxConfig.validate(&p, keyPath{{name: "sandbox"}})
 	validateWebhooks(&p, c.Webhooks, keyPath{{name: "webhooks"}})

@@ -59,7 +59,7 @@ func Default() *Config {
 // DefaultTOML returns the commented default configuration file, which the host writes when there is
 // none: every key with its default value and a comment above it, and commented-out examples of the
 // tables that have no default entries (tokens, per-subscription overrides, classifier rules, modules,
-// webhooks). It parses to exactly [Default]. Each call returns a new slice.
+// command gateways, webhooks). It parses to exactly [Default]. Each call returns a new slice.
 func DefaultTOML() []byte { return []byte(defaultTOML) }
 
 const defaultTOML = `# Berth host configuration (berth.toml).
@@ -179,6 +179,17 @@ window = "10s"
 # allowed-hosts = ["notifications.example.com:443"]
 # config = { region = "eu-west-1" }
 # init-timeout = "10s"
+
+# Command gateways, by target aggregate type: each command a saga derives is POSTed as JSON
+# {"requestId", "aggregateType", "aggregateId", "type", "payload"} to the url of its aggregate type, with
+# the request id also as the Idempotency-Key header (the same on a redelivery). 2xx accepts the command,
+# 409 or 422 rejects it (the saga's OnRejected handler is called), 429 is backpressure, other answers
+# fail the attempt. A table without timeout waits 10s; headers are optional.
+#
+# [commands.Stock]
+# url = "https://stock.example.com/commands"
+# timeout = "10s"
+# headers = { Authorization = "Bearer a-long-random-secret" }
 
 [sandbox]
 # Compiled modules kept in memory.
