@@ -10,6 +10,7 @@ import (
 // token is a 401 with WWW-Authenticate, a role below the route's a 403, a
 // role that allows it reaches the handler.
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, authTOML)
 	if r := h.upload("shipment-notifier", deployerToken); r.status != http.StatusCreated {
 		t.Fatalf("upload as deployer: %s", r)
@@ -101,6 +102,7 @@ func (h *testHost) doHeader(r req, key, value string) response {
 // is a 503 problem while the host starts; /metrics is the Prometheus text
 // format with the request counter by route and code.
 func TestHealthAndMetrics(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, "")
 	if r := h.do(req{method: "GET", path: "/healthz"}); r.status != 200 || string(r.body) != "{\"status\":\"ok\"}\n" {
 		t.Errorf("healthz: %s", r)

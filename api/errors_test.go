@@ -14,6 +14,7 @@ import (
 // deployed and one aggregate in the log: each is a problem+json 4xx of the
 // right kind, naming the field at fault when there is one.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, "")
 	if r := h.upload("shipment-notifier", ""); r.status != http.StatusCreated {
 		t.Fatalf("upload: %s", r)
@@ -129,6 +130,7 @@ func TestBadInput(t *testing.T) {
 // TestModuleTooLarge: a module above server.max-module-size is a 413 and
 // nothing is stored.
 func TestModuleTooLarge(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, "")
 	cfg, err := config.Parse([]byte("[server]\nmax-module-size = \"64KiB\"\n"), "small.toml")
 	if err != nil {
@@ -145,6 +147,7 @@ func TestModuleTooLarge(t *testing.T) {
 // TestReloadRefusesABadFile: a file that does not parse is a 400 naming the
 // key, and the running configuration stays.
 func TestReloadRefusesABadFile(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, "")
 	before := h.cfg.Load()
 	if err := os.WriteFile(h.configPath, []byte("[subscription.retry]\nmax-attempts = \"many\"\n"), 0o644); err != nil {
@@ -171,6 +174,7 @@ func TestReloadRefusesABadFile(t *testing.T) {
 // TestNo5xxForBadInput throws junk at every route: odd path parameters,
 // malformed and hostile bodies, junk queries. Nothing is a 5xx.
 func TestNo5xxForBadInput(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, "")
 	if r := h.upload("shipment-notifier", ""); r.status != http.StatusCreated {
 		t.Fatalf("upload: %s", r)

@@ -14,6 +14,7 @@ import (
 // TestModuleLifecycle: a bad upload stores nothing; PUT is 201 then 200;
 // GET shows the module; DELETE is 204 then 404.
 func TestModuleLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, "")
 	list := func() []registry.Info {
 		t.Helper()
@@ -67,6 +68,7 @@ func TestModuleLifecycle(t *testing.T) {
 
 // TestEvents appends commits and reads them back by aggregate.
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, "")
 	r := h.do(req{method: "POST", path: "/v1/events", body: `{"aggregateType":"Order","aggregateId":"o-1","expectedVersion":0,"ownerId":"b-1","events":[{"type":"OrderPlaced","data":{"n":1}},{"type":"OrderPaid"}]}`})
 	if r.status != http.StatusCreated {
@@ -107,6 +109,7 @@ func TestEvents(t *testing.T) {
 // list and by key; the subscription counts it and shows its retry settings
 // with their sources; resume and skip act on it.
 func TestSubscriptionsAndParked(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, "")
 	if r := h.upload("shipment-notifier", ""); r.status != http.StatusCreated {
 		t.Fatalf("upload: %s", r)

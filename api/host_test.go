@@ -245,9 +245,12 @@ type req struct {
 	chunked      bool // send the body without a Content-Length
 }
 
+// do sends r to the API and checks the answer against openapi.json.
 func (h *testHost) do(r req) response {
 	h.t.Helper()
-	return serve(h.api, r)
+	resp := serve(h.api, r)
+	checkResponse(h.t, h.api, r.method, r.path, resp)
+	return resp
 }
 
 func serve(s *Server, r req) response { return serveWith(s, r, nil) }
@@ -291,7 +294,9 @@ func (h *testHost) upload(name, token string) response {
 	}
 	w := httptest.NewRecorder()
 	h.api.Handler().ServeHTTP(w, hr)
-	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+	resp := response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+	checkResponse(h.t, h.api, http.MethodPut, "/v1/modules/"+name, resp)
+	return resp
 }
 
 // ship appends an OrderShipped event of order for buyer.
