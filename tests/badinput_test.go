@@ -225,4 +225,13 @@ func TestBadInput(t *testing.T) {
 	}
 	h.appendShipped(t, "o-2", "alice")
 	svc.waitNotified(t, key("o-2", 1), 20*time.Second)
+
+	// Uploading the same module again is an update that keeps the parked aggregate.
+	again := h.uploadNotifier(t, 200)
+	if again.SHA256 != uploaded.SHA256 {
+		t.Errorf("re-upload: sha256 %s, want %s", again.SHA256, uploaded.SHA256)
+	}
+	if rec := h.waitParked(t, "o-9", 5*time.Second); rec.Version != 1 || rec.Attempts != 1 {
+		t.Errorf("o-9 after the re-upload: %+v", rec)
+	}
 }

@@ -62,8 +62,14 @@ var servingRE = regexp.MustCompile(`msg="berth is serving" url=(http://\S+)`)
 // SIGTERM at cleanup; its stderr is printed when the test failed.
 func startHost(t testing.TB, data, configPath string) *hostProc {
 	t.Helper()
+	return startHostArgs(t, data, configPath, "serve", "--config", configPath, "--data", data, "--listen", "127.0.0.1:0")
+}
+
+// startHostArgs runs the binary with args and waits until it serves.
+func startHostArgs(t testing.TB, data, configPath string, args ...string) *hostProc {
+	t.Helper()
 	h := &hostProc{t: t, Data: data, Config: configPath, stderr: &syncBuffer{}, done: make(chan struct{})}
-	h.cmd = exec.Command(hostBin, "serve", "--config", configPath, "--data", data, "--listen", "127.0.0.1:0")
+	h.cmd = exec.Command(hostBin, args...)
 	pr, pw := io.Pipe()
 	h.cmd.Stderr = pw
 	h.cmd.Stdout = h.stderr

@@ -23,6 +23,9 @@ func TestSpecStory(t *testing.T) {
 	svc := newNotifier(t)
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
 
+	// A reactor starts at the end of the log: an order shipped before the
+	// upload is not notified.
+	h.appendShipped(t, "o-0", "alice")
 	info := h.uploadNotifier(t, 201)
 	if info.Processor != "ShipmentNotifier" || info.Name != moduleName {
 		t.Errorf("upload: processor %q name %q, want ShipmentNotifier %s", info.Processor, info.Name, moduleName)
@@ -38,12 +41,14 @@ func TestSpecStory(t *testing.T) {
 		t.Errorf("effective retry: %+v; want max-attempts 5 from the processor and initial-backoff from the override", st.Retry)
 	}
 
-	svc.set("bob", behaviour{Fail: 1})         // flaky: one 503
-	svc.set("carol", behaviour{Unknown: true}) // the service does not know carol yet
+	svc.set("bob", behaviour{Fail: 1})                  // flaky: one 503
+	svc.set("carol", behaviour{Unknown: true})          // the service does not know carol yet
+	svc.set("dan", behaviour{Busy: 1, RetryAfter: "1"}) // busy once: 429, Retry-After: 1
 
 	h.appendShipped(t, "o-1", "alice")
 	h.appendShipped(t, "o-2", "bob")
 	h.appendShipped(t, "o-3", "carol")
+	h.appendShipped(t, "o-5", "dan")
 
 	// The flaky answer is retried and succeeds, with the same key.
 	svc.waitNotified(t, key("o-1", 1), 20*time.Second)
@@ -56,6 +61,15 @@ func TestSpecStory(t *testing.T) {
 		if c.Key != "ShipmentNotifier.onOrderShipped:o-2@1:0" {
 			t.Errorf("bob: Idempotency-Key %q, want ShipmentNotifier.onOrderShipped:o-2@1:0", c.Key)
 		}
+	}
+
+	// Backpressure is retried after the Retry-After, with the same key.
+	svc.waitNotified(t, key("o-5", 1), 20*time.Second)
+	dan := svc.callsOf("dan")
+	if len(dan) != 2 || dan[0].Status != 429 || dan[1].Key != dan[0].Key || dan[0].Key != key("o-5", 1) {
+		t.Errorf("dan: calls %+v, want a 429 then a success with key %s", dan, key("o-5", 1))
+	} else if wait := dan[1].At.Sub(dan[0].At); wait < 900*time.Millisecond {
+		t.Errorf("dan: retried %v after a 429 with Retry-After: 1", wait)
 	}
 
 	// The unknown buyer parks at once: one attempt, classes nearest first.
@@ -100,9 +114,12 @@ func TestSpecStory(t *testing.T) {
 		t.Errorf("GET /v1/parked after resume: %+v, want none", list)
 	}
 	// Each order was notified successfully exactly once.
-	for _, k := range []string{key("o-1", 1), key("o-2", 1), key("o-3", 1), key("o-3", 2), key("o-4", 1)} {
+	for _, k := range []string{key("o-1", 1), key("o-2", 1), key("o-3", 1), key("o-3", 2), key("o-4", 1), key("o-5", 1)} {
 		if n := svc.notified(k); n != 1 {
 			t.Errorf("%s notified %d times, want 1", k, n)
 		}
+	}
+	if n := svc.notified(key("o-0", 1)); n != 0 {
+		t.Errorf("o-0, shipped before the upload, was notified %d times", n)
 	}
 }
