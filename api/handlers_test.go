@@ -125,6 +125,17 @@ func TestSubscriptionsAndParked(t *testing.T) {
 		rec.State != ledger.StateWaiting && rec.State != ledger.StateRetrying || !slices.Contains(rec.Error.Classes, "UnknownBuyer") || len(rec.History) == 0 {
 		t.Errorf("parked record %+v", rec)
 	}
+	metrics := string(h.do(req{method: "GET", path: "/metrics"}).body)
+	for _, want := range []string{
+		`berth_parked_aggregates{state="` + string(rec.State) + `",subscription="` + notifierSub + `"} 1`,
+		`berth_subscription_paused{subscription="` + notifierSub + `"} 0`,
+		`berth_subscription_lag{subscription="` + notifierSub + `"}`,
+		"berth_eventlog_head 2",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
 
 	var page struct {
 		Records []ledger.Record

@@ -49,6 +49,9 @@ func New(deps Deps) *Server {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics()
 	}
+	if deps.Engine != nil {
+		deps.Metrics.Registry.MustRegister(newEngineCollector(deps.Engine))
+	}
 	if deps.Ready == nil {
 		deps.Ready = func() bool { return true }
 	}
