@@ -16,7 +16,6 @@ type delivery struct {
 	requests []berth.Request
 	queued   []berth.Command
 	writes   map[string]kvWrite
-	sent     []berth.Command
 }
 
 type kvWrite struct {
@@ -34,15 +33,12 @@ func (d *delivery) ports() berth.Ports {
 	}
 }
 
-// commit hands the queued commands to the command fake and applies the
-// buffered writes to the read model, as the host does after a success.
-func (d *delivery) commit() {
+// commit applies the buffered writes to the read model, as the host does
+// after a success, and returns the queued commands, which the caller sends
+// (Spec.send) in order.
+func (d *delivery) commit() []berth.Command {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, c := range d.queued {
-		d.spec.Commands.record(c)
-	}
-	d.sent = d.queued
 	for k, w := range d.writes {
 		if w.deleted {
 			d.spec.KV.remove(k)
@@ -50,6 +46,7 @@ func (d *delivery) commit() {
 			d.spec.KV.set(k, w.value)
 		}
 	}
+	return d.queued
 }
 
 func (d *delivery) requestsMade() []berth.Request {

@@ -118,14 +118,18 @@ func (kv *FakeKV) remove(key string) {
 	delete(kv.data, key)
 }
 
-// FakeCommands is a saga's command port. Within a Spec the commands of a
-// delivery reach it only if the handler succeeds; used directly as a
-// berth.CommandSender it records each command at once. The zero value is
-// ready to use and safe for concurrent use.
+// FakeCommands is a saga's command port and the command gateway behind it.
+// Within a Spec the commands of a delivery reach it only if the handler
+// succeeds, and those matching a Reject rule are rejected and delivered to
+// the saga's rejection handler; used directly as a berth.CommandSender it
+// records each command at once. The zero value is ready to use and safe for
+// concurrent use.
 type FakeCommands struct {
 	mu       sync.Mutex
 	failures []error
 	sent     []berth.Command
+	rules    []rejectRule      // scripted rejections (saga.go)
+	rejected []berth.Rejection // rejections so far
 }
 
 // Fail makes the next Send calls fail with errs, one call each.

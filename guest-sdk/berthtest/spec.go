@@ -22,7 +22,9 @@
 // Like the host, a Spec keeps a saga's commands and a projection's key/value
 // writes of one delivery only if the handler succeeds: a failed attempt
 // sends no command and leaves the read model as it was. Outbound HTTP
-// happens at once, as it does in the host.
+// happens at once, as it does in the host. A command the test scripted to
+// be rejected (FakeCommands.Reject) goes to the saga's rejection handler
+// (berth.Processor.OnRejected) in the same WhenEvent, as the host calls it.
 package berthtest
 
 import (
@@ -168,17 +170,13 @@ func (s *Spec) WhenEvent(ev Event) *Then {
 	}
 
 	d := &delivery{spec: s, key: key}
-	// Dispatch a one-handler copy of the processor whose handler remembers
-	// the error it returned, so that ExpectErrorIs can look into it.
-	var handlerErr error
-	run := &berth.Processor{Name: s.Processor.Name, Kind: s.Processor.Kind}
-	run.On(h.Name, ev.Type, func(c *berth.Context) error {
-		handlerErr = h.Func(c)
-		return handlerErr
-	})
-	res := run.Dispatch(env, d.ports())
+	res, handlerErr := s.dispatch(h, env, d)
+	var sent sendOutcome
 	if res.Status == abi.StatusOK {
-		d.commit()
+		sent = s.send(env, d.commit())
+		if sent.failed {
+			res, handlerErr = sent.res, sent.err
+		}
 	}
 
 	th.Subscription = s.Processor.Name + "." + h.Name
@@ -186,9 +184,23 @@ func (s *Spec) WhenEvent(ev Event) *Then {
 	th.Attempt = attempt
 	th.Result = res
 	th.Err = handlerErr
-	th.Requests = d.requestsMade()
-	th.Commands = d.sent
+	th.Requests = append(d.requestsMade(), sent.requests...)
+	th.Commands = sent.commands
+	th.Rejections = sent.rejections
 	return th
+}
+
+// dispatch runs handler h for env with the delivery's ports, through a
+// one-handler copy of the processor whose handler remembers the error it
+// returned, so that ExpectErrorIs can look into it.
+func (s *Spec) dispatch(h *berth.Handler, env *abi.Event, d *delivery) (abi.Result, error) {
+	var handlerErr error
+	run := &berth.Processor{Name: s.Processor.Name, Kind: s.Processor.Kind}
+	run.On(h.Name, env.Type, func(c *berth.Context) error {
+		handlerErr = h.Func(c)
+		return handlerErr
+	})
+	return run.Dispatch(env, d.ports()), handlerErr
 }
 
 // handlerFor finds the handler the event goes to, failing the test if none.

@@ -31,8 +31,12 @@ type Then struct {
 	Err error
 	// Requests are the HTTP requests this delivery made, failed ones included.
 	Requests []berth.Request
-	// Commands are the commands this delivery sent: none if it failed.
+	// Commands are the commands this delivery sent, in order, with those its
+	// rejection handler sent after each rejection: none if the handler
+	// failed (a failed rejection handler's own commands are not sent).
 	Commands []berth.Command
+	// Rejections are the commands of this delivery the gateway rejected.
+	Rejections []berth.Rejection
 
 	spec    *Spec
 	t       TB
