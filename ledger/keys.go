@@ -19,6 +19,16 @@ import (
 //	'n' seq(8)                                        -> Notification as JSON
 //	'x' "notify-seq"                                  -> last seq(8)
 //	'x' "format"                                      -> layout version(1)
+//	'g' lp(subscription)                              -> read model generation(8)
+//	'p' lp(subscription) gen(8) key                   -> read model value
+//	'a' lp(subscription) gen(8) lp(aggType) lp(aggID) -> applied version(8) index(4)
+//	'z' lp(subscription) gen(8)                       -> "" (a retired generation)
+//
+// A projection's read model keys are raw after the generation, so that a
+// prefix of them is a prefix of the store's keys. ClearProjection bumps the
+// generation (absent: 0) and lists the old one under 'z'; readers only ever
+// see the current generation, and SweepProjections deletes retired ones in
+// bounded transactions.
 //
 // Numbers are big endian so byte order is numeric order. The due index holds
 // one key per record in StateRetrying, its NextRetry first, so a forward scan
@@ -33,6 +43,10 @@ const (
 	kindCount      = 'k'
 	kindNotice     = 'n'
 	kindSystem     = 'x'
+	kindGeneration = 'g'
+	kindProjection = 'p'
+	kindApplied    = 'a'
+	kindRetired    = 'z'
 )
 
 // layoutVersion is stored under formatKey; Open refuses another.

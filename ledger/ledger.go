@@ -152,4 +152,44 @@ type Tx interface {
 	Notifications(after uint64, limit int) ([]Notification, error)
 	// AckNotifications removes notifications with Seq <= through.
 	AckNotifications(through uint64) error
+
+	// ProjectionGet returns a copy of the value under key in the
+	// subscription's read model (a projection's key/value namespace),
+	// ErrNotFound if there is none.
+	ProjectionGet(subscription, key string) ([]byte, error)
+	// ProjectionPut stores value under key in the subscription's read model,
+	// replacing any; nil is stored as an empty value. The key must not be
+	// empty.
+	ProjectionPut(subscription, key string, value []byte) error
+	// ProjectionDelete removes key from the subscription's read model;
+	// deleting a missing key is no error.
+	ProjectionDelete(subscription, key string) error
+	// ProjectionList returns up to limit (DefaultLimit when 0 or less)
+	// entries of the subscription's read model whose keys start with prefix
+	// and sort after the key after (empty: from the first), in key (byte)
+	// order, and the key to pass as after for the next page ("" at the end).
+	ProjectionList(subscription, prefix, after string, limit int) ([]ProjectionEntry, string, error)
+	// ClearProjection empties the subscription's read model and forgets its
+	// applied markers, atomically with the rest of the transaction however
+	// large the read model is: the namespace moves to a new generation at
+	// once, and the old one's keys are removed later by SweepProjections.
+	ClearProjection(subscription string) error
+	// SweepProjections removes up to limit (DefaultLimit when 0 or less) keys
+	// of read models that ClearProjection retired, and reports whether any
+	// remain. Call it in transactions of its own until it reports none, so
+	// that no transaction grows past the store's limit.
+	SweepProjections(limit int) (more bool, err error)
+	// Applied returns the last event (commit version and index within it)
+	// of the aggregate applied to the subscription's read model; ok is false
+	// when none was.
+	Applied(subscription, aggregateType, aggregateID string) (version uint64, index uint32, ok bool, err error)
+	// SetApplied records the last event of the aggregate applied to the
+	// subscription's read model, replacing any.
+	SetApplied(subscription, aggregateType, aggregateID string, version uint64, index uint32) error
+}
+
+// ProjectionEntry is one key and value of a read model.
+type ProjectionEntry struct {
+	Key   string
+	Value []byte
 }

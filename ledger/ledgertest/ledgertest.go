@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"CanceledContext", testCanceled},
 	}
+	tests = append(tests, projectionTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
