@@ -178,7 +178,8 @@ func (e *Engine) setPaused(ctx context.Context, sub string, paused bool) error {
 
 // Reset moves a subscription's checkpoint to position (1 = the beginning,
 // head+1 = the end) and restarts its delivery from there. Running attempts
-// are cancelled; parked aggregates stay parked.
+// are cancelled; parked aggregates stay parked. The spec's OnReset runs in
+// the same transaction as the checkpoint's write, after every attempt ended.
 func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	s, err := e.sub(sub)
 	if err != nil {
@@ -200,6 +201,11 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 		return err
 	}
 	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		if hook := s.cur.Load().spec.OnReset; hook != nil {
+			if err := hook(tx, position); err != nil {
+				return err
+			}
+		}
 		return tx.SetCheckpoint(s.name, position)
 	}); err != nil {
 		// Carry on from the old checkpoint rather than stay stopped.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -87,6 +88,11 @@ type Spec struct {
 	Parked retry.ParkedSettings
 	// Invoker runs the handler. Required.
 	Invoker Invoker
+	// OnReset, when set, runs inside the transaction in which Reset writes
+	// the new checkpoint (position), so that state derived from the events
+	// (a projection's read model) is reset in the same step; its error
+	// fails the Reset and changes nothing. Nil: nothing but the checkpoint.
+	OnReset func(tx ledger.Tx, position uint64) error
 }
 
 func (s Spec) name() string {
