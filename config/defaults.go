@@ -25,6 +25,7 @@ func Default() *Config {
 			Concurrency:        DefaultConcurrency,
 			CheckpointEvery:    DefaultCheckpointEvery,
 			CheckpointInterval: DefaultCheckpointInterval,
+			ProjectionWriters:  DefaultProjectionWriters,
 			Retry: retry.Config{
 				MaxAttempts:          retry.DefaultMaxAttempts,
 				InitialBackoff:       retry.Duration(retry.DefaultInitialBackoff),
@@ -109,6 +110,9 @@ concurrency = 4
 checkpoint-every = 100
 # ...or at least this often while events are handled.
 checkpoint-interval = "200ms"
+# Projection calls of the whole host applying their writes to the read models at once; a call that finds
+# them all busy fails as backpressure, applies nothing, and is retried.
+projection-writers = 8
 
 # The retry budget of every handler, below what a module declares for its processor and handlers.
 [subscription.retry]

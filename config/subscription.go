@@ -18,6 +18,10 @@ const (
 	DefaultCheckpointInterval = retry.Duration(200e6)
 	MaxPartitions             = 4096
 	MaxConcurrency            = 1024
+	// DefaultProjectionWriters is the default of subscription.projection-writers.
+	DefaultProjectionWriters = 8
+	// MaxProjectionWriters bounds subscription.projection-writers.
+	MaxProjectionWriters = 1024
 )
 
 // SubscriptionConfig is [subscription]: how every subscription runs, and the host-wide failure settings.
@@ -32,6 +36,10 @@ type SubscriptionConfig struct {
 	CheckpointEvery int `toml:"checkpoint-every"`
 	// CheckpointInterval writes a checkpoint at least this often while events are handled (default 200ms).
 	CheckpointInterval retry.Duration `toml:"checkpoint-interval"`
+	// ProjectionWriters bounds the projection calls of the whole host that apply their writes to the
+	// read models at once (default 8): a call that finds them all busy fails as backpressure, applies
+	// nothing, and is retried.
+	ProjectionWriters int `toml:"projection-writers"`
 	// Retry is [subscription.retry], the host's retry budget, below every processor's and handler's own
 	// (defaults: those of retry.Defaults).
 	Retry retry.Config `toml:"retry"`
@@ -111,6 +119,7 @@ func (s SubscriptionConfig) validate(p *problems, at keyPath) {
 	positiveInt(p, at.key("concurrency"), s.Concurrency, MaxConcurrency)
 	positiveInt(p, at.key("checkpoint-every"), s.CheckpointEvery, 1<<30)
 	positiveDuration(p, at.key("checkpoint-interval"), s.CheckpointInterval)
+	positiveInt(p, at.key("projection-writers"), s.ProjectionWriters, MaxProjectionWriters)
 
 	// The host-wide layers are the base: every setting must be there (0 would silently mean a default).
 	r := at.key("retry")
