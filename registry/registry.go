@@ -39,6 +39,9 @@ type Options struct {
 	Engine  *subscription.Engine
 	Config  func() *config.Config
 	Logger  *slog.Logger
+	// Projections is the query store of projections' read models; nil:
+	// a projection's key/value port answers Unsupported.
+	Projections *Projections
 }
 
 // Registry holds the deployed modules. It is safe for concurrent use.
@@ -207,6 +210,7 @@ func (r *Registry) specs(d *deployed) []subscription.Spec {
 			OverrideRetry:  override,
 			Parked:         cfg.Parked(name),
 			Invoker:        r.invokerFor(d, desc, h),
+			OnReset:        r.onReset(desc, name),
 		})
 	}
 	return specs

@@ -1,0 +1,402 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/sandbox"
+	"github.com/berthhq/berth/subscription"
+)
+
+// The projection tests run the order-summary sample, compiled to wasm, in
+// the real sandbox, over a Badger event log and ledger in a temporary
+// directory and a real engine.
+
+const summarySub = "OrderSummary.onOrder"
+
+// orderSummaryWasm builds the sample once per test binary.
+var orderSummaryWasm = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "berth-registry-test")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path, err := testbuild.Wasm(dir, "samples/order-summary")
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+})
+
+type orderSummary struct {
+	Orders  int   `json:"orders"`
+	Shipped int   `json:"shipped"`
+	Total   int64 `json:"total"`
+}
+
+// projEnv is a host's parts, opened and closed as a whole.
+type projEnv struct {
+	t      *testing.T
+	dir    string
+	cfg    *config.Config
+	events *eventlog.Badger
+	store  *ledger.Badger
+	sb     *sandbox.Sandbox
+	eng    *subscription.Engine
+	reg    *Registry
+	proj   *Projections
+}
+
+func newProjEnv(t *testing.T, writers int) *projEnv {
+	t.Helper()
+	wasm, err := orderSummaryWasm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Server.DataDir = dir
+	cfg.Subscription.ProjectionWriters = writers
+	cfg.Subscription.Retry.MaxAttempts = 2
+	cfg.Subscription.Retry.InitialBackoff = retry.Duration(time.Millisecond)
+	cfg.Subscription.Retry.MaxBackoff = retry.Duration(time.Millisecond)
+	cfg.Subscription.Parked.MaxRetries = -1
+	e := &projEnv{t: t, dir: dir, cfg: cfg}
+	e.open()
+	t.Cleanup(e.close)
+	if _, _, err := e.reg.Put(context.Background(), "order-summary", wasm); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *projEnv) open() {
+	e.t.Helper()
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	var err error
+	if e.events, err = eventlog.Open(filepath.Join(e.dir, "events"), eventlog.Options{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if e.store, err = ledger.Open(filepath.Join(e.dir, "ledger"), ledger.Options{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if e.sb, err = sandbox.New(e.cfg.Sandbox()); err != nil {
+		e.t.Fatal(err)
+	}
+	defaults, _ := e.cfg.RetryLayers("")
+	if e.eng, err = subscription.Open(e.events, e.store, subscription.Options{
+		Partitions: 4, Concurrency: 4, Retry: defaults, Parked: e.cfg.Parked(""),
+		// Only Close writes the checkpoint: a crash redelivers everything.
+		CheckpointEvery: 1 << 20, CheckpointInterval: time.Hour, Logger: logger,
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.proj = NewProjections(e.store, func() int { return e.cfg.Subscription.ProjectionWriters }, logger)
+	if e.reg, err = Open(ctx, Options{Dir: filepath.Join(e.dir, "modules"), Sandbox: e.sb, Engine: e.eng,
+		Config: func() *config.Config { return e.cfg }, Logger: logger, Projections: e.proj}); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.eng.Start(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *projEnv) close() {
+	if e.eng == nil {
+		return
+	}
+	ctx := context.Background()
+	e.eng.Close(ctx)
+	e.proj.Wait()
+	e.sb.Close(ctx)
+	e.store.Close(ctx)
+	e.events.Close(ctx)
+	e.eng = nil
+}
+
+// crash closes everything and rewinds the durable checkpoint to the start,
+// as if the host died before it wrote any: every event is delivered again.
+func (e *projEnv) crash() {
+	e.t.Helper()
+	e.eng.Close(context.Background())
+	if err := e.store.Update(context.Background(), func(tx ledger.Tx) error {
+		return tx.SetCheckpoint(summarySub, 1)
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.close()
+	e.open()
+}
+
+func (e *projEnv) append(id, buyer, typ, payload string) eventlog.Commit {
+	e.t.Helper()
+	c, err := e.events.Append(context.Background(), eventlog.AppendRequest{AggregateType: "Order", AggregateID: id,
+		ExpectedVersion: eventlog.AnyVersion, OwnerID: buyer, Events: []eventlog.Event{{Type: typ, Payload: []byte(payload)}}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// orders appends n orders of buyer, each placed for 100 and every second
+// one shipped.
+func (e *projEnv) orders(buyer string, from, n int) {
+	for i := from; i < from+n; i++ {
+		id := fmt.Sprintf("%s-o%d", buyer, i)
+		e.append(id, buyer, "OrderPlaced", `{"total":100}`)
+		if i%2 == 0 {
+			e.append(id, buyer, "OrderShipped", `{}`)
+		}
+	}
+}
+
+func (e *projEnv) get(key string) ([]byte, bool) {
+	e.t.Helper()
+	var v []byte
+	err := e.store.View(context.Background(), func(tx ledger.Tx) error {
+		var err error
+		v, err = tx.ProjectionGet(summarySub, key)
+		return err
+	})
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, false
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v, true
+}
+
+func (e *projEnv) summary(buyer string) orderSummary {
+	e.t.Helper()
+	var s orderSummary
+	if v, ok := e.get("buyer/" + buyer); ok {
+		if err := json.Unmarshal(v, &s); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// waitCaughtUp waits until the subscription has handled the whole log.
+func (e *projEnv) waitCaughtUp() {
+	e.t.Helper()
+	projEventually(e.t, "the projection caught up", func() bool {
+		st, err := e.eng.Status(context.Background(), summarySub)
+		return err == nil && st.Lag == 0
+	})
+}
+
+func projEventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func wantSummaries(t *testing.T, e *projEnv, want map[string]orderSummary) {
+	t.Helper()
+	for buyer, w := range want {
+		if got := e.summary(buyer); got != w {
+			t.Errorf("summary of %s = %+v, want %+v", buyer, got, w)
+		}
+	}
+}
+
+// Many orders of one buyer, in every partition at once, all update one
+// summary: every event counts exactly once.
+func TestProjectionBuildsTheReadModel(t *testing.T) {
+	t.Parallel()
+	e := newProjEnv(t, 8)
+	e.orders("ann", 0, 40)
+	e.orders("bob", 0, 5)
+	e.waitCaughtUp()
+	wantSummaries(t, e, map[string]orderSummary{"ann": {40, 20, 4000}, "bob": {5, 3, 500}})
+	if v, ok := e.get("order/ann-o0"); !ok || string(v) != `{"buyer":"ann","total":100,"shipped":true}` {
+		t.Errorf("order/ann-o0 = %s, %v", v, ok)
+	}
+}
+
+// A call that wrote and then failed applies nothing; resumed after the
+// cause is fixed, the event applies once.
+func TestProjectionFailedCallAppliesNothing(t *testing.T) {
+	t.Parallel()
+	e := newProjEnv(t, 8)
+	ctx := context.Background()
+	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		return tx.ProjectionPut(summarySub, "buyer/cy", []byte("not a summary"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.append("cy-o1", "cy", "OrderPlaced", `{"total":7}`)
+	projEventually(t, "cy-o1 parked", func() bool {
+		_, err := e.eng.Parked(ctx, summarySub, "Order", "cy-o1")
+		return err == nil
+	})
+	if v, ok := e.get("order/cy-o1"); ok {
+		t.Fatalf("the failed call's write was applied: %s", v)
+	}
+	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		return tx.ProjectionPut(summarySub, "buyer/cy", []byte(`{"orders":1,"total":3}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.eng.Resume(ctx, summarySub, "Order", "cy-o1", "test", "summary fixed"); err != nil {
+		t.Fatal(err)
+	}
+	projEventually(t, "cy-o1 applied", func() bool { _, ok := e.get("order/cy-o1"); return ok })
+	e.waitCaughtUp()
+	wantSummaries(t, e, map[string]orderSummary{"cy": {2, 0, 10}})
+}
+
+// A crash redelivers every event since the durable checkpoint: those
+// applied are not applied again, and those appended meanwhile are not lost.
+func TestProjectionCrashNeverAppliesTwiceNorLosesOne(t *testing.T) {
+	t.Parallel()
+	e := newProjEnv(t, 8)
+	e.orders("ann", 0, 10)
+	e.waitCaughtUp()
+	wantSummaries(t, e, map[string]orderSummary{"ann": {10, 5, 1000}})
+	e.crash()
+	e.orders("ann", 10, 4)
+	e.waitCaughtUp()
+	wantSummaries(t, e, map[string]orderSummary{"ann": {14, 7, 1400}})
+	e.crash() // twice, with nothing new
+	e.waitCaughtUp()
+	wantSummaries(t, e, map[string]orderSummary{"ann": {14, 7, 1400}})
+}
+
+// Resetting the subscription to the beginning clears the read model in
+// the same step and builds it again from the log.
+func TestProjectionResetRebuilds(t *testing.T) {
+	t.Parallel()
+	e := newProjEnv(t, 8)
+	ctx := context.Background()
+	e.orders("ann", 0, 6)
+	e.waitCaughtUp()
+	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		return tx.ProjectionPut(summarySub, "stray", []byte("from an older version"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.eng.Reset(ctx, summarySub, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCaughtUp()
+	wantSummaries(t, e, map[string]orderSummary{"ann": {6, 3, 600}})
+	if _, ok := e.get("stray"); ok {
+		t.Error("a key from before the reset survived it")
+	}
+	e.proj.Wait()
+	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		if more, err := tx.SweepProjections(0); more || err != nil {
+			t.Errorf("the retired read model was not swept: %v, %v", more, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The invoker itself: a full bulkhead refuses the call as backpressure and
+// applies nothing; a free one applies it; a redelivery is skipped.
+func TestProjectionInvoker(t *testing.T) {
+	t.Parallel()
+	e := newProjEnv(t, 1)
+	inv := e.reg.invokerFor(e.reg.mods["order-summary"], e.reg.mods["order-summary"].mod.Description(),
+		e.reg.mods["order-summary"].mod.Description().Handlers[0])
+	commit := eventlog.Commit{Position: 1, AggregateType: "Order", AggregateID: "dee-o1", Version: 1, OwnerID: "dee",
+		Time: time.Now(), Events: []eventlog.Event{{Type: "OrderPlaced", Payload: []byte(`{"total":5}`)}}}
+	d := subscription.Delivery{Subscription: summarySub, Handler: "onOrder", Attempt: 1, Commit: commit, Timeout: 10 * time.Second,
+		InvocationKey: subscription.InvocationKey(summarySub, commit, 0)}
+	tests := []struct {
+		name       string
+		holdWriter bool
+		wantClass  string // "": success
+		want       orderSummary
+	}{
+		{"bulkhead full", true, ClassProjectionBusy, orderSummary{}},
+		{"applied", false, "", orderSummary{1, 0, 5}},
+		{"redelivered", false, "", orderSummary{1, 0, 5}},
+	}
+	for _, tc := range tests {
+		if tc.holdWriter && !e.proj.acquire() {
+			t.Fatal("the only writer is busy")
+		}
+		f := inv.Invoke(context.Background(), d)
+		if tc.holdWriter {
+			e.proj.release()
+		}
+		switch {
+		case tc.wantClass == "" && f != nil:
+			t.Errorf("%s: %v", tc.name, f)
+		case tc.wantClass != "" && (f == nil || f.Classes[0] != tc.wantClass || f.Reported != retry.ReportedBackpressure):
+			t.Errorf("%s: %+v, want %s reported as backpressure", tc.name, f, tc.wantClass)
+		}
+		if d := retry.Classify(f, &retry.Policy{}, nil); f != nil && d.Class != retry.Backpressure {
+			t.Errorf("%s: classified %+v, want backpressure", tc.name, d)
+		}
+		if got := e.summary("dee"); got != tc.want {
+			t.Errorf("%s: summary %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A call whose read was changed by another before it applied conflicts and
+// applies nothing.
+func TestProjectionConflict(t *testing.T) {
+	t.Parallel()
+	e := newProjEnv(t, 8)
+	ctx := context.Background()
+	commit := eventlog.Commit{AggregateType: "Order", AggregateID: "o", Version: 1, Events: []eventlog.Event{{Type: "X"}}}
+	d := &subscription.Delivery{Commit: commit}
+	tests := []struct {
+		name    string
+		between func(tx ledger.Tx) error // another call's write between the read and the apply
+		want    error
+	}{
+		{"unchanged", func(ledger.Tx) error { return nil }, nil},
+		{"changed", func(tx ledger.Tx) error { return tx.ProjectionPut(summarySub, "k", []byte("other")) }, errConflict},
+		{"created", func(tx ledger.Tx) error { return tx.ProjectionPut(summarySub, "absent", []byte("new")) }, errConflict},
+	}
+	for _, tc := range tests {
+		if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+			return errors.Join(tx.ProjectionPut(summarySub, "k", []byte("1")), tx.ProjectionDelete(summarySub, "absent"),
+				tx.ClearProjection("none"), tx.SetApplied(summarySub, "Order", "o", 0, 0))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		kv := newCallKV(ctx, e.store, summarySub)
+		_, _, _ = kv.Get("k")
+		_, _, _ = kv.Get("absent")
+		_ = kv.Put("out", []byte(tc.name))
+		if err := e.store.Update(ctx, tc.between); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.proj.apply(ctx, summarySub, kv, d); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%s: apply %v, want %v", tc.name, err, tc.want)
+		}
+		v, _ := e.get("out")
+		if applied := string(v) == tc.name; applied != (tc.want == nil) {
+			t.Errorf("%s: out = %q", tc.name, v)
+		}
+	}
+}
