@@ -20,6 +20,8 @@ const classCanceled = "berth.Canceled"
 func (r *Registry) invokerFor(d *deployed, desc abi.Description, h abi.HandlerDesc) subscription.Invoker {
 	plain := wasmInvoker{mod: d.mod, handler: h.Name}
 	switch desc.Kind {
+	case abi.KindSaga:
+		return r.sagaInvoker(d, desc, h)
 	case abi.KindProjection:
 		return r.projectionInvoker(d, desc, h)
 	default:
