@@ -194,7 +194,9 @@ config = { notifications-url = %q }
 		t.Fatal(err)
 	}
 	if h.modules, err = registry.Open(ctx, registry.Options{Dir: filepath.Join(dir, "modules"), Sandbox: sb,
-		Engine: h.engine, Config: h.cfg.Load, Logger: logger}); err != nil {
+		Engine: h.engine, Config: h.cfg.Load, Logger: logger,
+		Projections: registry.NewProjections(h.ledger, func() int { return h.cfg.Load().Subscription.ProjectionWriters }, logger),
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.engine.Start(ctx); err != nil {

@@ -312,6 +312,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		{"ParkedRecord", ledger.Record{}, false},
 		{"ErrorInfo", ledger.ErrorInfo{}, false},
 		{"HistoryEntry", ledger.Entry{}, false},
+		{"ProjectionPage", projectionPageJSON{}, false},
+		{"ProjectionEntry", projectionEntryJSON{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {

@@ -109,6 +109,9 @@ func (s *Server) routeTable() []route {
 		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator},
 		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator},
 
+		{get, "/v1/projections/:subscription", s.listProjection, reader},
+		{get, "/v1/projections/:subscription/:key", s.getProjection, reader},
+
 		{post, "/v1/config/reload", s.reloadConfig, admin},
 	}
 }

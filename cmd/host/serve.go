@@ -182,7 +182,9 @@ func (h *host) open(cfg *config.Config) error {
 		return err
 	}
 	if h.modules, err = registry.Open(ctx, registry.Options{Dir: filepath.Join(data, "modules"), Sandbox: h.sandbox,
-		Engine: h.engine, Config: h.config, Logger: h.log}); err != nil {
+		Engine: h.engine, Config: h.config, Logger: h.log,
+		Projections: registry.NewProjections(h.ledger, func() int { return h.config().Subscription.ProjectionWriters }, h.log),
+	}); err != nil {
 		return err
 	}
 	if err := h.engine.Start(ctx); err != nil {

@@ -1,0 +1,104 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/labstack/echo/v4"
+)
+
+// projectionEntryJSON is one key of a projection's read model in a listing:
+// a value that is JSON is inlined as value, any other as base64.
+type projectionEntryJSON struct {
+	Key    string          `json:"key"`
+	Value  json.RawMessage `json:"value,omitempty"`  // the value, when it is JSON
+	Base64 string          `json:"base64,omitempty"` // the value, when it is not JSON (standard base64)
+}
+
+// projectionPageJSON is a page of a read model.
+type projectionPageJSON struct {
+	Entries []projectionEntryJSON `json:"entries"`
+	Next    string                `json:"next"` // the after of the next page; "" at the end
+}
+
+// projectionSub returns the subscription of the request, 404 unless a
+// deployed projection serves it.
+func (s *Server) projectionSub(c echo.Context) (string, error) {
+	sub := pathParam(c, "subscription")
+	if s.deps.Modules == nil || !s.deps.Modules.IsProjection(sub) {
+		return "", notFound("no deployed projection has subscription %q", sub)
+	}
+	return sub, nil
+}
+
+// pathParam returns a path parameter unescaped, so that a key may hold
+// any byte ("/" as %2F).
+func pathParam(c echo.Context, name string) string {
+	v := c.Param(name)
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// getProjection answers one value of a read model: a JSON value as
+// application/json, any other as application/octet-stream.
+func (s *Server) getProjection(c echo.Context) error {
+	sub, err := s.projectionSub(c)
+	if err != nil {
+		return err
+	}
+	key := pathParam(c, "key")
+	var v []byte
+	err = s.deps.Ledger.View(c.Request().Context(), func(tx ledger.Tx) error {
+		v, err = tx.ProjectionGet(sub, key)
+		return err
+	})
+	if errors.Is(err, ledger.ErrNotFound) {
+		return notFound("the read model of %s has no key %q", sub, key)
+	}
+	if err != nil {
+		return err
+	}
+	if json.Valid(v) {
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, v)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEOctetStream, v)
+}
+
+// listProjection answers a page of a read model's keys, in byte order.
+func (s *Server) listProjection(c echo.Context) error {
+	sub, err := s.projectionSub(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, 100, 1000)
+	if err != nil {
+		return err
+	}
+	prefix, after := c.QueryParam("prefix"), c.QueryParam("after")
+	var entries []ledger.ProjectionEntry
+	var next string
+	err = s.deps.Ledger.View(c.Request().Context(), func(tx ledger.Tx) error {
+		entries, next, err = tx.ProjectionList(sub, prefix, after, limit)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	page := projectionPageJSON{Entries: make([]projectionEntryJSON, 0, len(entries)), Next: next}
+	for _, e := range entries {
+		ej := projectionEntryJSON{Key: e.Key}
+		if json.Valid(e.Value) {
+			ej.Value = e.Value
+		} else {
+			ej.Base64 = base64.StdEncoding.EncodeToString(e.Value)
+		}
+		page.Entries = append(page.Entries, ej)
+	}
+	return c.JSON(http.StatusOK, page)
+}
