@@ -25,6 +25,10 @@
 // happens at once, as it does in the host. A command the test scripted to
 // be rejected (FakeCommands.Reject) goes to the saga's rejection handler
 // (berth.Processor.OnRejected) in the same WhenEvent, as the host calls it.
+//
+// NewWithRunner makes a Spec whose calls something else runs, with the same
+// fakes and the same expectations: github.com/berthhq/berth/hostspec runs
+// the compiled module in the host's sandbox that way.
 package berthtest
 
 import (
@@ -68,6 +72,7 @@ type Spec struct {
 	Log *FakeLog
 
 	t        TB
+	runner   Runner // nil: the handlers run natively (NewWithRunner sets one)
 	mu       sync.Mutex
 	attempts map[string]int
 }
@@ -192,8 +197,12 @@ func (s *Spec) WhenEvent(ev Event) *Then {
 
 // dispatch runs handler h for env with the delivery's ports, through a
 // one-handler copy of the processor whose handler remembers the error it
-// returned, so that ExpectErrorIs can look into it.
+// returned, so that ExpectErrorIs can look into it; or through the Spec's
+// Runner, if it has one.
 func (s *Spec) dispatch(h *berth.Handler, env *abi.Event, d *delivery) (abi.Result, error) {
+	if s.runner != nil {
+		return s.run(env, d)
+	}
 	var handlerErr error
 	run := &berth.Processor{Name: s.Processor.Name, Kind: s.Processor.Kind}
 	run.On(h.Name, env.Type, func(c *berth.Context) error {

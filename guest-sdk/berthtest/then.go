@@ -28,6 +28,8 @@ type Then struct {
 	// its kind, class chain, message, code and retry-after.
 	Result abi.Result
 	// Err is the error the handler returned (nil on success or a panic).
+	// With a Runner (NewWithRunner) it is the failure rebuilt as a
+	// *berth.Error, nil on success.
 	Err error
 	// Requests are the HTTP requests this delivery made, failed ones included.
 	Requests []berth.Request
