@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/berthhq/berth/internal/badgerlog"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -57,7 +58,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		bo = bo.WithDir("").WithValueDir("")
 	}
 	if opts.Logger != nil {
-		bo = bo.WithLogger(badgerLogger{opts.Logger})
+		bo = bo.WithLogger(badgerlog.Logger{L: opts.Logger, Store: "eventlog"})
 	}
 	db, err := badger.Open(bo)
 	if err != nil {

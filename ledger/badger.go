@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/berthhq/berth/internal/badgerlog"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -45,7 +46,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		bo = bo.WithDir("").WithValueDir("")
 	}
 	if opts.Logger != nil {
-		bo = bo.WithLogger(badgerLogger{opts.Logger})
+		bo = bo.WithLogger(badgerlog.Logger{L: opts.Logger, Store: "ledger"})
 	}
 	db, err := badger.Open(bo)
 	if err != nil {

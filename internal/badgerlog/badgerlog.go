@@ -1,0 +1,38 @@
+// Package badgerlog forwards Badger's log lines to slog, for the packages
+// that keep their data in Badger (eventlog, ledger).
+package badgerlog
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// Logger implements Badger's Logger: errors as errors, warnings as
+// warnings, and Badger's chatty info and debug lines at debug level, each
+// tagged with the store's name.
+type Logger struct {
+	L     *slog.Logger
+	Store string // "eventlog", "ledger"
+}
+
+// Errorf logs at error level.
+func (b Logger) Errorf(f string, a ...any) { b.log(slog.LevelError, f, a) }
+
+// Warningf logs at warn level.
+func (b Logger) Warningf(f string, a ...any) { b.log(slog.LevelWarn, f, a) }
+
+// Infof logs at debug level: Badger's info lines are routine.
+func (b Logger) Infof(f string, a ...any) { b.log(slog.LevelDebug, f, a) }
+
+// Debugf logs at debug level.
+func (b Logger) Debugf(f string, a ...any) { b.log(slog.LevelDebug, f, a) }
+
+func (b Logger) log(level slog.Level, f string, a []any) {
+	ctx := context.Background()
+	if !b.L.Enabled(ctx, level) {
+		return
+	}
+	b.L.Log(ctx, level, strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger", "store", b.Store)
+}
