@@ -1,0 +1,128 @@
+package tests
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOperatorVerbs drives skip, pause and unpause over REST and a token
+// change by reload: skip moves past the held-back events and the aggregate's
+// later events are handled; a paused subscription handles nothing until it
+// is unpaused; a token removed from the file stops working on the next
+// request after the reload.
+func TestOperatorVerbs(t *testing.T) {
+	svc := newNotifier(t)
+	cfg := hostConfig{NotifyURL: svc.URL(), Extra: fastRetry + authAndLimits}
+	h := newHost(t, cfg)
+	h.token = adminToken
+	h.uploadNotifier(t, 201)
+
+	// Skip through v2: v1 (parked) and v2 (held back) are never notified; v3 is.
+	svc.set("ghost", behaviour{Unknown: true})
+	h.appendShipped(t, "o-s", "ghost")
+	h.waitParked(t, "o-s", 20*time.Second)
+	h.appendShipped(t, "o-s", "ghost")
+	svc.set("ghost", behaviour{})
+	h.must(202, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-s/skip", map[string]any{"reason": "cancelled orders", "throughVersion": 2})
+	eventually(t, 10*time.Second, "o-s to leave the ledger", func() bool {
+		return h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-s", nil).Status == 404
+	})
+	h.appendShipped(t, "o-s", "ghost")
+	svc.waitNotified(t, key("o-s", 3), 20*time.Second)
+	var keys []string
+	for _, c := range svc.callsOf("ghost") {
+		keys = append(keys, c.Key)
+	}
+	if !slices.Equal(keys, []string{key("o-s", 1), key("o-s", 3)}) {
+		t.Errorf("ghost after skip through v2: calls %v, want the parked v1 then v3 only", keys)
+	}
+	// Skip again is safe: nothing is parked.
+	if r := h.request("POST", "/v1/subscriptions/"+subName+"/parked/Order/o-s/skip", nil); r.Status != 404 {
+		t.Errorf("skip of something no longer parked: %s, want 404", r)
+	}
+
+	// Pause: nothing is handled; unpause: it is.
+	var st subscriptionStatus
+	h.must(200, "POST", "/v1/subscriptions/"+subName+"/pause", nil).JSON(t, &st)
+	if st.State != "paused" {
+		t.Errorf("after pause: state %q", st.State)
+	}
+	h.appendShipped(t, "o-p", "alice")
+	time.Sleep(500 * time.Millisecond) // a paused subscription must not deliver in this time
+	if n := len(svc.callsOf("alice")); n != 0 {
+		t.Errorf("a paused subscription notified alice %d times", n)
+	}
+	if st := h.subscription(t); st.Lag == 0 {
+		t.Errorf("a paused subscription with an unhandled event shows lag 0: %+v", st)
+	}
+	h.must(200, "POST", "/v1/subscriptions/"+subName+"/unpause", nil)
+	svc.waitNotified(t, key("o-p", 1), 20*time.Second)
+
+	// Remove the deployer token from the file and reload: it stops working.
+	without := strings.Replace(cfg.TOML(), "[[auth.tokens]]\nname = \"ci\"\nrole = \"deployer\"\ntoken = \""+deployerToken+"\"\n", "", 1)
+	if without == cfg.TOML() {
+		t.Fatal("the deployer token is not in the config")
+	}
+	d := *h
+	d.t, d.token = t, deployerToken
+	d.appendShipped(t, "o-t", "alice")
+	writeFile(t, h.Config, without)
+	h.must(200, "POST", "/v1/config/reload", nil)
+	d.must(401, "POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o-t",
+		"events": []map[string]any{{"type": "OrderShipped"}}})
+}
+
+// TestCrashDuringResume kills the host while a resumed aggregate's event is
+// being handled; the host started again finishes the resume: every held-back
+// event is notified in order and the ledger record goes away.
+func TestCrashDuringResume(t *testing.T) {
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
+	h.uploadNotifier(t, 201)
+	svc.set("ghost", behaviour{Unknown: true})
+	h.appendShipped(t, "o-r", "ghost")
+	h.waitParked(t, "o-r", 20*time.Second)
+	h.appendShipped(t, "o-r", "ghost")
+	h.appendShipped(t, "o-r", "ghost")
+
+	svc.set("ghost", behaviour{Delay: 300 * time.Millisecond})
+	h.must(202, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-r/resume", map[string]string{"reason": "fixed"})
+	// The second call (v1 again) is recorded when it is answered, so v2 is in flight now.
+	eventually(t, 10*time.Second, "the resumed event to reach the service", func() bool { return len(svc.callsOf("ghost")) >= 2 })
+	if r := h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-r", nil); r.Status != 200 {
+		t.Logf("the resume finished before the kill (%d); the crash did not interrupt it", r.Status)
+	}
+	h.Kill()
+	svc.setEpoch(1)
+	h2 := h.restart(t)
+	svc.waitNotified(t, key("o-r", 3), 30*time.Second)
+	eventually(t, 10*time.Second, "o-r to leave the ledger", func() bool {
+		return h2.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-r", nil).Status == 404
+	})
+	prev := 0
+	for _, c := range svc.callsOf("ghost") {
+		if c.Epoch != 1 {
+			continue
+		}
+		var v int
+		switch c.Key {
+		case key("o-r", 1):
+			v = 1
+		case key("o-r", 2):
+			v = 2
+		case key("o-r", 3):
+			v = 3
+		}
+		if v < prev {
+			t.Errorf("after the restart, version %d arrived after %d", v, prev)
+		}
+		prev = v
+	}
+	for v := 1; v <= 3; v++ {
+		if svc.notified(key("o-r", v)) == 0 {
+			t.Errorf("o-r v%d was never notified", v)
+		}
+	}
+}
