@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -395,10 +396,10 @@ url = "http://localhost:9000/"
 	if a.SigningKey() != "k3y" || b.SigningKey() != "" {
 		t.Errorf("signing keys %q %q", a.SigningKey(), b.SigningKey())
 	}
-	if !a.Wants(EventParked, "S.h") || a.Wants(EventSkipped, "S.h") || a.Wants(EventParked, "T.h") {
+	if !a.Wants(ledger.NotifyParked, "S.h") || a.Wants(ledger.NotifySkipped, "S.h") || a.Wants(ledger.NotifyParked, "T.h") {
 		t.Error("webhook a filters wrongly")
 	}
-	if !b.Wants(EventResumed, "anything") {
+	if !b.Wants(ledger.NotifyResumed, "anything") {
 		t.Error("webhook b filters wrongly")
 	}
 

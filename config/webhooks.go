@@ -5,24 +5,13 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/berthhq/berth/ledger"
 )
 
-// The events a webhook can be told about ([[webhooks]] events).
-const (
-	// EventParked: an aggregate spent its retry budget and was parked.
-	EventParked = "parked"
-	// EventRetriesSpent: a parked aggregate spent its long-horizon retries and waits for an operator.
-	EventRetriesSpent = "retries-spent"
-	// EventResumed: an operator resumed a parked aggregate.
-	EventResumed = "resumed"
-	// EventSkipped: an operator skipped a parked aggregate.
-	EventSkipped = "skipped"
-)
-
-// WebhookEvents returns every event a webhook can be told about, in the order they happen.
-func WebhookEvents() []string {
-	return []string{EventParked, EventRetriesSpent, EventResumed, EventSkipped}
-}
+// WebhookEvents returns every event a webhook can be told about ([[webhooks]] events), in the order
+// they happen: the ledger's notification types.
+func WebhookEvents() []string { return ledger.NotificationTypes() }
 
 // Webhook is one [[webhooks]] entry: an endpoint told about parked aggregates.
 type Webhook struct {

@@ -100,6 +100,25 @@ type Filter struct {
 	Limit         int    // 0: 100
 }
 
+// The types of Notification, in the order they happen to an aggregate.
+const (
+	// NotifyParked: an aggregate spent its retry budget and was parked.
+	NotifyParked = "parked"
+	// NotifyRetriesSpent: a parked aggregate spent its long-horizon retries
+	// and waits for an operator.
+	NotifyRetriesSpent = "retries-spent"
+	// NotifyResumed: a parked aggregate was resumed.
+	NotifyResumed = "resumed"
+	// NotifySkipped: a parked aggregate's held events were skipped.
+	NotifySkipped = "skipped"
+)
+
+// NotificationTypes returns every Notification type, in the order they
+// happen to an aggregate.
+func NotificationTypes() []string {
+	return []string{NotifyParked, NotifyRetriesSpent, NotifyResumed, NotifySkipped}
+}
+
 // Notification tells the outside world about a parked aggregate.
 type Notification struct {
 	Seq           uint64     `json:"seq"`  // assigned by the store, increasing

@@ -9,12 +9,13 @@ import (
 	"github.com/berthhq/berth/retry"
 )
 
-// Notification types the engine queues in the ledger's outbox.
+// Notification types the engine queues in the ledger's outbox (the
+// ledger's, named here for the engine's readers).
 const (
-	NotifyParked       = "parked"
-	NotifyRetriesSpent = "retries-spent"
-	NotifyResumed      = "resumed"
-	NotifySkipped      = "skipped"
+	NotifyParked       = ledger.NotifyParked
+	NotifyRetriesSpent = ledger.NotifyRetriesSpent
+	NotifyResumed      = ledger.NotifyResumed
+	NotifySkipped      = ledger.NotifySkipped
 )
 
 // park records the aggregate as parked at event idx of c and holds its later

@@ -61,27 +61,27 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/berthhq/berth/ledger"
 )
 
 // The notification types a hook can be told about (the Type of a
 // [ledger.Notification], the Berth-Event header).
 const (
 	// EventParked: an aggregate spent its retry budget and was parked.
-	EventParked = "parked"
+	EventParked = ledger.NotifyParked
 	// EventRetriesSpent: a parked aggregate spent its long-horizon retries
 	// and waits for an operator.
-	EventRetriesSpent = "retries-spent"
+	EventRetriesSpent = ledger.NotifyRetriesSpent
 	// EventResumed: a parked aggregate was resumed.
-	EventResumed = "resumed"
+	EventResumed = ledger.NotifyResumed
 	// EventSkipped: a parked aggregate was skipped.
-	EventSkipped = "skipped"
+	EventSkipped = ledger.NotifySkipped
 )
 
 // Events returns every notification type a hook can filter on, in the order
 // they happen.
-func Events() []string {
-	return []string{EventParked, EventRetriesSpent, EventResumed, EventSkipped}
-}
+func Events() []string { return ledger.NotificationTypes() }
 
 // Hook is one endpoint told about parked aggregates.
 type Hook struct {
