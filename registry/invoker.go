@@ -39,9 +39,16 @@ type wasmInvoker struct {
 // timeout and maps the sandbox's outcome to the failure the engine
 // classifies (nil on success).
 func (w wasmInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
+	env := envelope(&d, w.handler)
+	o := w.mod.Invoke(ctx, &env, d.Timeout)
+	return failureOf(&o)
+}
+
+// envelope is the ABI envelope of a delivery for one handler.
+func envelope(d *subscription.Delivery, handler string) abi.Event {
 	ev := d.Commit.Events[d.Index]
-	env := abi.Event{
-		Handler:       w.handler,
+	return abi.Event{
+		Handler:       handler,
 		InvocationKey: d.InvocationKey,
 		Attempt:       uint32(d.Attempt),
 		Type:          ev.Type,
@@ -54,8 +61,6 @@ func (w wasmInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry
 		TimeUnixNano:  d.Commit.Time.UnixNano(),
 		Payload:       ev.Payload,
 	}
-	o := w.mod.Invoke(ctx, &env, d.Timeout)
-	return failureOf(&o)
 }
 
 // failureOf maps a sandbox outcome to a classifiable failure. Host-side

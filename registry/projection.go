@@ -308,7 +308,7 @@ func (pi projectionInvoker) Invoke(ctx context.Context, d subscription.Delivery)
 	}
 	for run := 1; ; run++ {
 		kv := newCallKV(ctx, pi.p.store, pi.sub)
-		env := projectionEvent(&d, pi.handler)
+		env := envelope(&d, pi.handler)
 		o := pi.mod.InvokeWith(ctx, &env, d.Timeout, sandbox.Ports{KV: kv})
 		if f := failureOf(&o); f != nil {
 			return f
@@ -343,26 +343,6 @@ func storeFailure(ctx context.Context, err error) *retry.Failure {
 		return &retry.Failure{Classes: []string{classCanceled}, Message: err.Error()}
 	}
 	return &retry.Failure{Reported: retry.ReportedSystemic, Classes: []string{ClassProjectionStore}, Message: err.Error()}
-}
-
-// projectionEvent is the ABI envelope of a delivery, as wasmInvoker builds
-// it.
-func projectionEvent(d *subscription.Delivery, handler string) abi.Event {
-	ev := d.Commit.Events[d.Index]
-	return abi.Event{
-		Handler:       handler,
-		InvocationKey: d.InvocationKey,
-		Attempt:       uint32(d.Attempt),
-		Type:          ev.Type,
-		AggregateType: d.Commit.AggregateType,
-		AggregateID:   d.Commit.AggregateID,
-		Version:       d.Commit.Version,
-		Index:         uint32(d.Index),
-		OwnerID:       d.Commit.OwnerID,
-		Position:      d.Commit.Position,
-		TimeUnixNano:  d.Commit.Time.UnixNano(),
-		Payload:       ev.Payload,
-	}
 }
 
 // onReset returns what a projection's subscription does when it is reset:

@@ -88,21 +88,7 @@ func rejectionHandler(desc abi.Description) string {
 // The request id of command i is "<invocation key>/<i>", the same on every
 // attempt, so the gateway can deduplicate a redelivery.
 func (s sagaInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
-	ev := d.Commit.Events[d.Index]
-	env := abi.Event{
-		Handler:       s.handler,
-		InvocationKey: d.InvocationKey,
-		Attempt:       uint32(d.Attempt),
-		Type:          ev.Type,
-		AggregateType: d.Commit.AggregateType,
-		AggregateID:   d.Commit.AggregateID,
-		Version:       d.Commit.Version,
-		Index:         uint32(d.Index),
-		OwnerID:       d.Commit.OwnerID,
-		Position:      d.Commit.Position,
-		TimeUnixNano:  d.Commit.Time.UnixNano(),
-		Payload:       ev.Payload,
-	}
+	env := envelope(&d, s.handler)
 	o := s.mod.Invoke(ctx, &env, d.Timeout)
 	if f := failureOf(&o); f != nil {
 		return f
