@@ -122,6 +122,9 @@ func (h *hostProc) Stop() {
 	h.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-h.done:
+		if h.waitErr != nil {
+			h.t.Errorf("host %s did not stop cleanly on SIGTERM: %v", h.URL, h.waitErr)
+		}
 	case <-time.After(20 * time.Second):
 		h.t.Errorf("host did not stop within 20s of SIGTERM; killing it")
 		h.cmd.Process.Kill()

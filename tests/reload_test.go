@@ -104,3 +104,26 @@ type problemDoc struct {
 	Detail string `json:"detail"`
 	Field  string `json:"field"`
 }
+
+// TestReloadMidRetry lowers max-attempts while an aggregate is between two
+// attempts: the new budget applies to its next attempt, so it parks then.
+func TestReloadMidRetry(t *testing.T) {
+	svc := newNotifier(t)
+	retryBlock := func(maxAttempts int) string {
+		return fmt.Sprintf("[subscriptions.\"ShipmentNotifier.onOrderShipped\".retry]\nmax-attempts = %d\ninitial-backoff = \"1500ms\"\nmax-backoff = \"1500ms\"\n", maxAttempts)
+	}
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: retryBlock(10)})
+	h.uploadNotifier(t, 201)
+	svc.set("dave", behaviour{Fail: 1000})
+	h.appendShipped(t, "m-1", "dave")
+	eventually(t, 20*time.Second, "the first failed attempt", func() bool { return len(svc.callsOf("dave")) == 1 })
+	writeFile(t, h.Config, hostConfig{NotifyURL: svc.URL(), Extra: retryBlock(2)}.TOML())
+	h.must(200, "POST", "/v1/config/reload", nil)
+	if len(svc.callsOf("dave")) != 1 {
+		t.Fatalf("the second attempt came before the reload; raise the backoff")
+	}
+	rec := h.waitParked(t, "m-1", 20*time.Second)
+	if rec.Attempts != 2 || len(svc.callsOf("dave")) != 2 {
+		t.Errorf("parked after %d attempts (%d calls), want 2: the reloaded max-attempts applies to the next attempt", rec.Attempts, len(svc.callsOf("dave")))
+	}
+}
