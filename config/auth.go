@@ -14,9 +14,10 @@ type Role string
 const (
 	// RoleReader may read: modules, events, subscriptions, parked aggregates, metrics.
 	RoleReader Role = "reader"
-	// RoleOperator may also resume and skip parked aggregates and pause, unpause and reset subscriptions.
+	// RoleOperator may read, and resume and skip parked aggregates and pause, unpause and reset subscriptions
+	// (not deploy: operating and deploying are separate duties).
 	RoleOperator Role = "operator"
-	// RoleDeployer may also upload and delete modules and append events.
+	// RoleDeployer may read, and upload and delete modules and append events (not resume or skip).
 	RoleDeployer Role = "deployer"
 	// RoleAdmin may do everything, including reloading the configuration.
 	RoleAdmin Role = "admin"

@@ -19,7 +19,7 @@ const chromium = "/usr/bin/chromium"
 // and the buyer is notified with the parked event's invocation key.
 func TestConsoleResume(t *testing.T) {
 	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("no %s (Debian's chromium package; .ci/run installs it): %v", chromium, err)
+		t.Fatalf("no %s: install Debian's chromium package (.ci/run does: apt-get install -y chromium): %v", chromium, err)
 	}
 	svc := newNotifier(t)
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
@@ -78,19 +78,37 @@ func TestConsoleResume(t *testing.T) {
 	}
 	screenshot(t, ctx, "console-parked.png")
 
-	// Fix the cause, then resume from the page. The page re-renders its
-	// tables every 2s, so type and click right after a refresh.
+	// Fix the cause, then resume from the page. The operator types a reason
+	// and takes their time: the page's refreshes (every 2s) keep the row, the
+	// typed text and the focus.
 	svc.set("ghost", behaviour{})
 	const reason = "ghost registered"
+	if err := chromedp.Do(ctx, chromedp.SendKeys(row+" input.reason", reason)); err != nil {
+		t.Fatalf("type a reason: %v", err)
+	}
 	status := text("#status")
-	eventually(t, 10*time.Second, "the console to refresh", func() bool {
+	eventually(t, 10*time.Second, "two refreshes of the console", func() bool {
 		now := text("#status")
-		return now != status && strings.HasPrefix(now, "updated")
+		if now != status && strings.HasPrefix(now, "updated") {
+			if status != "" && strings.HasPrefix(status, "updated") {
+				return true
+			}
+			status = now
+		}
+		return false
 	})
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(row+" input.reason", reason),
-		chromedp.Click(row+" button.resume"),
-	); err != nil {
+	focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.className`))
+	if err != nil {
+		t.Fatalf("read the focus: %v", err)
+	}
+	typed, err := chromedp.Run(ctx, chromedp.Value(row+" input.reason"))
+	if err != nil {
+		t.Fatalf("read the reason field: %v", err)
+	}
+	if focused != "reason" || typed != reason {
+		t.Errorf("after the page refreshed, focus is on %q and the reason reads %q; want the reason field, %q", focused, typed, reason)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(row+" button.resume")); err != nil {
 		t.Fatalf("resume in the console: %v", err)
 	}
 	svc.waitNotified(t, key("o-c1", 1), 20*time.Second)

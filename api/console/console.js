@@ -37,58 +37,84 @@ function when(t) {
   return `${d.toLocaleTimeString()} (${secs >= 0 ? "in " + rel : rel + " ago"})`;
 }
 
-// Rows keep what an operator types while the page refreshes.
+// Rows are kept across refreshes and rebuilt only when their record
+// changed, so what an operator types, and the button they are about to
+// click, survive the page's polling.
 const reasons = new Map();
+const rows = new Map(); // key -> {sig, tr}
+
+function parkedRow(r, key) {
+  const tr = document.createElement("tr");
+  tr.dataset.key = key;
+  cell(tr, r.subscription);
+  cell(tr, `${r.aggregateType} ${r.aggregateId}`);
+  cell(tr, `v${r.version} #${r.index}`);
+  const err = cell(tr, r.error.message, "error");
+  if (r.error.classes && r.error.classes.length) {
+    const c = document.createElement("div");
+    c.className = "classes";
+    c.textContent = r.error.classes.join(" ‹ ") + (r.error.kind ? ` · ${r.error.kind}` : "");
+    err.appendChild(c);
+  }
+  cell(tr, String(r.attempts + (r.parkedRetries ? ` (+${r.parkedRetries} later)` : "")));
+  cell(tr, r.state, "state-" + r.state);
+  cell(tr, r.state === "retrying" ? when(r.nextRetry) : "—", "next-retry");
+  const reasonTd = cell(tr, "");
+  const reason = document.createElement("input");
+  reason.className = "reason";
+  reason.placeholder = "why (recorded)";
+  reason.value = reasons.get(key) || "";
+  reason.addEventListener("input", () => reasons.set(key, reason.value));
+  reasonTd.appendChild(reason);
+  const actions = cell(tr, "");
+  for (const action of ["resume", "skip"]) {
+    const b = document.createElement("button");
+    b.textContent = action === "resume" ? "Resume" : "Skip";
+    b.className = action;
+    b.addEventListener("click", async () => {
+      if (action === "skip" && !confirm(`Skip the events ${r.aggregateType} ${r.aggregateId} holds back? They will not be handled.`)) return;
+      b.disabled = true;
+      try {
+        const path = `/v1/subscriptions/${encodeURIComponent(r.subscription)}/parked/${encodeURIComponent(r.aggregateType)}/${encodeURIComponent(r.aggregateId)}/${action}`;
+        await api("POST", path, { reason: reason.value });
+        reasons.delete(key);
+        setStatus(`${action === "resume" ? "Resumed" : "Skipped"} ${r.aggregateType} ${r.aggregateId}`);
+      } catch (e) {
+        setStatus(`${action} failed: ${e.message}`, true);
+      }
+      refresh();
+    });
+    actions.appendChild(b);
+  }
+  return tr;
+}
 
 function renderParked(records) {
   const body = document.querySelector("#parked tbody");
-  body.replaceChildren();
   document.getElementById("parked-empty").hidden = records.length > 0;
+  const seen = new Set();
+  let prev = null;
   for (const r of records) {
     const key = `${r.subscription}/${r.aggregateType}/${r.aggregateId}`;
-    const tr = document.createElement("tr");
-    tr.dataset.key = key;
-    cell(tr, r.subscription);
-    cell(tr, `${r.aggregateType} ${r.aggregateId}`);
-    cell(tr, `v${r.version} #${r.index}`);
-    const err = cell(tr, r.error.message, "error");
-    if (r.error.classes && r.error.classes.length) {
-      const c = document.createElement("div");
-      c.className = "classes";
-      c.textContent = r.error.classes.join(" ‹ ") + (r.error.kind ? ` · ${r.error.kind}` : "");
-      err.appendChild(c);
+    seen.add(key);
+    // The relative "in 3m" of the next retry is refreshed in place; any
+    // other change rebuilds the row.
+    const sig = JSON.stringify([r.version, r.index, r.error, r.attempts, r.parkedRetries, r.state, r.nextRetry]);
+    let row = rows.get(key);
+    if (!row || row.sig !== sig) {
+      const tr = parkedRow(r, key);
+      if (row) row.tr.replaceWith(tr);
+      row = { sig, tr };
+      rows.set(key, row);
+    } else if (r.state === "retrying") {
+      row.tr.querySelector(".next-retry").textContent = when(r.nextRetry);
     }
-    cell(tr, String(r.attempts + (r.parkedRetries ? ` (+${r.parkedRetries} later)` : "")));
-    cell(tr, r.state, "state-" + r.state);
-    cell(tr, r.state === "retrying" ? when(r.nextRetry) : "—");
-    const reasonTd = cell(tr, "");
-    const reason = document.createElement("input");
-    reason.className = "reason";
-    reason.placeholder = "why (recorded)";
-    reason.value = reasons.get(key) || "";
-    reason.addEventListener("input", () => reasons.set(key, reason.value));
-    reasonTd.appendChild(reason);
-    const actions = cell(tr, "");
-    for (const action of ["resume", "skip"]) {
-      const b = document.createElement("button");
-      b.textContent = action === "resume" ? "Resume" : "Skip";
-      b.className = action;
-      b.addEventListener("click", async () => {
-        if (action === "skip" && !confirm(`Skip the events ${r.aggregateType} ${r.aggregateId} holds back? They will not be handled.`)) return;
-        b.disabled = true;
-        try {
-          const path = `/v1/subscriptions/${encodeURIComponent(r.subscription)}/parked/${encodeURIComponent(r.aggregateType)}/${encodeURIComponent(r.aggregateId)}/${action}`;
-          await api("POST", path, { reason: reason.value });
-          reasons.delete(key);
-          setStatus(`${action === "resume" ? "Resumed" : "Skipped"} ${r.aggregateType} ${r.aggregateId}`);
-        } catch (e) {
-          setStatus(`${action} failed: ${e.message}`, true);
-        }
-        refresh();
-      });
-      actions.appendChild(b);
-    }
-    body.appendChild(tr);
+    const want = prev ? prev.nextSibling : body.firstChild;
+    if (want !== row.tr) body.insertBefore(row.tr, want);
+    prev = row.tr;
+  }
+  for (const [key, row] of rows) {
+    if (!seen.has(key)) { row.tr.remove(); rows.delete(key); reasons.delete(key); }
   }
 }
 
@@ -110,7 +136,13 @@ function renderSubs(subs) {
   }
 }
 
-function setStatus(text, isError) {
+// An action's message stays up for a while; the routine "updated" line
+// does not overwrite it.
+let holdStatusUntil = 0;
+
+function setStatus(text, isError, routine) {
+  if (routine && Date.now() < holdStatusUntil) return;
+  if (!routine) holdStatusUntil = Date.now() + 10000;
   const el = document.getElementById("status");
   el.textContent = text;
   el.classList.toggle("error", !!isError);
@@ -124,9 +156,9 @@ async function refresh() {
     const [parked, subs] = await Promise.all([api("GET", "/v1/parked?limit=500"), api("GET", "/v1/subscriptions")]);
     renderParked(parked.records || []);
     renderSubs(subs.subscriptions || []);
-    if (!document.getElementById("status").classList.contains("error")) setStatus(`updated ${new Date().toLocaleTimeString()}`);
+    setStatus(`updated ${new Date().toLocaleTimeString()}`, false, true);
   } catch (e) {
-    setStatus(`cannot reach the host: ${e.message}`, true);
+    setStatus(`cannot reach the host: ${e.message}`, true, true);
   } finally {
     busy = false;
   }
