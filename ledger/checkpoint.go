@@ -50,3 +50,15 @@ func (t *badgerTx) SetMeta(subscription, k string, value []byte) error {
 	}
 	return t.set("SetMeta", key(kindMeta, subscription, k), append([]byte{}, value...))
 }
+
+// DeleteMeta removes the subscription's value under key; a missing one is
+// no error.
+func (t *badgerTx) DeleteMeta(subscription, k string) error {
+	if err := t.checkWrite("DeleteMeta"); err != nil {
+		return err
+	}
+	if subscription == "" || k == "" {
+		return fmt.Errorf("%w: DeleteMeta: subscription or key is empty", ErrInvalid)
+	}
+	return t.delete("DeleteMeta", key(kindMeta, subscription, k))
+}

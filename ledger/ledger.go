@@ -151,6 +151,8 @@ type Tx interface {
 	// Meta reads and writes small per-subscription state (paused, …).
 	Meta(subscription, key string) ([]byte, error) // ErrNotFound
 	SetMeta(subscription, key string, value []byte) error
+	// DeleteMeta removes a value; removing what is not there is no error.
+	DeleteMeta(subscription, key string) error
 
 	// Parked returns one record, ErrNotFound if the aggregate is not parked.
 	Parked(subscription, aggregateType, aggregateID string) (*Record, error)

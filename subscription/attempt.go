@@ -26,6 +26,7 @@ type attempts struct {
 	backpressure int // backpressure failures counted against BackpressureAttempts
 	first, last  time.Time
 	history      []ledger.Entry
+	stored       bool // recorded in the ledger (budget.go)
 }
 
 func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d retry.Decision) {
@@ -53,6 +54,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 	key := InvocationKey(r.s.name, c, idx)
 	aggName := a.key.String()
 	var st attempts
+	r.loadBudget(a.key, c.Version, idx, &st)
 	for {
 		cur := r.s.cur.Load()
 		pol := cur.policy
@@ -76,6 +78,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		now := clock.Now()
 		if f == nil {
 			p.succeeded(aggName, now, probe)
+			r.clearBudget(a.key, &st)
 			return outcomeHandled
 		}
 		d := retry.Classify(f, &pol, cur.classifier)
@@ -104,6 +107,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 				return r.park(p, a, c, idx, live, &st, f, d)
 			}
 			p.lowerConcurrency()
+			r.saveBudget(a.key, c.Version, idx, &st)
 			wait := pol.BackpressureDelay(st.backpressure, d.RetryAfter, r.e.opts.Jitter())
 			if p.waitOff(ctx, wait, live) != nil {
 				return outcomeCancelled
@@ -118,6 +122,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 			if st.failures >= pol.MaxAttempts {
 				return r.park(p, a, c, idx, live, &st, f, d)
 			}
+			r.saveBudget(a.key, c.Version, idx, &st)
 			if p.waitOff(ctx, pol.Backoff(st.failures), live) != nil {
 				return outcomeCancelled
 			}

@@ -72,6 +72,12 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			if err := tx.PutParked(rec); err != nil {
 				return err
 			}
+			if st.stored {
+				// The spent budget now lives in the record.
+				if err := tx.DeleteMeta(r.s.name, budgetKey(a.key)); err != nil {
+					return err
+				}
+			}
 			return tx.Notify(ledger.Notification{
 				Type: NotifyParked, Time: now, Subscription: r.s.name,
 				AggregateType: a.key.typ, AggregateID: a.key.id, Version: c.Version, Error: &info,

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -208,4 +209,65 @@ func TestCrashDeliversAgainFromDurableCheckpoint(t *testing.T) {
 			t.Fatalf("%s handled %v", id, got)
 		}
 	}
+}
+
+// A restart in the middle of a backoff continues the event's retry budget
+// rather than granting a fresh one: with a budget of 3, two failures before
+// the restart and one after park the aggregate, with the attempts numbered
+// on from where they were.
+func TestRestartContinuesTheRetryBudget(t *testing.T) {
+	clock := NewFakeClock(t0)
+	rec := newRecorder(clock, func(Delivery, int) *retry.Failure { return &retry.Failure{Message: "down"} })
+	s := spec(sub, rec)
+	s.OverrideRetry = retry.Settings{MaxAttempts: 3}
+	e := newEnv(t, Options{}, s)
+	e.clock = clock
+	e.start()
+	e.append("Order", "o")
+	e.advance() // attempt 1 failed; its backoff ends, attempt 2 fails
+	e.blockUntil(1)
+	e.restart()
+	r := e.waitRecord(sub, "Order", "o", func(*ledger.Record) bool { return true })
+	calls := rec.of("o")
+	if len(calls) != 3 || r.Attempts != 3 {
+		t.Fatalf("%d calls, record says %d attempts; want 3 and 3 (the budget carried over the restart)", len(calls), r.Attempts)
+	}
+	if got := []int{calls[0].Attempt, calls[1].Attempt, calls[2].Attempt}; !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("attempt numbers %v, want [1 2 3]", got)
+	}
+	if !r.FirstFailure.Equal(calls[0].At) {
+		t.Errorf("first failure %v, want the first attempt's %v", r.FirstFailure, calls[0].At)
+	}
+	// The budget's own record is gone once the record holds it.
+	err := e.store.View(context.Background(), func(tx ledger.Tx) error {
+		_, err := tx.Meta(sub, budgetKey(aggKey{"Order", "o"}))
+		return err
+	})
+	if !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("the spent budget is still recorded after the park: %v", err)
+	}
+}
+
+// A handled event leaves no budget behind.
+func TestHandledEventLeavesNoBudget(t *testing.T) {
+	clock := NewFakeClock(t0)
+	rec := newRecorder(clock, func(_ Delivery, n int) *retry.Failure {
+		if n == 1 {
+			return &retry.Failure{Message: "blip"}
+		}
+		return nil
+	})
+	e := newEnv(t, Options{}, spec(sub, rec))
+	e.clock = clock
+	e.start()
+	e.append("Order", "o")
+	e.advance()
+	rec.waitHandled(t, "o", 1)
+	eventually(t, "the budget to be forgotten", func() bool {
+		err := e.store.View(context.Background(), func(tx ledger.Tx) error {
+			_, err := tx.Meta(sub, budgetKey(aggKey{"Order", "o"}))
+			return err
+		})
+		return errors.Is(err, ledger.ErrNotFound)
+	})
 }

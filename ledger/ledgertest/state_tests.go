@@ -72,6 +72,18 @@ func testMeta(t *testing.T, open Opener) {
 		}
 		return nil
 	})
+	update(t, s, func(tx ledger.Tx) error {
+		return errors.Join(tx.DeleteMeta("sub-a", "paused"), tx.DeleteMeta("sub-a", "never-set"))
+	})
+	view(t, s, func(tx ledger.Tx) error {
+		if _, err := tx.Meta("sub-a", "paused"); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("Meta(sub-a, paused) after DeleteMeta: %v, want ErrNotFound", err)
+		}
+		if v, err := tx.Meta("sub-b", "paused"); err != nil || string(v) != "yes" {
+			t.Errorf("DeleteMeta removed another subscription's value: %q, %v", v, err)
+		}
+		return nil
+	})
 }
 
 // testRollback: a closure that fails leaves nothing of what it wrote, and
