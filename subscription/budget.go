@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
@@ -16,6 +18,60 @@ import (
 // counts every failed attempt, not every attempt since it last started. It
 // is written only after a failure and removed when the event is handled or
 // parked, so a healthy event costs nothing.
+
+// metaBudgets is the Meta key of the list of aggregates that may have a
+// spent budget recorded. Reading it once per run keeps the lookup off the
+// path of every delivery: only an aggregate on the list is looked up.
+const metaBudgets = "budgets"
+
+// budgetHints is the run's copy of that list. It may name aggregates whose
+// budget is already gone (a park removes the budget in its own transaction);
+// such a name costs one needless lookup, never a wrong budget.
+type budgetHints struct {
+	once sync.Once
+	mu   sync.Mutex // held across a write of the list, so writes are ordered
+	keys map[string]bool
+}
+
+// hinted reports whether k may have a recorded budget.
+func (r *run) hinted(k string) bool {
+	h := &r.budgets
+	h.once.Do(func() {
+		h.keys = map[string]bool{}
+		var b []byte
+		err := r.e.store.View(r.ctx, func(tx ledger.Tx) error {
+			var err error
+			b, err = tx.Meta(r.s.name, metaBudgets)
+			return err
+		})
+		var keys []string
+		if err == nil && json.Unmarshal(b, &keys) == nil {
+			for _, k := range keys {
+				h.keys[k] = true
+			}
+		}
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.keys[k]
+}
+
+// writeHints stores the list; call with r.budgets.mu held, in tx.
+func (r *run) writeHints(tx ledger.Tx) error {
+	keys := make([]string, 0, len(r.budgets.keys))
+	for k := range r.budgets.keys {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return tx.DeleteMeta(r.s.name, metaBudgets)
+	}
+	sort.Strings(keys)
+	b, err := json.Marshal(keys)
+	if err != nil {
+		return err
+	}
+	return tx.SetMeta(r.s.name, metaBudgets, b)
+}
 
 // budgetKey is the Meta key of an aggregate's budget in its subscription.
 func budgetKey(k aggKey) string {
@@ -37,6 +93,9 @@ type storedBudget struct {
 // loadBudget restores what was spent on event (version, idx) before a
 // restart; a budget of another event of the aggregate is stale and ignored.
 func (r *run) loadBudget(k aggKey, version uint64, idx int, st *attempts) {
+	if !r.hinted(budgetKey(k)) {
+		return
+	}
 	var b []byte
 	err := r.e.store.View(r.ctx, func(tx ledger.Tx) error {
 		var err error
@@ -64,9 +123,22 @@ func (r *run) saveBudget(k aggKey, version uint64, idx int, st *attempts) {
 	b, err := json.Marshal(storedBudget{Version: version, Index: idx, Attempts: st.n, Failures: st.failures,
 		Backpressure: st.backpressure, First: st.first, Last: st.last, History: st.history})
 	if err == nil {
+		bk := budgetKey(k)
+		r.hinted(bk) // the list is loaded before it is changed
+		h := &r.budgets
+		h.mu.Lock()
+		added := !h.keys[bk]
+		h.keys[bk] = true
 		err = r.e.store.Update(context.WithoutCancel(r.ctx), func(tx ledger.Tx) error {
-			return tx.SetMeta(r.s.name, budgetKey(k), b)
+			if err := tx.SetMeta(r.s.name, bk, b); err != nil || !added {
+				return err
+			}
+			return r.writeHints(tx)
 		})
+		if err != nil && added {
+			delete(h.keys, bk)
+		}
+		h.mu.Unlock()
 	}
 	if err != nil {
 		r.e.logger.Warn("recording an aggregate's spent retry budget failed", "subscription", r.s.name, "aggregate", k.String(), "error", err)
@@ -80,11 +152,30 @@ func (r *run) clearBudget(k aggKey, st *attempts) {
 	if !st.stored {
 		return
 	}
+	r.forgetBudget(k, true)
+	st.stored = false
+}
+
+// forgetBudget removes k from the list (and, with entry, its budget: a
+// park has already removed it in its own transaction).
+func (r *run) forgetBudget(k aggKey, entry bool) {
+	bk := budgetKey(k)
+	if !r.hinted(bk) {
+		return
+	}
+	h := &r.budgets
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.keys, bk)
 	err := r.e.store.Update(context.WithoutCancel(r.ctx), func(tx ledger.Tx) error {
-		return tx.DeleteMeta(r.s.name, budgetKey(k))
+		if entry {
+			if err := tx.DeleteMeta(r.s.name, bk); err != nil {
+				return err
+			}
+		}
+		return r.writeHints(tx)
 	})
 	if err != nil {
 		r.e.logger.Warn("forgetting a handled event's retry budget failed", "subscription", r.s.name, "aggregate", k.String(), "error", err)
 	}
-	st.stored = false
 }

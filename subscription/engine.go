@@ -434,6 +434,7 @@ type run struct {
 	tracker  *tracker
 	parts    []*partition
 	flushReq chan struct{}
+	budgets  budgetHints // which aggregates may have a spent budget recorded
 }
 
 func newRun(s *subscription, from uint64) *run {

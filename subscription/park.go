@@ -96,6 +96,10 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 	}
 	r.e.logger.Info("aggregate parked", "subscription", r.s.name, "aggregate", a.key.String(),
 		"version", c.Version, "index", idx, "class", info.Kind, "attempts", st.n, "reason", d.Reason)
+	if st.stored {
+		r.forgetBudget(a.key, false) // the park removed the budget itself
+		st.stored = false
+	}
 
 	p.mu.Lock()
 	a.mode = modeHeld
