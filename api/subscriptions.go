@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sort"
@@ -155,6 +156,8 @@ func engineError(err error) error {
 		return notFound("%v", err)
 	case errors.Is(err, subscription.ErrBadPosition), errors.Is(err, subscription.ErrBadVersion):
 		return badRequest("out-of-range", "%v", err)
+	case errors.Is(err, subscription.ErrBusy):
+		return problem(http.StatusConflict, "busy", err.Error()+"; try again when the retry has finished")
 	case errors.Is(err, subscription.ErrClosed):
 		return problem(http.StatusServiceUnavailable, "unavailable", err.Error())
 	}
@@ -202,6 +205,10 @@ func (s *Server) getParked(c echo.Context) error {
 	return c.JSON(http.StatusOK, rec)
 }
 
+// operatorWait bounds how long resume and skip wait for an aggregate that a
+// long-horizon retry is working on.
+const operatorWait = 10 * time.Second
+
 type operatorRequest struct {
 	Reason         string `json:"reason"`
 	ThroughVersion uint64 `json:"throughVersion"`
@@ -222,7 +229,10 @@ func (s *Server) resumeParked(c echo.Context) error {
 		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
 			Detail: "throughVersion applies to skip, not resume", Field: "throughVersion"}
 	}
-	ctx := c.Request().Context()
+	// A running long-horizon retry of the aggregate holds it for up to its
+	// timeout; the operator gets a 409 rather than a hanging request.
+	ctx, cancel := context.WithTimeout(c.Request().Context(), operatorWait)
+	defer cancel()
 	if err := s.deps.Engine.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), actor(c), req.Reason); err != nil {
 		// Resuming is repeatable: a record already resuming is no 404.
 		if rec, perr := s.deps.Engine.Parked(ctx, c.Param("name"), c.Param("type"), c.Param("id")); errors.Is(err, subscription.ErrNotParked) &&
@@ -239,7 +249,8 @@ func (s *Server) skipParked(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
+	ctx, cancel := context.WithTimeout(c.Request().Context(), operatorWait)
+	defer cancel()
 	if err := s.deps.Engine.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {
 		return engineError(err)
 	}

@@ -39,6 +39,9 @@ var (
 	ErrBadPosition = errors.New("subscription: position out of range")
 	// ErrDuplicate: a subscription of that name already exists.
 	ErrDuplicate = errors.New("subscription: duplicate subscription")
+	// ErrBusy: the aggregate is being worked on (a long-horizon retry is
+	// running) and the caller's context ended before it was free.
+	ErrBusy = errors.New("subscription: aggregate busy")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("subscription: engine closed")
 )
@@ -568,24 +571,29 @@ type keyLocks struct {
 }
 
 type keyLock struct {
-	mu   sync.Mutex
+	ch   chan struct{} // holds a token while locked
 	refs int
 }
 
 func newKeyLocks() *keyLocks { return &keyLocks{m: map[aggKey]*keyLock{}} }
 
 func (k *keyLocks) lock(key aggKey) func() {
+	unlock, _ := k.lockCtx(context.Background(), key)
+	return unlock
+}
+
+// lockCtx is lock that gives up when ctx ends (an operator's request that
+// should not wait for a running parked retry).
+func (k *keyLocks) lockCtx(ctx context.Context, key aggKey) (func(), error) {
 	k.mu.Lock()
 	l := k.m[key]
 	if l == nil {
-		l = &keyLock{}
+		l = &keyLock{ch: make(chan struct{}, 1)}
 		k.m[key] = l
 	}
 	l.refs++
 	k.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
+	release := func() {
 		k.mu.Lock()
 		l.refs--
 		if l.refs == 0 {
@@ -593,4 +601,14 @@ func (k *keyLocks) lock(key aggKey) func() {
 		}
 		k.mu.Unlock()
 	}
+	select {
+	case l.ch <- struct{}{}:
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+	return func() {
+		<-l.ch
+		release()
+	}, nil
 }

@@ -27,7 +27,10 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 	}
 	defer release()
 	k := aggKey{aggregateType, aggregateID}
-	unlock := s.keys.lock(k)
+	unlock, err := s.keys.lockCtx(ctx, k)
+	if err != nil {
+		return fmt.Errorf("%w: %s of %q is being retried: %v", ErrBusy, k, sub, err)
+	}
 	defer unlock()
 	now := e.clock.Now()
 	var rec *ledger.Record
@@ -72,7 +75,10 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	}
 	defer release()
 	k := aggKey{aggregateType, aggregateID}
-	unlock := s.keys.lock(k)
+	unlock, err := s.keys.lockCtx(ctx, k)
+	if err != nil {
+		return fmt.Errorf("%w: %s of %q is being retried: %v", ErrBusy, k, sub, err)
+	}
 	defer unlock()
 	head, err := e.events.Version(ctx, aggregateType, aggregateID)
 	if err != nil {

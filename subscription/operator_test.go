@@ -341,3 +341,33 @@ func TestSetHostDefaultsAppliesToEverySubscription(t *testing.T) {
 		t.Errorf("parked = %+v", st.ParkedSettings)
 	}
 }
+
+// An operator's resume does not wait forever for an aggregate a parked
+// retry is working on: when its context ends first it is ErrBusy, and the
+// record is unchanged.
+func TestResumeOfABusyAggregateIsErrBusy(t *testing.T) {
+	rec := newRecorder(RealClock(), func(Delivery, int) *retry.Failure {
+		return &retry.Failure{Classes: []string{"UnknownBuyer"}, Message: "no such buyer"}
+	})
+	s := spec(sub, rec)
+	s.ProcessorRetry = retry.Settings{Unrecoverable: []string{"UnknownBuyer"}}
+	e := newEnv(t, Options{}, s)
+	eng := e.start()
+	e.append("Order", "o")
+	before := e.waitRecord(sub, "Order", "o", func(*ledger.Record) bool { return true })
+	// Hold the aggregate as a running parked retry does.
+	unlock := eng.subs[sub].keys.lock(aggKey{"Order", "o"})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := eng.Resume(ctx, sub, "Order", "o", "ops", "try")
+	unlock()
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("resume of a busy aggregate: %v, want ErrBusy", err)
+	}
+	if after := e.record(sub, "Order", "o"); after == nil || after.State != before.State || len(after.History) != len(before.History) {
+		t.Errorf("the record changed: %+v -> %+v", before, after)
+	}
+	if err := eng.Resume(context.Background(), sub, "Order", "o", "ops", "now free"); err != nil {
+		t.Fatalf("resume once free: %v", err)
+	}
+}
