@@ -69,7 +69,8 @@ const defaultTOML = `# Berth host configuration (berth.toml).
 # Durations are written like 500ms, 2s, 1m 30s or PT2S; sizes like 512KiB, 32MiB, 1GiB or a byte count.
 # The reference of every key is docs/config.md. Reload with SIGHUP or POST /v1/config/reload: a bad file
 # is refused and the running configuration stays; server.listen, server.data-dir, server.read-timeout,
-# server.write-timeout, subscription.partitions, sandbox.* and log.format need a restart.
+# server.write-timeout, subscription.partitions, .concurrency, .checkpoint-every, .checkpoint-interval,
+# subscription.systemic.*, sandbox.* and log.format need a restart.
 
 [server]
 # Address of the REST API, host:port. Without a token in [[auth.tokens]] it must be a loopback address.
@@ -88,7 +89,7 @@ write-timeout = "1m"
 shutdown-timeout = "15s"
 
 # Bearer tokens. With none, the server listens on loopback only and every request is allowed.
-# Roles: reader (read), operator (also resume, skip, pause), deployer (also modules and events), admin.
+# Roles: reader (read), operator (read; resume, skip, pause), deployer (read; modules and events), admin.
 # Give the secret literally (token) or by environment variable (token-env), read at load:
 #
 # [[auth.tokens]]
