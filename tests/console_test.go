@@ -76,6 +76,14 @@ func TestConsoleResume(t *testing.T) {
 	if !strings.Contains(subText, moduleName) || !strings.Contains(subText, "running") {
 		t.Errorf("subscription row %q should show the module and its state", subText)
 	}
+	// The record's history unfolds in the row, and stays unfolded as the page
+	// refreshes.
+	if err := chromedp.Do(ctx, chromedp.Click(row+" details.history summary")); err != nil {
+		t.Fatalf("unfold the history: %v", err)
+	}
+	eventually(t, 5*time.Second, "the unfolded history", func() bool {
+		return strings.Contains(text(row+" details.history ol"), "parked #1")
+	})
 	screenshot(t, ctx, "console-parked.png")
 
 	// Fix the cause, then resume from the page. The operator types a reason

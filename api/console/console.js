@@ -42,6 +42,34 @@ function when(t) {
 // click, survive the page's polling.
 const reasons = new Map();
 const rows = new Map(); // key -> {sig, tr}
+const openHistory = new Set(); // keys whose history is unfolded
+
+// history lists a record's attempts, park, retries and operator actions,
+// oldest first (the ledger keeps the park first so it is never dropped).
+function history(r, key) {
+  const entries = [...(r.history || [])].sort((a, b) => new Date(a.time) - new Date(b.time));
+  const d = document.createElement("details");
+  d.className = "history";
+  d.open = openHistory.has(key);
+  d.addEventListener("toggle", () => d.open ? openHistory.add(key) : openHistory.delete(key));
+  const summary = document.createElement("summary");
+  summary.textContent = `history (${entries.length})`;
+  d.appendChild(summary);
+  const ol = document.createElement("ol");
+  for (const e of entries) {
+    const li = document.createElement("li");
+    let text = `${new Date(e.time).toLocaleTimeString()} ${e.action}`;
+    if (e.attempt) text += ` #${e.attempt}`;
+    if (e.version) text += ` v${e.version}`;
+    if (e.actor) text += ` by ${e.actor}`;
+    if (e.reason) text += `: “${e.reason}”`;
+    if (e.error) text += ` — ${e.error.message}`;
+    li.textContent = text;
+    ol.appendChild(li);
+  }
+  d.appendChild(ol);
+  return d;
+}
 
 function parkedRow(r, key) {
   const tr = document.createElement("tr");
@@ -56,6 +84,7 @@ function parkedRow(r, key) {
     c.textContent = r.error.classes.join(" ‹ ") + (r.error.kind ? ` · ${r.error.kind}` : "");
     err.appendChild(c);
   }
+  err.appendChild(history(r, key));
   cell(tr, String(r.attempts + (r.parkedRetries ? ` (+${r.parkedRetries} later)` : "")));
   cell(tr, r.state, "state-" + r.state);
   cell(tr, r.state === "retrying" ? when(r.nextRetry) : "—", "next-retry");
@@ -99,7 +128,7 @@ function renderParked(records) {
     seen.add(key);
     // The relative "in 3m" of the next retry is refreshed in place; any
     // other change rebuilds the row.
-    const sig = JSON.stringify([r.version, r.index, r.error, r.attempts, r.parkedRetries, r.state, r.nextRetry]);
+    const sig = JSON.stringify([r.version, r.index, r.error, r.attempts, r.parkedRetries, r.state, r.nextRetry, (r.history || []).length]);
     let row = rows.get(key);
     if (!row || row.sig !== sig) {
       const tr = parkedRow(r, key);
@@ -127,7 +156,14 @@ function renderSubs(subs) {
     tr.dataset.name = s.name;
     cell(tr, s.name);
     cell(tr, s.module || "");
-    cell(tr, s.state, "state-" + s.state);
+    const outage = (s.partitions || []).filter(p => p.state === "systemic-paused");
+    const state = cell(tr, s.state, "state-" + s.state);
+    if (outage.length) {
+      const o = document.createElement("div");
+      o.className = "outage";
+      o.textContent = `${outage.length} partition${outage.length > 1 ? "s" : ""} paused: ${outage[0].pauseReason || "outage"}`;
+      state.appendChild(o);
+    }
     cell(tr, String(s.checkpoint));
     cell(tr, String(s.lag));
     const parked = s.parked || {};
