@@ -249,10 +249,13 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 	start := time.Now()
 	cs := newCallState(m, ev)
 	cs.ports = ports
-	callCtx, cancel := context.WithCancel(withCall(ctx, cs))
+	var callCtx context.Context
+	var cancel context.CancelFunc
 	if timeout > 0 {
 		callCtx, cancel = context.WithTimeout(withCall(ctx, cs), timeout)
 		ev.DeadlineUnixNano = start.Add(timeout).UnixNano()
+	} else {
+		callCtx, cancel = context.WithCancel(withCall(ctx, cs))
 	}
 	defer cancel()
 	stop := context.AfterFunc(callCtx, cs.expire)
