@@ -78,7 +78,7 @@ func hostTakeReply(ctx context.Context, mod api.Module, stack []uint64) {
 	if !mod.Memory().Write(ptr, cs.reply[:k]) {
 		panic(errBadPointer)
 	}
-	cs.reply = cs.reply[:0]
+	cs.reply = nil // taken: a second take_reply answers ErrNoReply
 	stack[0] = uint64(k)
 }
 
