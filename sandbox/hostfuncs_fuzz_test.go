@@ -55,3 +55,36 @@ func FuzzHostCalls(f *testing.F) {
 		hostTakeReply(ctx, mod, stack)
 	})
 }
+
+// TestTakeReplyOnce: a reply is taken once; a second take_reply, or one
+// with nothing pending, answers ErrNoReply.
+func TestTakeReplyOnce(t *testing.T) {
+	s := newSandbox(t, Config{})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{Config: map[string]string{"k": "value"}})
+	inst, err := m.newInstance(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.close()
+	ctx := withCall(context.Background(), newCallState(m, &abi.Event{Handler: "echo", InvocationKey: "k"}))
+	const at = 1 << 16
+	inst.mod.Memory().Write(at, []byte("k"))
+	n := hostRequest(ctx, inst.mod, at, 1, hostConfig)
+	if n <= 0 {
+		t.Fatalf("config_get answered %d", n)
+	}
+	stack := []uint64{at, uint64(n)}
+	hostTakeReply(ctx, inst.mod, stack)
+	if int32(stack[0]) != int32(n) {
+		t.Fatalf("take_reply copied %d of %d bytes", int32(stack[0]), n)
+	}
+	b, _ := inst.mod.Memory().Read(at, uint32(n))
+	if r, err := abi.DecodeReply(b); err != nil || r.Code != abi.ReplyOK || string(r.Body) != "value" {
+		t.Fatalf("reply %+v, %v", r, err)
+	}
+	stack = []uint64{at, uint64(n)}
+	hostTakeReply(ctx, inst.mod, stack)
+	if int32(stack[0]) != abi.ErrNoReply {
+		t.Errorf("second take_reply answered %d, want ErrNoReply", int32(stack[0]))
+	}
+}
