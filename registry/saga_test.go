@@ -344,9 +344,6 @@ func sagaEventually(t *testing.T, what string, cond func() bool) {
 // under the real engine over Badger stores, against an httptest command
 // gateway: what each answer of the gateway does to the attempt.
 func TestSagaOverRealParts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and compiles the order-saga sample")
-	}
 	build := t.TempDir()
 	path, err := testbuild.Wasm(build, "samples/order-saga")
 	if err != nil {
