@@ -222,3 +222,27 @@ func TestSubscriptionsAndParked(t *testing.T) {
 	problemOf(t, h.do(req{method: "POST", path: sub + "/parked/Order/o-2/skip"}), http.StatusNotFound)
 	problemOf(t, h.do(req{method: "POST", path: sub + "/parked/Order/o-2/resume"}), http.StatusNotFound)
 }
+
+// TestParkedDetail: the record as served also shows the event it stopped at
+// and how many later commits of the aggregate wait behind the park.
+func TestParkedDetail(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, "")
+	if r := h.upload("shipment-notifier", ""); r.status != http.StatusCreated {
+		t.Fatalf("upload: %s", r)
+	}
+	h.ship("o-9", "unknown")
+	h.waitParked("o-9")
+	h.ship("o-9", "unknown")
+	h.ship("o-9", "unknown")
+	var detail struct {
+		Version     uint64
+		Event       *struct{ Type string }
+		HeldCommits uint64
+	}
+	h.do(req{method: "GET", path: "/v1/subscriptions/" + notifierSub + "/parked/Order/o-9"}).json(t, &detail)
+	if detail.Version != 1 || detail.Event == nil || detail.Event.Type != "OrderShipped" || detail.HeldCommits != 2 {
+		t.Errorf("parked detail: version %d, event %+v, held %d; want version 1, its OrderShipped, 2 held commits",
+			detail.Version, detail.Event, detail.HeldCommits)
+	}
+}

@@ -300,6 +300,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		{"ResetRequest", resetRequest{}, true},
 		{"OperatorRequest", operatorRequest{}, true},
 		{"ParkedRecord", ledger.Record{}, false},
+		{"ParkedRecordDetail", parkedDetailJSON{}, false},
 		{"ErrorInfo", ledger.ErrorInfo{}, false},
 		{"HistoryEntry", ledger.Entry{}, false},
 		{"ProjectionPage", projectionPageJSON{}, false},
@@ -347,6 +348,16 @@ func asSlice(v any) []any { s, _ := v.([]any); return s }
 // always (no omitempty or omitzero).
 func jsonFields(t reflect.Type) (all, always []string) {
 	for f := range t.Fields() {
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			// An embedded struct's fields are encoded as the outer's.
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			a, w := jsonFields(et)
+			all, always = append(all, a...), append(always, w...)
+			continue
+		}
 		if !f.IsExported() {
 			continue
 		}

@@ -197,12 +197,38 @@ func (s *Server) listParked(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"records": records, "next": next})
 }
 
+// parkedDetailJSON is a ledger record with what an operator needs to decide
+// between resume and skip: the event it stopped at, as appended, and how
+// many later commits of the aggregate it holds back.
+type parkedDetailJSON struct {
+	*ledger.Record
+	Event       *eventJSON `json:"event,omitempty"` // absent if the log no longer has it
+	HeldCommits uint64     `json:"heldCommits"`
+}
+
 func (s *Server) getParked(c echo.Context) error {
-	rec, err := s.deps.Engine.Parked(c.Request().Context(), c.Param("name"), c.Param("type"), c.Param("id"))
+	ctx := c.Request().Context()
+	rec, err := s.deps.Engine.Parked(ctx, c.Param("name"), c.Param("type"), c.Param("id"))
 	if err != nil {
 		return engineError(err)
 	}
-	return c.JSON(http.StatusOK, rec)
+	out := parkedDetailJSON{Record: rec}
+	commits, err := s.deps.Log.ReadAggregate(ctx, rec.AggregateType, rec.AggregateID, rec.Version, 1)
+	if err != nil {
+		return err
+	}
+	if len(commits) == 1 && commits[0].Version == rec.Version && int(rec.Index) < len(commits[0].Events) {
+		ev := toCommitJSON(commits[0]).Events[rec.Index]
+		out.Event = &ev
+	}
+	current, err := s.deps.Log.Version(ctx, rec.AggregateType, rec.AggregateID)
+	if err != nil {
+		return err
+	}
+	if current > rec.Version {
+		out.HeldCommits = current - rec.Version
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // operatorWait bounds how long resume and skip wait for an aggregate that a

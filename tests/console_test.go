@@ -82,7 +82,8 @@ func TestConsoleResume(t *testing.T) {
 		t.Fatalf("unfold the history: %v", err)
 	}
 	eventually(t, 5*time.Second, "the unfolded history", func() bool {
-		return strings.Contains(text(row+" details.history ol"), "parked #1")
+		return strings.Contains(text(row+" details.history ol"), "parked #1") &&
+			strings.Contains(text(row+" details.history .detail"), "stopped at: OrderShipped")
 	})
 	screenshot(t, ctx, "console-parked.png")
 

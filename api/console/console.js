@@ -51,7 +51,21 @@ function history(r, key) {
   const d = document.createElement("details");
   d.className = "history";
   d.open = openHistory.has(key);
-  d.addEventListener("toggle", () => d.open ? openHistory.add(key) : openHistory.delete(key));
+  const detail = document.createElement("div");
+  detail.className = "detail";
+  const loadDetail = async () => {
+    try {
+      const path = `/v1/subscriptions/${encodeURIComponent(r.subscription)}/parked/${encodeURIComponent(r.aggregateType)}/${encodeURIComponent(r.aggregateId)}`;
+      const rec = await api("GET", path);
+      const ev = rec.event ? `${rec.event.type} ${JSON.stringify(rec.event.data)}` : "(no longer in the log)";
+      detail.textContent = `stopped at: ${ev}; holds back ${rec.heldCommits} later commit${rec.heldCommits === 1 ? "" : "s"}`;
+    } catch (e) {
+      detail.textContent = `details unavailable: ${e.message}`;
+    }
+  };
+  d.addEventListener("toggle", () => {
+    if (d.open) { openHistory.add(key); loadDetail(); } else openHistory.delete(key);
+  });
   const summary = document.createElement("summary");
   summary.textContent = `history (${entries.length})`;
   d.appendChild(summary);
@@ -67,7 +81,9 @@ function history(r, key) {
     li.textContent = text;
     ol.appendChild(li);
   }
+  d.appendChild(detail);
   d.appendChild(ol);
+  if (d.open) loadDetail();
   return d;
 }
 
