@@ -113,14 +113,26 @@ func parkedShow(x *invocation, args []string) error {
 	if x.opts.json {
 		return x.printJSON(raw)
 	}
-	var r ledger.Record
-	if err := decode(raw, &r); err != nil {
+	var d struct {
+		ledger.Record
+		Event *struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		} `json:"event"`
+		HeldCommits uint64 `json:"heldCommits"`
+	}
+	if err := decode(raw, &d); err != nil {
 		return err
 	}
+	r := d.Record
 	kv := newKeyValues(x.stdout)
 	kv.add("subscription", "%s", r.Subscription)
 	kv.add("aggregate", "%s/%s", r.AggregateType, r.AggregateID)
 	kv.add("stopped at", "version %d (event %d of that commit, position %d)", r.Version, r.Index, r.Position)
+	if d.Event != nil {
+		kv.add("event", "%s %s", d.Event.Type, truncate(string(d.Event.Data), 200))
+	}
+	kv.add("held back", "%d later commit(s)", d.HeldCommits)
 	kv.add("state", "%s", r.State)
 	switch {
 	case r.State == ledger.StateWaiting:
