@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/berthhq/berth/internal/badgerlog"
+	"github.com/berthhq/berth/internal/badgerdb"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -44,25 +44,14 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if dir == "" && !opts.InMemory {
 		return nil, errors.New("eventlog: open: no directory given")
 	}
-	memTable := orDefault(opts.MemTableSize, DefaultMemTableSize)
-	bo := badger.DefaultOptions(dir).
-		WithSyncWrites(opts.SyncWrites).
-		WithInMemory(opts.InMemory).
-		WithMemTableSize(memTable).
-		// Values up to this size live in the LSM tree, larger ones in the
-		// value log; Badger wants it below its largest batch.
-		WithValueThreshold(min(1<<20, memTable/16)).
-		WithBlockCacheSize(orDefault(opts.BlockCacheSize, DefaultBlockCacheSize)).
-		WithLogger(nil)
-	if opts.InMemory {
-		bo = bo.WithDir("").WithValueDir("")
-	}
-	if opts.Logger != nil {
-		bo = bo.WithLogger(badgerlog.Logger{L: opts.Logger, Store: "eventlog"})
-	}
-	db, err := badger.Open(bo)
+	db, err := badgerdb.Open(badgerdb.Settings{
+		Store: "eventlog", Dir: dir, SyncWrites: opts.SyncWrites, InMemory: opts.InMemory,
+		MemTableSize:   orDefault(opts.MemTableSize, DefaultMemTableSize),
+		BlockCacheSize: orDefault(opts.BlockCacheSize, DefaultBlockCacheSize),
+		Logger:         opts.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("eventlog: open %s: %w", dir, err)
+		return nil, err
 	}
 	b := &Badger{db: db, changed: make(chan struct{}), done: make(chan struct{})}
 	head, err := b.recover()

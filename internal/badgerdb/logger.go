@@ -1,6 +1,6 @@
-// Package badgerlog forwards Badger's log lines to slog, for the packages
-// that keep their data in Badger (eventlog, ledger).
-package badgerlog
+// Package badgerdb opens Badger the way the packages that keep their data in
+// it (eventlog, ledger) all do, and forwards Badger's log lines to slog.
+package badgerdb
 
 import (
 	"context"
