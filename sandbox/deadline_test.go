@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -59,14 +60,28 @@ func TestDeadlineStopsEveryKindOfWait(t *testing.T) {
 					if o.Kind != Timeout {
 						t.Fatalf("outcome %v (%s), want timeout", o.Kind, o.Error())
 					}
-					// How soon after the deadline the call ends is a figure
-					// (BenchmarkCancel, docs/BENCHMARKS.md: well under 10ms);
-					// on a loaded machine any thread can be late, so the test
-					// logs it and asserts that the guest was stopped at all:
-					// each of these would otherwise run for an hour.
-					t.Logf("%s/%s: ended %v after the deadline fired (%v after the nominal deadline)", mode.name, handler, o.Overrun, o.Duration-timeout)
+					// Each of these would otherwise run for an hour: the guest
+					// was stopped. How soon is the 10ms promise, measured from
+					// the moment the host saw the deadline pass (the timer's
+					// own lateness on a loaded machine is the OS's). A thread
+					// of a loaded 2-core machine can be descheduled for longer
+					// than that at any moment, so the promise is checked on the
+					// best of up to three calls; BenchmarkCancel reports the
+					// typical figure (docs/BENCHMARKS.md).
 					if o.Duration > timeout+time.Second {
 						t.Errorf("ended %v after the deadline: the guest was not stopped", o.Duration-timeout)
+					}
+					overruns := []time.Duration{o.Overrun}
+					for len(overruns) < 3 && slices.Min(overruns) > 10*time.Millisecond {
+						again := m.Invoke(context.Background(), &abi.Event{Handler: handler, InvocationKey: "k"}, timeout)
+						if again.Kind != Timeout {
+							t.Fatalf("outcome %v (%s), want timeout", again.Kind, again.Error())
+						}
+						overruns = append(overruns, again.Overrun)
+					}
+					t.Logf("%s/%s: ended %v after the deadline fired (%v after the nominal deadline)", mode.name, handler, overruns, o.Duration-timeout)
+					if best := slices.Min(overruns); best > 10*time.Millisecond {
+						t.Errorf("calls ended %v after the deadline fired, want within 10ms", overruns)
 					}
 					// The timed-out instance was discarded; the module still serves.
 					if o := m.Invoke(context.Background(), &abi.Event{Handler: "echo", InvocationKey: "k2"}, time.Second); o.Kind != Success {
