@@ -33,34 +33,18 @@ import (
 
 const notifierSub = "ShipmentNotifier.onOrderShipped"
 
-var (
-	notifierOnce sync.Once
-	notifierWasm []byte
-	notifierErr  error
-)
-
-// notifier returns the ShipmentNotifier sample compiled to wasm, built once
+// notifierWasm is the ShipmentNotifier sample compiled to wasm, built once
 // per test binary.
+var notifierWasm = sync.OnceValues(func() ([]byte, error) { return testbuild.Bytes("samples/shipment-notifier") })
+
+// notifier returns the ShipmentNotifier sample compiled to wasm.
 func notifier(t *testing.T) []byte {
 	t.Helper()
-	notifierOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "berth-api-test")
-		if err != nil {
-			notifierErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		path, err := testbuild.Wasm(dir, "samples/shipment-notifier")
-		if err != nil {
-			notifierErr = err
-			return
-		}
-		notifierWasm, notifierErr = os.ReadFile(path)
-	})
-	if notifierErr != nil {
-		t.Fatal(notifierErr)
+	b, err := notifierWasm()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return notifierWasm
+	return b
 }
 
 // buyers is the notification service: it knows every buyer but "unknown"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,18 +18,7 @@ const summarySub = "OrderSummary.onOrder"
 
 // orderSummaryWasm is the order-summary projection sample compiled to wasm,
 // built once per test binary.
-var orderSummaryWasm = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "berth-api-test")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path, err := testbuild.Wasm(dir, "samples/order-summary")
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
-})
+var orderSummaryWasm = sync.OnceValues(func() ([]byte, error) { return testbuild.Bytes("samples/order-summary") })
 
 // projectionHost is a host running the order-summary projection over two
 // buyers' orders, and one value that is not JSON.

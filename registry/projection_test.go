@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -28,18 +27,7 @@ import (
 const summarySub = "OrderSummary.onOrder"
 
 // orderSummaryWasm builds the sample once per test binary.
-var orderSummaryWasm = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "berth-registry-test")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path, err := testbuild.Wasm(dir, "samples/order-summary")
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
-})
+var orderSummaryWasm = sync.OnceValues(func() ([]byte, error) { return testbuild.Bytes("samples/order-summary") })
 
 type orderSummary struct {
 	Orders  int   `json:"orders"`

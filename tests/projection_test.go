@@ -3,7 +3,6 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,18 +16,7 @@ import (
 const summarySub = "OrderSummary.onOrder"
 
 // orderSummaryWasm is samples/order-summary, built once per test binary.
-var orderSummaryWasm = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "berth-e2e-projection-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path, err := testbuild.Wasm(dir, "samples/order-summary")
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
-})
+var orderSummaryWasm = sync.OnceValues(func() ([]byte, error) { return testbuild.Bytes("samples/order-summary") })
 
 type buyerSummary struct {
 	Orders  int   `json:"orders"`

@@ -59,3 +59,18 @@ func All(outDir string, pkgs ...string) (map[string]string, error) {
 	}
 	return paths, nil
 }
+
+// Bytes builds the package at pkg in a temporary directory and returns the
+// module's bytes; wrap it in sync.OnceValues to build once per test binary.
+func Bytes(pkg string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "berth-testbuild-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path, err := Wasm(dir, pkg)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}

@@ -2,7 +2,6 @@ package loopguard
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,18 +16,7 @@ import (
 // toolchain (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared), so that the tests
 // rewrite what Berth actually runs. testdata is ignored by ./..., but a
 // package under it can still be built by explicit path.
-var spinGuest = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "loopguard-guest-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	out, err := testbuild.Wasm(dir, "sandbox/internal/loopguard/testdata/spin")
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(out)
-})
+var spinGuest = sync.OnceValues(func() ([]byte, error) { return testbuild.Bytes("sandbox/internal/loopguard/testdata/spin") })
 
 func guest(tb testing.TB) []byte {
 	tb.Helper()
