@@ -2,27 +2,44 @@ module github.com/berthhq/berth
 
 go 1.26.0
 
-replace github.com/berthhq/berth/wasm/abi => ./wasm/abi
+// The guest SDK and the ABI are modules of their own in this repository (handler
+// authors must not pull the host's dependencies); the host builds against them here.
+replace (
+	github.com/berthhq/berth/guest-sdk => ./guest-sdk
+	github.com/berthhq/berth/wasm/abi => ./wasm/abi
+)
 
 require (
-	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/BurntSushi/toml v1.6.0
+	github.com/berthhq/berth/guest-sdk v0.0.0-00010101000000-000000000000
+	github.com/berthhq/berth/wasm/abi v0.0.0-00010101000000-000000000000
+	github.com/chromedp/chromedp v0.23.1
+	github.com/dgraph-io/badger/v4 v4.9.6
+	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/labstack/echo/v4 v4.16.5
+	github.com/prometheus/client_golang v1.25.0
+	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/sync v0.25.0
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.160.1 // indirect
-	github.com/dgraph-io/badger/v4 v4.9.6 // indirect
 	github.com/dgraph-io/ristretto/v2 v2.2.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/flatbuffers v25.2.10+incompatible // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
-	github.com/labstack/echo/v4 v4.16.5 // indirect
 	github.com/labstack/gommon v0.5.0 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
-	github.com/tetratelabs/wazero v1.12.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
@@ -31,16 +48,7 @@ require (
 	go.opentelemetry.io/otel/trace v1.41.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-replace github.com/berthhq/berth/guest-sdk => ./guest-sdk
-
-require (
-	github.com/berthhq/berth/guest-sdk v0.0.0-00010101000000-000000000000
-	github.com/berthhq/berth/wasm/abi v0.0.0-00010101000000-000000000000
-	github.com/chromedp/chromedp v0.23.1
 )
