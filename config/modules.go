@@ -152,7 +152,7 @@ func (c *Config) Sandbox() sandbox.Config {
 		MaxInstances:    s.MaxInstances,
 		IdleTimeout:     s.IdleTimeout.Std(),
 		MaxOutputBytes:  int(s.MaxOutput),
-		// An integer percentage, so a fraction without rounding surprises.
+		// The file says a whole percentage; the sandbox takes a fraction.
 		RecycleMemoryFraction: float64(s.RecycleMemoryPercent) / 100,
 		MaxResponseBytes:      int64(s.MaxResponse),
 	}

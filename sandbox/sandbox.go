@@ -37,14 +37,14 @@ type Config struct {
 	// pooling it, when its linear memory has reached this fraction of its
 	// module's memory limit (default 0.5; above 1 counts as 1, recycling only
 	// instances at the limit). WebAssembly memory never shrinks, so without
-	// it an instance that once needed much would hold it until idle. An
-	// instance whose call failed (trap, timeout, memory exceeded) is always
-	// closed.
+	// it an instance that once needed much would hold it for as long as
+	// calls keep it from going idle. An instance whose call failed (trap,
+	// timeout, memory exceeded) is always closed.
 	RecycleMemoryFraction float64
 	// Clock tells the time of the idle release: when an instance went back
 	// to its pool, and which instances are idle past IdleTimeout (default
-	// time.Now). The janitor looks every IdleTimeout/4 of real time; tests
-	// inject a clock of their own and run its sweep themselves.
+	// time.Now). The janitor reads it every IdleTimeout/4 of real time; the
+	// package's tests set a clock of their own and run the sweep directly.
 	Clock func() time.Time
 	// MaxOutputBytes bounds what one call may write to stdout and to stderr;
 	// the rest is dropped and counted (default 16 KiB each).
