@@ -15,6 +15,7 @@ import (
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
+	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -29,6 +30,7 @@ type Deps struct {
 	Engine  *subscription.Engine
 	Ledger  ledger.Store
 	Metrics *Metrics
+	Sandbox *sandbox.Sandbox // its instance pools are reported at /metrics
 	Logger  *slog.Logger
 	// Ready reports whether the host has finished starting (GET /readyz).
 	Ready func() bool
@@ -51,6 +53,9 @@ func New(deps Deps) *Server {
 	}
 	if deps.Engine != nil {
 		deps.Metrics.Registry.MustRegister(newEngineCollector(deps.Engine))
+	}
+	if deps.Sandbox != nil {
+		deps.Metrics.Registry.MustRegister(newSandboxCollector(deps.Sandbox))
 	}
 	if deps.Ready == nil {
 		deps.Ready = func() bool { return true }

@@ -92,6 +92,12 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 				`berth.toml:2: sandbox.max-instances: 0: must be at least 1`,
 				`berth.toml:3: sandbox.idle-timeout: 5: want a string, got an integer`,
 			}},
+		{"sandbox recycle percentage", "[sandbox]\nrecycle-memory-percent = 0\n",
+			[]string{`berth.toml:2: sandbox.recycle-memory-percent: 0: must be at least 1`}},
+		{"sandbox recycle percentage above 100", "[sandbox]\nrecycle-memory-percent = 101\n",
+			[]string{`berth.toml:2: sandbox.recycle-memory-percent: 101: must be at most 100`}},
+		{"sandbox recycle percentage as a fraction", "[sandbox]\nrecycle-memory-percent = 0.5\n",
+			[]string{`berth.toml:2: sandbox.recycle-memory-percent: 0.5: want an integer, got a float`}},
 		{"dotted keys and inline tables", "server.listen = 1\nmodules = { m = { memory-limit = \"1000B\" } }\n",
 			[]string{
 				`berth.toml:1: server.listen: 1: want a string`,
@@ -370,8 +376,16 @@ func TestSandbox(t *testing.T) {
 	}
 	s := c.Sandbox()
 	if s.CacheDir != filepath.Join("/var/lib/berth", "wasm-cache") || s.CompiledModules != 32 || s.MaxInstances != 8 ||
-		s.IdleTimeout != time.Minute || s.MaxOutputBytes != 64<<10 || s.MaxResponseBytes != 1<<20 {
+		s.IdleTimeout != time.Minute || s.MaxOutputBytes != 64<<10 || s.MaxResponseBytes != 1<<20 ||
+		s.RecycleMemoryFraction != 0.5 {
 		t.Errorf("Sandbox() = %+v", s)
+	}
+	c, err = Parse([]byte("[sandbox]\nrecycle-memory-percent = 100\nidle-timeout = \"2s\"\n"), "berth.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sandbox(); s.RecycleMemoryFraction != 1 || s.IdleTimeout != 2*time.Second {
+		t.Errorf("Sandbox() with recycle-memory-percent 100, idle-timeout 2s = %+v", s)
 	}
 }
 

@@ -47,11 +47,12 @@ func Default() *Config {
 			},
 		},
 		SandboxConfig: SandboxConfig{
-			CompiledModules: DefaultCompiledModules,
-			MaxInstances:    DefaultMaxInstances,
-			IdleTimeout:     DefaultIdleTimeout,
-			MaxOutput:       DefaultMaxOutput,
-			MaxResponse:     DefaultMaxResponse,
+			CompiledModules:      DefaultCompiledModules,
+			MaxInstances:         DefaultMaxInstances,
+			IdleTimeout:          DefaultIdleTimeout,
+			RecycleMemoryPercent: DefaultRecycleMemoryPercent,
+			MaxOutput:            DefaultMaxOutput,
+			MaxResponse:          DefaultMaxResponse,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -201,8 +202,11 @@ window = "10s"
 compiled-modules = 32
 # Instances of one module, i.e. its concurrent calls; more calls wait for a free instance.
 max-instances = 8
-# An instance idle this long is released.
+# An instance idle this long is released, so a burst of calls does not pin memory.
 idle-timeout = "1m"
+# An instance whose memory grew to this percentage of its module's memory-limit is closed after its
+# call instead of being kept for the next (WebAssembly memory never shrinks); 1 to 100.
+recycle-memory-percent = 50
 # What one call may write to stdout and to stderr; the rest is dropped.
 max-output = "16KiB"
 # Largest body of an outbound HTTP response a guest receives.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,3 +153,61 @@ func BenchmarkInstanceMemory(b *testing.B) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// BenchmarkMemoryHog runs the memoryHog handler (it allocates until
+// memory.grow fails at the 64 MiB limit) b.N times, four calls at a time
+// on a pool of eight, after warming the pool to eight idle instances. It
+// reports the Go heap: the largest HeapAlloc seen between calls without
+// forcing a collection (garbage included, what go_memstats_heap_alloc_bytes
+// shows), and HeapAlloc and HeapInuse after a forced collection at the end
+// (what stays reachable).
+func BenchmarkMemoryHog(b *testing.B) {
+	s := newSandbox(b, Config{MaxInstances: 8})
+	m := load(b, s, "samples/misbehaving", ModuleConfig{})
+	ctx := context.Background()
+	var warm []*instance
+	for range 8 {
+		inst, err := m.pool.acquire(ctx, m.newInstance)
+		if err != nil {
+			b.Fatal(err)
+		}
+		warm = append(warm, inst)
+	}
+	for _, inst := range warm {
+		m.pool.put(inst, false)
+	}
+	warm = nil
+	var mu sync.Mutex
+	var peak uint64
+	calls := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ms goruntime.MemStats
+			for range calls {
+				if o := m.Invoke(ctx, &abi.Event{Handler: "memoryHog", InvocationKey: "hog"}, 30*time.Second); o.Kind != MemoryExceeded {
+					b.Errorf("%v: %s", o.Kind, o.Error())
+				}
+				goruntime.ReadMemStats(&ms)
+				mu.Lock()
+				peak = max(peak, ms.HeapAlloc)
+				mu.Unlock()
+			}
+		}()
+	}
+	for b.Loop() {
+		calls <- struct{}{}
+	}
+	close(calls)
+	wg.Wait()
+	var ms goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&ms)
+	const mib = 1 << 20
+	b.ReportMetric(float64(peak)/mib, "MiB-heap-peak")
+	b.ReportMetric(float64(ms.HeapAlloc)/mib, "MiB-heap-after-gc")
+	b.ReportMetric(float64(ms.HeapInuse)/mib, "MiB-inuse-after-gc")
+	b.ReportMetric(float64(m.Stats().Idle), "idle-instances")
+}

@@ -20,7 +20,8 @@ type instance struct {
 	alloc, handle  api.Function
 	stdout, stderr *boundedBuffer
 	current        atomic.Pointer[callState] // the call being served, for nanosleep
-	lastUsed       time.Time
+	lastUsed       time.Time                 // when it last went back to the pool, by the sandbox's clock
+	memBytes       uint32                    // its linear memory then, for Stats
 	stack          [2]uint64
 	scratch        []byte
 }

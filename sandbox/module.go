@@ -60,16 +60,31 @@ type Module struct {
 	created, live, peak atomic.Int64 // instance counts, for Stats and tests
 }
 
-// Stats counts a module's instances.
+// Stats counts a module's instances and the memory its pool holds.
 type Stats struct {
 	Live    int64 // instances that exist now (idle or serving a call)
 	Idle    int   // instances waiting for a call
 	Created int64 // instances created since load (a trap, timeout or idle release ends one)
+
+	// IdleMemoryBytes is the linear memory the idle instances hold, summed;
+	// MaxIdleMemoryBytes is the largest of them.
+	IdleMemoryBytes, MaxIdleMemoryBytes uint64
+	// MemoryLimitBytes is the module's memory limit; RecycleMemoryBytes is
+	// the memory at which an instance is closed after its call instead of
+	// going back to the pool (Config.RecycleMemoryFraction of the limit).
+	MemoryLimitBytes, RecycleMemoryBytes uint64
+	// ClosedFailed, ClosedMemory and ClosedIdle count the instances closed
+	// since load because their call failed (trap, timeout, memory
+	// exceeded, canceled), because their memory reached RecycleMemoryBytes,
+	// and because they sat idle past Config.IdleTimeout.
+	ClosedFailed, ClosedMemory, ClosedIdle int64
 }
 
 // Stats returns the module's instance counts.
 func (m *Module) Stats() Stats {
-	return Stats{Live: m.live.Load(), Idle: m.pool.idleCount(), Created: m.created.Load()}
+	st := Stats{Live: m.live.Load(), Created: m.created.Load(), MemoryLimitBytes: uint64(m.cfg.MemoryLimitPages) * wasmPageSize}
+	m.pool.stats(&st)
+	return st
 }
 
 func (m *Module) instanceOpened() {
@@ -113,7 +128,7 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	}
 	mc = mc.withDefaults()
 	sum := sha256.Sum256(wasm)
-	m := &Module{s: s, name: name, sha256: hex.EncodeToString(sum[:]), cfg: mc, pool: newPool(s.cfg.MaxInstances)}
+	m := &Module{s: s, name: name, sha256: hex.EncodeToString(sum[:]), cfg: mc, pool: s.newPool(mc.MemoryLimitPages)}
 
 	code, guard, err := s.guardDeadlines(wasm)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,8 +30,22 @@ type Config struct {
 	// MaxInstances caps the instances of one module, i.e. its concurrent
 	// calls (default 8). Calls beyond it wait for a free instance.
 	MaxInstances int
-	// IdleTimeout releases an instance idle for this long (default 1m).
+	// IdleTimeout releases an instance idle for this long (default 1m), so
+	// that the instances a burst of calls needed do not stay after it.
 	IdleTimeout time.Duration
+	// RecycleMemoryFraction closes an instance after its call, instead of
+	// pooling it, when its linear memory has reached this fraction of its
+	// module's memory limit (default 0.5; above 1 counts as 1, recycling only
+	// instances at the limit). WebAssembly memory never shrinks, so without
+	// it an instance that once needed much would hold it for as long as
+	// calls keep it from going idle. An instance whose call failed (trap,
+	// timeout, memory exceeded) is always closed.
+	RecycleMemoryFraction float64
+	// Clock tells the time of the idle release: when an instance went back
+	// to its pool, and which instances are idle past IdleTimeout (default
+	// time.Now). The janitor reads it every IdleTimeout/4 of real time; the
+	// package's tests set a clock of their own and run the sweep directly.
+	Clock func() time.Time
 	// MaxOutputBytes bounds what one call may write to stdout and to stderr;
 	// the rest is dropped and counted (default 16 KiB each).
 	MaxOutputBytes int
@@ -45,6 +61,13 @@ type Config struct {
 	// the loop guard cannot rewrite).
 	Deadlines DeadlineMode
 }
+
+// DefaultRecycleMemoryFraction is Config.RecycleMemoryFraction's default:
+// an instance that grew to half its memory limit is not kept.
+const DefaultRecycleMemoryFraction = 0.5
+
+// wasmPageSize is the size of a WebAssembly memory page.
+const wasmPageSize = 65536
 
 // DeadlineMode selects the mechanism that stops guest code at a deadline.
 type DeadlineMode int
@@ -71,6 +94,13 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = time.Minute
+	}
+	if !(c.RecycleMemoryFraction > 0) { // zero, negative or NaN
+		c.RecycleMemoryFraction = DefaultRecycleMemoryFraction
+	}
+	c.RecycleMemoryFraction = min(c.RecycleMemoryFraction, 1)
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = 16 << 10
@@ -158,7 +188,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	return first
 }
 
-// janitor releases idle instances.
+// janitor releases idle instances, looking every IdleTimeout/4.
 func (s *Sandbox) janitor(ctx context.Context) {
 	defer close(s.janitorDone)
 	t := time.NewTicker(max(s.cfg.IdleTimeout/4, 10*time.Millisecond))
@@ -167,11 +197,36 @@ func (s *Sandbox) janitor(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			s.modules.Range(func(k, _ any) bool {
-				k.(*Module).pool.releaseIdle(ctx, now.Add(-s.cfg.IdleTimeout))
-				return true
-			})
+		case <-t.C:
+			s.releaseIdle()
 		}
 	}
+}
+
+// releaseIdle closes every module's instances that have been idle longer
+// than IdleTimeout by the sandbox's clock.
+func (s *Sandbox) releaseIdle() {
+	cutoff := s.cfg.Clock().Add(-s.cfg.IdleTimeout)
+	s.modules.Range(func(k, _ any) bool {
+		k.(*Module).pool.releaseIdle(cutoff)
+		return true
+	})
+}
+
+// newPool returns the pool of a module whose memory limit is limitPages.
+func (s *Sandbox) newPool(limitPages uint32) *pool {
+	limit := float64(limitPages) * wasmPageSize
+	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.Clock)
+}
+
+// Modules returns the modules loaded and not closed, by name (a module
+// being replaced under the same name appears twice until it is closed).
+func (s *Sandbox) Modules() []*Module {
+	var ms []*Module
+	s.modules.Range(func(k, _ any) bool {
+		ms = append(ms, k.(*Module))
+		return true
+	})
+	slices.SortFunc(ms, func(a, b *Module) int { return strings.Compare(a.name, b.name) })
+	return ms
 }

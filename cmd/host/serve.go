@@ -203,7 +203,7 @@ func (h *host) open(cfg *config.Config) error {
 		}
 	}()
 	h.api = api.New(api.Deps{Config: h.config, Reload: h.reload, Modules: h.modules, Log: h.events, Engine: h.engine,
-		Ledger: h.ledger, Logger: h.log, Ready: h.ready.Load})
+		Ledger: h.ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: h.sandbox})
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
 		return err
 	}

@@ -12,6 +12,9 @@ import (
 // sink keeps allocations reachable so the memory hog really holds memory.
 var sink [][]byte
 
+// grown holds the memory grower's allocations until it returns.
+var grown [][]byte
+
 func init() {
 	p := &berth.Processor{Name: "Misbehaving", Kind: berth.Reactor}
 	p.On("spinner", "Spin", func(*berth.Context) error {
@@ -40,6 +43,21 @@ func init() {
 		for {
 			sink = append(sink, make([]byte, 1<<20))
 		}
+	})
+	// memoryGrower grows the heap by the payload's {"mib": n} and succeeds:
+	// the instance keeps that memory (WebAssembly memory never shrinks).
+	p.On("memoryGrower", "Grow", func(c *berth.Context) error {
+		var in struct{ MiB int }
+		if err := c.Event.Decode(&in); err != nil {
+			return err
+		}
+		for range in.MiB {
+			b := make([]byte, 1<<20)
+			b[len(b)-1] = 1
+			grown = append(grown, b)
+		}
+		grown = nil
+		return nil
 	})
 	p.On("panicker", "Panic", func(*berth.Context) error {
 		panic("the handler panicked on purpose")

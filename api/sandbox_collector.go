@@ -1,0 +1,75 @@
+package api
+
+import (
+	"github.com/berthhq/berth/sandbox"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// sandboxCollector reports every loaded module's instance pool at scrape
+// time: how many instances exist, the memory the idle ones hold, and why
+// instances were closed. A module being replaced under the same name is
+// counted with its successor.
+type sandboxCollector struct {
+	sb *sandbox.Sandbox
+
+	instances, memory, maxMemory, limit, closed *prometheus.Desc
+}
+
+func newSandboxCollector(sb *sandbox.Sandbox) *sandboxCollector {
+	mod := []string{"module"}
+	return &sandboxCollector{
+		sb:        sb,
+		instances: prometheus.NewDesc("berth_sandbox_instances", "Instances of the module, idle in its pool or busy serving a call.", []string{"module", "state"}, nil),
+		memory:    prometheus.NewDesc("berth_sandbox_instance_memory_bytes", "Linear memory held by the module's idle instances, summed.", mod, nil),
+		maxMemory: prometheus.NewDesc("berth_sandbox_instance_memory_max_bytes", "Linear memory of the module's largest idle instance.", mod, nil),
+		limit:     prometheus.NewDesc("berth_sandbox_memory_limit_bytes", "The module's memory limit per instance.", mod, nil),
+		closed:    prometheus.NewDesc("berth_sandbox_instances_closed_total", "Instances closed, by reason: failed (trap, timeout, memory exceeded), memory (grown to sandbox.recycle-memory-percent of the limit), idle (sandbox.idle-timeout).", []string{"module", "reason"}, nil),
+	}
+}
+
+// Describe sends the descriptors.
+func (c *sandboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.instances, c.memory, c.maxMemory, c.limit, c.closed} {
+		ch <- d
+	}
+}
+
+// Collect reads every module's pool.
+func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
+	byName := map[string]*sandbox.Stats{}
+	var names []string
+	for _, m := range c.sb.Modules() {
+		st := m.Stats()
+		sum, ok := byName[m.Name()]
+		if !ok {
+			byName[m.Name()] = &st
+			names = append(names, m.Name())
+			continue
+		}
+		sum.Live += st.Live
+		sum.Idle += st.Idle
+		sum.IdleMemoryBytes += st.IdleMemoryBytes
+		sum.MaxIdleMemoryBytes = max(sum.MaxIdleMemoryBytes, st.MaxIdleMemoryBytes)
+		sum.MemoryLimitBytes = max(sum.MemoryLimitBytes, st.MemoryLimitBytes)
+		sum.ClosedFailed += st.ClosedFailed
+		sum.ClosedMemory += st.ClosedMemory
+		sum.ClosedIdle += st.ClosedIdle
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, name := range names {
+		st := byName[name]
+		gauge(c.instances, float64(st.Idle), name, "idle")
+		gauge(c.instances, float64(max(st.Live-int64(st.Idle), 0)), name, "busy")
+		gauge(c.memory, float64(st.IdleMemoryBytes), name)
+		gauge(c.maxMemory, float64(st.MaxIdleMemoryBytes), name)
+		gauge(c.limit, float64(st.MemoryLimitBytes), name)
+		for _, r := range []struct {
+			reason string
+			n      int64
+		}{{"failed", st.ClosedFailed}, {"memory", st.ClosedMemory}, {"idle", st.ClosedIdle}} {
+			ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(r.n), name, r.reason)
+		}
+	}
+}
