@@ -62,7 +62,7 @@ type ErrorInfo struct {
 // Entry is one line of a record's history.
 type Entry struct {
 	Time    time.Time  `json:"time"`
-	Action  string     `json:"action"` // attempt, parked, retry, retries-spent, resume, skip, resumed
+	Action  string     `json:"action"` // attempt, parked, retry, retries-spent, retries-stopped, resume, skip, resumed
 	Attempt int        `json:"attempt,omitempty"`
 	Version uint64     `json:"version,omitempty"`
 	Error   *ErrorInfo `json:"error,omitempty"`
@@ -131,7 +131,8 @@ const (
 	// NotifyParked: an aggregate spent its retry budget and was parked.
 	NotifyParked = "parked"
 	// NotifyRetriesSpent: a parked aggregate spent its long-horizon retries
-	// and waits for an operator.
+	// and waits for an operator (also when a retry stopped them because the
+	// failure was unrecoverable; Reason says which).
 	NotifyRetriesSpent = "retries-spent"
 	// NotifyResumed: a parked aggregate was resumed.
 	NotifyResumed = "resumed"
