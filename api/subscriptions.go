@@ -52,6 +52,8 @@ type parkedJSON struct {
 	FirstDelay string `json:"firstDelay"`
 	MaxDelay   string `json:"maxDelay"`
 	Timeout    string `json:"timeout"`
+	// RetryUnrecoverable is subscription.parked.retry-unrecoverable in effect.
+	RetryUnrecoverable bool `json:"retryUnrecoverable"`
 }
 
 func (s *Server) subscriptionJSON(st subscription.Status, detail bool) subscriptionJSON {
@@ -69,7 +71,8 @@ func (s *Server) subscriptionJSON(st subscription.Status, detail bool) subscript
 			retry.KeyBackpressureAttempts: {p.BackpressureAttempts, p.Sources[retry.KeyBackpressureAttempts]},
 		},
 		ParkedRetries: parkedJSON{MaxRetries: st.ParkedSettings.MaxRetries, FirstDelay: st.ParkedSettings.FirstDelay.String(),
-			MaxDelay: st.ParkedSettings.MaxDelay.String(), Timeout: st.ParkedSettings.Timeout.String()},
+			MaxDelay: st.ParkedSettings.MaxDelay.String(), Timeout: st.ParkedSettings.Timeout.String(),
+			RetryUnrecoverable: st.ParkedSettings.RetriesUnrecoverable()},
 	}
 	if out.Parked == nil {
 		out.Parked = map[ledger.State]int{}

@@ -78,6 +78,14 @@ func (d *decoder) value(p keyPath, v any, rv reflect.Value) {
 			return
 		}
 		rv.SetInt(n)
+	case reflect.Pointer:
+		// An optional value (a *bool): set, it is decoded; left out, it stays nil (inherited).
+		e := reflect.New(rv.Type().Elem())
+		before := len(d.probs)
+		d.value(p, v, e.Elem())
+		if len(d.probs) == before {
+			rv.Set(e)
+		}
 	default:
 		panic(fmt.Sprintf("config: no decoding for %s at %s", rv.Type(), p))
 	}

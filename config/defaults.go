@@ -40,6 +40,8 @@ func Default() *Config {
 				FirstDelay: retry.Duration(retry.DefaultParkedFirstDelay),
 				MaxDelay:   retry.Duration(retry.DefaultParkedMaxDelay),
 				Timeout:    retry.Duration(retry.DefaultParkedTimeout),
+				// An unrecoverable park waits for an operator (issue 9, item 3).
+				RetryUnrecoverable: new(bool),
 			},
 			Systemic: SystemicConfig{
 				Aggregates: retry.DefaultSystemicAggregates,
@@ -143,6 +145,8 @@ first-delay = "3m"
 max-delay = "1h"
 # How long one long-horizon attempt may run.
 timeout = "2m"
+# Give an aggregate parked for an unrecoverable failure these retries too; false: it waits for an operator.
+retry-unrecoverable = false
 
 # When failures of a partition are taken for an outage: the partition pauses and retries, and no
 # aggregate spends its budget or is parked.
@@ -169,6 +173,7 @@ window = "10s"
 # first-delay = "5m"
 # max-delay = "2h"
 # timeout = "1m"
+# retry-unrecoverable = true
 
 # Application-wide classifier rules: take an error class for recoverable, unrecoverable, systemic or
 # backpressure in every handler (a handler's own lists come first).

@@ -96,6 +96,12 @@ func flatten(c *Config) map[string]string {
 			for i := range v.Len() {
 				walk(p.at(i), v.Index(i))
 			}
+		case v.Kind() == reflect.Pointer: // an optional value: compared by what it points to
+			if v.IsNil() {
+				m[p.String()] = "<unset>"
+			} else {
+				walk(p, v.Elem())
+			}
 		default:
 			m[p.String()] = fmt.Sprintf("%#v", v.Interface())
 		}

@@ -30,7 +30,7 @@ token = "t0p-secret"
 		"sandbox.max-instances", "server.listen", "server.max-body-size",
 		"subscription.retry.max-attempts",
 		`subscriptions."A.b".parked.first-delay`, `subscriptions."A.b".parked.max-delay`,
-		`subscriptions."A.b".parked.max-retries`, `subscriptions."A.b".parked.timeout`,
+		`subscriptions."A.b".parked.max-retries`, `subscriptions."A.b".parked.retry-unrecoverable`, `subscriptions."A.b".parked.timeout`,
 		`subscriptions."A.b".retry.backpressure-attempts`, `subscriptions."A.b".retry.initial-backoff`,
 		`subscriptions."A.b".retry.max-attempts`, `subscriptions."A.b".retry.max-backoff`,
 		`subscriptions."A.b".retry.recoverable`, `subscriptions."A.b".retry.timeout`,

@@ -48,12 +48,21 @@ type ErrorInfo struct {
 	Message string   `json:"message"`
 	Code    string   `json:"code,omitempty"`
 	Kind    string   `json:"kind"` // recoverable, unrecoverable, timeout, trap, memory, …
+	// Class is what the failure was taken for: recoverable, unrecoverable,
+	// systemic or backpressure (empty in records written before it was kept).
+	Class string `json:"class,omitempty"`
+	// Reason says what classified it, e.g. "handler unrecoverable: Fatal".
+	Reason string `json:"reason,omitempty"`
+	// Undeclared lists the classes of Classes that the module does not
+	// declare in its class tree (the host's and SDK's berth.* names aside):
+	// they were classified by the chain as the guest sent it.
+	Undeclared []string `json:"undeclared,omitempty"`
 }
 
 // Entry is one line of a record's history.
 type Entry struct {
 	Time    time.Time  `json:"time"`
-	Action  string     `json:"action"` // attempt, parked, retry, retries-spent, resume, skip, resumed
+	Action  string     `json:"action"` // attempt, parked, retry, retries-spent, retries-stopped, resume, skip, resumed
 	Attempt int        `json:"attempt,omitempty"`
 	Version uint64     `json:"version,omitempty"`
 	Error   *ErrorInfo `json:"error,omitempty"`
@@ -80,8 +89,25 @@ type Record struct {
 	LastFailure   time.Time `json:"lastFailure"`
 	State         State     `json:"state"`
 	NextRetry     time.Time `json:"nextRetry,omitzero"` // zero unless State is StateRetrying
-	History       []Entry   `json:"history"`
+	// WaitReason says, while State is StateWaiting, why the aggregate waits
+	// for an operator: WaitUnrecoverable, WaitRetriesSpent or WaitNoRetries
+	// (empty in records written before it was kept, and in other states).
+	WaitReason string  `json:"waitReason,omitempty"`
+	History    []Entry `json:"history"`
 }
+
+// Why a record waits for an operator (Record.WaitReason).
+const (
+	// WaitUnrecoverable: the failure was unrecoverable, so it was parked
+	// without long-horizon retries (the spec's "parked at once for someone
+	// to look at"); subscription.parked.retry-unrecoverable opts in to them.
+	WaitUnrecoverable = "unrecoverable"
+	// WaitRetriesSpent: its long-horizon retries are spent.
+	WaitRetriesSpent = "retries-spent"
+	// WaitNoRetries: its subscription has no long-horizon retries
+	// (max-retries = -1).
+	WaitNoRetries = "no-retries"
+)
 
 // AddHistory appends e, keeping at most MaxHistory entries (the first kept).
 func (r *Record) AddHistory(e Entry) {
@@ -105,7 +131,8 @@ const (
 	// NotifyParked: an aggregate spent its retry budget and was parked.
 	NotifyParked = "parked"
 	// NotifyRetriesSpent: a parked aggregate spent its long-horizon retries
-	// and waits for an operator.
+	// and waits for an operator (also when a retry stopped them because the
+	// failure was unrecoverable; Reason says which).
 	NotifyRetriesSpent = "retries-spent"
 	// NotifyResumed: a parked aggregate was resumed.
 	NotifyResumed = "resumed"

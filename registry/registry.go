@@ -192,6 +192,7 @@ func (r *Registry) specs(d *deployed) []subscription.Spec {
 	if desc.Start == abi.StartBeginning || (desc.Start == abi.StartDefault && desc.Kind == abi.KindProjection) {
 		start = subscription.StartBeginning
 	}
+	classes := classTree(desc)
 	specs := make([]subscription.Spec, 0, len(desc.Handlers))
 	for _, h := range desc.Handlers {
 		if !subscribes(h) {
@@ -208,12 +209,24 @@ func (r *Registry) specs(d *deployed) []subscription.Spec {
 			ProcessorRetry: settingsOf(desc.Retry),
 			HandlerRetry:   settingsOf(h.Retry),
 			OverrideRetry:  override,
+			Classes:        classes,
 			Parked:         cfg.Parked(name),
 			Invoker:        r.invokerFor(d, desc, h),
 			OnReset:        r.onReset(desc, name),
 		})
 	}
 	return specs
+}
+
+// classTree is the error class tree a module declares, which its
+// subscriptions classify failures by (validated at load: no unknown
+// parents, no cycles).
+func classTree(desc abi.Description) *retry.ClassTree {
+	parents := make(map[string]string, len(desc.Classes))
+	for _, c := range desc.Classes {
+		parents[c.Name] = c.Parent
+	}
+	return retry.NewClassTree(parents)
 }
 
 func settingsOf(s abi.RetrySettings) retry.Settings {

@@ -246,6 +246,12 @@ type Decision struct {
 	Reason string
 	// By is the step that decided.
 	By Origin
+	// Chain is the class chain the failure was classified by, nearest first: the chain as sent, with the
+	// ancestors of its nearest declared class taken from the module's tree (see [ClassTree.Resolve]).
+	Chain []string
+	// Undeclared lists the names in Chain the module does not declare (reserved berth.* names left out);
+	// empty when the policy knows no tree.
+	Undeclared []string
 }
 
 // CountsTowardOutage reports whether the failure should be fed to the partition's [Detector]: only
@@ -256,7 +262,10 @@ func (d Decision) CountsTowardOutage() bool {
 	return d.Class == Recoverable && (d.By == OriginDefault || d.By == OriginBuiltin)
 }
 
-// Classify decides what a failure is taken for, in the spec's order ("How a failure is classified"):
+// Classify decides what a failure is taken for, in the spec's order ("How a failure is classified").
+// The failure's class chain is first read by the module's declared tree (p.Classes, see
+// [ClassTree.Resolve]): a declared class's ancestors are the tree's, whatever chain was sent; every step
+// below walks that chain, which the Decision carries as Chain.
 //
 //  1. The handler's own lists (p.Unrecoverable, p.Recoverable): the chain is walked nearest class first
 //     and the first class found in either list decides, so when a class and one of its ancestors are in
@@ -274,11 +283,23 @@ func Classify(f *Failure, p *Policy, app *Classifier) Decision {
 	if f == nil {
 		return Decision{Class: Recoverable, Reason: "default", By: OriginDefault}
 	}
+	var tree *ClassTree
+	if p != nil {
+		tree = p.Classes
+	}
+	chain, undeclared := tree.Resolve(f.Classes)
+	d := classify(f, chain, p, app)
+	d.Chain, d.Undeclared = chain, undeclared
+	return d
+}
+
+// classify is Classify's steps over the resolved chain.
+func classify(f *Failure, chain []string, p *Policy, app *Classifier) Decision {
 	backpressure := func(reason string, by Origin) Decision {
 		return Decision{Class: Backpressure, RetryAfter: max(f.RetryAfter, 0), Reason: reason, By: by}
 	}
 	if p != nil && (len(p.Unrecoverable) > 0 || len(p.Recoverable) > 0) {
-		for _, c := range f.Classes {
+		for _, c := range chain {
 			if slices.Contains(p.Unrecoverable, c) {
 				return Decision{Class: Unrecoverable, Reason: "handler unrecoverable: " + c, By: OriginHandler}
 			}
@@ -294,7 +315,7 @@ func Classify(f *Failure, p *Policy, app *Classifier) Decision {
 		return backpressure("guest reported backpressure", OriginGuest)
 	}
 	if app != nil {
-		for _, c := range f.Classes {
+		for _, c := range chain {
 			if r, ok := app.rules[c]; ok {
 				reason := fmt.Sprintf("classifier rule %d: %s", r.index, c)
 				if r.class == Backpressure {
@@ -304,13 +325,13 @@ func Classify(f *Failure, p *Policy, app *Classifier) Decision {
 			}
 		}
 	}
-	if slices.Contains(f.Classes, ClassConnectionRefused) {
+	if slices.Contains(chain, ClassConnectionRefused) {
 		return Decision{Class: Systemic, Reason: "builtin: " + ClassConnectionRefused, By: OriginBuiltin}
 	}
 	if f.HTTP429 {
 		return backpressure("outbound HTTP 429", OriginBuiltin)
 	}
-	for _, c := range f.Classes {
+	for _, c := range chain {
 		switch c {
 		case ClassTimeout, ClassTrap, ClassMemoryExceeded, ClassPanic:
 			return Decision{Class: Recoverable, Reason: "builtin: " + c, By: OriginBuiltin}

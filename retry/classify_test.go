@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,8 +143,12 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		got := Classify(tt.f, tt.p, tt.app)
 		want := Decision{Class: tt.class, RetryAfter: tt.after, Reason: tt.reason, By: tt.by}
-		if got != want {
+		chain := got.Chain
+		if got.Class != want.Class || got.RetryAfter != want.RetryAfter || got.Reason != want.Reason || got.By != want.By || got.Undeclared != nil {
 			t.Errorf("%s: Classify = %+v, want %+v", tt.name, got, want)
+		}
+		if tt.f != nil && !slices.Equal(chain, tt.f.Classes) {
+			t.Errorf("%s: Chain %q without a tree, want the chain as sent %q", tt.name, chain, tt.f.Classes)
 		}
 	}
 }

@@ -15,6 +15,7 @@
 //   - backoff.go: [Policy.Backoff] and [Policy.BackpressureDelay].
 //   - parked.go: [ParkedSettings], the long-horizon schedule of a parked aggregate.
 //   - classify.go: [Failure], [Classifier] and [Classify].
+//   - tree.go: [ClassTree], the error class tree a module declares, which [Classify] reads a chain by.
 //   - systemic.go: [Detector], which takes failures of several aggregates of a partition within a short
 //     window for an outage.
 package retry

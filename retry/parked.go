@@ -13,6 +13,8 @@ const (
 	KeyParkedFirstDelay = "first-delay"
 	KeyParkedMaxDelay   = "max-delay"
 	KeyParkedTimeout    = "timeout"
+	// KeyParkedRetryUnrecoverable opts an unrecoverable park in to the long-horizon retries.
+	KeyParkedRetryUnrecoverable = "retry-unrecoverable"
 )
 
 // Default long-horizon retry settings, as returned by [DefaultParked].
@@ -41,16 +43,46 @@ type ParkedSettings struct {
 	MaxDelay time.Duration
 	// Timeout is how long one long-horizon attempt may run (default 2m).
 	Timeout time.Duration
+	// RetryUnrecoverable, when SwitchOn, gives an aggregate parked for an unrecoverable failure the same
+	// long-horizon retries as one whose budget ran out. By default (SwitchOff) it is parked for an operator
+	// with no retry, as the spec says: no retry fixes it. [SwitchInherit] (zero) is inherited.
+	RetryUnrecoverable Switch
+}
+
+// RetriesUnrecoverable reports whether an unrecoverable park gets long-horizon retries.
+func (p ParkedSettings) RetriesUnrecoverable() bool { return p.RetryUnrecoverable == SwitchOn }
+
+// Switch is a setting that is on or off, or inherited from the layer below (the zero value), so that a
+// layer can turn off what a lower one turned on.
+type Switch int8
+
+// The values of a Switch.
+const (
+	SwitchInherit Switch = 0
+	SwitchOn      Switch = 1
+	SwitchOff     Switch = -1
+)
+
+// SwitchOf is the Switch of an optional TOML boolean: nil inherits.
+func SwitchOf(b *bool) Switch {
+	switch {
+	case b == nil:
+		return SwitchInherit
+	case *b:
+		return SwitchOn
+	}
+	return SwitchOff
 }
 
 // DefaultParked returns the built-in long-horizon settings: 10 retries, the first 3m after the park, each
-// next delay twice the previous up to 1h, 2m per attempt. See [ParkedSettings.Delay] for the schedule.
+// next delay twice the previous up to 1h, 2m per attempt, none for an unrecoverable park. See [ParkedSettings.Delay] for the schedule.
 func DefaultParked() ParkedSettings {
 	return ParkedSettings{
-		MaxRetries: DefaultParkedMaxRetries,
-		FirstDelay: DefaultParkedFirstDelay,
-		MaxDelay:   DefaultParkedMaxDelay,
-		Timeout:    DefaultParkedTimeout,
+		MaxRetries:         DefaultParkedMaxRetries,
+		FirstDelay:         DefaultParkedFirstDelay,
+		MaxDelay:           DefaultParkedMaxDelay,
+		Timeout:            DefaultParkedTimeout,
+		RetryUnrecoverable: SwitchOff,
 	}
 }
 
@@ -71,6 +103,9 @@ func ResolveParked(layers ...ParkedSettings) ParkedSettings {
 		}
 		if l.Timeout != 0 {
 			p.Timeout = l.Timeout
+		}
+		if l.RetryUnrecoverable != SwitchInherit {
+			p.RetryUnrecoverable = l.RetryUnrecoverable
 		}
 	}
 	return p
@@ -133,14 +168,17 @@ type ParkedConfig struct {
 	FirstDelay Duration `toml:"first-delay"`
 	MaxDelay   Duration `toml:"max-delay"`
 	Timeout    Duration `toml:"timeout"`
+	// RetryUnrecoverable is retry-unrecoverable; left out (nil), it is inherited.
+	RetryUnrecoverable *bool `toml:"retry-unrecoverable"`
 }
 
 // Parked returns the settings the config holds.
 func (c ParkedConfig) Parked() ParkedSettings {
 	return ParkedSettings{
-		MaxRetries: c.MaxRetries,
-		FirstDelay: time.Duration(c.FirstDelay),
-		MaxDelay:   time.Duration(c.MaxDelay),
-		Timeout:    time.Duration(c.Timeout),
+		MaxRetries:         c.MaxRetries,
+		FirstDelay:         time.Duration(c.FirstDelay),
+		MaxDelay:           time.Duration(c.MaxDelay),
+		Timeout:            time.Duration(c.Timeout),
+		RetryUnrecoverable: SwitchOf(c.RetryUnrecoverable),
 	}
 }

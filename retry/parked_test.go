@@ -64,12 +64,36 @@ func TestParkedDelayAndNext(t *testing.T) {
 
 func TestResolveParked(t *testing.T) {
 	got := ResolveParked(ParkedSettings{MaxRetries: 3, MaxDelay: 2 * time.Hour}, ParkedSettings{FirstDelay: time.Minute}, ParkedSettings{})
-	want := ParkedSettings{MaxRetries: 3, FirstDelay: time.Minute, MaxDelay: 2 * time.Hour, Timeout: 2 * time.Minute}
+	want := ParkedSettings{MaxRetries: 3, FirstDelay: time.Minute, MaxDelay: 2 * time.Hour, Timeout: 2 * time.Minute, RetryUnrecoverable: SwitchOff}
 	if got != want {
 		t.Fatalf("ResolveParked = %+v, want %+v", got, want)
 	}
 	if ResolveParked() != DefaultParked() {
 		t.Fatal("ResolveParked() is not DefaultParked()")
+	}
+}
+
+// An unrecoverable park waits for an operator unless a layer opts in; a later layer can opt out again.
+func TestResolveParkedRetryUnrecoverable(t *testing.T) {
+	on, off := true, false
+	tests := []struct {
+		layers []ParkedSettings
+		want   bool
+	}{
+		{nil, false},
+		{[]ParkedSettings{{RetryUnrecoverable: SwitchOf(&on)}}, true},
+		{[]ParkedSettings{{RetryUnrecoverable: SwitchOn}, {}}, true},
+		{[]ParkedSettings{{RetryUnrecoverable: SwitchOn}, {RetryUnrecoverable: SwitchOf(&off)}}, false},
+		{[]ParkedSettings{{RetryUnrecoverable: SwitchOf(nil)}}, false},
+	}
+	for i, tt := range tests {
+		if got := ResolveParked(tt.layers...).RetriesUnrecoverable(); got != tt.want {
+			t.Errorf("%d: RetriesUnrecoverable = %v, want %v", i, got, tt.want)
+		}
+	}
+	if (ParkedConfig{RetryUnrecoverable: &on}).Parked().RetryUnrecoverable != SwitchOn ||
+		(ParkedConfig{}).Parked().RetryUnrecoverable != SwitchInherit {
+		t.Error("ParkedConfig.Parked does not carry retry-unrecoverable")
 	}
 }
 

@@ -97,6 +97,10 @@ type Policy struct {
 	// Sources says which layer each setting came from, keyed by the TOML key (KeyMaxAttempts, ...).
 	// Every key is present.
 	Sources map[string]Source
+	// Classes is the error class tree the handler's module declares, which [Classify] reads a failure's
+	// chain by (see [ClassTree.Resolve]); nil: none known, the chain is taken as sent. [Resolve] leaves it
+	// nil: it is the module's, not a layer's.
+	Classes *ClassTree
 }
 
 // Resolve layers retry settings setting by setting: [Defaults] (as [SourceDefault]) first, then each layer

@@ -178,7 +178,8 @@ func errorInfo(f *retry.Failure, d retry.Decision) ledger.ErrorInfo {
 		break
 	}
 	return ledger.ErrorInfo{
-		Classes: slices.Clone(f.Classes), Message: truncate(f.Message, 4096), Code: f.Code, Kind: kind,
+		Classes: classifiedChain(f, d), Message: truncate(f.Message, 4096), Code: f.Code, Kind: kind,
+		Class: d.Class.String(), Reason: d.Reason, Undeclared: slices.Clone(d.Undeclared),
 	}
 }
 

@@ -378,7 +378,14 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		default:
 			a.mode = modeHeld
 			if rec.State == ledger.StateRetrying {
-				e.sched.add(s.name, k, rec.NextRetry)
+				at := rec.NextRetry
+				if parkedUnrecoverable(rec) && !s.cur.Load().parked.RetriesUnrecoverable() {
+					// Parked unrecoverable by a host that retried such parks:
+					// no retry is due; turn it over to an operator at once
+					// (parkedRetry makes no attempt for it).
+					at = e.clock.Now()
+				}
+				e.sched.add(s.name, k, at)
 			}
 		}
 	}

@@ -146,6 +146,16 @@ func (e *env) blockUntil(n int) {
 	}
 }
 
+// scheduled returns when the engine's scheduler will retry a parked
+// aggregate, ok false when it will not.
+func (e *env) scheduled(sub, typ, id string) (at time.Time, ok bool) {
+	s := e.eng.sched
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok = s.due[schedKey{sub, aggKey{typ, id}}]
+	return at, ok
+}
+
 func (e *env) status(name string) Status {
 	e.t.Helper()
 	st, err := e.eng.Status(context.Background(), name)

@@ -39,7 +39,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 		if rec, err = parkedRecord(tx, s.name, k); err != nil {
 			return err
 		}
-		rec.State, rec.NextRetry = ledger.StateResuming, time.Time{}
+		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
 		rec.AddHistory(ledger.Entry{Time: now, Action: "resume", Version: rec.Version, Actor: actor, Reason: reason})
 		if err := tx.PutParked(rec); err != nil {
 			return err
@@ -100,7 +100,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 				ErrBadVersion, through, k, rec.Version, head)
 		}
 		stopped := rec.Version
-		rec.State, rec.NextRetry = ledger.StateResuming, time.Time{}
+		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
 		// A resuming record names where the replay starts.
 		rec.Version, rec.Index = through+1, 0
 		rec.AddHistory(ledger.Entry{Time: now, Action: "skip", Version: through, Actor: actor,

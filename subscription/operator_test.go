@@ -23,9 +23,14 @@ func brokenFor(clock Clock, broken *atomic.Bool, ids ...string) *recorder {
 	})
 }
 
+// brokenSpec parks a "Bug" at once, as unrecoverable, and opts such parks
+// in to the long-horizon retries (subscription.parked.retry-unrecoverable),
+// which the tests of those retries drive; by default an unrecoverable park
+// waits for an operator (TestUnknownBuyerParksAtOnce).
 func brokenSpec(inv Invoker) Spec {
 	s := spec(sub, inv)
 	s.HandlerRetry = retry.Settings{Unrecoverable: []string{"Bug"}}
+	s.Parked = retry.ParkedSettings{RetryUnrecoverable: retry.SwitchOn}
 	return s
 }
 
@@ -97,7 +102,7 @@ func TestRetriesSpentThenOperatorResume(t *testing.T) {
 	broken.Store(true)
 	rec := brokenFor(clock, &broken, "p")
 	s := brokenSpec(rec)
-	s.Parked = retry.ParkedSettings{MaxRetries: 2, FirstDelay: time.Minute, Timeout: 5 * time.Second}
+	s.Parked = retry.ParkedSettings{MaxRetries: 2, FirstDelay: time.Minute, Timeout: 5 * time.Second, RetryUnrecoverable: retry.SwitchOn}
 	e := newEnv(t, Options{}, s)
 	e.clock = clock
 	e.start()

@@ -51,11 +51,15 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			rec.Attempts = st.n
 			rec.ParkedRetries = 0
 			rec.FirstFailure, rec.LastFailure = st.first, st.last
-			rec.State, rec.NextRetry = ledger.StateWaiting, time.Time{}
-			if next, ok := cur.parked.Next(0, now); ok {
-				rec.State, rec.NextRetry = ledger.StateRetrying, next
+			rec.State, rec.NextRetry, rec.WaitReason = ledger.StateWaiting, time.Time{}, ledger.WaitNoRetries
+			if d.Class == retry.Unrecoverable && !cur.parked.RetriesUnrecoverable() {
+				// The spec: parked at once for someone to look at; no retry fixes it.
+				rec.WaitReason = ledger.WaitUnrecoverable
+			} else if next, ok := cur.parked.Next(0, now); ok {
+				rec.State, rec.NextRetry, rec.WaitReason = ledger.StateRetrying, next, ""
 			}
-			parked := ledger.Entry{Time: now, Action: "parked", Attempt: st.n, Version: c.Version, Error: &info}
+			parked := ledger.Entry{Time: now, Action: "parked", Attempt: st.n, Version: c.Version, Error: &info,
+				Reason: parkReason(rec)}
 			if len(rec.History) == 0 {
 				// The ledger always keeps the first entry: make it the park, then
 				// the attempts that led to it.
@@ -81,6 +85,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			return tx.Notify(ledger.Notification{
 				Type: NotifyParked, Time: now, Subscription: r.s.name,
 				AggregateType: a.key.typ, AggregateID: a.key.id, Version: c.Version, Error: &info,
+				Reason: parkReason(rec),
 			})
 		})
 		if err == nil {
@@ -95,7 +100,8 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		}
 	}
 	r.e.logger.Info("aggregate parked", "subscription", r.s.name, "aggregate", a.key.String(),
-		"version", c.Version, "index", idx, "class", info.Kind, "attempts", st.n, "reason", d.Reason)
+		"version", c.Version, "index", idx, "class", info.Kind, "attempts", st.n, "reason", d.Reason,
+		"state", rec.State, "waitReason", rec.WaitReason)
 	if st.stored {
 		r.forgetBudget(a.key, false) // the park removed the budget itself
 		st.stored = false
@@ -112,4 +118,26 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		r.e.sched.add(r.s.name, a.key, rec.NextRetry)
 	}
 	return outcomeParked
+}
+
+// parkReason says what a park leads to, for its history entry and its
+// notification: long-horizon retries, or an operator and why.
+func parkReason(rec *ledger.Record) string {
+	if rec.State == ledger.StateRetrying {
+		return "long-horizon retries scheduled"
+	}
+	return waitText(rec.WaitReason)
+}
+
+// waitText is a WaitReason in words.
+func waitText(why string) string {
+	switch why {
+	case ledger.WaitUnrecoverable:
+		return "awaiting operator: unrecoverable, no long-horizon retry (subscription.parked.retry-unrecoverable = false)"
+	case ledger.WaitRetriesSpent:
+		return "awaiting operator: long-horizon retries spent"
+	case ledger.WaitNoRetries:
+		return "awaiting operator: no long-horizon retries (subscription.parked.max-retries = -1)"
+	}
+	return "awaiting operator"
 }

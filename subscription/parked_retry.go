@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -153,11 +154,19 @@ func (r *run) parkedRetry(k aggKey) {
 	if rec.State != ledger.StateRetrying {
 		return
 	}
+	cur := r.s.cur.Load()
+	if parkedUnrecoverable(rec) && !cur.parked.RetriesUnrecoverable() {
+		// Parked unrecoverable while retries were opted in (or by a host
+		// before they were not): it waits for an operator, without another
+		// attempt.
+		note := waitForOperator(rec, now, ledger.WaitUnrecoverable, r.s.name, k)
+		r.storeRetry(ctx, rec, note, k, now)
+		return
+	}
 	if rec.NextRetry.After(now) {
 		r.e.sched.add(r.s.name, k, rec.NextRetry)
 		return
 	}
-	cur := r.s.cur.Load()
 	var f *retry.Failure
 	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
 	switch {
@@ -185,7 +194,7 @@ func (r *run) parkedRetry(k aggKey) {
 	rec.Attempts++
 	rec.ParkedRetries++
 	if f == nil {
-		rec.State, rec.NextRetry = ledger.StateResuming, time.Time{}
+		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
 		rec.Index++ // resume after the event the retry handled
 		rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version})
 		rec.AddHistory(ledger.Entry{Time: now, Action: "resumed", Version: rec.Version, Actor: actorBerth,
@@ -214,17 +223,45 @@ func (r *run) parkedRetry(k aggKey) {
 	info := errorInfo(f, d)
 	rec.Error, rec.LastFailure = info, now
 	rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version, Error: &info})
-	next, ok := cur.parked.Next(rec.ParkedRetries, now)
 	var note *ledger.Notification
-	if ok {
+	next, ok := cur.parked.Next(rec.ParkedRetries, now)
+	switch {
+	case d.Class == retry.Unrecoverable && !cur.parked.RetriesUnrecoverable():
+		// No retry fixes it: stop here for an operator.
+		ok, note = false, waitForOperator(rec, now, ledger.WaitUnrecoverable, r.s.name, k)
+	case ok:
 		rec.NextRetry = next
-	} else {
-		rec.State, rec.NextRetry = ledger.StateWaiting, time.Time{}
-		rec.AddHistory(ledger.Entry{Time: now, Action: "retries-spent", Version: rec.Version})
-		note = &ledger.Notification{Type: NotifyRetriesSpent, Time: now, Subscription: r.s.name,
-			AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Error: &info}
+	default:
+		note = waitForOperator(rec, now, ledger.WaitRetriesSpent, r.s.name, k)
 	}
-	err = r.e.store.Update(ctx, func(tx ledger.Tx) error {
+	if !r.storeRetry(ctx, rec, note, k, now) {
+		return
+	}
+	if ok {
+		r.e.sched.add(r.s.name, k, next)
+	}
+}
+
+// waitForOperator turns a retrying record into one waiting for an operator
+// for the reason why (a ledger.Wait* constant), with a history entry, and
+// returns the "retries-spent" notification that says so.
+func waitForOperator(rec *ledger.Record, now time.Time, why, sub string, k aggKey) *ledger.Notification {
+	rec.State, rec.NextRetry, rec.WaitReason = ledger.StateWaiting, time.Time{}, why
+	action := "retries-spent"
+	if why == ledger.WaitUnrecoverable {
+		action = "retries-stopped"
+	}
+	rec.AddHistory(ledger.Entry{Time: now, Action: action, Version: rec.Version, Reason: waitText(why)})
+	info := rec.Error
+	return &ledger.Notification{Type: NotifyRetriesSpent, Time: now, Subscription: sub,
+		AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Error: &info, Reason: waitText(why)}
+}
+
+// storeRetry stores a parked retry's record and its notification (nil:
+// none) in one transaction; on a ledger error it schedules the whole step
+// again in a minute and reports false.
+func (r *run) storeRetry(ctx context.Context, rec *ledger.Record, note *ledger.Notification, k aggKey, now time.Time) bool {
+	err := r.e.store.Update(ctx, func(tx ledger.Tx) error {
 		if err := tx.PutParked(rec); err != nil {
 			return err
 		}
@@ -236,11 +273,9 @@ func (r *run) parkedRetry(k aggKey) {
 	if err != nil {
 		r.logLedgerError("parked retry", k, err)
 		r.e.sched.add(r.s.name, k, now.Add(time.Minute))
-		return
+		return false
 	}
-	if ok {
-		r.e.sched.add(r.s.name, k, next)
-	}
+	return true
 }
 
 func (r *run) logLedgerError(what string, k aggKey, err error) {

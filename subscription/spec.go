@@ -83,6 +83,12 @@ type Spec struct {
 	// setting, later layers winning: the processor's settings, the
 	// handler's, and the host's per-subscription override.
 	ProcessorRetry, HandlerRetry, OverrideRetry retry.Settings
+	// Classes is the error class tree the handler's module declares: a
+	// failure's chain is classified by it, the nearest declared class's
+	// ancestors taken from the tree (retry.ClassTree.Resolve), and the
+	// classes it does not declare are recorded as undeclared. Nil: no tree
+	// known, the chain is taken as sent and nothing is recorded.
+	Classes *retry.ClassTree
 	// Parked are the long-horizon retry settings of this subscription,
 	// setting by setting over Options.Parked over retry.DefaultParked().
 	Parked retry.ParkedSettings
@@ -147,6 +153,7 @@ func resolve(s Spec, host *hostLayer) *resolved {
 		retry.Layer{Source: retry.SourceHandler, Settings: s.HandlerRetry},
 		retry.Layer{Source: retry.SourceOverride, Settings: s.OverrideRetry},
 	)
+	r.policy.Classes = s.Classes
 	r.parked = retry.ResolveParked(host.parked, s.Parked)
 	if len(s.EventTypes) > 0 {
 		r.types = make(map[string]struct{}, len(s.EventTypes))

@@ -87,6 +87,15 @@ function history(r, key) {
   return d;
 }
 
+// awaiting says why a waiting aggregate has no next retry.
+function awaiting(why) {
+  switch (why) {
+    case "unrecoverable": return "none: awaiting operator (unrecoverable)";
+    case "no-retries": return "none: awaiting operator (no long-horizon retries)";
+    default: return "none: awaiting operator (retries spent)";
+  }
+}
+
 function parkedRow(r, key) {
   const tr = document.createElement("tr");
   tr.dataset.key = key;
@@ -97,13 +106,14 @@ function parkedRow(r, key) {
   if (r.error.classes && r.error.classes.length) {
     const c = document.createElement("div");
     c.className = "classes";
-    c.textContent = r.error.classes.join(" ‹ ") + (r.error.kind ? ` · ${r.error.kind}` : "");
+    c.textContent = r.error.classes.join(" ‹ ") + (r.error.kind ? ` · ${r.error.kind}` : "") +
+      (r.error.undeclared && r.error.undeclared.length ? ` · undeclared: ${r.error.undeclared.join(", ")}` : "");
     err.appendChild(c);
   }
   err.appendChild(history(r, key));
   cell(tr, String(r.attempts + (r.parkedRetries ? ` (+${r.parkedRetries} later)` : "")));
   cell(tr, r.state, "state-" + r.state);
-  cell(tr, r.state === "retrying" ? when(r.nextRetry) : "—", "next-retry");
+  cell(tr, r.state === "retrying" ? when(r.nextRetry) : r.state === "waiting" ? awaiting(r.waitReason) : "—", "next-retry");
   const reasonTd = cell(tr, "");
   const reason = document.createElement("input");
   reason.className = "reason";
@@ -144,7 +154,7 @@ function renderParked(records) {
     seen.add(key);
     // The relative "in 3m" of the next retry is refreshed in place; any
     // other change rebuilds the row.
-    const sig = JSON.stringify([r.version, r.index, r.error, r.attempts, r.parkedRetries, r.state, r.nextRetry, (r.history || []).length]);
+    const sig = JSON.stringify([r.version, r.index, r.error, r.attempts, r.parkedRetries, r.state, r.nextRetry, r.waitReason, (r.history || []).length]);
     let row = rows.get(key);
     if (!row || row.sig !== sig) {
       const tr = parkedRow(r, key);

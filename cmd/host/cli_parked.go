@@ -96,6 +96,17 @@ func (x *invocation) nextRetry(r ledger.Record) string {
 	return relative(r.NextRetry, x.now)
 }
 
+// waitWords says why a waiting aggregate waits for an operator.
+func waitWords(why string) string {
+	switch why {
+	case ledger.WaitUnrecoverable:
+		return "the failure is unrecoverable, so it waits for an operator (subscription.parked.retry-unrecoverable is off)"
+	case ledger.WaitNoRetries:
+		return "the subscription has no long-horizon retries (subscription.parked.max-retries = -1)"
+	}
+	return "its retries are spent"
+}
+
 // errorText is a failure in one line: "recoverable: message".
 func errorText(e ledger.ErrorInfo) string {
 	msg := e.Message
@@ -136,7 +147,7 @@ func parkedShow(x *invocation, args []string) error {
 	kv.add("state", "%s", r.State)
 	switch {
 	case r.State == ledger.StateWaiting:
-		kv.add("next retry", "none: its retries are spent; resume or skip it")
+		kv.add("next retry", "none: %s; resume or skip it", waitWords(r.WaitReason))
 	case !r.NextRetry.IsZero():
 		kv.add("next retry", "%s (%s)", timestamp(r.NextRetry), relative(r.NextRetry, x.now))
 	}
@@ -146,8 +157,14 @@ func parkedShow(x *invocation, args []string) error {
 	kv.add("last failure", "%s (%s)", timestamp(r.LastFailure), relative(r.LastFailure, x.now))
 	kv.add("error", "%s", r.Error.Message)
 	kv.add("error kind", "%s", orDash(r.Error.Kind))
+	if r.Error.Class != "" {
+		kv.add("taken for", "%s (%s)", r.Error.Class, orDash(r.Error.Reason))
+	}
 	if len(r.Error.Classes) > 0 {
 		kv.add("error classes", "%s", strings.Join(r.Error.Classes, " < "))
+	}
+	if len(r.Error.Undeclared) > 0 {
+		kv.add("undeclared classes", "%s (not in the module's class tree; classified as sent)", strings.Join(r.Error.Undeclared, ", "))
 	}
 	if r.Error.Code != "" {
 		kv.add("error code", "%s", r.Error.Code)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func sampleDescription() Description {
@@ -111,6 +112,17 @@ func TestDescriptionValidate(t *testing.T) {
 		{"negative timeout", func(d *Description) { d.Handlers[0].Retry.Timeout = -1 }, "handler onOrderShipped retry: timeout -1ns is negative"},
 		{"unknown parent", func(d *Description) { d.Classes[1].Parent = "Nope" }, "unknown parent Nope"},
 		{"cycle", func(d *Description) { d.Classes[0].Parent = "UnknownBuyer" }, "its own ancestor"},
+		{"cycle named whole", func(d *Description) {
+			d.Classes = []ErrorClass{{"Top", ""}, {"A", "B"}, {"B", "C"}, {"C", "A"}, {"Leaf", "A"}}
+		}, "error class A is its own ancestor (A -> B -> C -> A)"},
+		{"class below a cycle", func(d *Description) {
+			d.Classes = []ErrorClass{{"Leaf", "A"}, {"A", "B"}, {"B", "A"}}
+		}, "error class A is its own ancestor (A -> B -> A)"},
+		{"parent of itself", func(d *Description) { d.Classes[0].Parent = d.Classes[0].Name }, "error class Notification is its own parent"},
+		{"declared twice", func(d *Description) { d.Classes = append(d.Classes, ErrorClass{Name: "Notification"}) }, "error class Notification is declared twice"},
+		{"empty class name", func(d *Description) { d.Classes = append(d.Classes, ErrorClass{Parent: "Notification"}) }, "error class 3 has no name"},
+		{"class name not UTF-8", func(d *Description) { d.Classes = append(d.Classes, ErrorClass{Name: "Bad\xff"}) }, `error class "Bad\xff": name is not valid UTF-8`},
+		{"unknown parent named", func(d *Description) { d.Classes = append(d.Classes, ErrorClass{Name: "FatalLeaf", Parent: "Fatal"}) }, "error class FatalLeaf has unknown parent Fatal"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,4 +192,33 @@ func FuzzDecode(f *testing.F) {
 		DecodeKVPut(b)
 		DecodeCommand(b)
 	})
+}
+
+// A failure whose class names, message or code are not UTF-8 (or whose class
+// is empty) is an invalid result: the host must not store it as is.
+func TestDecodeResultRefusesInvalidText(t *testing.T) {
+	tests := []struct {
+		name string
+		f    Failure
+		want string
+	}{
+		{"class not UTF-8", Failure{Classes: []string{"Fatal\xffLeaf"}, Message: "m"}, `failure class 1 "Fatal\xffLeaf" is not valid UTF-8`},
+		{"second class not UTF-8", Failure{Classes: []string{"A", "\xc3"}}, `failure class 2 "\xc3" is not valid UTF-8`},
+		{"empty class", Failure{Classes: []string{"A", ""}}, "failure class 2 is empty"},
+		{"message not UTF-8", Failure{Message: "bad \xfe\xff bytes"}, `failure message "bad \xfe\xff bytes" is not valid UTF-8`},
+		{"code not UTF-8", Failure{Code: "E\x80"}, `failure code "E\x80" is not valid UTF-8`},
+	}
+	for _, tt := range tests {
+		_, err := DecodeResult(AppendResult(nil, &Result{Status: StatusFailed, Failure: tt.f}))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
+		}
+		if err != nil && !utf8.ValidString(err.Error()) {
+			t.Errorf("%s: the error itself is not UTF-8: %q", tt.name, err)
+		}
+	}
+	ok := Failure{Classes: []string{"Überweisung", "Zahlung"}, Message: "Käufer unbekannt ✓", Code: "E-42"}
+	if r, err := DecodeResult(AppendResult(nil, &Result{Status: StatusFailed, Failure: ok})); err != nil || r.Failure.Message != ok.Message {
+		t.Errorf("valid UTF-8 refused: %v", err)
+	}
 }

@@ -3,7 +3,9 @@ package abi
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ProcessorKind says what a processor is for; it sets the default start
@@ -201,29 +203,47 @@ func (desc *Description) Validate() error {
 			return fmt.Errorf("handler %s retry: %w", h.Name, err)
 		}
 	}
-	parents := map[string]string{}
-	for _, c := range desc.Classes {
-		if c.Name == "" {
-			return errors.New("an error class has no name")
+	return validateClasses(desc.Classes)
+}
+
+// validateClasses checks the error class tree: every class has a name that
+// is valid UTF-8 and declared once, every parent is declared, and no class
+// is its own ancestor (a parent of itself included). The error names the
+// class, and for a cycle the whole loop.
+func validateClasses(classes []ErrorClass) error {
+	parents := make(map[string]string, len(classes))
+	for i, c := range classes {
+		switch {
+		case c.Name == "":
+			return fmt.Errorf("error class %d has no name", i+1)
+		case !utf8.ValidString(c.Name):
+			return fmt.Errorf("error class %+q: name is not valid UTF-8", c.Name)
+		case !utf8.ValidString(c.Parent):
+			return fmt.Errorf("error class %s: parent %+q is not valid UTF-8", c.Name, c.Parent)
 		}
 		if _, dup := parents[c.Name]; dup {
 			return fmt.Errorf("error class %s is declared twice", c.Name)
 		}
 		parents[c.Name] = c.Parent
 	}
-	for _, c := range desc.Classes {
+	for _, c := range classes {
+		if c.Parent == c.Name {
+			return fmt.Errorf("error class %s is its own parent", c.Name)
+		}
 		if c.Parent != "" {
 			if _, ok := parents[c.Parent]; !ok {
-				return fmt.Errorf("error class %s has unknown parent %s", c.Name, c.Parent)
+				return fmt.Errorf("error class %s has unknown parent %s (declare %s as a class too)", c.Name, c.Parent, c.Parent)
 			}
 		}
-		// A chain longer than the number of classes has a cycle.
-		n, p := 0, c.Parent
-		for p != "" {
-			if n++; n > len(desc.Classes) {
-				return fmt.Errorf("error class %s is its own ancestor", c.Name)
+		// Walk up to the root; a class met twice closes a loop.
+		path := []string{c.Name}
+		at := map[string]int{c.Name: 0}
+		for p := c.Parent; p != ""; p = parents[p] {
+			path = append(path, p)
+			if i, again := at[p]; again {
+				return fmt.Errorf("error class %s is its own ancestor (%s)", p, strings.Join(path[i:], " -> "))
 			}
-			p = parents[p]
+			at[p] = len(path) - 1
 		}
 	}
 	return nil

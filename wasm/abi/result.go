@@ -1,6 +1,9 @@
 package abi
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Status of a handled event, the first field of a Result.
 const (
@@ -99,5 +102,37 @@ func DecodeResult(b []byte) (Result, error) {
 	if r.Failure.Kind > KindBackpressure {
 		return r, fmt.Errorf("abi: unknown failure kind %d", r.Failure.Kind)
 	}
+	if err := r.Failure.validate(); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// validate refuses what the host must not store as is: a class name that is
+// empty or not UTF-8, a message or code that is not UTF-8. The error names
+// the field and quotes the value with the bad bytes escaped.
+func (f *Failure) validate() error {
+	for i, c := range f.Classes {
+		switch {
+		case c == "":
+			return fmt.Errorf("abi: failure class %d is empty", i+1)
+		case !utf8.ValidString(c):
+			return fmt.Errorf("abi: failure class %d %+q is not valid UTF-8", i+1, c)
+		}
+	}
+	if !utf8.ValidString(f.Message) {
+		return fmt.Errorf("abi: failure message %+q is not valid UTF-8", clip(f.Message, 200))
+	}
+	if !utf8.ValidString(f.Code) {
+		return fmt.Errorf("abi: failure code %+q is not valid UTF-8", clip(f.Code, 200))
+	}
+	return nil
+}
+
+// clip shortens s to at most n bytes for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
