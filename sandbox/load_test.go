@@ -29,8 +29,8 @@ func TestLoadDescribesShipmentNotifier(t *testing.T) {
 	if len(d.Handlers) != 1 || d.Handlers[0].Name != "onOrderShipped" || !slices.Equal(d.Handlers[0].EventTypes, []string{"OrderShipped"}) {
 		t.Errorf("handlers = %+v", d.Handlers)
 	}
-	if got := d.ClassChain("UnknownBuyer"); !slices.Equal(got, []string{"UnknownBuyer", "Notification"}) {
-		t.Errorf("class chain = %v", got)
+	if !slices.Contains(d.Classes, abi.ErrorClass{Name: "UnknownBuyer", Parent: "Notification"}) {
+		t.Errorf("classes = %+v, want UnknownBuyer under Notification", d.Classes)
 	}
 	if len(m.SHA256()) != 64 {
 		t.Errorf("sha256 = %q", m.SHA256())

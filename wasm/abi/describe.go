@@ -280,17 +280,3 @@ func validName(s string) error {
 	}
 	return nil
 }
-
-// ClassChain returns name and its ancestors, nearest first, using the tree
-// in desc. An unknown name yields just itself.
-func (desc *Description) ClassChain(name string) []string {
-	parents := make(map[string]string, len(desc.Classes))
-	for _, c := range desc.Classes {
-		parents[c.Name] = c.Parent
-	}
-	chain := []string{name}
-	for p := parents[name]; p != "" && len(chain) <= len(desc.Classes); p = parents[p] {
-		chain = append(chain, p)
-	}
-	return chain
-}
