@@ -130,9 +130,18 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 	}
 }
 
-// invoke runs one attempt with its timeout on the engine's clock. A panic in
-// the invoker is a failure of class retry.ClassPanic, not a crash of the
-// engine.
+// invoke runs one attempt under its deadline. The engine owns the attempt's
+// deadline: it is set here, d.Timeout from now on the engine's clock (so a
+// FakeClock drives it), with cause ErrAttemptTimeout; the invoker, and the
+// sandbox beneath it, only observe it through ctx and start no timer of
+// their own. An attempt its deadline ended is a failure of class
+// retry.ClassTimeout when the invoker returned nil (a handler that cannot be
+// interrupted has still overrun its budget), a failure with no class, or
+// one of retry.ClassCanceled (the invoker saw its context end, and it was
+// the deadline, not a cancellation). A failure with classes of its own keeps
+// them. The run's context being cancelled (shutdown, reset, removal) is the
+// caller's to see: such an attempt is not counted at all. A panic in the
+// invoker is a failure of class retry.ClassPanic, not a crash of the engine.
 func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Failure) {
 	actx, cancel, timedOut := withClockTimeout(ctx, r.e.clock, d.Timeout)
 	defer cancel()
@@ -145,13 +154,18 @@ func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Fai
 		f = inv.Invoke(actx, d)
 	}()
 	if timedOut() {
-		if f == nil {
-			return &retry.Failure{Classes: []string{retry.ClassTimeout},
-				Message: fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)}
-		}
-		if len(f.Classes) == 0 {
+		msg := fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)
+		switch {
+		case f == nil:
+			return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: msg}
+		case len(f.Classes) == 0:
 			g := *f
 			g.Classes = []string{retry.ClassTimeout}
+			return &g
+		case retry.IsCanceled(f):
+			g := *f
+			g.Classes = []string{retry.ClassTimeout}
+			g.Message = msg + " (" + f.Message + ")"
 			return &g
 		}
 	}
