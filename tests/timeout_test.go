@@ -36,8 +36,10 @@ type timeoutRecord struct {
 }
 
 // uploadMisbehaving deploys samples/misbehaving, whose sleeper (event
-// "Sleep") sleeps for an hour, spinner ("Spin") spins forever and
-// channelWaiter ("Wait") blocks on a channel.
+// "Sleep") sleeps for an hour, spinner ("Spin") spins forever,
+// channelWaiter ("Wait") blocks on a channel and impatientSleeper
+// ("SleepImpatiently") sleeps under a 300ms timeout it declares
+// unrecoverable.
 func (h *hostProc) uploadMisbehaving(t *testing.T) {
 	t.Helper()
 	wasm, err := misbehavingWasm()
@@ -144,6 +146,7 @@ url = %q
 	h.appendEvent(t, "Slow", "sleep-1", "Sleep")
 	h.appendEvent(t, "Slow", "spin-1", "Spin")
 	h.appendEvent(t, "Slow", "wait-1", "Wait")
+	h.appendEvent(t, "Slow", "impatient-1", "SleepImpatiently")
 
 	checkTimeout(t, "sleeper", h.waitTimeoutRecord(t, "Misbehaving.sleeper", "Slow", "sleep-1"), 2)
 	// The sleeper's one long-horizon retry times out too.
@@ -164,11 +167,15 @@ url = %q
 	}
 	checkTimeout(t, "spinner", h.waitTimeoutRecord(t, "Misbehaving.spinner", "Slow", "spin-1"), 2)
 	checkTimeout(t, "channelWaiter (unrecoverable berth.Timeout)", h.waitTimeoutRecord(t, "Misbehaving.channelWaiter", "Slow", "wait-1"), 1)
+	// impatientSleeper's own retry settings (the module's) say berth.Timeout
+	// is unrecoverable, with a 300ms timeout and five attempts.
+	checkTimeout(t, "impatientSleeper (the module's own unrecoverable list)",
+		h.waitTimeoutRecord(t, "Misbehaving.impatientSleeper", "Slow", "impatient-1"), 1)
 
 	eventually(t, 20*time.Second, "the parked webhooks", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(hooked) == 3
+		return len(hooked) == 4
 	})
 	mu.Lock()
 	for id, classes := range hooked {
