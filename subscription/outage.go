@@ -16,10 +16,10 @@ import (
 //
 // The partition counts the outages its detector recognised (an epoch) and
 // signals each one; a charge remembers the epoch it was made in. Each
-// aggregate's deliver loop owns its budget, so it refunds itself: it is
-// woken from its backoff (or from waiting for a slot, or for an operator's
-// unpause) by the signal, and an attempt in flight refunds as soon as it
-// ends. A refund gives back the charges made before the outage was
+// aggregate's deliver loop owns its budget, so it refunds itself: the
+// signal wakes it in its backoff (which then goes on), while it waits for a
+// slot or for an operator's unpause, and an attempt in flight refunds as
+// soon as it ends. A refund gives back the charges made before the outage was
 // recognised and within the window that recognised it — the failures the
 // detector counted — and nothing charged since. A partition paused by a
 // failure that is systemic by itself (a refused connection, a guest's
@@ -113,23 +113,24 @@ func (p *partition) waitGate(ctx context.Context, onOutage func()) error {
 }
 
 // backoff sleeps d on the clock, or until ctx ends. An outage recognised
-// meanwhile calls onOutage and ends the sleep: the partition's pause decides
-// from then on when the next attempt runs.
+// meanwhile calls onOutage, and the sleep goes on: a backoff (or a
+// Retry-After) is not cut short, and the partition's pause holds the next
+// attempt back anyway.
 func (p *partition) backoff(ctx context.Context, d time.Duration, onOutage func()) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	outage := p.outageSignal()
-	onOutage() // one recognised before the signal was taken
 	t := p.r.e.clock.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-outage:
-		onOutage()
-		return ctx.Err()
-	case <-ctx.Done():
-		return ctx.Err()
+	for {
+		outage := p.outageSignal()
+		onOutage() // one recognised before the signal was taken
+		select {
+		case <-t.C():
+			return nil
+		case <-outage:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }

@@ -368,7 +368,7 @@ func (p *partition) slotFreedLocked() {
 // being handled, whatever the concurrency. The aggregate itself stays busy,
 // so none of its later events starts meanwhile. live says the caller holds
 // a slot (a replay does not). An outage the detector recognises meanwhile
-// calls onOutage and ends the sleep (see backoff).
+// calls onOutage (see backoff).
 func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool, onOutage func()) error {
 	if !live {
 		return p.backoff(ctx, d, onOutage)
