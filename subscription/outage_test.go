@@ -161,3 +161,48 @@ func TestOutageKeepsChargesItDidNotCount(t *testing.T) {
 		t.Fatalf("own's budget counts %d failures, want 1", n)
 	}
 }
+
+// An aggregate whose attempt is in flight when the outage is recognised is
+// refunded as soon as that attempt ends, and the attempt itself, failing
+// during the pause, is not charged either.
+func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	release := make(chan struct{})
+	rec := newRecorder(nil, func(d Delivery, n int) *retry.Failure {
+		if d.Commit.AggregateID == "a" && n == 2 {
+			<-release // in flight while b and c fail
+		}
+		if down.Load() {
+			return &retry.Failure{Classes: []string{"SQLException"}, Message: "db gone"}
+		}
+		return nil
+	})
+	s := spec(sub, rec)
+	s.OverrideRetry = retry.Settings{MaxAttempts: 2}
+	e := newEnv(t, Options{Partitions: 1, Concurrency: 2}, s)
+	rec.clock = e.clock
+	e.start()
+	e.append("Order", "a")
+	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
+	eventually(t, "a's budget recorded", func() bool { return e.storedFailures("a") == 1 })
+	e.advance() // a's backoff: its second attempt starts and waits
+	e.append("Order", "b")
+	e.append("Order", "c")
+	eventually(t, "the partition to pause", func() bool {
+		return e.status(sub).Partitions[0].State == StateSystemicPaused
+	})
+	eventually(t, "b's budget refunded", func() bool { return e.storedFailures("b") == 0 })
+	if n := e.storedFailures("a"); n != 1 {
+		t.Fatalf("a's budget counts %d failures while its attempt is in flight, want 1", n)
+	}
+	close(release)
+	eventually(t, "a's budget refunded", func() bool { return e.storedFailures("a") == 0 })
+	down.Store(false)
+	e.driveUntil("a, b and c handled", func() bool {
+		return len(rec.handled("a")) == 1 && len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1
+	})
+	if st := e.status(sub); len(st.Parked) != 0 {
+		t.Fatalf("parked %+v", st.Parked)
+	}
+}
