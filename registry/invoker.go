@@ -10,10 +10,6 @@ import (
 	"github.com/berthhq/berth/wasm/abi"
 )
 
-// classCanceled marks an attempt cut short because the host is stopping; the
-// engine does not count it against the aggregate.
-const classCanceled = "berth.Canceled"
-
 // invokerFor returns what runs handler h of module d for the engine, by the
 // processor's kind: a reactor's handler is a plain call; sagas and
 // projections add their ports' semantics around it.
@@ -35,9 +31,11 @@ type wasmInvoker struct {
 	handler string
 }
 
-// Invoke turns a delivery into an ABI envelope, runs it under the delivery's
-// timeout and maps the sandbox's outcome to the failure the engine
-// classifies (nil on success).
+// Invoke turns a delivery into an ABI envelope, runs it and maps the
+// sandbox's outcome to the failure the engine classifies (nil on success).
+// The attempt's deadline is the engine's, on ctx: the sandbox observes it
+// (d.Timeout only bounds a call whose ctx has no deadline) and reports a
+// call it ended as a timeout.
 func (w wasmInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
 	env := envelope(&d, w.handler)
 	o := w.mod.Invoke(ctx, &env, d.Timeout)
@@ -65,7 +63,9 @@ func envelope(d *subscription.Delivery, handler string) abi.Event {
 
 // failureOf maps a sandbox outcome to a classifiable failure. Host-side
 // outcomes get the builtin classes (berth.Timeout, berth.Trap,
-// berth.MemoryExceeded), so that handlers and classifier rules can name them.
+// berth.MemoryExceeded), so that handlers and classifier rules can name them;
+// a call the host cancelled (shutdown, reset, removal; never a deadline) is
+// berth.Canceled, which the engine does not count.
 func failureOf(o *sandbox.Outcome) *retry.Failure {
 	switch o.Kind {
 	case sandbox.Success:
@@ -95,7 +95,7 @@ func failureOf(o *sandbox.Outcome) *retry.Failure {
 	case sandbox.MemoryExceeded:
 		return &retry.Failure{Classes: []string{retry.ClassMemoryExceeded}, Message: o.Message}
 	case sandbox.Canceled:
-		return &retry.Failure{Classes: []string{classCanceled}, Message: o.Message}
+		return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: o.Message}
 	default:
 		return &retry.Failure{Classes: []string{retry.ClassTrap}, Message: o.Message}
 	}

@@ -340,7 +340,7 @@ func storeFailure(ctx context.Context, err error) *retry.Failure {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: err.Error()}
 	case ctx.Err() != nil:
-		return &retry.Failure{Classes: []string{classCanceled}, Message: err.Error()}
+		return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: err.Error()}
 	}
 	return &retry.Failure{Reported: retry.ReportedSystemic, Classes: []string{ClassProjectionStore}, Message: err.Error()}
 }

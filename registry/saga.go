@@ -165,8 +165,8 @@ func (s sagaInvoker) onRejected(ctx context.Context, d subscription.Delivery, en
 	renv.Type = abi.EventCommandRejected
 	renv.Payload = payload
 	renv.DeadlineUnixNano = 0
-	// The attempt's context still bounds the call; the sandbox's own
-	// deadline is the handler's timeout, as for the event itself.
+	// The attempt's deadline (the engine's, on ctx) bounds the rejection
+	// handler too: it runs within what is left of the attempt.
 	o := s.mod.Invoke(ctx, &renv, d.Timeout)
 	if f := failureOf(&o); f != nil {
 		f.Message = "rejection handler " + s.rejected + " (" + renv.InvocationKey + "): " + f.Message
@@ -244,10 +244,12 @@ func transportFailure(ctx, rctx context.Context, gw config.Gateway, what string,
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &retry.Failure{Classes: []string{retry.ClassConnectionRefused}, Message: what + ": connection refused"}
-	case ctx.Err() == context.Canceled:
-		return &retry.Failure{Classes: []string{classCanceled}, Message: what + ": " + ctx.Err().Error()}
+	case errors.Is(ctx.Err(), context.Canceled):
+		return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: what + ": " + ctx.Err().Error()}
 	case ctx.Err() != nil:
-		return &retry.Failure{Classes: []string{ClassCommandGateway}, Message: what + ": the attempt's deadline passed"}
+		// The attempt's own deadline (the engine's) passed while the gateway
+		// was asked: the attempt timed out.
+		return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: what + ": the attempt's deadline passed"}
 	case rctx.Err() != nil:
 		return &retry.Failure{Classes: []string{ClassCommandGateway}, Message: fmt.Sprintf("%s: no answer within %s", what, gw.Timeout)}
 	}

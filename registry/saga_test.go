@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -415,6 +416,26 @@ func TestSagaOverRealParts(t *testing.T) {
 		}
 		if h.parked(t, "o-1") != nil {
 			t.Error("parked after a success")
+		}
+	})
+
+	t.Run("a gateway slower than the attempt's timeout: berth.Timeout", func(t *testing.T) {
+		g := newFakeGateway(t, func(c gatewayCall, seen int) (int, []string, string) {
+			time.Sleep(time.Second) // well past the attempt's 200ms
+			return 200, nil, ""
+		})
+		h := newSagaHost(t, wasm, cache, gateways(g)+`
+[subscriptions."OrderSaga.onOrderPlaced".retry]
+max-attempts = 2
+initial-backoff = "1ms"
+max-backoff = "2ms"
+timeout = "200ms"
+`, nil)
+		h.place(t, "o-1", order)
+		sagaEventually(t, "o-1 parked", func() bool { return h.parked(t, "o-1") != nil })
+		rec := h.parked(t, "o-1")
+		if rec.Attempts != 2 || !slices.Equal(rec.Error.Classes, []string{retry.ClassTimeout}) || rec.Error.Kind != "timeout" {
+			t.Errorf("parked %+v, want berth.Timeout after 2 attempts", rec)
 		}
 	})
 

@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +103,83 @@ func TestCallerCancelIsNotATimeout(t *testing.T) {
 	o := m.Invoke(ctx, &abi.Event{Handler: "sleeper", InvocationKey: "k"}, time.Minute)
 	if o.Kind != Canceled {
 		t.Fatalf("outcome %v (%s), want canceled", o.Kind, o.Error())
+	}
+}
+
+// The deadline has one owner: when the caller's context carries one (the
+// engine's attempt deadline), the sandbox observes it, and a call it ends is
+// a timeout, not a cancellation; only a context cancelled before any
+// deadline is Canceled.
+func TestCallerOwnedDeadline(t *testing.T) {
+	s := newSandbox(t, Config{})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{})
+	const d = 150 * time.Millisecond
+	tests := []struct {
+		name    string
+		handler string
+		ctx     func() (context.Context, context.CancelFunc)
+		timeout time.Duration
+		want    OutcomeKind
+		// ownDeadline: the sandbox's own timer decides (the timeout is
+		// earlier than the caller's deadline); else the caller's does.
+		ownDeadline bool
+	}{
+		{"sleeper under the caller's deadline", "sleeper", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), d)
+		}, d, Timeout, false},
+		{"spinner under the caller's deadline", "spinner", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), d)
+		}, d, Timeout, false},
+		{"caller's deadline with no timeout", "sleeper", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), d)
+		}, 0, Timeout, false},
+		{"caller's deadline with a cause", "spinner", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeoutCause(context.Background(), d, errors.New("attempt timeout"))
+		}, d, Timeout, false},
+		{"a timeout earlier than the caller's deadline", "sleeper", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Minute)
+		}, d, Timeout, true},
+		{"cancelled before the caller's deadline", "sleeper", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx, cancel
+		}, time.Minute, Canceled, false},
+		{"cancelled with a cause", "spinner", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			time.AfterFunc(50*time.Millisecond, func() { cancel(errors.New("host shutting down")) })
+			return ctx, func() { cancel(nil) }
+		}, time.Minute, Canceled, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			ev := &abi.Event{Handler: tt.handler, InvocationKey: "k"}
+			start := time.Now()
+			o := m.Invoke(ctx, ev, tt.timeout)
+			end := time.Now()
+			if o.Kind != tt.want {
+				t.Fatalf("outcome %v (%s), want %v", o.Kind, o.Error(), tt.want)
+			}
+			if o.Duration > 5*time.Second {
+				t.Errorf("the call took %v: the guest was not stopped", o.Duration)
+			}
+			got := time.Unix(0, ev.DeadlineUnixNano)
+			if dl, ok := ctx.Deadline(); ok && !tt.ownDeadline {
+				if !got.Equal(dl) {
+					t.Errorf("event deadline %v, want the caller's %v", got, dl)
+				}
+			} else if tt.ownDeadline && tt.timeout > 0 {
+				if got.Before(start.Add(tt.timeout)) || got.After(end.Add(tt.timeout)) {
+					t.Errorf("event deadline %v, want start+%v", got, tt.timeout)
+				}
+			}
+			if tt.want == Canceled && !strings.Contains(o.Message, "canceled") {
+				t.Errorf("message %q", o.Message)
+			}
+			if tt.want == Timeout && !strings.Contains(o.Message, "deadline") {
+				t.Errorf("message %q", o.Message)
+			}
+		})
 	}
 }

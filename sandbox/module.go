@@ -252,8 +252,20 @@ func describe(ctx context.Context, inst *instance) (abi.Description, error) {
 	return d, nil
 }
 
-// Invoke runs the handler named in ev once, with a deadline of timeout
-// (zero: none), and reports how it went. It never panics on guest behaviour.
+// Invoke runs the handler named in ev once and reports how it went. It never
+// panics on guest behaviour.
+//
+// The call's deadline has one owner. When ctx carries a deadline (the
+// engine's attempt deadline, which it sets on its own clock), the caller owns
+// it and the sandbox only observes it: no timer of its own is started, and
+// the guest is stopped when ctx ends. Otherwise (a direct call: tests,
+// hostspec) the sandbox owns a deadline of timeout from now (zero: none). A
+// timeout shorter than ctx's deadline is the one exception: the earlier of
+// the two is enforced, still by one timer.
+//
+// How the call ended decides the outcome: a deadline that passed (either
+// owner's) is a Timeout; a ctx cancelled before its deadline (the host
+// shutting down, an operator's reset or removal) is Canceled.
 func (m *Module) Invoke(ctx context.Context, ev *abi.Event, timeout time.Duration) Outcome {
 	return m.InvokeWith(ctx, ev, timeout, Ports{})
 }
@@ -264,17 +276,11 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 	start := time.Now()
 	cs := newCallState(m, ev)
 	cs.ports = ports
-	var callCtx context.Context
-	var cancel context.CancelFunc
-	if timeout > 0 {
-		callCtx, cancel = context.WithTimeout(withCall(ctx, cs), timeout)
-		ev.DeadlineUnixNano = start.Add(timeout).UnixNano()
-	} else {
-		callCtx, cancel = context.WithCancel(withCall(ctx, cs))
-	}
+	callCtx, cancel, budget := callDeadline(withCall(ctx, cs), start, timeout, ev)
 	defer cancel()
 	stop := context.AfterFunc(callCtx, cs.expire)
 	defer stop()
+	timeout = budget
 
 	inst, err := m.pool.acquire(callCtx, m.newInstance)
 	if err != nil {
@@ -335,9 +341,43 @@ func (m *Module) outcome(ctx context.Context, inst *instance, timeout time.Durat
 	return Outcome{Kind: Trap, Message: trapMessage(callErr, stderr), Stderr: stderr}
 }
 
+// callDeadline returns the context a call runs under, its cancel func and
+// the call's time budget (for messages), and sets ev's deadline: ctx's own
+// deadline when it has one no later than start+timeout (the caller owns
+// it), else start+timeout on a timer of the sandbox's (timeout zero and no
+// deadline on ctx: none).
+func callDeadline(ctx context.Context, start time.Time, timeout time.Duration, ev *abi.Event) (context.Context, context.CancelFunc, time.Duration) {
+	deadline, has := ctx.Deadline()
+	if timeout > 0 && (!has || start.Add(timeout).Before(deadline)) {
+		ev.DeadlineUnixNano = start.Add(timeout).UnixNano()
+		callCtx, cancel := context.WithTimeout(ctx, timeout)
+		return callCtx, cancel, timeout
+	}
+	if has {
+		ev.DeadlineUnixNano = deadline.UnixNano()
+		timeout = max(deadline.Sub(start), 0)
+		if timeout > time.Millisecond {
+			timeout = timeout.Round(time.Millisecond)
+		}
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	return callCtx, cancel, timeout
+}
+
+// expiredOutcome says how a call that its context ended went: Canceled when
+// the caller cancelled ctx before any deadline passed, else Timeout (the
+// sandbox's deadline, or the caller's, which ctx reports as
+// context.DeadlineExceeded).
 func (m *Module) expiredOutcome(ctx context.Context, timeout time.Duration, where string) Outcome {
-	if ctx.Err() != nil {
-		return Outcome{Kind: Canceled, Message: "the caller canceled the call " + where + ": " + ctx.Err().Error()}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		msg := "the caller canceled the call"
+		if where != "" {
+			msg += " " + where
+		}
+		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+			msg += ": " + cause.Error()
+		}
+		return Outcome{Kind: Canceled, Message: msg}
 	}
 	msg := fmt.Sprintf("the call ran past its %v deadline", timeout)
 	if where != "" {

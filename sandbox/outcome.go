@@ -23,7 +23,11 @@ const (
 	Trap
 	// MemoryExceeded: the guest needed more memory than its limit.
 	MemoryExceeded
-	// Canceled: the caller's context ended before the deadline (shutdown).
+	// Canceled: the caller cancelled its context before any deadline passed
+	// (the host shutting down, an operator resetting the subscription or
+	// removing the module). It says nothing about the guest; a deadline that
+	// passed, the sandbox's or the one the caller set on its context, is a
+	// Timeout.
 	Canceled
 )
 

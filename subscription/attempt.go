@@ -27,6 +27,10 @@ type attempts struct {
 	first, last  time.Time
 	history      []ledger.Entry
 	stored       bool // recorded in the ledger (budget.go)
+	// charged are the failures counted against MaxAttempts that the
+	// systemic detector counted too: refunded should they turn out to have
+	// revealed an outage (outage.go).
+	charged []charge
 }
 
 func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d retry.Decision) {
@@ -44,7 +48,8 @@ func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d re
 // deliver delivers one event until it is handled, the aggregate is parked,
 // or the run stops. It is the retry budget: recoverable failures are retried
 // up to MaxAttempts with the policy's backoff; unrecoverable ones park at
-// once; systemic ones pause the partition and spend nothing; backpressure is
+// once; systemic ones pause the partition and spend nothing (and the
+// failures that revealed an outage are refunded, outage.go); backpressure is
 // retried no sooner than Retry-After while the partition's concurrency is
 // lowered, and parks only when BackpressureAttempts is spent. The policy is
 // read afresh before every attempt, so a config reload applies to the next.
@@ -55,10 +60,12 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 	aggName := a.key.String()
 	var st attempts
 	r.loadBudget(a.key, c.Version, idx, &st)
+	refund := func() { r.refundOutage(p, a, c.Version, idx, &st) }
 	for {
+		refund()
 		cur := r.s.cur.Load()
 		pol := cur.policy
-		probe, err := p.awaitTurn(ctx, &pol)
+		probe, err := p.awaitTurn(ctx, &pol, refund)
 		if err != nil {
 			return outcomeCancelled
 		}
@@ -109,30 +116,41 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 			p.lowerConcurrency()
 			r.saveBudget(a.key, c.Version, idx, &st)
 			wait := pol.BackpressureDelay(st.backpressure, d.RetryAfter, r.e.opts.Jitter())
-			if p.waitOff(ctx, wait, live) != nil {
+			if p.waitOff(ctx, wait, live, refund) != nil {
 				return outcomeCancelled
 			}
 		default:
-			if d.CountsTowardOutage() && p.failed(aggName, now) {
-				p.enterSystemic(now, fmt.Sprintf("%d aggregates of the partition failing within %s",
-					r.e.opts.Systemic.Aggregates, r.e.opts.Systemic.Window))
-				continue
+			if d.CountsTowardOutage() {
+				systemic, ch := p.failed(aggName, now)
+				if systemic {
+					continue // the partition paused: the outage's, not the aggregate's
+				}
+				st.charged = append(st.charged, ch)
 			}
 			st.failures++
 			if st.failures >= pol.MaxAttempts {
 				return r.park(p, a, c, idx, live, &st, f, d)
 			}
 			r.saveBudget(a.key, c.Version, idx, &st)
-			if p.waitOff(ctx, pol.Backoff(st.failures), live) != nil {
+			if p.waitOff(ctx, pol.Backoff(st.failures), live, refund) != nil {
 				return outcomeCancelled
 			}
 		}
 	}
 }
 
-// invoke runs one attempt with its timeout on the engine's clock. A panic in
-// the invoker is a failure of class retry.ClassPanic, not a crash of the
-// engine.
+// invoke runs one attempt under its deadline. The engine owns the attempt's
+// deadline: it is set here, d.Timeout from now on the engine's clock (so a
+// FakeClock drives it), with cause ErrAttemptTimeout; the invoker, and the
+// sandbox beneath it, only observe it through ctx and start no timer of
+// their own. An attempt its deadline ended is a failure of class
+// retry.ClassTimeout when the invoker returned nil (a handler that cannot be
+// interrupted has still overrun its budget), a failure with no class, or
+// one of retry.ClassCanceled (the invoker saw its context end, and it was
+// the deadline, not a cancellation). A failure with classes of its own keeps
+// them. The run's context being cancelled (shutdown, reset, removal) is the
+// caller's to see: such an attempt is not counted at all. A panic in the
+// invoker is a failure of class retry.ClassPanic, not a crash of the engine.
 func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Failure) {
 	actx, cancel, timedOut := withClockTimeout(ctx, r.e.clock, d.Timeout)
 	defer cancel()
@@ -145,13 +163,18 @@ func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Fai
 		f = inv.Invoke(actx, d)
 	}()
 	if timedOut() {
-		if f == nil {
-			return &retry.Failure{Classes: []string{retry.ClassTimeout},
-				Message: fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)}
-		}
-		if len(f.Classes) == 0 {
+		msg := fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)
+		switch {
+		case f == nil:
+			return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: msg}
+		case len(f.Classes) == 0:
 			g := *f
 			g.Classes = []string{retry.ClassTimeout}
+			return &g
+		case retry.IsCanceled(f):
+			g := *f
+			g.Classes = []string{retry.ClassTimeout}
+			g.Message = msg + " (" + f.Message + ")"
 			return &g
 		}
 	}

@@ -557,6 +557,13 @@ func (g *gate) isOpen() bool {
 	return g.open
 }
 
+// opened returns a channel closed while the gate is open.
+func (g *gate) opened() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ch
+}
+
 func (g *gate) wait(ctx context.Context) error {
 	g.mu.Lock()
 	ch := g.ch

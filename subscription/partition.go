@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -68,13 +69,19 @@ type partition struct {
 	pauseReason   string
 	changed       chan struct{} // closed and replaced when the pause state changes
 	detector      *retry.Detector
+	// Outages the detector recognised, so that the failures that revealed
+	// one are refunded (outage.go): how many, when the latest began, and a
+	// channel closed and replaced when one begins.
+	outages  uint64
+	outageAt time.Time
+	outageCh chan struct{}
 }
 
 func newPartition(r *run, idx int) *partition {
 	return &partition{
 		r: r, idx: idx, aggs: map[aggKey]*aggState{},
 		limit: r.e.opts.Concurrency, max: r.e.opts.Concurrency,
-		changed: make(chan struct{}), slotFreed: make(chan struct{}),
+		changed: make(chan struct{}), slotFreed: make(chan struct{}), outageCh: make(chan struct{}),
 		detector: retry.NewDetector(r.e.opts.Systemic),
 	}
 }
@@ -209,11 +216,12 @@ func (p *partition) work(a *aggState) {
 // awaitTurn blocks while the subscription is paused, and while the partition
 // is in a systemic pause; then exactly one waiter becomes the probe, after
 // the probe backoff. It returns whether the caller's next attempt is that
-// probe.
-func (p *partition) awaitTurn(ctx context.Context, pol *retry.Policy) (probe bool, err error) {
+// probe. An outage the detector recognises while the caller waits for an
+// operator's unpause calls onOutage.
+func (p *partition) awaitTurn(ctx context.Context, pol *retry.Policy, onOutage func()) (probe bool, err error) {
 	clock := p.r.e.clock
 	for {
-		if err := p.r.s.gate.wait(ctx); err != nil {
+		if err := p.waitGate(ctx, onOutage); err != nil {
 			return false, err
 		}
 		p.mu.Lock()
@@ -252,14 +260,21 @@ func (p *partition) notifyLocked() {
 func (p *partition) enterSystemic(now time.Time, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.enterSystemicLocked(now, reason)
+}
+
+// enterSystemicLocked pauses the partition and reports whether it was
+// running; p.mu held.
+func (p *partition) enterSystemicLocked(now time.Time, reason string) bool {
 	if p.paused {
-		return
+		return false
 	}
 	p.paused = true
 	p.pausedSince = now
 	p.pauseReason = reason
 	p.probeFailures = 0
 	p.r.e.logger.Warn("partition paused: systemic failure", "subscription", p.r.s.name, "partition", p.idx, "reason", reason)
+	return true
 }
 
 // isPaused reports whether the partition is in a systemic pause.
@@ -318,12 +333,20 @@ func (p *partition) succeeded(agg string, now time.Time, probe bool) {
 	}
 }
 
-// failed records a recoverable failure in the systemic window and reports
-// whether it made the failure systemic.
-func (p *partition) failed(agg string, now time.Time) bool {
+// failed records a recoverable failure in the systemic window. When it
+// makes the failure systemic, the partition pauses in the same step (so
+// that no failure is charged in between) and failed reports true; else it
+// returns the charge the failure is, for a refund should it turn out to
+// have revealed an outage (outage.go).
+func (p *partition) failed(agg string, now time.Time) (bool, charge) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.detector.Failure(agg, now)
+	if p.detector.Failure(agg, now) {
+		w := p.r.e.opts.Systemic
+		p.detectedOutageLocked(now, fmt.Sprintf("%d aggregates of the partition failing within %s", w.Aggregates, w.Window))
+		return true, charge{}
+	}
+	return false, charge{at: now, epoch: p.outages}
 }
 
 // lowerConcurrency halves the partition's concurrency (at least 1) after a
@@ -344,17 +367,18 @@ func (p *partition) slotFreedLocked() {
 // backoff (or waiting out a Retry-After) must not keep its neighbours from
 // being handled, whatever the concurrency. The aggregate itself stays busy,
 // so none of its later events starts meanwhile. live says the caller holds
-// a slot (a replay does not).
-func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool) error {
+// a slot (a replay does not). An outage the detector recognises meanwhile
+// calls onOutage (see backoff).
+func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool, onOutage func()) error {
 	if !live {
-		return sleep(ctx, p.r.e.clock, d)
+		return p.backoff(ctx, d, onOutage)
 	}
 	p.mu.Lock()
 	p.running--
 	p.slotFreedLocked()
 	p.fill()
 	p.mu.Unlock()
-	err := sleep(ctx, p.r.e.clock, d)
+	err := p.backoff(ctx, d, onOutage)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -365,10 +389,13 @@ func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool) err
 	p.slotWaiters++
 	defer func() { p.slotWaiters-- }()
 	for p.running >= p.limit {
-		ch := p.slotFreed
+		ch, outage := p.slotFreed, p.outageCh
 		p.mu.Unlock()
+		onOutage() // one recognised before the signal was taken
 		select {
 		case <-ch:
+		case <-outage:
+			onOutage()
 		case <-ctx.Done():
 		}
 		p.mu.Lock()

@@ -23,7 +23,9 @@ type Delivery struct {
 	Commit        eventlog.Commit
 	Index         int // the event within the commit
 	// Timeout is the attempt's budget; the engine has already set it as the
-	// deadline of the context handed to Invoke.
+	// deadline of the context handed to Invoke. The engine owns that
+	// deadline: an invoker observes it through ctx and sets no timer of its
+	// own.
 	Timeout time.Duration
 }
 
@@ -33,9 +35,13 @@ func (d Delivery) Event() eventlog.Event { return d.Commit.Events[d.Index] }
 // Invoker runs a handler. It returns nil on success, or the failure. It must
 // honour ctx: the engine sets the attempt's deadline (Delivery.Timeout) on
 // it, and an attempt that runs past it counts as failed with class
-// retry.ClassTimeout unless the invoker's failure names classes of its own —
-// even when the invoker returns nil after the deadline, because a handler
-// that cannot be interrupted has still overrun its budget.
+// retry.ClassTimeout unless the invoker's failure names classes of its own
+// (other than retry.ClassCanceled) — even when the invoker returns nil after
+// the deadline, because a handler that cannot be interrupted has still
+// overrun its budget. ctx.Err() tells the two ends apart:
+// context.DeadlineExceeded (cause ErrAttemptTimeout) is the attempt's
+// timeout, context.Canceled the host stopping the delivery (shutdown, reset,
+// removal), which the engine does not count.
 type Invoker interface {
 	Invoke(ctx context.Context, d Delivery) *retry.Failure
 }

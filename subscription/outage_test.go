@@ -1,0 +1,208 @@
+package subscription
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+)
+
+// outageScript fails every call while down; afterwards the aggregates in
+// buggy fail with a bug of their own and the rest succeed.
+func outageScript(down *atomic.Bool, buggy ...string) func(d Delivery, n int) *retry.Failure {
+	return func(d Delivery, n int) *retry.Failure {
+		if down.Load() {
+			return &retry.Failure{Classes: []string{"SQLException"}, Message: "db gone"}
+		}
+		for _, b := range buggy {
+			if d.Commit.AggregateID == b {
+				return &retry.Failure{Classes: []string{"NullPointerException"}, Message: "bug"}
+			}
+		}
+		return nil
+	}
+}
+
+// storedFailures returns the failures the ledger's budget of Order/id
+// counts, -1 when it keeps none.
+func (e *env) storedFailures(id string) int {
+	e.t.Helper()
+	var b []byte
+	err := e.store.View(context.Background(), func(tx ledger.Tx) error {
+		var err error
+		b, err = tx.Meta(sub, budgetKey(aggKey{"Order", id}))
+		return err
+	})
+	if err != nil {
+		return -1
+	}
+	var sb storedBudget
+	if err := json.Unmarshal(b, &sb); err != nil {
+		e.t.Fatal(err)
+	}
+	return sb.Failures
+}
+
+// startOutage appends a, b and c (one partition, one at a time, so in that
+// order) with the database down: a and b fail once each, charged as
+// ordinary failures, and c's failure reveals the outage. It waits until the
+// partition has paused and the ledger's budgets of a and b were refunded.
+func startOutage(t *testing.T, maxAttempts int, down *atomic.Bool, buggy ...string) (*env, *recorder) {
+	t.Helper()
+	rec := newRecorder(nil, outageScript(down, buggy...))
+	s := spec(sub, rec)
+	s.OverrideRetry = retry.Settings{MaxAttempts: maxAttempts}
+	e := newEnv(t, Options{Partitions: 1, Concurrency: 1}, s)
+	rec.clock = e.clock
+	down.Store(true)
+	e.start()
+	for _, id := range []string{"a", "b", "c"} {
+		e.append("Order", id)
+	}
+	eventually(t, "the partition to pause", func() bool {
+		return e.status(sub).Partitions[0].State == StateSystemicPaused
+	})
+	for _, id := range []string{"a", "b"} {
+		if n := len(rec.of(id)); n != 1 {
+			t.Fatalf("%s called %d times before the pause, want 1", id, n)
+		}
+		eventually(t, "the ledger's budget of "+id+" refunded", func() bool { return e.storedFailures(id) == 0 })
+	}
+	return e, rec
+}
+
+// driveUntil advances the clock whenever the engine waits on it, until cond
+// holds.
+func (e *env) driveUntil(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		if d, ok := e.clock.NextFire(); ok {
+			e.clock.Advance(d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The first two aggregates of a partition fail before the third reveals the
+// outage: their attempts are refunded when the pause begins, so after the
+// outage each still has its whole budget — with a bug of their own, each
+// parks only after MaxAttempts further failures.
+func TestOutageRefundsTheFailuresThatRevealedIt(t *testing.T) {
+	const maxAttempts = 3
+	var down atomic.Bool
+	e, rec := startOutage(t, maxAttempts, &down, "a", "b")
+	down.Store(false) // the database is back; a and b have bugs of their own
+	parked := func() bool { return e.record(sub, "Order", "a") != nil && e.record(sub, "Order", "b") != nil }
+	e.driveUntil("a and b parked", parked)
+	rec.waitHandled(t, "c", 1)
+	for _, id := range []string{"a", "b"} {
+		r := e.record(sub, "Order", id)
+		// 1 attempt before the outage (refunded), then the whole budget.
+		if r.Attempts != 1+maxAttempts || len(rec.of(id)) != 1+maxAttempts || r.Error.Classes[0] != "NullPointerException" {
+			t.Errorf("%s: record %+v after %d calls, want %d attempts", id, r, len(rec.of(id)), 1+maxAttempts)
+		}
+	}
+}
+
+// The refund is in the ledger's budget too: after a crash during the
+// outage, the first two aggregates start again with their whole budget.
+func TestOutageRefundSurvivesACrash(t *testing.T) {
+	const maxAttempts = 3
+	var down atomic.Bool
+	e, rec := startOutage(t, maxAttempts, &down, "a", "b")
+	down.Store(false)
+	e.crash()
+	parked := func() bool { return e.record(sub, "Order", "a") != nil && e.record(sub, "Order", "b") != nil }
+	e.driveUntil("a and b parked", parked)
+	for _, id := range []string{"a", "b"} {
+		r := e.record(sub, "Order", id)
+		if r.Attempts != 1+maxAttempts || len(rec.of(id)) != 1+maxAttempts {
+			t.Errorf("%s: record %+v after %d calls, want %d attempts", id, r, len(rec.of(id)), 1+maxAttempts)
+		}
+	}
+}
+
+// Only the failures the detector counted are refunded: a failure of a class
+// the handler calls recoverable on purpose is the aggregate's, outage or
+// not, and keeps its charge.
+func TestOutageKeepsChargesItDidNotCount(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	rec := newRecorder(nil, func(d Delivery, n int) *retry.Failure {
+		if d.Commit.AggregateID == "own" {
+			return &retry.Failure{Classes: []string{"OwnBug"}, Message: "bug"}
+		}
+		if down.Load() {
+			return &retry.Failure{Classes: []string{"SQLException"}, Message: "db gone"}
+		}
+		return nil
+	})
+	s := spec(sub, rec)
+	s.OverrideRetry = retry.Settings{MaxAttempts: 3, Recoverable: []string{"OwnBug"}}
+	e := newEnv(t, Options{Partitions: 1, Concurrency: 1}, s)
+	rec.clock = e.clock
+	e.start()
+	for _, id := range []string{"own", "a", "b", "c"} {
+		e.append("Order", id)
+	}
+	eventually(t, "the partition to pause", func() bool {
+		return e.status(sub).Partitions[0].State == StateSystemicPaused
+	})
+	eventually(t, "the budgets of a and b refunded", func() bool { return e.storedFailures("a") == 0 && e.storedFailures("b") == 0 })
+	if n := e.storedFailures("own"); n != 1 {
+		t.Fatalf("own's budget counts %d failures, want 1", n)
+	}
+}
+
+// An aggregate whose attempt is in flight when the outage is recognised is
+// refunded as soon as that attempt ends, and the attempt itself, failing
+// during the pause, is not charged either.
+func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	release := make(chan struct{})
+	rec := newRecorder(nil, func(d Delivery, n int) *retry.Failure {
+		if d.Commit.AggregateID == "a" && n == 2 {
+			<-release // in flight while b and c fail
+		}
+		if down.Load() {
+			return &retry.Failure{Classes: []string{"SQLException"}, Message: "db gone"}
+		}
+		return nil
+	})
+	s := spec(sub, rec)
+	s.OverrideRetry = retry.Settings{MaxAttempts: 2}
+	e := newEnv(t, Options{Partitions: 1, Concurrency: 2}, s)
+	rec.clock = e.clock
+	e.start()
+	e.append("Order", "a")
+	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
+	eventually(t, "a's budget recorded", func() bool { return e.storedFailures("a") == 1 })
+	e.advance() // a's backoff: its second attempt starts and waits
+	e.append("Order", "b")
+	e.append("Order", "c")
+	eventually(t, "the partition to pause", func() bool {
+		return e.status(sub).Partitions[0].State == StateSystemicPaused
+	})
+	eventually(t, "b's budget refunded", func() bool { return e.storedFailures("b") == 0 })
+	if n := e.storedFailures("a"); n != 1 {
+		t.Fatalf("a's budget counts %d failures while its attempt is in flight, want 1", n)
+	}
+	close(release)
+	eventually(t, "a's budget refunded", func() bool { return e.storedFailures("a") == 0 })
+	down.Store(false)
+	e.driveUntil("a, b and c handled", func() bool {
+		return len(rec.handled("a")) == 1 && len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1
+	})
+	if st := e.status(sub); len(st.Parked) != 0 {
+		t.Fatalf("parked %+v", st.Parked)
+	}
+}
