@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -332,7 +333,7 @@ func TestListenAnywhereHostCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Deps{Config: func() *config.Config { return cfg }})
+	s := New(Deps{Config: func() *config.Config { return cfg }, Logger: slog.New(slog.DiscardHandler)})
 	for host, want := range map[string]int{"192.168.1.9:8080": 200, "localhost:8080": 200, "berth.lan:8080": 403} {
 		r := serveWith(s, req{method: "GET", path: "/healthz"}, func(hr *http.Request) { hr.Host = host })
 		if r.status != want {
