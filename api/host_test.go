@@ -247,7 +247,7 @@ func serveWith(s *Server, r req, change func(*http.Request)) response {
 	if r.body != "" {
 		body = strings.NewReader(r.body)
 	}
-	hr := httptest.NewRequest(r.method, r.path, body)
+	hr := newRequest(r.method, r.path, body)
 	if r.chunked {
 		hr.ContentLength = -1
 		hr.Body = io.NopCloser(strings.NewReader(r.body))
@@ -270,10 +270,23 @@ func serveWith(s *Server, r req, change func(*http.Request)) response {
 	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
 }
 
+// testHostName is the Host of the tests' requests: an address the API
+// serves (the default server.listen), not httptest's example.com, which
+// the Host check refuses.
+const testHostName = "127.0.0.1:8080"
+
+// newRequest is httptest.NewRequest for the API: a request served in-process
+// with the Host of a local client.
+func newRequest(method, target string, body io.Reader) *http.Request {
+	hr := httptest.NewRequest(method, target, body)
+	hr.Host = testHostName
+	return hr
+}
+
 // upload puts the notifier sample under name.
 func (h *testHost) upload(name, token string) response {
 	h.t.Helper()
-	hr := httptest.NewRequest(http.MethodPut, "/v1/modules/"+name, bytes.NewReader(notifier(h.t)))
+	hr := newRequest(http.MethodPut, "/v1/modules/"+name, bytes.NewReader(notifier(h.t)))
 	hr.Header.Set("Content-Type", "application/wasm")
 	if token != "" {
 		hr.Header.Set("Authorization", "Bearer "+token)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 
 	"github.com/berthhq/berth/registry"
@@ -14,9 +13,6 @@ import (
 
 func (s *Server) putModule(c echo.Context) error {
 	name := c.Param("name")
-	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" && !wasmMediaType(ct) {
-		return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", fmt.Sprintf("the body must be a WebAssembly module (Content-Type application/wasm), not %s", ct))
-	}
 	limit := s.deps.Config().Server.MaxModuleSize.Bytes()
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
 	if err != nil {
@@ -46,13 +42,6 @@ func (s *Server) putModule(c echo.Context) error {
 		status = http.StatusCreated
 	}
 	return c.JSON(status, info)
-}
-
-// wasmMediaType reports whether a Content-Type names a module upload:
-// application/wasm or application/octet-stream, parameters allowed.
-func wasmMediaType(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/wasm" || mt == "application/octet-stream")
 }
 
 func (s *Server) listModules(c echo.Context) error {

@@ -209,10 +209,32 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		if _, hasBody := op["requestBody"]; hasBody != uses.body {
 			t.Errorf("%s: documented request body %v, the handler reads one: %v", name, hasBody, uses.body)
 		}
-		// Every route with a role answers 401 with its auth, and so is documented.
+		// The request body's media types are the route table's, which
+		// accepts enforces.
+		var docTypes []string
+		if rb, ok := op["requestBody"]; ok {
+			content, _ := resolve(doc, rb).(map[string]any)["content"].(map[string]any)
+			docTypes = slices.Sorted(maps.Keys(content))
+		}
+		if tableTypes := slices.Sorted(slices.Values(r.body)); !slices.Equal(docTypes, tableTypes) {
+			t.Errorf("%s: documented request body types %v, the route table's %v", name, docTypes, tableTypes)
+		}
+		if !changesState(r.method) && len(r.body) > 0 {
+			t.Errorf("%s: a safe method with body types %v, which nothing checks", name, r.body)
+		}
+		// Every route with a role answers 401 with its auth, and so is
+		// documented; every route answers 403 to a foreign Host, and every
+		// state-changing one 403 to another origin and 415 to a body of
+		// another type.
 		resp, _ := op["responses"].(map[string]any)
-		if r.role != "" && (resp["401"] == nil || resp["403"] == nil) {
-			t.Errorf("%s: 401 and 403 are not documented", name)
+		if r.role != "" && resp["401"] == nil {
+			t.Errorf("%s: 401 is not documented", name)
+		}
+		if resp["403"] == nil {
+			t.Errorf("%s: 403 is not documented", name)
+		}
+		if changesState(r.method) && resp["415"] == nil {
+			t.Errorf("%s: 415 is not documented", name)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func projectionHost(t *testing.T) *testHost {
 		t.Fatal(err)
 	}
 	h := newHost(t, authTOML)
-	hr := httptest.NewRequest(http.MethodPut, "/v1/modules/order-summary", bytes.NewReader(wasm))
+	hr := newRequest(http.MethodPut, "/v1/modules/order-summary", bytes.NewReader(wasm))
 	hr.Header.Set("Content-Type", "application/wasm")
 	hr.Header.Set("Authorization", "Bearer "+deployerToken)
 	w := httptest.NewRecorder()

@@ -38,9 +38,10 @@ type Deps struct {
 
 // Server is the REST API.
 type Server struct {
-	deps Deps
-	log  *slog.Logger
-	e    *echo.Echo
+	deps        Deps
+	log         *slog.Logger
+	e           *echo.Echo
+	crossOrigin *http.CrossOriginProtection // see guardOrigin
 }
 
 // New builds the API's routes.
@@ -60,16 +61,20 @@ func New(deps Deps) *Server {
 	if deps.Ready == nil {
 		deps.Ready = func() bool { return true }
 	}
-	s := &Server{deps: deps, log: deps.Logger, e: echo.New()}
+	s := &Server{deps: deps, log: deps.Logger, e: echo.New(), crossOrigin: http.NewCrossOriginProtection()}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.bodyLimit, s.countRequests)
+	e.Use(s.guardOrigin) // every request, the console's and unknown routes' too
 
 	for _, r := range s.routeTable() {
 		var mw []echo.MiddlewareFunc
 		if r.role != "" {
 			mw = append(mw, s.require(r.role))
+		}
+		if changesState(r.method) {
+			mw = append(mw, accepts(r.body))
 		}
 		e.Add(r.method, r.path, r.handler, mw...)
 	}
@@ -78,47 +83,57 @@ func New(deps Deps) *Server {
 }
 
 // route is one API endpoint: the role its bearer token needs ("" for none:
-// health, readiness and the OpenAPI document). The table both registers
-// the routes and lets the OpenAPI test check the document against them.
+// health, readiness and the OpenAPI document) and, for a state-changing
+// one, the media types its request body may have (none: it takes no body;
+// see accepts). The table both registers the routes and lets the OpenAPI
+// test check the document against them.
 type route struct {
 	method, path string
 	handler      echo.HandlerFunc
 	role         config.Role
+	body         []string
 }
 
 func (s *Server) routeTable() []route {
 	const get, put, post, del = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete
 	reader, operator, deployer, admin := config.RoleReader, config.RoleOperator, config.RoleDeployer, config.RoleAdmin
+	none, jsonBody, wasmBody := []string(nil), []string{mediaJSON}, []string{mediaWasm, mediaBinary}
 	return []route{
-		{get, "/healthz", s.healthz, ""},
-		{get, "/readyz", s.readyz, ""},
-		{get, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Metrics.Registry, promhttp.HandlerOpts{})), reader},
-		{get, "/v1/openapi.json", s.openapi, ""},
+		{get, "/healthz", s.healthz, "", none},
+		{get, "/readyz", s.readyz, "", none},
+		{get, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Metrics.Registry, promhttp.HandlerOpts{})), reader, none},
+		{get, "/v1/openapi.json", s.openapi, "", none},
 
-		{put, "/v1/modules/:name", s.putModule, deployer},
-		{get, "/v1/modules", s.listModules, reader},
-		{get, "/v1/modules/:name", s.getModule, reader},
-		{del, "/v1/modules/:name", s.deleteModule, deployer},
+		{put, "/v1/modules/:name", s.putModule, deployer, wasmBody},
+		{get, "/v1/modules", s.listModules, reader, none},
+		{get, "/v1/modules/:name", s.getModule, reader, none},
+		{del, "/v1/modules/:name", s.deleteModule, deployer, none},
 
-		{post, "/v1/events", s.appendEvents, deployer},
-		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader},
+		{post, "/v1/events", s.appendEvents, deployer, jsonBody},
+		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader, none},
 
-		{get, "/v1/subscriptions", s.listSubscriptions, reader},
-		{get, "/v1/subscriptions/:name", s.getSubscription, reader},
-		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator},
-		{post, "/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator},
-		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator},
+		{get, "/v1/subscriptions", s.listSubscriptions, reader, none},
+		{get, "/v1/subscriptions/:name", s.getSubscription, reader, none},
+		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator, none},
+		{post, "/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator, none},
+		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody},
 
-		{get, "/v1/parked", s.listParked, reader},
-		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader},
-		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator},
-		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator},
+		{get, "/v1/parked", s.listParked, reader, none},
+		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader, none},
+		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator, jsonBody}, // optional
+		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator, jsonBody},     // optional
 
-		{get, "/v1/projections/:subscription", s.listProjection, reader},
-		{get, "/v1/projections/:subscription/:key", s.getProjection, reader},
+		{get, "/v1/projections/:subscription", s.listProjection, reader, none},
+		{get, "/v1/projections/:subscription/:key", s.getProjection, reader, none},
 
-		{post, "/v1/config/reload", s.reloadConfig, admin},
+		{post, "/v1/config/reload", s.reloadConfig, admin, none},
 	}
+}
+
+// changesState reports whether a method may change what the host stores:
+// every method but the safe ones, whose bodies the API never reads.
+func changesState(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
 }
 
 // Handler returns the API as an http.Handler.

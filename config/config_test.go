@@ -103,6 +103,14 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 				`berth.toml:1: server.listen: 1: want a string`,
 				`berth.toml:2: modules.m.memory-limit: "1000B": must be a multiple of 64KiB`,
 			}},
+		{"server allowed-hosts", "[server]\nallowed-hosts = [\"https://berth.example.com\", \"berth.example.com:8080\", \"*.example.com\", \"\", \"127.0.0.1:8080\"]\n",
+			[]string{
+				`berth.toml:2: server.allowed-hosts[0]: "https://berth.example.com": want a host name, not a URL`,
+				`berth.toml:2: server.allowed-hosts[1]: "berth.example.com:8080": want a name without a port`,
+				`berth.toml:2: server.allowed-hosts[2]: "*.example.com": wildcards are not supported`,
+				`berth.toml:2: server.allowed-hosts[3]: "": empty host`,
+				`berth.toml:2: server.allowed-hosts[4]: "127.0.0.1:8080": want a name without a port`,
+			}},
 		{"missing key takes the table's line", "[auth]\n\n[[auth.tokens]]\nname = \"ci\"\nrole = \"admin\"\n",
 			[]string{`berth.toml:3: auth.tokens[0].token: set token (the secret) or token-env`}},
 	}
@@ -535,4 +543,14 @@ func FuzzParse(f *testing.F) {
 		}
 		keyLines(text) // must not panic or loop
 	})
+}
+
+func TestServerAllowedHostsValid(t *testing.T) {
+	c, err := Parse([]byte("[server]\nallowed-hosts = [\"berth.example.com\", \"BERTH.internal\", \"10.0.0.5\", \"::1\", \"[fe80::1]\", \"*\"]\n"), "berth.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"berth.example.com", "BERTH.internal", "10.0.0.5", "::1", "[fe80::1]", "*"}; !slices.Equal(c.Server.AllowedHosts, want) {
+		t.Errorf("allowed-hosts %q, want %q", c.Server.AllowedHosts, want)
+	}
 }

@@ -19,6 +19,7 @@ func Default() *Config {
 			ReadTimeout:     DefaultReadTimeout,
 			WriteTimeout:    DefaultWriteTimeout,
 			ShutdownTimeout: DefaultShutdownTimeout,
+			AllowedHosts:    []string{},
 		},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
@@ -90,6 +91,9 @@ read-timeout = "30s"
 write-timeout = "1m"
 # How long a stopping host waits for requests and handlers in flight.
 shutdown-timeout = "15s"
+# More names a request's Host may carry, beside the address served (loopback names on loopback), e.g. a
+# reverse proxy's name. Names only, no port; "*" for any. Any other Host is refused (DNS rebinding).
+allowed-hosts = []
 
 # Bearer tokens. With none, the server listens on loopback only and every request is allowed.
 # Roles: reader (read), operator (read; resume, skip, pause), deployer (read; modules and events), admin.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/berthhq/berth/retry"
 )
@@ -38,6 +39,11 @@ type ServerConfig struct {
 	WriteTimeout retry.Duration `toml:"write-timeout"`
 	// ShutdownTimeout is how long a stopping host waits for requests and handlers in flight (default 15s).
 	ShutdownTimeout retry.Duration `toml:"shutdown-timeout"`
+	// AllowedHosts are more names the API answers to in a request's Host header (default none), beside
+	// the address it serves (loopback names when it listens on loopback): the name of a reverse proxy
+	// or a DNS name of the machine. Names only, no port; "*" turns the Host check off. A request with
+	// any other Host is refused with 403, so that a DNS-rebinding page cannot reach the API.
+	AllowedHosts []string `toml:"allowed-hosts"`
 }
 
 func (s ServerConfig) validate(p *problems, at keyPath) {
@@ -52,6 +58,35 @@ func (s ServerConfig) validate(p *problems, at keyPath) {
 	positiveDuration(p, at.key("read-timeout"), s.ReadTimeout)
 	positiveDuration(p, at.key("write-timeout"), s.WriteTimeout)
 	positiveDuration(p, at.key("shutdown-timeout"), s.ShutdownTimeout)
+	for i, h := range s.AllowedHosts {
+		if err := checkHostName(h); err != nil {
+			p.add(at.key("allowed-hosts").at(i), fmt.Sprintf("%q", h), "%v", err)
+		}
+	}
+}
+
+// checkHostName checks a server.allowed-hosts entry: "*", or a host name or IP address without a port
+// (an IPv6 address with or without brackets).
+func checkHostName(h string) error {
+	switch {
+	case h == "*":
+		return nil
+	case h == "":
+		return fmt.Errorf("empty host")
+	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@"):
+		return fmt.Errorf("want a host name, not a URL")
+	case strings.ContainsAny(h, " \t\r\n"):
+		return fmt.Errorf("a host must not contain spaces")
+	case strings.Contains(h, "*"):
+		return fmt.Errorf(`wildcards are not supported; list each name, or "*" for any`)
+	}
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(h); err == nil || strings.Contains(h, ":") {
+		return fmt.Errorf("want a name without a port: the Host check compares names only")
+	}
+	return nil
 }
 
 // splitListen checks a listen address: host:port, with a port from 0 to 65535.
