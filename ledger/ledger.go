@@ -81,6 +81,13 @@ type Record struct {
 	State         State     `json:"state"`
 	NextRetry     time.Time `json:"nextRetry,omitzero"` // zero unless State is StateRetrying
 	History       []Entry   `json:"history"`
+
+	// InvocationKey is the key the handler was given for the event at
+	// (Version, Index), kept so that retries and a resume of the record go on
+	// with the key it was parked with. Empty in records written before the
+	// ledger kept it: their event was delivered with the old form
+	// "Processor.handler:aggregateId@version:index".
+	InvocationKey string `json:"invocationKey,omitempty"`
 }
 
 // AddHistory appends e, keeping at most MaxHistory entries (the first kept).

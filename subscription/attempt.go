@@ -26,7 +26,8 @@ type attempts struct {
 	backpressure int // backpressure failures counted against BackpressureAttempts
 	first, last  time.Time
 	history      []ledger.Entry
-	stored       bool // recorded in the ledger (budget.go)
+	stored       bool   // recorded in the ledger (budget.go)
+	key          string // the invocation key of the event (invocationkey.go)
 }
 
 func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d retry.Decision) {
@@ -51,10 +52,10 @@ func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d re
 func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, live bool) outcome {
 	ctx := r.ctx
 	clock := r.e.clock
-	key := InvocationKey(r.s.name, c, idx)
 	aggName := a.key.String()
 	var st attempts
 	r.loadBudget(a.key, c.Version, idx, &st)
+	key := r.keyFor(a, c, idx, &st)
 	for {
 		cur := r.s.cur.Load()
 		pol := cur.policy
