@@ -2,6 +2,7 @@ package abi
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -143,4 +144,19 @@ func BenchmarkInvocationKey(b *testing.B) {
 	for b.Loop() {
 		_ = InvocationKey("ShipmentNotifier.onOrderShipped", "Order", "o-12345", 42, 1)
 	}
+}
+
+func ExampleInvocationKey() {
+	fmt.Println(InvocationKey("ShipmentNotifier.onOrderShipped", "Order", "o-1", 3, 0))
+	fmt.Println(InvocationKey("ShipmentNotifier.onOrderShipped", "Order", "a:b/c@d 1", 3, 0))
+	// Output:
+	// ShipmentNotifier.onOrderShipped:Order/o-1@3:0
+	// ShipmentNotifier.onOrderShipped:Order/a%3Ab%2Fc%40d%201@3:0
+}
+
+func ExampleParseInvocationKey() {
+	p, err := ParseInvocationKey("ShipmentNotifier.onOrderShipped:Order/a%3Ab%2Fc%40d%201@3:0")
+	fmt.Printf("%q %q %q %d %d %v\n", p.Subscription, p.AggregateType, p.AggregateID, p.Version, p.Index, err)
+	// Output:
+	// "ShipmentNotifier.onOrderShipped" "Order" "a:b/c@d 1" 3 0 <nil>
 }
