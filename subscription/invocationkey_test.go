@@ -171,12 +171,17 @@ func TestBudgetSpentBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 	e.clock = clock
 	e.start()
 	e.append("Thing", "b:1")
-	e.blockUntil(1) // attempt 1 failed, its budget recorded; in its backoff
+	bk := budgetKey(aggKey{"Thing", "b:1"})
+	eventually(t, "attempt 1's budget recorded", func() bool {
+		return e.store.View(context.Background(), func(tx ledger.Tx) error {
+			_, err := tx.Meta(sub, bk)
+			return err
+		}) == nil
+	})
 	if err := e.eng.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	e.eng = nil
-	bk := budgetKey(aggKey{"Thing", "b:1"})
 	err := e.store.Update(context.Background(), func(tx ledger.Tx) error {
 		b, err := tx.Meta(sub, bk)
 		if err != nil {
@@ -187,7 +192,7 @@ func TestBudgetSpentBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 			return err
 		}
 		if m["key"] != abi.InvocationKey(sub, "Thing", "b:1", 1, 0) {
-			t.Errorf("the budget keeps key %v", m["key"])
+			t.Errorf("the budget keeps key %v: %s", m["key"], b)
 		}
 		delete(m, "key") // the shape the old version wrote
 		b, _ = json.Marshal(m)
