@@ -101,29 +101,48 @@ func TestParkedRecordKeepsItsKey(t *testing.T) {
 // A record written before records kept their key (the shape the old version
 // wrote: no invocationKey) goes on with the old form of the key for the event
 // it was parked at — through its parked retries, an operator's resume, and a
-// resume that was under way at the upgrade — while later events get the new
-// form.
+// resume that was under way at the upgrade — while later events (and the
+// event a skip moves it to) get the new form.
 func TestRecordParkedBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
-	old := sub + ":p@1:0" // the form the old version delivered the event with
+	first := abi.InvocationKey(sub, "Thing", "p", 1, 0) // delivered by this version before the "upgrade"
+	old := sub + ":p@1:0"                               // the form the old version delivered the event with
 	next := abi.InvocationKey(sub, "Thing", "p", 2, 0)
+	resume := func(t *testing.T, e *env) {
+		if err := e.eng.Resume(context.Background(), sub, "Thing", "p", "alice", "fixed"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
-		name string
-		// goOn makes the engine deliver the parked event once more, failing,
-		// then once more, succeeding; the engine runs the old record.
-		goOn func(e *env, fail *atomic.Bool)
+		name     string
+		resuming bool // the old record says a resume was under way
+		goOn     func(t *testing.T, e *env, fail *atomic.Bool)
+		handled  int      // successful calls of p in all
+		want     []string // the keys of p's calls
 	}{
-		{"parked retry, then resume", func(e *env, fail *atomic.Bool) {
+		{"parked retry fails, then resume", false, func(t *testing.T, e *env, fail *atomic.Bool) {
 			e.advance()
 			e.waitRecord(sub, "Thing", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
 			if r := e.record(sub, "Thing", "p"); r.InvocationKey != "" {
 				t.Errorf("a parked retry rewrote the old record's key as %q", r.InvocationKey)
 			}
 			fail.Store(false)
-			if err := e.eng.Resume(context.Background(), sub, "Thing", "p", "alice", "fixed"); err != nil {
+			resume(t, e)
+		}, 2, []string{first, old, old, next}},
+		{"parked retry succeeds", false, func(t *testing.T, e *env, fail *atomic.Bool) {
+			fail.Store(false)
+			e.advance()
+		}, 2, []string{first, old, next}},
+		{"operator resume", false, func(t *testing.T, e *env, fail *atomic.Bool) {
+			fail.Store(false)
+			resume(t, e)
+		}, 2, []string{first, old, next}},
+		{"skip", false, func(t *testing.T, e *env, fail *atomic.Bool) {
+			fail.Store(false)
+			if err := e.eng.Skip(context.Background(), sub, "Thing", "p", 1, "alice", "bad data"); err != nil {
 				t.Fatal(err)
 			}
-		}},
-		{"resume under way at the upgrade", nil},
+		}, 1, []string{first, next}},
+		{"resume under way at the upgrade", true, func(*testing.T, *env, *atomic.Bool) {}, 2, []string{first, old, next}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,25 +155,17 @@ func TestRecordParkedBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 			e.eng = nil
 			r := e.record(sub, "Thing", "p")
 			r.InvocationKey = ""
-			if tt.goOn == nil {
+			if tt.resuming {
 				r.State, r.NextRetry = ledger.StateResuming, time.Time{}
 				fail.Store(false)
 			}
 			writeOldRecord(t, e, r)
 			e.start()
-			if tt.goOn != nil {
-				tt.goOn(e, &fail)
-			}
-			rec.waitHandled(t, "p", 2)
+			tt.goOn(t, e, &fail)
+			rec.waitHandled(t, "p", tt.handled)
 			eventually(t, "record cleared", func() bool { return e.record(sub, "Thing", "p") == nil })
-			got := keysOf(rec.of("p"))
-			want := []string{abi.InvocationKey(sub, "Thing", "p", 1, 0)} // delivered by this version before the "upgrade"
-			if tt.goOn != nil {
-				want = append(want, old) // the parked retry
-			}
-			want = append(want, old, next) // the resume
-			if !slices.Equal(got, want) {
-				t.Fatalf("keys %q, want %q", got, want)
+			if got := keysOf(rec.of("p")); !slices.Equal(got, tt.want) {
+				t.Fatalf("keys %q, want %q", got, tt.want)
 			}
 		})
 	}
