@@ -27,12 +27,13 @@ func InvocationKey(subscription, aggregateType, aggregateID string, version uint
 	ver := strconv.AppendUint(num[:0], version, 10)
 	idx := strconv.AppendInt(num[len(ver):len(ver)], int64(index), 10)
 	var b strings.Builder // one allocation: the key's exact length
-	b.Grow(escapedLen(subscription) + escapedLen(aggregateType) + escapedLen(aggregateID) + 4 + len(ver) + len(idx))
-	writeEscaped(&b, subscription)
+	ns, nt, ni := escapedLen(subscription), escapedLen(aggregateType), escapedLen(aggregateID)
+	b.Grow(ns + nt + ni + 4 + len(ver) + len(idx))
+	writeEscaped(&b, subscription, ns)
 	b.WriteByte(':')
-	writeEscaped(&b, aggregateType)
+	writeEscaped(&b, aggregateType, nt)
 	b.WriteByte('/')
-	writeEscaped(&b, aggregateID)
+	writeEscaped(&b, aggregateID, ni)
 	b.WriteByte('@')
 	b.Write(ver)
 	b.WriteByte(':')
@@ -100,9 +101,22 @@ func ParseInvocationKey(key string) (KeyParts, error) {
 	return p, nil
 }
 
+// The bytes below 128 that are escaped, as bit sets: escLow for 0–63 (the
+// controls, space, '%', '/', ':'), escHigh for 64–127 ('@', DEL).
+const (
+	escLow  uint64 = 1<<'!' - 1 | 1<<'%' | 1<<'/' | 1<<':'
+	escHigh uint64 = 1<<('@'-64) | 1<<(0x7f-64)
+)
+
 // mustEscape reports whether c is written as %XX in a key's names.
 func mustEscape(c byte) bool {
-	return c <= ' ' || c >= 0x7f || c == '%' || c == ':' || c == '@' || c == '/'
+	switch {
+	case c < 64:
+		return escLow>>c&1 != 0
+	case c < 128:
+		return escHigh>>(c-64)&1 != 0
+	}
+	return true
 }
 
 // escapedLen is the length of s escaped.
@@ -118,8 +132,13 @@ func escapedLen(s string) int {
 
 const upperHex = "0123456789ABCDEF"
 
-// writeEscaped writes s escaped, in runs of bytes that need no escape.
-func writeEscaped(b *strings.Builder, s string) {
+// writeEscaped writes s escaped (n bytes, its escapedLen), in runs of bytes
+// that need no escape.
+func writeEscaped(b *strings.Builder, s string, n int) {
+	if n == len(s) {
+		b.WriteString(s)
+		return
+	}
 	start := 0
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; mustEscape(c) {
