@@ -2,6 +2,7 @@ package abi
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -59,7 +60,7 @@ var ErrBadInvocationKey = errors.New("abi: not an invocation key")
 func ParseInvocationKey(key string) (KeyParts, error) {
 	var p KeyParts
 	bad := func(why string) (KeyParts, error) {
-		return KeyParts{}, errors.Join(ErrBadInvocationKey, errors.New(strconv.Quote(key)+": "+why))
+		return KeyParts{}, fmt.Errorf("%w: %q: %s", ErrBadInvocationKey, key, why)
 	}
 	sub, rest, ok := strings.Cut(key, ":")
 	if !ok {
@@ -157,7 +158,7 @@ func unescape(s string) (string, error) {
 	if !strings.Contains(s, "%") {
 		for i := 0; i < len(s); i++ {
 			if mustEscape(s[i]) {
-				return "", errors.New("byte " + strconv.QuoteRune(rune(s[i])) + " must be escaped")
+				return "", fmt.Errorf("byte %#02x must be escaped", s[i])
 			}
 		}
 		return s, nil
@@ -168,7 +169,7 @@ func unescape(s string) (string, error) {
 		c := s[i]
 		if c != '%' {
 			if mustEscape(c) {
-				return "", errors.New("byte " + strconv.QuoteRune(rune(c)) + " must be escaped")
+				return "", fmt.Errorf("byte %#02x must be escaped", c)
 			}
 			b.WriteByte(c)
 			continue
@@ -182,7 +183,7 @@ func unescape(s string) (string, error) {
 		}
 		d := byte(hi<<4 | lo)
 		if !mustEscape(d) {
-			return "", errors.New(strconv.Quote(s[i:i+3]) + " escapes a byte that is written as itself")
+			return "", fmt.Errorf("%q escapes a byte that is written as itself", s[i:i+3])
 		}
 		b.WriteByte(d)
 		i += 2
