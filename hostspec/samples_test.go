@@ -90,7 +90,7 @@ func TestAFailedNotificationShouldBeAskedForAgainWithTheSameKey(t *testing.T) {
 	if len(sent) != 1 {
 		t.Fatalf("sent %d notifications, want 1", len(sent))
 	}
-	if got, want := sent[0].Header["Idempotency-Key"], "ShipmentNotifier.onOrderShipped:"+order+"@6:0"; got != want {
+	if got, want := sent[0].Header["Idempotency-Key"], "ShipmentNotifier.onOrderShipped:Order/"+order+"@6:0"; got != want {
 		t.Errorf("Idempotency-Key = %q, want %q", got, want)
 	}
 	if all := spec.HTTP.Requests(); len(all) != 2 || all[0].Header["Idempotency-Key"] != all[1].Header["Idempotency-Key"] {
@@ -236,14 +236,14 @@ func TestARetriedCompensationUsesTheSameKeys(t *testing.T) {
 	spec.WhenEvent(ev).ExpectNoError().ExpectCommand(cancel)
 
 	rejected := spec.Commands.Rejected()
-	if len(rejected) != 2 || rejected[0].RequestID != "OrderSaga.onOrderPlaced:o-1@1:0/0" || rejected[1].RequestID != rejected[0].RequestID {
+	if len(rejected) != 2 || rejected[0].RequestID != "OrderSaga.onOrderPlaced:Order/o-1@1:0/0" || rejected[1].RequestID != rejected[0].RequestID {
 		t.Errorf("rejections %+v", rejected)
 	}
 	var keys []string
 	for _, l := range spec.Log.Lines() {
 		keys = append(keys, l.Key+" "+strings.Fields(l.Msg)[0])
 	}
-	want := "OrderSaga.onOrderPlaced:o-1@1:0 reserving OrderSaga.onOrderPlaced:o-1@1:0:rejected:0 cancelling"
+	want := "OrderSaga.onOrderPlaced:Order/o-1@1:0 reserving OrderSaga.onOrderPlaced:Order/o-1@1:0:rejected:0 cancelling"
 	if got := strings.Join(keys[:2], " "); got != want {
 		t.Errorf("log %q, want %q", got, want)
 	}

@@ -94,6 +94,13 @@ type Record struct {
 	// (empty in records written before it was kept, and in other states).
 	WaitReason string  `json:"waitReason,omitempty"`
 	History    []Entry `json:"history"`
+
+	// InvocationKey is the key the handler was given for the event at
+	// (Version, Index), kept so that retries and a resume of the record go on
+	// with the key it was parked with. Empty in records written before the
+	// ledger kept it: their event was delivered with the old form
+	// "Processor.handler:aggregateId@version:index".
+	InvocationKey string `json:"invocationKey,omitempty"`
 }
 
 // Why a record waits for an operator (Record.WaitReason).

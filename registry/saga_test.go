@@ -359,7 +359,7 @@ func TestSagaOverRealParts(t *testing.T) {
 		return "[commands.Stock]\nurl = \"" + g.srv.URL + "/stock\"\n\n[commands.Order]\nurl = \"" + g.srv.URL + "/order\"\n"
 	}
 	const order = `{"item":"sku-9","quantity":2}`
-	key := func(order string) string { return sagaSub + ":" + order + "@1:0" }
+	key := func(order string) string { return sagaSub + ":Order/" + order + "@1:0" }
 
 	t.Run("accepted", func(t *testing.T) {
 		g := newFakeGateway(t, nil)

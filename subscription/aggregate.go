@@ -33,6 +33,9 @@ type aggState struct {
 	// were handled by a replay or skipped by an operator while the reader was
 	// behind. Cleared by the first live commit above it.
 	floor uint64
+	// pinned is the invocation key of the event a replay starts at, as its
+	// ledger record keeps it (invocationkey.go). Set before the replay starts.
+	pinned pinnedKey
 }
 
 // outcome is how a delivery ended.
@@ -61,12 +64,14 @@ func (r *run) handleCommit(p *partition, a *aggState, c eventlog.Commit, from in
 
 // beginReplay turns a held aggregate into a resuming one and starts reading
 // its stream from (version, index). The caller holds the aggregate's key
-// lock and has committed the ledger's resuming state.
-func (r *run) beginReplay(k aggKey, version uint64, index int) {
+// lock and has committed the ledger's resuming state; key is the record's
+// key of the event at (version, index).
+func (r *run) beginReplay(k aggKey, version uint64, index int, key string) {
 	p := r.partitionOf(k)
 	p.mu.Lock()
 	a := p.agg(k)
 	a.mode = modeReplaying
+	a.pinned = pinnedKey{version, index, key}
 	p.mu.Unlock()
 	r.wg.Add(1)
 	go r.replay(p, a, version, index)

@@ -26,7 +26,8 @@ type attempts struct {
 	backpressure int // backpressure failures counted against BackpressureAttempts
 	first, last  time.Time
 	history      []ledger.Entry
-	stored       bool // recorded in the ledger (budget.go)
+	stored       bool   // recorded in the ledger (budget.go)
+	key          string // the invocation key of the event (invocationkey.go)
 	// charged are the failures counted against MaxAttempts that the
 	// systemic detector counted too: refunded should they turn out to have
 	// revealed an outage (outage.go).
@@ -56,10 +57,10 @@ func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d re
 func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, live bool) outcome {
 	ctx := r.ctx
 	clock := r.e.clock
-	key := InvocationKey(r.s.name, c, idx)
 	aggName := a.key.String()
 	var st attempts
 	r.loadBudget(a.key, c.Version, idx, &st)
+	key := r.keyFor(a, c, idx, &st)
 	refund := func() { r.refundOutage(p, a, c.Version, idx, &st) }
 	for {
 		refund()

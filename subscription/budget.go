@@ -88,6 +88,9 @@ type storedBudget struct {
 	First        time.Time      `json:"first"`
 	Last         time.Time      `json:"last"`
 	History      []ledger.Entry `json:"history,omitempty"`
+	// Key is the event's invocation key; empty in budgets written before
+	// they kept it, whose event had the old form (legacyInvocationKey).
+	Key string `json:"key,omitempty"`
 }
 
 // loadBudget restores what was spent on event (version, idx) before a
@@ -115,13 +118,17 @@ func (r *run) loadBudget(k aggKey, version uint64, idx int, st *attempts) {
 	}
 	st.n, st.failures, st.backpressure = sb.Attempts, sb.Failures, sb.Backpressure
 	st.first, st.last, st.history = sb.First, sb.Last, sb.History
+	st.key = sb.Key
+	if st.key == "" {
+		st.key = legacyInvocationKey(r.s.name, k.id, version, idx)
+	}
 	st.stored = true
 }
 
 // saveBudget records what was spent on event (version, idx) so far.
 func (r *run) saveBudget(k aggKey, version uint64, idx int, st *attempts) {
 	b, err := json.Marshal(storedBudget{Version: version, Index: idx, Attempts: st.n, Failures: st.failures,
-		Backpressure: st.backpressure, First: st.first, Last: st.last, History: st.history})
+		Backpressure: st.backpressure, First: st.first, Last: st.last, History: st.history, Key: st.key})
 	if err == nil {
 		bk := budgetKey(k)
 		r.hinted(bk) // the list is loaded before it is changed

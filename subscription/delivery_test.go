@@ -43,8 +43,8 @@ func TestDeliversEachAggregateInOrderExactlyOnce(t *testing.T) {
 	if n := len(rec.all()); n != aggs*versions {
 		t.Fatalf("%d calls for %d events", n, aggs*versions)
 	}
-	// The key names the subscription, aggregate, version and index.
-	if k := rec.of("o3")[5].Key; k != sub+":o3@6:0" {
+	// The key names the subscription, aggregate type and id, version and index.
+	if k := rec.of("o3")[5].Key; k != sub+":Order/o3@6:0" {
 		t.Fatalf("invocation key %q", k)
 	}
 	// The checkpoint is written on Close, and a restart delivers nothing again.
@@ -168,8 +168,8 @@ func TestPartitionOfIsStable(t *testing.T) {
 		t.Fatalf("200 aggregates hit %d of 16 partitions", len(seen))
 	}
 	var c eventlog.Commit
-	c.AggregateID, c.Version = "x", 3
-	if InvocationKey("P.h", c, 2) != "P.h:x@3:2" {
+	c.AggregateType, c.AggregateID, c.Version = "T", "x", 3
+	if InvocationKey("P.h", c, 2) != "P.h:T/x@3:2" {
 		t.Fatal(InvocationKey("P.h", c, 2))
 	}
 }

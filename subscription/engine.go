@@ -373,6 +373,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 			// from where it started; events replayed before the stop are
 			// delivered again (at least once).
 			a.mode = modeReplaying
+			a.pinned = pinnedKey{rec.Version, int(rec.Index), recordKey(rec)}
 			r.wg.Add(1)
 			go r.replay(p, a, uint64(rec.Version), int(rec.Index))
 		default:

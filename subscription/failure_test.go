@@ -104,7 +104,7 @@ func TestFlakyServiceSucceedsOnAttempt3(t *testing.T) {
 		t.Fatalf("%d calls", len(calls))
 	}
 	for i, c := range calls[:3] {
-		if c.Attempt != i+1 || c.Key != sub+":o1@1:0" || c.Version != 1 {
+		if c.Attempt != i+1 || c.Key != sub+":Order/o1@1:0" || c.Version != 1 {
 			t.Fatalf("call %d: %+v", i, c)
 		}
 	}

@@ -53,7 +53,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 	e.sched.remove(s.name, k)
 	e.logger.Info("parked aggregate resumed", "subscription", s.name, "aggregate", k.String(),
 		"version", rec.Version, "actor", actor, "reason", reason)
-	r.beginReplay(k, rec.Version, int(rec.Index))
+	r.beginReplay(k, rec.Version, int(rec.Index), recordKey(rec))
 	return nil
 }
 
@@ -103,6 +103,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
 		// A resuming record names where the replay starts.
 		rec.Version, rec.Index = through+1, 0
+		rec.InvocationKey = eventKey(s.name, k, rec.Version, rec.Index)
 		rec.AddHistory(ledger.Entry{Time: now, Action: "skip", Version: through, Actor: actor,
 			Reason: fmt.Sprintf("skipped versions %d to %d: %s", stopped, through, reason)})
 		if err := tx.PutParked(rec); err != nil {
@@ -117,7 +118,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	e.sched.remove(s.name, k)
 	e.logger.Info("parked aggregate skipped", "subscription", s.name, "aggregate", k.String(),
 		"through", through, "actor", actor, "reason", reason)
-	r.beginReplay(k, through+1, 0)
+	r.beginReplay(k, through+1, 0, "")
 	return nil
 }
 

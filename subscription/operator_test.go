@@ -72,7 +72,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 	if !r.NextRetry.Equal(t0.Add(9*time.Minute)) || r.State != ledger.StateRetrying || r.Attempts != 2 {
 		t.Fatalf("after retry 1: %+v", r)
 	}
-	if c := rec.of("p")[1]; c.Key != sub+":p@1:0" || c.Attempt != 2 {
+	if c := rec.of("p")[1]; c.Key != sub+":Order/p@1:0" || c.Attempt != 2 {
 		t.Fatalf("parked retry call %+v", c)
 	}
 	broken.Store(false)

@@ -181,7 +181,7 @@ func (r *run) parkedRetry(k aggKey) {
 		c := commits[0]
 		f = r.invoke(ctx, cur.spec.Invoker, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler,
-			InvocationKey: InvocationKey(r.s.name, c, int(rec.Index)),
+			InvocationKey: recordKey(rec),
 			Attempt:       rec.Attempts + 1, Commit: c, Index: int(rec.Index), Timeout: cur.parked.Timeout,
 		})
 	}
@@ -196,6 +196,7 @@ func (r *run) parkedRetry(k aggKey) {
 	if f == nil {
 		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
 		rec.Index++ // resume after the event the retry handled
+		rec.InvocationKey = eventKey(r.s.name, k, rec.Version, rec.Index)
 		rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version})
 		rec.AddHistory(ledger.Entry{Time: now, Action: "resumed", Version: rec.Version, Actor: actorBerth,
 			Reason: fmt.Sprintf("long-horizon retry %d succeeded", rec.ParkedRetries)})
@@ -215,7 +216,7 @@ func (r *run) parkedRetry(k aggKey) {
 			return
 		}
 		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String())
-		r.beginReplay(k, rec.Version, int(rec.Index))
+		r.beginReplay(k, rec.Version, int(rec.Index), rec.InvocationKey)
 		return
 	}
 	pol := cur.policy

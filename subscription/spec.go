@@ -3,7 +3,6 @@ package subscription
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
@@ -15,9 +14,9 @@ import (
 type Delivery struct {
 	Subscription string // "Processor.handler"
 	Handler      string
-	// InvocationKey is Processor.handler:aggregateId@version:index, identical
-	// on every attempt at the same event, so that a handler can pass it on as
-	// an idempotency key.
+	// InvocationKey is Processor.handler:aggregateType/aggregateId@version:index
+	// (see InvocationKey), identical on every attempt at the same event, so
+	// that a handler can pass it on as an idempotency key.
 	InvocationKey string
 	Attempt       int // from 1, counting every attempt at this event
 	Commit        eventlog.Commit
@@ -186,20 +185,6 @@ func (r *resolved) wantsAny(c *eventlog.Commit, from int) bool {
 		}
 	}
 	return false
-}
-
-// InvocationKey returns the key a handler sees for event index of commit c:
-// subscription:aggregateId@version:index, the same on every attempt.
-func InvocationKey(subscription string, c eventlog.Commit, index int) string {
-	b := make([]byte, 0, len(subscription)+len(c.AggregateID)+24)
-	b = append(b, subscription...)
-	b = append(b, ':')
-	b = append(b, c.AggregateID...)
-	b = append(b, '@')
-	b = strconv.AppendUint(b, c.Version, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, int64(index), 10)
-	return string(b)
 }
 
 // UpdateSpec replaces a running subscription's configuration (a config

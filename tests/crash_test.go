@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
 )
 
 // TestCrashRestart kills the host with SIGKILL while it is handling a backlog
@@ -90,14 +92,14 @@ func TestCrashRestart(t *testing.T) {
 				if c.Epoch != epoch {
 					continue
 				}
-				var o string
-				var v, idx int
-				if _, err := fmt.Sscanf(c.Key, subName+":%s", &o); err != nil {
+				p, err := abi.ParseInvocationKey(c.Key)
+				if err != nil {
 					t.Fatalf("key %q: %v", c.Key, err)
 				}
-				if n, _ := fmt.Sscanf(o[len(order):], "@%d:%d", &v, &idx); n != 2 || o[:len(order)] != order {
+				if p.Subscription != subName || p.AggregateType != "Order" || p.AggregateID != order || p.Index != 0 {
 					t.Fatalf("%s: unexpected key %q", order, c.Key)
 				}
+				v := int(p.Version)
 				if v < prev {
 					t.Errorf("%s run %d: version %d arrived after version %d", order, epoch, v, prev)
 				}

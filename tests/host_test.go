@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
 )
 
 const (
@@ -319,9 +321,10 @@ type parkedRecord struct {
 		Message string   `json:"message"`
 		Kind    string   `json:"kind"`
 	} `json:"error"`
-	Attempts int    `json:"attempts"`
-	State    string `json:"state"`
-	History  []struct {
+	Attempts      int    `json:"attempts"`
+	State         string `json:"state"`
+	InvocationKey string `json:"invocationKey"`
+	History       []struct {
 		Action string `json:"action"`
 		Actor  string `json:"actor"`
 		Reason string `json:"reason"`
@@ -385,6 +388,8 @@ func (h *hostProc) subscription(t testing.TB) subscriptionStatus {
 	return st
 }
 
+// key is the invocation key of the first event of an Order commit: e.g.
+// "ShipmentNotifier.onOrderShipped:Order/o-1@1:0".
 func key(order string, version int) string {
-	return fmt.Sprintf("%s:%s@%d:0", subName, order, version)
+	return abi.InvocationKey(subName, "Order", order, uint64(version), 0)
 }

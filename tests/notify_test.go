@@ -28,6 +28,9 @@ type call struct {
 	Status int       // what the service answered
 	Epoch  int       // the epoch when it arrived (see notifier.setEpoch)
 	At     time.Time // when it arrived
+	// Dropped: the service deduplicates (notifier.dedupe) and had already
+	// notified this key, so it answered 200 and notified no one.
+	Dropped bool
 }
 
 // notifier is a fake notification service, scriptable per buyer: it serves
@@ -39,6 +42,10 @@ type notifier struct {
 	script map[string]*behaviour
 	calls  []call
 	epoch  int
+	// dedupe makes it behave like a real service keyed on Idempotency-Key
+	// (as samples/notification-service does): a key it has notified is
+	// answered 200 and dropped.
+	dedupe bool
 }
 
 func newNotifier(t testing.TB) *notifier {
@@ -94,7 +101,11 @@ func (n *notifier) serve(w http.ResponseWriter, r *http.Request) {
 
 	n.mu.Lock()
 	status := http.StatusAccepted
+	key := r.Header.Get("Idempotency-Key")
+	dropped := false
 	switch {
+	case n.dedupe && n.notifiedLocked(key) > 0:
+		status, dropped = http.StatusOK, true
 	case b == nil:
 	case b.Unknown:
 		status = http.StatusNotFound
@@ -110,8 +121,8 @@ func (n *notifier) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Retry-After", ra)
 	}
-	n.calls = append(n.calls, call{Buyer: buyer, Key: r.Header.Get("Idempotency-Key"), Order: msg.Order,
-		Status: status, Epoch: epoch, At: at})
+	n.calls = append(n.calls, call{Buyer: buyer, Key: key, Order: msg.Order,
+		Status: status, Epoch: epoch, At: at, Dropped: dropped})
 	n.mu.Unlock()
 	w.WriteHeader(status)
 	io.WriteString(w, http.StatusText(status))
@@ -132,9 +143,16 @@ func (n *notifier) callsOf(buyer string) []call {
 
 // notified counts the successful calls with key.
 func (n *notifier) notified(key string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.notifiedLocked(key)
+}
+
+// notifiedLocked is notified with n.mu held.
+func (n *notifier) notifiedLocked(key string) int {
 	count := 0
-	for _, c := range n.callsOf("") {
-		if c.Key == key && c.Status < 300 {
+	for _, c := range n.calls {
+		if c.Key == key && c.Status < 300 && !c.Dropped {
 			count++
 		}
 	}

@@ -124,7 +124,7 @@ headers = { Authorization = "Bearer order-service-token" }
 	eventually(t, 30*time.Second, "the compensation of o-2", func() bool { return len(svc.of("CancelOrder")) == 1 })
 	eventually(t, 30*time.Second, "three reservations", func() bool { return len(svc.of("ReserveStock")) == 3 })
 
-	key := func(order string) string { return "OrderSaga.onOrderPlaced:" + order + "@1:0" }
+	key := func(order string) string { return "OrderSaga.onOrderPlaced:Order/" + order + "@1:0" }
 	for _, c := range svc.of("ReserveStock") {
 		want := map[string]string{"sku-1": "o-1", "sku-0": "o-2", "sku-3": "o-3"}[c.AggregateID]
 		if c.Path != "/stock" || c.AggregateType != "Stock" || c.RequestID != key(want)+"/0" || c.Key != c.RequestID {

@@ -58,8 +58,8 @@ func TestSpecStory(t *testing.T) {
 		t.Errorf("bob: calls %+v, want a 503 then a success", bob)
 	}
 	for _, c := range bob {
-		if c.Key != "ShipmentNotifier.onOrderShipped:o-2@1:0" {
-			t.Errorf("bob: Idempotency-Key %q, want ShipmentNotifier.onOrderShipped:o-2@1:0", c.Key)
+		if c.Key != "ShipmentNotifier.onOrderShipped:Order/o-2@1:0" {
+			t.Errorf("bob: Idempotency-Key %q, want ShipmentNotifier.onOrderShipped:Order/o-2@1:0", c.Key)
 		}
 	}
 

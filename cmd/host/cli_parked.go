@@ -140,6 +140,9 @@ func parkedShow(x *invocation, args []string) error {
 	kv.add("subscription", "%s", r.Subscription)
 	kv.add("aggregate", "%s/%s", r.AggregateType, r.AggregateID)
 	kv.add("stopped at", "version %d (event %d of that commit, position %d)", r.Version, r.Index, r.Position)
+	if r.InvocationKey != "" { // absent in records parked before the ledger kept it
+		kv.add("invocation key", "%s", r.InvocationKey)
+	}
 	if d.Event != nil {
 		kv.add("event", "%s %s", d.Event.Type, truncate(string(d.Event.Data), 200))
 	}

@@ -270,7 +270,7 @@ func TestOperatorStory(t *testing.T) {
 			t.Errorf("%s not in %s", id, stdout)
 		}},
 		{name: "show parked", args: []string{"parked", "show", sub, "Order", id},
-			stdout: []string{"aggregate:", "Order/" + id, "stopped at:", "version 1", "event:", "OrderShipped", "held back:", "0 later commit(s)", "next retry:", "error classes:", "Notification", "history:", "attempt", "parked"}},
+			stdout: []string{"aggregate:", "Order/" + id, "stopped at:", "version 1", "invocation key:", sub + ":Order/" + id + "@1:0", "event:", "OrderShipped", "held back:", "0 later commit(s)", "next retry:", "error classes:", "Notification", "history:", "attempt", "parked"}},
 		{name: "show parked json", args: []string{"parked", "show", sub, "Order", id, "--json"}, check: func(t *testing.T, stdout, _ string) {
 			r := decodeJSON[ledger.Record](t, stdout)
 			if r.Subscription != sub || r.AggregateID != id || len(r.History) == 0 {

@@ -56,7 +56,7 @@ func TestFailureKinds(t *testing.T) {
 func TestDispatch(t *testing.T) {
 	p := &Processor{Name: "P", Kind: Reactor}
 	p.On("ok", "A", func(c *Context) error {
-		if c.InvocationKey != "P.ok:1@2:0" || c.Event.Version != 2 {
+		if c.InvocationKey != "P.ok:T/1@2:0" || c.Event.Version != 2 {
 			return fmt.Errorf("context %+v", c)
 		}
 		return nil
@@ -76,7 +76,7 @@ func TestDispatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.handler, func(t *testing.T) {
-			r := p.Dispatch(&abi.Event{Handler: tt.handler, InvocationKey: InvocationKey("P", tt.handler, "1", 2, 0), Version: 2}, Ports{})
+			r := p.Dispatch(&abi.Event{Handler: tt.handler, InvocationKey: InvocationKey("P", tt.handler, "T", "1", 2, 0), Version: 2}, Ports{})
 			if r.Status != tt.status || !slices.Equal(r.Failure.Classes, tt.classes) || !strings.Contains(r.Failure.Message, tt.message) {
 				t.Fatalf("result = %+v", r)
 			}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
 )
 
 // Event is the event a handler is called for.
@@ -30,8 +32,9 @@ func (e *Event) Decode(v any) error {
 // Context is what a handler gets: the event, the invocation key and the ports.
 type Context struct {
 	Event Event
-	// InvocationKey is "Processor.handler:aggregateId@version:index": the same
-	// on every attempt at this event, so use it as an idempotency key.
+	// InvocationKey is "Processor.handler:aggregateType/aggregateId@version:index"
+	// with the names escaped (see InvocationKey): the same on every attempt
+	// at this event and no other event's, so use it as an idempotency key.
 	InvocationKey string
 	// Attempt counts attempts at this event, from 1.
 	Attempt int
@@ -46,9 +49,14 @@ type Context struct {
 }
 
 // InvocationKey builds the key the host hands to a handler, so that tests can
-// build the same one: "Processor.handler:aggregateId@version:index".
-func InvocationKey(processor, handler, aggregateID string, version uint64, index int) string {
-	return fmt.Sprintf("%s.%s:%s@%d:%d", processor, handler, aggregateID, version, index)
+// build the same one: "Processor.handler:aggregateType/aggregateId@version:index",
+// where '%', ':', '@', '/' and every byte outside printable ASCII in the
+// names are written %XX (upper-case hex), so that no two events share a key
+// whatever their ids hold (abi.InvocationKey; abi.ParseInvocationKey takes
+// a key apart). E.g. ("ShipmentNotifier", "onOrderShipped", "Order", "o-1",
+// 3, 0) is "ShipmentNotifier.onOrderShipped:Order/o-1@3:0".
+func InvocationKey(processor, handler, aggregateType, aggregateID string, version uint64, index int) string {
+	return abi.InvocationKey(processor+"."+handler, aggregateType, aggregateID, version, index)
 }
 
 // Logger writes structured log lines; kv are alternating keys and values.

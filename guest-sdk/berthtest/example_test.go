@@ -56,8 +56,8 @@ func Example() {
 	spec.HTTP.Respond(berthtest.Reply(429, ""))
 	spec.WhenEvent(signedUp).ExpectBackpressure(5 * time.Second)
 	// Output:
-	// attempt 2 key Welcome.onSignedUp:c-1@1:0
-	// 1 sent with Welcome.onSignedUp:c-1@1:0
+	// attempt 2 key Welcome.onSignedUp:Customer/c-1@1:0
+	// 1 sent with Welcome.onSignedUp:Customer/c-1@1:0
 }
 
 // A projection keeps a read model; a delivery's writes stay only if its

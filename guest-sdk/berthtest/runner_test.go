@@ -48,13 +48,13 @@ func TestRunnerReactor(t *testing.T) {
 		t.Fatalf("mirrored processor %+v", spec.Processor)
 	}
 
-	th := spec.WhenEvent(berthtest.Event{Type: "Classed", AggregateID: "a-1", Version: 3}).
+	th := spec.WhenEvent(berthtest.Event{Type: "Classed", AggregateType: "Account", AggregateID: "a-1", Version: 3}).
 		ExpectErrorClass(notification).ExpectErrorIs(unknownBuyer).ExpectErrorIs(notification)
 	var e *berth.Error
 	if !errors.As(th.Err, &e) || e.Class.Name() != "UnknownBuyer" || e.Code != "E404" || e.Message != "who?" {
 		t.Errorf("Err = %#v, want the failure rebuilt", th.Err)
 	}
-	if th.Key != "R.classed:a-1@3:0" || th.Attempt != 1 {
+	if th.Key != "R.classed:Account/a-1@3:0" || th.Attempt != 1 {
 		t.Errorf("key %q attempt %d", th.Key, th.Attempt)
 	}
 
@@ -73,12 +73,12 @@ func TestRunnerSagaRejection(t *testing.T) {
 	spec := berthtest.NewWithRunner(t, r.p.Describe(), r)
 	spec.Commands.Reject(berthtest.Command{Type: "ReserveStock"}, "out of stock")
 
-	spec.WhenEvent(berthtest.Event{Type: "OrderPlaced", AggregateID: "o-1", Payload: `{"item":"sku-9"}`}).
+	spec.WhenEvent(berthtest.Event{Type: "OrderPlaced", AggregateType: "Order", AggregateID: "o-1", Payload: `{"item":"sku-9"}`}).
 		ExpectNoError().
 		ExpectRejected(berthtest.Command{Type: "ReserveStock"}).
 		ExpectCommand(berthtest.Command{AggregateType: "Order", AggregateID: "o-1", Type: "CancelOrder"}).
 		ExpectCommand(berthtest.Command{Type: "Note"})
-	want := []string{"onOrderPlaced OrderSaga.onOrderPlaced:o-1@1:0", "onRejected OrderSaga.onOrderPlaced:o-1@1:0:rejected:0"}
+	want := []string{"onOrderPlaced OrderSaga.onOrderPlaced:Order/o-1@1:0", "onRejected OrderSaga.onOrderPlaced:Order/o-1@1:0:rejected:0"}
 	if !slices.Equal(r.calls, want) {
 		t.Errorf("runner calls %q, want %q", r.calls, want)
 	}

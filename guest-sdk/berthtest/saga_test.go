@@ -109,13 +109,13 @@ func TestSagaRejections(t *testing.T) {
 			then.ExpectRejected(reserve)
 			r := then.Rejections[0]
 			if r.Status != tt.reject["ReserveStock"] || r.Reason != tt.reason || r.EventType != "OrderPlaced" ||
-				r.RequestID != "OrderSaga.onOrderPlaced:o-1@3:0/0" || string(r.Command.Payload) != `{"order":"o-1"}` {
+				r.RequestID != "OrderSaga.onOrderPlaced:Order/o-1@3:0/0" || string(r.Command.Payload) != `{"order":"o-1"}` {
 				t.Errorf("rejection %+v", r)
 			}
 			if tt.handler && tt.wantErr == nil && tt.reason != "keep" {
 				then.ExpectCommand(berthtest.Command{AggregateType: cancel.AggregateType, AggregateID: cancel.AggregateID, Type: cancel.Type,
-					Payload: map[string]string{"reason": tt.reason, "requestId": "OrderSaga.onOrderPlaced:o-1@3:0/0",
-						"key": "OrderSaga.onOrderPlaced:o-1@3:0:rejected:0"}})
+					Payload: map[string]string{"reason": tt.reason, "requestId": "OrderSaga.onOrderPlaced:Order/o-1@3:0/0",
+						"key": "OrderSaga.onOrderPlaced:Order/o-1@3:0:rejected:0"}})
 			}
 		})
 	}

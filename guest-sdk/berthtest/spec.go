@@ -145,7 +145,7 @@ func (s *Spec) WhenEvent(ev Event) *Then {
 	if version == 0 {
 		version = 1
 	}
-	key := berth.InvocationKey(s.Processor.Name, h.Name, ev.AggregateID, version, ev.Index)
+	key := berth.InvocationKey(s.Processor.Name, h.Name, ev.AggregateType, ev.AggregateID, version, ev.Index)
 	attempt := ev.Attempt
 	s.mu.Lock()
 	s.attempts[key]++

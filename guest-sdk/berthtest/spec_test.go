@@ -138,10 +138,10 @@ func TestTheEnvelopeIsTheHosts(t *testing.T) {
 		t.Fatalf("%d calls, want 4", len(got))
 	}
 	c := got[0]
-	if c.InvocationKey != "ShipmentNotifier.onOrderShipped:o-1@6:2" || first.Key != c.InvocationKey || first.Subscription != "ShipmentNotifier.onOrderShipped" {
+	if c.InvocationKey != "ShipmentNotifier.onOrderShipped:Order/o-1@6:2" || first.Key != c.InvocationKey || first.Subscription != "ShipmentNotifier.onOrderShipped" {
 		t.Errorf("key = %q, then = %q %q", c.InvocationKey, first.Key, first.Subscription)
 	}
-	if c.InvocationKey != berth.InvocationKey("ShipmentNotifier", "onOrderShipped", "o-1", 6, 2) {
+	if c.InvocationKey != berth.InvocationKey("ShipmentNotifier", "onOrderShipped", "Order", "o-1", 6, 2) {
 		t.Errorf("key %q is not berth.InvocationKey's", c.InvocationKey)
 	}
 	e := c.Event
@@ -159,10 +159,10 @@ func TestTheEnvelopeIsTheHosts(t *testing.T) {
 	if !slices.Equal(attempts, []int{1, 2, 1, 7}) {
 		t.Errorf("attempts = %v, want [1 2 1 7]", attempts)
 	}
-	if got[2].InvocationKey != "ShipmentNotifier.audit:o-1@6:2" {
+	if got[2].InvocationKey != "ShipmentNotifier.audit:Order/o-1@6:2" {
 		t.Errorf("audit key = %q", got[2].InvocationKey)
 	}
-	if got[3].InvocationKey != "ShipmentNotifier.onOrderShipped:o-1@1:0" || got[3].Event.Payload != nil {
+	if got[3].InvocationKey != "ShipmentNotifier.onOrderShipped:Order/o-1@1:0" || got[3].Event.Payload != nil {
 		t.Errorf("defaults: key %q, payload %q", got[3].InvocationKey, got[3].Event.Payload)
 	}
 }
@@ -233,12 +233,12 @@ func TestLogLinesAreTaggedWithTheKey(t *testing.T) {
 	})
 	r := &recorder{}
 	spec := berthtest.New(r, p)
-	spec.WhenEvent(berthtest.Event{Type: "E", AggregateID: "a", Version: 3}).ExpectNoError()
+	spec.WhenEvent(berthtest.Event{Type: "E", AggregateType: "T", AggregateID: "a", Version: 3}).ExpectNoError()
 	lines := spec.Log.Lines()
-	if len(lines) != 2 || lines[0].Key != "P.h:a@3:0" || lines[0].Level != "info" || lines[1].Level != "error" {
+	if len(lines) != 2 || lines[0].Key != "P.h:T/a@3:0" || lines[0].Level != "info" || lines[1].Level != "error" {
 		t.Fatalf("lines = %+v", lines)
 	}
-	if want := "info P.h:a@3:0: hello who=world"; lines[0].String() != want || len(r.logs) != 2 || r.logs[0] != want {
+	if want := "info P.h:T/a@3:0: hello who=world"; lines[0].String() != want || len(r.logs) != 2 || r.logs[0] != want {
 		t.Errorf("line = %q, test log = %q, want %q", lines[0], r.logs, want)
 	}
 }

@@ -68,7 +68,7 @@ func TestARetriedCompensationUsesTheSameKeys(t *testing.T) {
 	spec.WhenEvent(ev).ExpectNoError().ExpectCommand(cancel)
 
 	rejected := spec.Commands.Rejected()
-	if len(rejected) != 2 || rejected[1].RequestID != "OrderSaga.onOrderPlaced:o-1@1:0/0" {
+	if len(rejected) != 2 || rejected[1].RequestID != "OrderSaga.onOrderPlaced:Order/o-1@1:0/0" {
 		t.Errorf("rejections %+v", rejected)
 	}
 }

@@ -47,7 +47,7 @@ func TestAFailedNotificationShouldBeAskedForAgainWithTheSameKey(t *testing.T) {
 	if len(sent) != 1 {
 		t.Fatalf("sent %d notifications, want 1", len(sent))
 	}
-	if got, want := sent[0].Header["Idempotency-Key"], "ShipmentNotifier.onOrderShipped:"+order+"@6:0"; got != want {
+	if got, want := sent[0].Header["Idempotency-Key"], "ShipmentNotifier.onOrderShipped:Order/"+order+"@6:0"; got != want {
 		t.Errorf("Idempotency-Key = %q, want %q", got, want)
 	}
 	if all := spec.HTTP.Requests(); len(all) != 2 || all[0].Header["Idempotency-Key"] != all[1].Header["Idempotency-Key"] {

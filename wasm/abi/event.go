@@ -5,8 +5,9 @@ package abi
 type Event struct {
 	// Handler names the handler to run (as in HandlerDesc.Name).
 	Handler string
-	// InvocationKey is `Processor.handler:aggregateId@version:index`; it is the
-	// same on every attempt at this event, so it serves as an idempotency key.
+	// InvocationKey is `Processor.handler:aggregateType/aggregateId@version:index`
+	// with the names escaped (InvocationKey); it is the same on every attempt
+	// at this event and no other event's, so it serves as an idempotency key.
 	InvocationKey string
 	// Attempt counts the attempts at this event, from 1.
 	Attempt uint32
