@@ -87,6 +87,23 @@ var (
 	ClassUnsupported = NewErrorClass("berth.Unsupported", ClassHost)
 )
 
+// Classes the host gives an attempt it ended itself; a handler never returns
+// them, but names them in Retry lists to act on them, for example
+// Unrecoverable: []*berth.ErrorClass{berth.ClassTimeout} to park on the first
+// timeout. (berth.Canceled, an attempt the host cut short on shutdown or
+// reset, is never counted, so there is nothing to list.)
+var (
+	// ClassTimeout is an attempt that ran past its Timeout: recoverable
+	// unless listed.
+	ClassTimeout = NewErrorClass("berth.Timeout", nil)
+	// ClassTrap is a guest that crashed (a runtime fatal error, a bad
+	// pointer, a result the host cannot decode): recoverable unless listed.
+	ClassTrap = NewErrorClass("berth.Trap", nil)
+	// ClassMemoryExceeded is a guest that needed more memory than its
+	// module's memory-limit: recoverable unless listed.
+	ClassMemoryExceeded = NewErrorClass("berth.MemoryExceeded", nil)
+)
+
 // Error is a classified failure. Return one (or wrap one) from a handler to
 // tell the host its class, a code, and how to treat it.
 type Error struct {

@@ -15,10 +15,6 @@ var sink [][]byte
 // grown holds the memory grower's allocations until it returns.
 var grown [][]byte
 
-// hostTimeout names the host's class of an attempt that ran past its
-// timeout, so that a handler's retry settings can list it.
-var hostTimeout = berth.NewErrorClass("berth.Timeout", nil)
-
 func init() {
 	p := &berth.Processor{Name: "Misbehaving", Kind: berth.Reactor}
 	p.On("spinner", "Spin", func(*berth.Context) error {
@@ -37,7 +33,7 @@ func init() {
 	p.On("impatientSleeper", "SleepImpatiently", func(*berth.Context) error {
 		time.Sleep(time.Hour)
 		return nil
-	}, berth.Retry{MaxAttempts: 5, Timeout: 300 * time.Millisecond, Unrecoverable: []*berth.ErrorClass{hostTimeout}})
+	}, berth.Retry{MaxAttempts: 5, Timeout: 300 * time.Millisecond, Unrecoverable: []*berth.ErrorClass{berth.ClassTimeout}})
 	p.On("channelWaiter", "Wait", func(*berth.Context) error {
 		ch := make(chan int)
 		go func() { time.Sleep(time.Hour); ch <- 1 }()
