@@ -62,7 +62,7 @@ func New(deps Deps) *Server {
 	e.Use(s.bodyLimit, s.countRequests)
 
 	for _, r := range s.routeTable() {
-		var mw []echo.MiddlewareFunc
+		mw := []echo.MiddlewareFunc{decodePathParams}
 		if r.role != "" {
 			mw = append(mw, s.require(r.role))
 		}
