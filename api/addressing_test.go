@@ -141,7 +141,7 @@ func TestUnaddressableNamesRefused(t *testing.T) {
 // is not the key a/b.
 func TestPathParamsDecodedOnce(t *testing.T) {
 	t.Parallel()
-	s := New(Deps{Config: func() *config.Config { return config.Default() }})
+	s := New(Deps{Config: config.Default})
 	var got []string
 	s.e.GET("/test/:a/:b", func(c echo.Context) error {
 		got = append(got, c.Param("a")+"|"+c.Param("b"))
