@@ -42,7 +42,12 @@ func TestOddIDsAddressable(t *testing.T) {
 	for _, id := range oddIDs {
 		h.waitParked(id)
 	}
-	parked := "/v1/subscriptions/" + notifierSub + "/parked/Order/"
+	// Names of modules and subscriptions are decoded the same way.
+	h.do(req{method: "GET", path: "/v1/modules/shipment%2Dnotifier"}).json(t, &struct{}{})
+	if r := h.do(req{method: "GET", path: "/v1/subscriptions/ShipmentNotifier%2EonOrderShipped"}); r.status != http.StatusOK {
+		t.Errorf("GET a subscription with its dot escaped: %s", r)
+	}
+	parked := "/v1/subscriptions/" + strings.ReplaceAll(notifierSub, ".", "%2E") + "/parked/Order/"
 	for i, id := range oddIDs {
 		var ev struct {
 			Commits []commitJSON `json:"commits"`
