@@ -17,6 +17,9 @@ func TestIDsArePathEscaped(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains("/"+r.URL.EscapedPath()+"/", "/../") || strings.Contains("/"+r.URL.EscapedPath()+"/", "/./") {
+			t.Errorf("%s: a bare dot segment, which proxies and browsers remove", r.URL.EscapedPath())
+		}
 		var segs []string
 		for _, s := range strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/") {
 			u, err := url.PathUnescape(s)
