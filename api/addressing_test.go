@@ -127,6 +127,8 @@ func TestUnaddressableNamesRefused(t *testing.T) {
 		{"Order", ".", "aggregateId", `must not be "." or ".."`},
 		{"..", "o-1", "aggregateType", `must not be "." or ".."`},
 		{".", "o-1", "aggregateType", `must not be "." or ".."`},
+		{"Order", `a\u0000b`, "aggregateId", "must not hold NUL"},
+		{`\u0000`, "o-1", "aggregateType", "must not hold NUL"},
 		{"Order", "", "aggregateId", "required"},
 		{"", "o-1", "aggregateType", "required"},
 	} {

@@ -62,18 +62,12 @@ func (s *Server) appendEvents(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if req.AggregateType == "" {
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "aggregateType is required", Field: "aggregateType"}
+	// Names no client can address are refused here, before they could be parked.
+	if p := checkAddressable("aggregateType", req.AggregateType); p != nil {
+		return p
 	}
-	if req.AggregateID == "" {
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "aggregateId is required", Field: "aggregateId"}
-	}
-	// Names no URL can address are refused here, before they could be parked.
-	for _, f := range []struct{ field, value string }{{"aggregateType", req.AggregateType}, {"aggregateId", req.AggregateID}} {
-		if err := eventlog.CheckAggregateName(f.field, f.value); err != nil {
-			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400,
-				Detail: strings.TrimPrefix(err.Error(), eventlog.ErrInvalid.Error()+": "), Field: f.field}
-		}
+	if p := checkAddressable("aggregateId", req.AggregateID); p != nil {
+		return p
 	}
 	if len(req.Events) == 0 {
 		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events must hold at least one event", Field: "events"}

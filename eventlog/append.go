@@ -21,13 +21,15 @@ func validate(req *AppendRequest) ([]Event, error) {
 	if len(req.Events) == 0 {
 		return nil, ErrEmptyCommit
 	}
-	if err := CheckAggregateName("aggregate type", req.AggregateType); err != nil {
-		return nil, err
-	}
-	if err := CheckAggregateName("aggregate id", req.AggregateID); err != nil {
-		return nil, err
-	}
 	switch {
+	case req.AggregateType == "":
+		return nil, fmt.Errorf("%w: aggregate type is empty", ErrInvalid)
+	case req.AggregateID == "":
+		return nil, fmt.Errorf("%w: aggregate id is empty", ErrInvalid)
+	case len(req.AggregateType) > MaxNameLen:
+		return nil, fmt.Errorf("%w: aggregate type is %d bytes, more than %d", ErrInvalid, len(req.AggregateType), MaxNameLen)
+	case len(req.AggregateID) > MaxNameLen:
+		return nil, fmt.Errorf("%w: aggregate id is %d bytes, more than %d", ErrInvalid, len(req.AggregateID), MaxNameLen)
 	case len(req.OwnerID) > MaxNameLen:
 		return nil, fmt.Errorf("%w: owner id is %d bytes, more than %d", ErrInvalid, len(req.OwnerID), MaxNameLen)
 	case req.ExpectedVersion < AnyVersion:
