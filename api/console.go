@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 )
@@ -20,5 +21,18 @@ func (s *Server) consoleRoutes() {
 	}
 	files := http.StripPrefix("/console/", http.FileServer(http.FS(sub)))
 	s.e.GET("/console", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/console/") })
-	s.e.GET("/console/*", echo.WrapHandler(files))
+	s.e.GET("/console/*", func(c echo.Context) error {
+		// Only a file the console has reaches the file server, whose own
+		// answers to anything else are text/plain (a 500 for a name that
+		// is not valid UTF-8, like /console/%ff): those are 404 problems.
+		name := strings.TrimSuffix(strings.TrimPrefix(c.Request().URL.Path, "/console/"), "/")
+		if name == "" {
+			name = "."
+		}
+		if _, err := fs.Stat(sub, name); err != nil {
+			return notFound("the console has no file %q", name)
+		}
+		files.ServeHTTP(c.Response(), c.Request())
+		return nil
+	})
 }

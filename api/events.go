@@ -62,11 +62,12 @@ func (s *Server) appendEvents(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if req.AggregateType == "" {
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "aggregateType is required", Field: "aggregateType"}
+	// Names no client can address are refused here, before they could be parked.
+	if p := checkAddressable("aggregateType", req.AggregateType); p != nil {
+		return p
 	}
-	if req.AggregateID == "" {
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "aggregateId is required", Field: "aggregateId"}
+	if p := checkAddressable("aggregateId", req.AggregateID); p != nil {
+		return p
 	}
 	if len(req.Events) == 0 {
 		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events must hold at least one event", Field: "events"}
@@ -193,10 +194,40 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 		}
 		return badRequest("invalid-json", "%v", err)
 	}
-	if dec.More() {
-		return badRequest("invalid-json", "the request body has data after its JSON object")
+	return checkRest(io.MultiReader(dec.Buffered(), c.Request().Body))
+}
+
+// checkRest reads what follows a body's JSON value: one JSON value, then
+// only whitespace. Reading it to the end also finds a body that breaks off
+// after a whole value (a bad chunk, fewer bytes than its Content-Length),
+// which is the client's fault and must stop the request before it acts.
+func checkRest(rest io.Reader) error {
+	buf := make([]byte, 512)
+	for {
+		n, err := rest.Read(buf)
+		for _, b := range buf[:n] {
+			if b != ' ' && b != '\t' && b != '\n' && b != '\r' {
+				return badRequest("invalid-json", "the request body has data after its JSON object (%q): it must be one JSON value, then only whitespace", b)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return bodyReadError(err)
+		}
 	}
-	return nil
+}
+
+// bodyReadError is the problem of a request body that could not be read:
+// 413 past its size limit, else 400 — a malformed chunk or a body shorter
+// than its Content-Length is the client's fault, never a 500.
+func bodyReadError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return problem(http.StatusRequestEntityTooLarge, "too-large", "the request body exceeds "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+	}
+	return badRequest("broken-body", "the request body could not be read to its end: %v", err)
 }
 
 // jsonType names the JSON type a Go type decodes from.

@@ -20,7 +20,7 @@ func (s *Server) putModule(c echo.Context) error {
 		if errors.As(err, &tooBig) {
 			return problem(http.StatusRequestEntityTooLarge, "too-large", fmt.Sprintf("the module exceeds server.max-module-size (%d bytes)", limit))
 		}
-		return err
+		return bodyReadError(err) // a broken upload is the client's fault: 400, nothing stored
 	}
 	info, created, err := s.deps.Modules.Put(c.Request().Context(), name, body)
 	switch {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 
 	"github.com/berthhq/berth/ledger"
 	"github.com/labstack/echo/v4"
@@ -28,21 +27,11 @@ type projectionPageJSON struct {
 // projectionSub returns the subscription of the request, 404 unless a
 // deployed projection serves it.
 func (s *Server) projectionSub(c echo.Context) (string, error) {
-	sub := pathParam(c, "subscription")
+	sub := c.Param("subscription")
 	if s.deps.Modules == nil || !s.deps.Modules.IsProjection(sub) {
 		return "", notFound("no deployed projection has subscription %q", sub)
 	}
 	return sub, nil
-}
-
-// pathParam returns a path parameter unescaped, so that a key may hold
-// any byte ("/" as %2F).
-func pathParam(c echo.Context, name string) string {
-	v := c.Param(name)
-	if u, err := url.PathUnescape(v); err == nil {
-		return u
-	}
-	return v
 }
 
 // getProjection answers one value of a read model: a JSON value as
@@ -52,7 +41,7 @@ func (s *Server) getProjection(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key := pathParam(c, "key")
+	key := c.Param("key")
 	var v []byte
 	err = s.deps.Ledger.View(c.Request().Context(), func(tx ledger.Tx) error {
 		v, err = tx.ProjectionGet(sub, key)

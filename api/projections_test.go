@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,10 @@ func TestProjectionEndpoints(t *testing.T) {
 		{"another key", base + "/order%2Fo-2", readerToken, 200, "application/json", `{"buyer":"bob","total":100,"shipped":false}`},
 		{"a value that is not JSON", base + "/raw", readerToken, 200, "application/octet-stream", "\xff\x00"},
 		{"an unknown key", base + "/buyer%2Fcy", readerToken, 404, "application/problem+json", ""},
+		// Decoded once: buyer%252Fann is the key buyer%2Fann, not buyer/ann.
+		{"a key escaped twice is another key", base + "/buyer%252Fann", readerToken, 404, "application/problem+json", ""},
+		{"a key with needless escapes", base + "/%62uyer%2F%61nn", readerToken, 200, "application/json", `{"orders":2,"shipped":0,"total":200}`},
+		{"the subscription escaped", "/v1/projections/" + strings.ReplaceAll(summarySub, ".", "%2E") + "/buyer%2Fann", readerToken, 200, "application/json", `{"orders":2,"shipped":0,"total":200}`},
 		{"an unknown subscription", "/v1/projections/No.such/k", readerToken, 404, "application/problem+json", ""},
 		{"a reactor's subscription", "/v1/projections/" + notifierSub + "/k", readerToken, 404, "application/problem+json", ""},
 		{"without a token", base + "/raw", "", 401, "application/problem+json", ""},

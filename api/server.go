@@ -69,7 +69,7 @@ func New(deps Deps) *Server {
 	e.Use(s.guardOrigin) // every request, the console's and unknown routes' too
 
 	for _, r := range s.routeTable() {
-		var mw []echo.MiddlewareFunc
+		mw := []echo.MiddlewareFunc{decodePathParams}
 		if r.role != "" {
 			mw = append(mw, s.require(r.role))
 		}

@@ -101,6 +101,10 @@ func Parse(data []byte, name string) (*Config, error) {
 
 func parse(data []byte, name string, lookupEnv func(string) (string, bool)) (*Config, error) {
 	text := string(bytes.TrimPrefix(data, []byte("\uFEFF")))
+	if line := tooDeep(text); line > 0 { // before the parser, whose work grows with the square of the depth
+		return nil, &Error{File: name, Line: line, Problem: fmt.Sprintf(
+			"nested more than %d deep (arrays, inline tables or the steps of a dotted key): no setting needs that; the file is refused before it is parsed", maxNesting)}
+	}
 	var tree map[string]any
 	if _, err := toml.Decode(text, &tree); err != nil {
 		var pe toml.ParseError

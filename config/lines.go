@@ -15,13 +15,32 @@ type pathSeg struct {
 	isIndex bool
 }
 
-// key returns p with the key name added (a new slice; p is not modified).
+// maxNesting is the deepest a configuration may nest: arrays and inline
+// tables within each other, or steps of one dotted key. No Berth setting
+// needs more than a handful; a file nested deeper is refused before it is
+// parsed (see tooDeep), because the TOML parser's work grows with the square
+// of the depth for inline tables and dotted keys (seconds for 16 KiB), and so
+// did this scanner's for every kind of nesting (gigabytes for 8,000 nested
+// arrays). The scanner also records no key deeper than this (a deeper key
+// takes the line of its ancestor at this depth, see lineOf), so its work is
+// linear in the size of the file whatever it is given.
+const maxNesting = 32
+
+// key returns p with the key name added (a new slice; p is not modified);
+// p itself at maxNesting.
 func (p keyPath) key(name string) keyPath {
+	if len(p) >= maxNesting {
+		return p
+	}
 	return append(p[:len(p):len(p)], pathSeg{name: name})
 }
 
-// at returns p with the array index added (a new slice; p is not modified).
+// at returns p with the array index added (a new slice; p is not modified);
+// p itself at maxNesting.
 func (p keyPath) at(i int) keyPath {
+	if len(p) >= maxNesting {
+		return p
+	}
 	return append(p[:len(p):len(p)], pathSeg{index: i, isIndex: true})
 }
 
@@ -109,14 +128,26 @@ func keyPaths(text string) []keyPath {
 	return s.paths
 }
 
+// tooDeep returns the line where text first nests deeper than maxNesting,
+// 0 when it does not. It stops there, so its work is bounded by that depth
+// and linear in the size of the text.
+func tooDeep(text string) int {
+	s := &scanner{text: text, line: 1, guard: true, arrays: map[string]int{}}
+	s.document()
+	return s.deepLine
+}
+
 type scanner struct {
-	text   string
-	pos    int
-	line   int
-	lines  map[string]int
-	arrays map[string]int // rendered path of an array of tables -> elements so far
-	table  keyPath        // the current table
-	paths  []keyPath      // every key recorded, in order
+	guard    bool // only looking for nesting deeper than maxNesting: records nothing
+	nesting  int  // arrays and inline tables open around pos
+	deepLine int  // the line where the nesting first went past maxNesting (and the scan stopped)
+	text     string
+	pos      int
+	line     int
+	lines    map[string]int
+	arrays   map[string]int // rendered path of an array of tables -> elements so far
+	table    keyPath        // the current table
+	paths    []keyPath      // every key recorded, in order
 }
 
 func (s *scanner) eof() bool { return s.pos >= len(s.text) }
@@ -130,7 +161,21 @@ func (s *scanner) peek() byte {
 
 func (s *scanner) hasPrefix(p string) bool { return strings.HasPrefix(s.text[s.pos:], p) }
 
+// tooDeepHere notes that the text nests past maxNesting at the current line
+// and, when guarding, ends the scan.
+func (s *scanner) tooDeepHere() {
+	if s.deepLine == 0 {
+		s.deepLine = s.line
+	}
+	if s.guard {
+		s.pos = len(s.text)
+	}
+}
+
 func (s *scanner) record(p keyPath, line int) {
+	if s.guard {
+		return
+	}
 	k := p.String()
 	if _, ok := s.lines[k]; !ok {
 		s.lines[k] = line
@@ -197,6 +242,9 @@ func (s *scanner) header(array bool) {
 	}
 	var p keyPath
 	for i, k := range keys {
+		if len(p) >= maxNesting {
+			break // p is recorded already, and so are its arrays' elements
+		}
 		p = p.key(k)
 		s.record(p, line) // an implicit parent table is first seen here
 		last := i == len(keys)-1
@@ -225,6 +273,9 @@ func (s *scanner) keyValue(base keyPath) {
 	s.pos++
 	p := base
 	for _, k := range keys {
+		if len(p) >= maxNesting {
+			break // p is recorded already
+		}
 		p = p.key(k)
 		s.record(p, line)
 	}
@@ -241,7 +292,10 @@ func (s *scanner) keys() ([]string, bool) {
 		if !ok {
 			return nil, false
 		}
-		keys = append(keys, k)
+		if keys = append(keys, k); len(keys) > maxNesting {
+			s.tooDeepHere()
+			return nil, false
+		}
 		s.blank(false)
 		if s.peek() != '.' {
 			break
@@ -347,7 +401,18 @@ func (s *scanner) value(p keyPath) {
 		s.basicString()
 	case s.peek() == '\'':
 		s.literalString()
-	case s.peek() == '[':
+	case s.peek() == '[' || s.peek() == '{':
+		s.nesting++
+		defer func() { s.nesting-- }()
+		if s.nesting > maxNesting {
+			if s.tooDeepHere(); s.guard {
+				return
+			}
+		}
+		if s.peek() == '{' {
+			s.inlineTable(p)
+			return
+		}
 		s.pos++
 		for i := 0; ; i++ {
 			s.blank(true)
@@ -355,27 +420,11 @@ func (s *scanner) value(p keyPath) {
 				s.pos++
 				return
 			}
-			s.record(p.at(i), s.line)
+			if len(p) < maxNesting { // else p.at(i) is p, recorded already
+				s.record(p.at(i), s.line)
+			}
 			start := s.pos
 			s.value(p.at(i))
-			s.blank(true)
-			if s.peek() == ',' {
-				s.pos++
-			} else if s.pos == start {
-				s.skipLine()
-				return
-			}
-		}
-	case s.peek() == '{':
-		s.pos++
-		for {
-			s.blank(true)
-			if s.eof() || s.peek() == '}' {
-				s.pos++
-				return
-			}
-			start := s.pos
-			s.keyValue(p)
 			s.blank(true)
 			if s.peek() == ',' {
 				s.pos++
@@ -387,6 +436,27 @@ func (s *scanner) value(p keyPath) {
 	default: // a number, a boolean or a date: up to the next delimiter
 		for !s.eof() && !strings.ContainsRune(",]}#\r\n", rune(s.peek())) {
 			s.pos++
+		}
+	}
+}
+
+// inlineTable skips the inline table of key p at pos, recording its keys.
+func (s *scanner) inlineTable(p keyPath) {
+	s.pos++
+	for {
+		s.blank(true)
+		if s.eof() || s.peek() == '}' {
+			s.pos++
+			return
+		}
+		start := s.pos
+		s.keyValue(p)
+		s.blank(true)
+		if s.peek() == ',' {
+			s.pos++
+		} else if s.pos == start {
+			s.skipLine()
+			return
 		}
 	}
 }

@@ -18,9 +18,6 @@ const chromium = "/usr/bin/chromium"
 // the buyer, the operator types a reason and clicks Resume, the row goes away
 // and the buyer is notified with the parked event's invocation key.
 func TestConsoleResume(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("no %s: install Debian's chromium package (.ci/run does: apt-get install -y chromium): %v", chromium, err)
-	}
 	svc := newNotifier(t)
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
 	h.uploadNotifier(t, 201)
@@ -30,25 +27,7 @@ func TestConsoleResume(t *testing.T) {
 	h.waitParked(t, "o-c1", 20*time.Second)
 	svc.waitNotified(t, key("o-c2", 1), 20*time.Second)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	defer cancelCtx()
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx := newBrowser(t, 90*time.Second)
 	text := func(sel chromedp.CSS) string {
 		t.Helper()
 		s, err := chromedp.Run(ctx, chromedp.Text(sel))
@@ -134,6 +113,71 @@ func TestConsoleResume(t *testing.T) {
 		t.Errorf("GET /v1/parked after the resume: %+v", list)
 	}
 	screenshot(t, ctx, "console-resumed.png")
+}
+
+// TestConsoleOddIDs skips and resumes, from the console in headless
+// Chromium, aggregates whose ids hold "/" and "%" and differ only in how
+// they would be escaped: each button reaches its own aggregate and no other.
+func TestConsoleOddIDs(t *testing.T) {
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
+	h.uploadNotifier(t, 201)
+	svc.set("ghost", behaviour{Unknown: true})
+	const skipped, resumed, other = "a/b%2Fc", "a%2Fb/c", "a/b/c"
+	for _, id := range []string{skipped, resumed, other} {
+		h.appendShipped(t, id, "ghost")
+	}
+	records := map[string]string{}
+	for _, id := range []string{skipped, resumed, other} {
+		eventually(t, 20*time.Second, "Order "+id+" parked", func() bool { return h.request("GET", parkedPath(id), nil).Status == 200 })
+		records[id] = string(h.must(200, "GET", parkedPath(id), nil).Body)
+	}
+	svc.set("ghost", behaviour{})
+
+	ctx := newBrowser(t, 90*time.Second)
+	row := func(id string) string { return `#parked tbody tr[data-type="Order"][data-id="` + id + `"]` }
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(h.URL+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS(row(skipped))),
+		chromedp.WaitVisible(chromedp.CSS(row(resumed))),
+		chromedp.WaitVisible(chromedp.CSS(row(other))),
+	); err != nil {
+		t.Fatalf("open the console: %v", err)
+	}
+	// The history's detail is fetched from the record's own path.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row(skipped)+" details.history summary"))); err != nil {
+		t.Fatalf("unfold the history: %v", err)
+	}
+	eventually(t, 5*time.Second, "the unfolded detail of "+skipped, func() bool {
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row(skipped)+" details.history .detail")))
+		return err == nil && strings.Contains(s, "stopped at: OrderShipped")
+	})
+	// Skip asks for a confirmation; the test gives it.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.confirm = () => true; true`)); err != nil {
+		t.Fatalf("answer confirm: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row(skipped)+" button.skip")), chromedp.WaitNotPresent(chromedp.CSS(row(skipped)))); err != nil {
+		t.Fatalf("skip %s in the console: %v", skipped, err)
+	}
+	eventually(t, 20*time.Second, "the record of "+skipped+" to leave the ledger", func() bool {
+		return h.request("GET", parkedPath(skipped), nil).Status == 404
+	})
+	for _, id := range []string{resumed, other} {
+		if got := string(h.must(200, "GET", parkedPath(id), nil).Body); got != records[id] {
+			t.Errorf("the skip of %q changed the record of %q:\nbefore %s\nafter  %s", skipped, id, records[id], got)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row(resumed)+" button.resume")), chromedp.WaitNotPresent(chromedp.CSS(row(resumed)))); err != nil {
+		t.Fatalf("resume %s in the console: %v", resumed, err)
+	}
+	svc.waitNotified(t, key(resumed, 1), 20*time.Second)
+	if got := string(h.must(200, "GET", parkedPath(other), nil).Body); got != records[other] {
+		t.Errorf("the resume of %q changed the record of %q:\nbefore %s\nafter  %s", resumed, other, records[other], got)
+	}
+	if n := svc.notified(key(skipped, 1)); n != 0 {
+		t.Errorf("the skipped %q was notified %d times", skipped, n)
+	}
+	screenshot(t, ctx, "console-odd-ids.png")
 }
 
 // screenshot saves the full page to the test's artifact directory

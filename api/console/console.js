@@ -37,6 +37,18 @@ function when(t) {
   return `${d.toLocaleTimeString()} (${secs >= 0 ? "in " + rel : rel + " ago"})`;
 }
 
+// recordPath is the REST path of a parked record (and of its actions):
+// every segment is percent-encoded, so an id holding "/", "%", "?", "#" or
+// spaces names its own aggregate and no other. ("." and ".." — which
+// browsers would remove from a path even encoded — are refused at append.)
+function recordPath(r, action) {
+  const [sub, type, id] = [r.subscription, r.aggregateType, r.aggregateId].map(s => encodeURIComponent(s));
+  return `/v1/subscriptions/${sub}/parked/${type}/${id}` + (action ? `/${action}` : "");
+}
+
+// rowKey names a record's row unambiguously (a type or id may hold "/").
+function rowKey(r) { return JSON.stringify([r.subscription, r.aggregateType, r.aggregateId]); }
+
 // Rows are kept across refreshes and rebuilt only when their record
 // changed, so what an operator types, and the button they are about to
 // click, survive the page's polling.
@@ -55,8 +67,7 @@ function history(r, key) {
   detail.className = "detail";
   const loadDetail = async () => {
     try {
-      const path = `/v1/subscriptions/${encodeURIComponent(r.subscription)}/parked/${encodeURIComponent(r.aggregateType)}/${encodeURIComponent(r.aggregateId)}`;
-      const rec = await api("GET", path);
+      const rec = await api("GET", recordPath(r));
       const ev = rec.event ? `${rec.event.type} ${JSON.stringify(rec.event.data)}` : "(no longer in the log)";
       detail.textContent = `stopped at: ${ev}; holds back ${rec.heldCommits} later commit${rec.heldCommits === 1 ? "" : "s"}`;
     } catch (e) {
@@ -98,7 +109,10 @@ function awaiting(why) {
 
 function parkedRow(r, key) {
   const tr = document.createElement("tr");
-  tr.dataset.key = key;
+  tr.dataset.key = `${r.subscription}/${r.aggregateType}/${r.aggregateId}`; // for people; may be ambiguous
+  tr.dataset.subscription = r.subscription;
+  tr.dataset.type = r.aggregateType;
+  tr.dataset.id = r.aggregateId;
   cell(tr, r.subscription);
   cell(tr, `${r.aggregateType} ${r.aggregateId}`);
   cell(tr, `v${r.version} #${r.index}`);
@@ -130,8 +144,7 @@ function parkedRow(r, key) {
       if (action === "skip" && !confirm(`Skip the events ${r.aggregateType} ${r.aggregateId} holds back? They will not be handled.`)) return;
       b.disabled = true;
       try {
-        const path = `/v1/subscriptions/${encodeURIComponent(r.subscription)}/parked/${encodeURIComponent(r.aggregateType)}/${encodeURIComponent(r.aggregateId)}/${action}`;
-        await api("POST", path, { reason: reason.value });
+        await api("POST", recordPath(r, action), { reason: reason.value });
         reasons.delete(key);
         setStatus(`${action === "resume" ? "Resumed" : "Skipped"} ${r.aggregateType} ${r.aggregateId}`);
       } catch (e) {
@@ -150,7 +163,7 @@ function renderParked(records) {
   const seen = new Set();
   let prev = null;
   for (const r of records) {
-    const key = `${r.subscription}/${r.aggregateType}/${r.aggregateId}`;
+    const key = rowKey(r);
     seen.add(key);
     // The relative "in 3m" of the next retry is refreshed in place; any
     // other change rebuilds the row.

@@ -90,12 +90,21 @@ func (e *unreachableError) Error() string {
 // Unwrap returns the transport's error.
 func (e *unreachableError) Unwrap() error { return e.err }
 
-// apiPath joins escaped path segments under /v1.
+// apiPath joins escaped path segments under /v1: each segment is sent
+// percent-encoded ("/" as %2F, "%" as %25), and the server decodes it once,
+// so any name reaches exactly its own resource. A segment that is "." or
+// ".." is sent as %2E or %2E%2E, which no proxy or URL library takes for a
+// dot segment to remove (the host refuses such aggregate names at append,
+// but a record parked before may hold one).
 func apiPath(segments ...string) string {
 	var b strings.Builder
 	b.WriteString("/v1")
 	for _, s := range segments {
 		b.WriteByte('/')
+		if s == "." || s == ".." {
+			b.WriteString(strings.ReplaceAll(s, ".", "%2E"))
+			continue
+		}
 		b.WriteString(url.PathEscape(s))
 	}
 	return b.String()

@@ -99,6 +99,8 @@ func testNames(t *testing.T, open Opener) {
 	names := [][2]string{
 		{"ab", "c"}, {"a", "bc"}, {"a\x00b", "c"}, {"a", "b\x00c"}, {"a/b", "c"}, {"a", "b/c"},
 		{"a\x01", "\x00"}, {"a", "\x01\x00"}, {"\xff\xff", "\xff"}, {"\xff", "\xff\xff"}, {"ünï", "cødé"},
+		// Dots are refused only as a whole name ("." and ".."); percent signs are plain bytes.
+		{"a", "..."}, {"a", ".a"}, {"a", "%2E%2E"}, {"a", "a%2Fb"}, {"a", "a/b/.."},
 	}
 	for i, n := range names {
 		for range i + 1 {
