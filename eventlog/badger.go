@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/berthhq/berth/internal/badgerdb"
+	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -18,7 +19,8 @@ import (
 // version check, the position assigned and the write are one step and the
 // positions have no gaps; reads run concurrently against Badger snapshots.
 type Badger struct {
-	db *badger.DB
+	db    *badger.DB
+	space *diskspace.Guard
 
 	// life is held shared by every call and exclusively by Close, so Close
 	// waits for running calls and later calls see closed.
@@ -53,7 +55,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Badger{db: db, changed: make(chan struct{}), done: make(chan struct{})}
+	b := &Badger{db: db, space: opts.Space, changed: make(chan struct{}), done: make(chan struct{})}
 	head, err := b.recover()
 	if err != nil {
 		_ = db.Close()

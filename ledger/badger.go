@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/berthhq/berth/internal/badgerdb"
+	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -15,7 +16,8 @@ import (
 // time (a mutex serialises them, so they never conflict and a closure runs
 // exactly once); View transactions run concurrently on snapshots.
 type Badger struct {
-	db *badger.DB
+	db    *badger.DB
+	space *diskspace.Guard
 
 	// life is held shared by every transaction and exclusively by Close.
 	life   sync.RWMutex
@@ -45,7 +47,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("ledger: open %s: %w", dir, err)
 	}
-	return &Badger{db: db}, nil
+	return &Badger{db: db, space: opts.Space}, nil
 }
 
 func orDefault(v, d int64) int64 {
@@ -91,7 +93,8 @@ func (s *Badger) enter() error {
 // any write in it failed (that error is returned even if fn ignored it), or
 // when ctx is done by the time fn returns. fn must not start another
 // transaction on the same Store, keep the Tx past its return or share it
-// between goroutines.
+// between goroutines. While the Options' Space guard refuses writes, Update
+// fails with its *diskspace.Error (wrapped) without calling fn.
 func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -102,6 +105,9 @@ func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	defer s.life.RUnlock()
 	s.updateMu.Lock()
 	defer s.updateMu.Unlock()
+	if err := s.space.Check(); err != nil {
+		return fmt.Errorf("ledger: write refused: %w", err)
+	}
 
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
@@ -120,6 +126,7 @@ func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	if err := txn.Commit(); err != nil {
 		return fmt.Errorf("ledger: commit: %w", mapErr(err))
 	}
+	s.space.Wrote(tx.bytes)
 	return nil
 }
 
