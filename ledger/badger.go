@@ -16,7 +16,7 @@ import (
 // time (a mutex serialises them, so they never conflict and a closure runs
 // exactly once); View transactions run concurrently on snapshots.
 type Badger struct {
-	db    *badger.DB
+	db    *badgerdb.DB
 	space *diskspace.Guard
 
 	// life is held shared by every transaction and exclusively by Close.
@@ -43,8 +43,8 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFormat(db); err != nil {
-		_ = db.Close()
+	if err := checkFormat(db.DB); err != nil {
+		_ = db.Close(context.Background())
 		return nil, fmt.Errorf("ledger: open %s: %w", dir, err)
 	}
 	return &Badger{db: db, space: opts.Space}, nil
@@ -149,9 +149,12 @@ func (s *Badger) View(ctx context.Context, fn func(Tx) error) error {
 }
 
 // Close waits for running transactions and closes the database. Later
-// transactions fail with ErrClosed; closing again returns nil. ctx is not
-// consulted: Badger's close (flushing memtables) cannot be cut short without
-// risking the data.
+// transactions fail with ErrClosed; closing again returns nil. Badger's
+// close (flushing memtables) is not cut short, but Close waits for it only
+// until ctx is done: then it returns an error naming the directory and the
+// last error Badger logged, and the close goes on until the process exits.
+// What was committed is in Badger's write-ahead log and replayed at the next
+// Open, as after a crash.
 func (s *Badger) Close(ctx context.Context) error {
 	s.life.Lock()
 	defer s.life.Unlock()
@@ -159,10 +162,7 @@ func (s *Badger) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("ledger: close: %w", err)
-	}
-	return nil
+	return s.db.Close(ctx)
 }
 
 // mapErr turns Badger's errors into the ledger's.
