@@ -20,6 +20,7 @@ func Default() *Config {
 			WriteTimeout:    DefaultWriteTimeout,
 			ShutdownTimeout: DefaultShutdownTimeout,
 		},
+		Store: StoreConfig{MinFree: DefaultMinFree},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
 			Concurrency:        DefaultConcurrency,
@@ -85,8 +86,13 @@ max-body-size = "1MiB"
 read-timeout = "30s"
 # How long handling a request and writing its response may take.
 write-timeout = "1m"
-# How long a stopping host waits for requests and handlers in flight.
+# How long a stopping host waits for requests, handlers and its stores' last writes; past it, it exits 1.
 shutdown-timeout = "15s"
+
+[store]
+# Free space the data directory's filesystem keeps: below it, writes are refused with 507 (reads go on)
+# and the host does not start. At least 384MiB (two memtable files and their flushes); "0B" turns it off.
+min-free = "512MiB"
 
 # Bearer tokens. With none, the server listens on loopback only and every request is allowed.
 # Roles: reader (read), operator (read; resume, skip, pause), deployer (read; modules and events), admin.
