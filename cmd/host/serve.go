@@ -69,7 +69,6 @@ func serve(args []string) int {
 	return 0
 }
 
-
 // host is the running process: its stores, sandbox, engine and API.
 type host struct {
 	configPath string
