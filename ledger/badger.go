@@ -130,6 +130,16 @@ func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	return nil
 }
 
+// CheckWrite reports whether an Update would be refused now by the Options'
+// Space guard: nil, or its *diskspace.Error. The engine asks it to tell a
+// handler's failure from the host's own inability to record it.
+func (s *Badger) CheckWrite() error {
+	if err := s.space.Check(); err != nil {
+		return fmt.Errorf("ledger: write refused: %w", err)
+	}
+	return nil
+}
+
 // View runs fn in a read-only transaction on a snapshot of the ledger. Its
 // writes fail with ErrReadOnly. fn's error is returned as is.
 func (s *Badger) View(ctx context.Context, fn func(Tx) error) error {
