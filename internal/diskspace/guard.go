@@ -268,8 +268,8 @@ func (g *Guard) checkWatchedLocked() error {
 }
 
 func (g *Guard) logChange(prev, r *reading) {
-	if g.opts.Logger == nil {
-		return
+	if g.opts.Logger == nil || prev == nil {
+		return // the first reading: the host says what it makes of it at start
 	}
 	was := prev != nil && prev.problem(0, g.opts.ReserveName) != nil
 	wasUnusable := prev != nil && prev.Err != nil
