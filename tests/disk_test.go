@@ -38,10 +38,13 @@ func (h *hostProc) health(t *testing.T) healthDoc {
 func TestDiskReserveRefusesWrites(t *testing.T) {
 	svc := newNotifier(t)
 	cfg := hostConfig{NotifyURL: svc.URL()}.TOML()
+	svc.set("nobody", behaviour{Unknown: true}) // parks at once
 	h := newHost(t, hostConfig{NotifyURL: svc.URL()})
 	h.uploadNotifier(t, 201)
 	h.appendShipped(t, "o-1", "ann")
+	h.appendShipped(t, "o-9", "nobody")
 	eventually(t, 10*time.Second, "the first order notified", func() bool { return len(svc.callsOf("ann")) == 1 })
+	h.waitParked(t, "o-9", 10*time.Second)
 	if d := h.health(t); d.Status != "ok" || d.Disk == nil || !d.Disk.Writable || d.Disk.Reserve != 512<<20 {
 		t.Fatalf("healthz with the default reserve: %+v", d)
 	}
@@ -70,6 +73,14 @@ func TestDiskReserveRefusesWrites(t *testing.T) {
 		"events": []map[string]any{{"type": "OrderShipped", "data": map[string]string{"carrier": "DHL"}}}})
 	refused("PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm") // an update
 	refused("POST", "/v1/subscriptions/"+subName+"/pause", nil)
+	refused("POST", "/v1/subscriptions/"+subName+"/unpause", nil)
+	refused("POST", "/v1/subscriptions/"+subName+"/reset", map[string]any{"position": 1})
+	parked := "/v1/subscriptions/" + subName + "/parked/Order/o-9"
+	refused("POST", parked+"/resume", map[string]any{"reason": "disk full"})
+	refused("POST", parked+"/skip", map[string]any{"reason": "disk full"})
+	if recs := h.parked(t); len(recs) != 1 || recs[0].AggregateID != "o-9" || recs[0].State == "resuming" {
+		t.Errorf("parked after a refused resume and skip: %+v", recs)
+	}
 
 	// Reads, the console and health go on.
 	h.must(200, "GET", "/v1/aggregates/Order/o-1/events", nil)
@@ -99,8 +110,9 @@ func TestDiskReserveRefusesWrites(t *testing.T) {
 	h.appendShipped(t, "o-2", "bob")
 	eventually(t, 10*time.Second, "the order appended after the reserve was lowered notified", func() bool { return len(svc.callsOf("bob")) == 1 })
 	if n := len(svc.callsOf("ann")); n != 1 {
-		t.Errorf("ann notified %d times, want 1", n)
+		t.Errorf("ann notified %d times, want 1 (the refused reset replayed nothing)", n)
 	}
+	h.must(202, "POST", parked+"/skip", map[string]any{"reason": "disk has room again"})
 }
 
 // runUntilExit runs the host with args and returns its combined output and
