@@ -157,6 +157,12 @@ func (r *run) parkedRetry(k aggKey) {
 		r.e.sched.add(r.s.name, k, rec.NextRetry)
 		return
 	}
+	if r.e.storeRefuses() != nil {
+		// Its outcome could not be recorded (storefull.go): not tried, not
+		// counted; due again in a minute.
+		r.e.sched.add(r.s.name, k, now.Add(time.Minute))
+		return
+	}
 	cur := r.s.cur.Load()
 	var f *retry.Failure
 	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
