@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/labstack/echo/v4"
 )
 
@@ -43,8 +44,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	var p *Problem
 	var he *echo.HTTPError
+	var de *diskspace.Error
 	switch {
 	case errors.As(err, &p):
+	case errors.As(err, &de):
+		p = storageProblem(de)
 	case errors.As(err, &he):
 		msg := fmt.Sprint(he.Message)
 		kind := "http"

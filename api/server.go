@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/sandbox"
@@ -34,6 +35,9 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Ready reports whether the host has finished starting (GET /readyz).
 	Ready func() bool
+	// Disk is the data directory's free-space guard, reported by /healthz
+	// and /readyz (health.go); nil: not reported.
+	Disk *diskspace.Guard
 }
 
 // Server is the REST API.
@@ -165,17 +169,6 @@ func (s *Server) countRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		s.deps.Metrics.requests.WithLabelValues(c.Path(), strconv.Itoa(code)).Inc()
 		return nil
 	}
-}
-
-func (s *Server) healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-}
-
-func (s *Server) readyz(c echo.Context) error {
-	if !s.deps.Ready() {
-		return problem(http.StatusServiceUnavailable, "not-ready", "the host is still starting")
-	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
 func (s *Server) reloadConfig(c echo.Context) error {

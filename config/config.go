@@ -13,7 +13,7 @@
 //
 // The files, one concept each: config.go (the Config, Parse, Load, Validate), defaults.go (Default and
 // DefaultTOML), size.go ([Size]), decode.go (the decoder that reports every bad key), errors.go and
-// lines.go (errors with their key and line), server.go, auth.go, subscription.go, modules.go (modules and
+// lines.go (errors with their key and line), server.go, store.go, auth.go, subscription.go, modules.go (modules and
 // the sandbox), webhooks.go, reload.go ([Diff], [Changes]).
 package config
 
@@ -36,6 +36,8 @@ import (
 type Config struct {
 	// Server is [server]: the listen address, the data directory, request limits and timeouts.
 	Server ServerConfig `toml:"server"`
+	// Store is [store]: the free space the data directory keeps (writes are refused below it).
+	Store StoreConfig `toml:"store"`
 	// Auth is [auth]: the bearer tokens and their roles (default: none, and the server listens on
 	// loopback only).
 	Auth AuthConfig `toml:"auth"`
@@ -155,6 +157,7 @@ func (c *Config) Validate() error {
 func (c *Config) validate() problems {
 	var p problems
 	c.Server.validate(&p, keyPath{{name: "server"}})
+	c.Store.validate(&p, keyPath{{name: "store"}})
 	c.Auth.validate(&p, keyPath{{name: "auth"}})
 	if c.RequireLoopback() && c.Server.validListen() && !c.Server.loopback() {
 		p.add(keyPath{{name: "server"}, {name: "listen"}}, fmt.Sprintf("%q", c.Server.Listen),

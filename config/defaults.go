@@ -21,6 +21,7 @@ func Default() *Config {
 			ShutdownTimeout: DefaultShutdownTimeout,
 			AllowedHosts:    []string{},
 		},
+		Store: StoreConfig{MinFree: DefaultMinFree},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
 			Concurrency:        DefaultConcurrency,
@@ -89,11 +90,16 @@ max-body-size = "1MiB"
 read-timeout = "30s"
 # How long handling a request and writing its response may take.
 write-timeout = "1m"
-# How long a stopping host waits for requests and handlers in flight.
+# How long a stopping host waits for requests, handlers and its stores' last writes; past it, it exits 1.
 shutdown-timeout = "15s"
 # More names a request's Host may carry, beside the address served (loopback names on loopback), e.g. a
 # reverse proxy's name. Names only, no port; "*" for any. Any other Host is refused (DNS rebinding).
 allowed-hosts = []
+
+[store]
+# Free space the data directory's filesystem keeps: below it, writes are refused with 507 (reads go on)
+# and the host does not start. At least 384MiB (two memtable files and their flushes); "0B" turns it off.
+min-free = "512MiB"
 
 # Bearer tokens. With none, the server listens on loopback only and every request is allowed.
 # Roles: reader (read), operator (read; resume, skip, pause), deployer (read; modules and events), admin.

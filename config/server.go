@@ -37,7 +37,9 @@ type ServerConfig struct {
 	ReadTimeout retry.Duration `toml:"read-timeout"`
 	// WriteTimeout bounds handling a request and writing its response (default 60s).
 	WriteTimeout retry.Duration `toml:"write-timeout"`
-	// ShutdownTimeout is how long a stopping host waits for requests and handlers in flight (default 15s).
+	// ShutdownTimeout bounds a stopping host (default 15s): requests and handlers in flight, then the
+	// stores' last writes (flushing their memtables). Past it the host exits with status 1, naming what it
+	// could not flush; what was acknowledged is in the stores' write-ahead logs, replayed at the next start.
 	ShutdownTimeout retry.Duration `toml:"shutdown-timeout"`
 	// AllowedHosts are more names the API answers to in a request's Host header (default none), beside
 	// the address it serves (loopback names when it listens on loopback): the name of a reverse proxy

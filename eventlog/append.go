@@ -55,7 +55,9 @@ func validate(req *AppendRequest) ([]Event, error) {
 // Append validates req, checks the aggregate's version and writes the commit
 // at the next position. The returned commit is what Read will return: Time
 // is req.Time (now when zero) in UTC, and empty payloads read as null. Its
-// Events slice is new; the payloads share memory with req's.
+// Events slice is new; the payloads share memory with req's. While the
+// Options' Space guard refuses writes, Append fails with its
+// *diskspace.Error (wrapped) and writes nothing.
 func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) {
 	if err := ctx.Err(); err != nil {
 		return Commit{}, err
@@ -87,6 +89,9 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 	if err := ctx.Err(); err != nil {
 		return Commit{}, err
 	}
+	if err := b.space.Check(); err != nil {
+		return Commit{}, fmt.Errorf("eventlog: append refused: %w", err)
+	}
 	txn := b.db.NewTransaction(true)
 	defer txn.Discard()
 
@@ -101,9 +106,10 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 	c.Version = current + 1
 	c.Position = b.head.Load() + 1
 	value := encodeCommit(make([]byte, 0, encodedSize(&c)), &c)
+	pkey, akey := positionKey(c.Position), aggregateKey(c.AggregateType, c.AggregateID, c.Version)
 	err = errors.Join(
-		txn.Set(positionKey(c.Position), value),
-		txn.Set(aggregateKey(c.AggregateType, c.AggregateID, c.Version), binary.BigEndian.AppendUint64(nil, c.Position)),
+		txn.Set(pkey, value),
+		txn.Set(akey, binary.BigEndian.AppendUint64(nil, c.Position)),
 		txn.Set(vkey, binary.BigEndian.AppendUint64(nil, c.Version)),
 	)
 	if err == nil {
@@ -115,6 +121,7 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 	case err != nil:
 		return Commit{}, fmt.Errorf("eventlog: append: %w", err)
 	}
+	b.space.Wrote(int64(len(pkey) + len(value) + len(akey) + len(vkey) + 16))
 	b.head.Store(c.Position)
 	b.wake()
 	return c, nil

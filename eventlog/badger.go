@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/berthhq/berth/internal/badgerdb"
+	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -18,7 +19,8 @@ import (
 // version check, the position assigned and the write are one step and the
 // positions have no gaps; reads run concurrently against Badger snapshots.
 type Badger struct {
-	db *badger.DB
+	db    *badgerdb.DB
+	space *diskspace.Guard
 
 	// life is held shared by every call and exclusively by Close, so Close
 	// waits for running calls and later calls see closed.
@@ -53,10 +55,10 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Badger{db: db, changed: make(chan struct{}), done: make(chan struct{})}
+	b := &Badger{db: db, space: opts.Space, changed: make(chan struct{}), done: make(chan struct{})}
 	head, err := b.recover()
 	if err != nil {
-		_ = db.Close()
+		_ = db.Close(context.Background())
 		return nil, fmt.Errorf("eventlog: open %s: %w", dir, err)
 	}
 	b.head.Store(head)
@@ -114,8 +116,11 @@ func (b *Badger) enter() error {
 
 // Close waits for running calls, wakes every Wait with ErrClosed and closes
 // the database. Later calls fail with ErrClosed; closing again returns nil.
-// ctx is not consulted: Badger's close (flushing memtables) cannot be cut
-// short without risking the data.
+// Badger's close (flushing memtables) is not cut short, but Close waits for
+// it only until ctx is done: then it returns an error naming the directory
+// and the last error Badger logged, and the close goes on until the process
+// exits. What was appended is in Badger's write-ahead log and replayed at
+// the next Open, as after a crash.
 func (b *Badger) Close(ctx context.Context) error {
 	b.life.Lock()
 	defer b.life.Unlock()
@@ -124,8 +129,5 @@ func (b *Badger) Close(ctx context.Context) error {
 	}
 	b.closed = true
 	close(b.done)
-	if err := b.db.Close(); err != nil {
-		return fmt.Errorf("eventlog: close: %w", err)
-	}
-	return nil
+	return b.db.Close(ctx)
 }

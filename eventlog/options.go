@@ -1,6 +1,10 @@
 package eventlog
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/berthhq/berth/internal/diskspace"
+)
 
 // Options configure the Badger log. The zero value is a usable default.
 type Options struct {
@@ -25,6 +29,12 @@ type Options struct {
 	// Logger receives Badger's warnings and errors. Default (nil): Badger is
 	// silent.
 	Logger *slog.Logger
+
+	// Space is asked before every Append and told what it wrote: while the
+	// data directory's free space is below its reserve (or the directory is
+	// gone), Append fails with its *diskspace.Error and writes nothing.
+	// Default (nil): no reserve.
+	Space *diskspace.Guard
 }
 
 // Defaults applied for zero Options fields.

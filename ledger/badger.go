@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/berthhq/berth/internal/badgerdb"
+	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -15,7 +16,8 @@ import (
 // time (a mutex serialises them, so they never conflict and a closure runs
 // exactly once); View transactions run concurrently on snapshots.
 type Badger struct {
-	db *badger.DB
+	db    *badgerdb.DB
+	space *diskspace.Guard
 
 	// life is held shared by every transaction and exclusively by Close.
 	life   sync.RWMutex
@@ -41,11 +43,11 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFormat(db); err != nil {
-		_ = db.Close()
+	if err := checkFormat(db.DB); err != nil {
+		_ = db.Close(context.Background())
 		return nil, fmt.Errorf("ledger: open %s: %w", dir, err)
 	}
-	return &Badger{db: db}, nil
+	return &Badger{db: db, space: opts.Space}, nil
 }
 
 func orDefault(v, d int64) int64 {
@@ -91,7 +93,8 @@ func (s *Badger) enter() error {
 // any write in it failed (that error is returned even if fn ignored it), or
 // when ctx is done by the time fn returns. fn must not start another
 // transaction on the same Store, keep the Tx past its return or share it
-// between goroutines.
+// between goroutines. While the Options' Space guard refuses writes, Update
+// fails with its *diskspace.Error (wrapped) without calling fn.
 func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -102,6 +105,9 @@ func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	defer s.life.RUnlock()
 	s.updateMu.Lock()
 	defer s.updateMu.Unlock()
+	if err := s.space.Check(); err != nil {
+		return fmt.Errorf("ledger: write refused: %w", err)
+	}
 
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
@@ -119,6 +125,17 @@ func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	}
 	if err := txn.Commit(); err != nil {
 		return fmt.Errorf("ledger: commit: %w", mapErr(err))
+	}
+	s.space.Wrote(tx.bytes)
+	return nil
+}
+
+// CheckWrite reports whether an Update would be refused now by the Options'
+// Space guard: nil, or its *diskspace.Error. The engine asks it to tell a
+// handler's failure from the host's own inability to record it.
+func (s *Badger) CheckWrite() error {
+	if err := s.space.Check(); err != nil {
+		return fmt.Errorf("ledger: write refused: %w", err)
 	}
 	return nil
 }
@@ -142,9 +159,12 @@ func (s *Badger) View(ctx context.Context, fn func(Tx) error) error {
 }
 
 // Close waits for running transactions and closes the database. Later
-// transactions fail with ErrClosed; closing again returns nil. ctx is not
-// consulted: Badger's close (flushing memtables) cannot be cut short without
-// risking the data.
+// transactions fail with ErrClosed; closing again returns nil. Badger's
+// close (flushing memtables) is not cut short, but Close waits for it only
+// until ctx is done: then it returns an error naming the directory and the
+// last error Badger logged, and the close goes on until the process exits.
+// What was committed is in Badger's write-ahead log and replayed at the next
+// Open, as after a crash.
 func (s *Badger) Close(ctx context.Context) error {
 	s.life.Lock()
 	defer s.life.Unlock()
@@ -152,10 +172,7 @@ func (s *Badger) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("ledger: close: %w", err)
-	}
-	return nil
+	return s.db.Close(ctx)
 }
 
 // mapErr turns Badger's errors into the ledger's.

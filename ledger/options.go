@@ -1,6 +1,10 @@
 package ledger
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/berthhq/berth/internal/diskspace"
+)
 
 // Options configure the Badger ledger. The zero value is a usable default.
 type Options struct {
@@ -27,6 +31,13 @@ type Options struct {
 	// Logger receives Badger's warnings and errors. Default (nil): Badger is
 	// silent.
 	Logger *slog.Logger
+
+	// Space is asked before every Update and told what it wrote: while the
+	// data directory's free space is below its reserve (or the directory is
+	// gone), Update fails with its *diskspace.Error before running its
+	// closure, and commits nothing. View is never refused. Default (nil): no
+	// reserve.
+	Space *diskspace.Guard
 }
 
 // Defaults applied for zero Options fields.

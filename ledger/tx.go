@@ -18,6 +18,7 @@ type badgerTx struct {
 	readOnly bool
 	ended    bool
 	err      error
+	bytes    int64 // keys and values written, for the space guard
 }
 
 var _ Tx = (*badgerTx)(nil)
@@ -53,6 +54,7 @@ func (t *badgerTx) set(op string, k, v []byte) error {
 	if err := t.txn.Set(k, v); err != nil {
 		return t.fail(op, err)
 	}
+	t.bytes += int64(len(k) + len(v))
 	return nil
 }
 
@@ -60,6 +62,7 @@ func (t *badgerTx) delete(op string, k []byte) error {
 	if err := t.txn.Delete(k); err != nil {
 		return t.fail(op, err)
 	}
+	t.bytes += int64(len(k))
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
@@ -42,6 +43,10 @@ type Options struct {
 	// Projections is the query store of projections' read models; nil:
 	// a projection's key/value port answers Unsupported.
 	Projections *Projections
+	// Space refuses module uploads while the data directory is below its
+	// free-space reserve (Put fails with its *diskspace.Error). Default
+	// (nil): no reserve.
+	Space *diskspace.Guard
 }
 
 // Registry holds the deployed modules. It is safe for concurrent use.
@@ -89,7 +94,7 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
-	r := &Registry{opts: opts, store: fileStore{dir: opts.Dir}, mods: map[string]*deployed{}}
+	r := &Registry{opts: opts, store: fileStore{dir: opts.Dir, space: opts.Space}, mods: map[string]*deployed{}}
 	metas, codes, err := r.store.list()
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/berthhq/berth/internal/diskspace"
 )
 
 // stored is a module as kept on disk: <dir>/<name>.wasm and <name>.json.
@@ -20,8 +22,12 @@ type stored struct {
 
 // fileStore keeps module bytes durably: each file is written to a temporary
 // name, synced and renamed, so a crash leaves the old version or the new one,
-// never half of either.
-type fileStore struct{ dir string }
+// never half of either. A write is refused (with the guard's
+// *diskspace.Error) while the data directory is below its reserve.
+type fileStore struct {
+	dir   string
+	space *diskspace.Guard
+}
 
 func (fs fileStore) wasmPath(name string) string { w, _ := fs.paths(name); return w }
 
@@ -35,9 +41,13 @@ func (fs fileStore) put(s stored, wasm []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := fs.space.Check(); err != nil {
+		return fmt.Errorf("registry: module %s not stored: %w", s.Name, err)
+	}
 	if err := writeAtomic(wasmPath, wasm); err != nil {
 		return err
 	}
+	fs.space.Wrote(int64(len(wasm)))
 	return writeAtomic(metaPath, meta)
 }
 

@@ -124,7 +124,7 @@ func (r *run) replay(p *partition, a *aggState, version uint64, index int) {
 func (r *run) endReplay(p *partition, a *aggState, last uint64) {
 	unlock := r.s.keys.lock(a.key)
 	defer unlock()
-	for {
+	for tries := 0; ; tries++ {
 		err := r.withCheckpoint(r.ctx, 0, func(tx ledger.Tx) error {
 			err := tx.DeleteParked(r.s.name, a.key.typ, a.key.id)
 			if errors.Is(err, ledger.ErrNotFound) {
@@ -138,7 +138,9 @@ func (r *run) endReplay(p *partition, a *aggState, last uint64) {
 		if r.ctx.Err() != nil {
 			return
 		}
-		r.e.logger.Error("replay: clearing the ledger record failed", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
+		if tries%60 == 0 { // said once a minute, not every second (a full disk, say)
+			r.e.logger.Error("replay: clearing the ledger record failed; trying again every second", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
+		}
 		if sleepReal(r.ctx, 1e9) != nil {
 			return
 		}

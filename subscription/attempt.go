@@ -91,6 +91,9 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		}
 		d := retry.Classify(f, &pol, cur.classifier)
 		st.failed(now, c.Version, f, d)
+		if r.pausedForStore(p, now, probe) {
+			continue // the host's failure, not the aggregate's (storefull.go)
+		}
 		if probe || p.isPaused() {
 			// During a systemic pause a failure is the outage's, not the
 			// aggregate's: nothing is spent. Only an unrecoverable one is the

@@ -203,6 +203,7 @@ func (r *run) flusher() {
 	defer r.wg.Done()
 	tick := time.NewTicker(r.e.opts.CheckpointInterval)
 	defer tick.Stop()
+	failing := false // said once when writes start failing (a full disk), and once when they work again
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -210,8 +211,14 @@ func (r *run) flusher() {
 		case <-tick.C:
 		case <-r.flushReq:
 		}
-		if err := r.flush(r.ctx); err != nil && r.ctx.Err() == nil {
-			r.e.logger.Error("checkpoint write failed", "subscription", r.s.name, "err", err)
+		switch err := r.flush(r.ctx); {
+		case err != nil && r.ctx.Err() == nil && !failing:
+			failing = true
+			r.e.logger.Error("checkpoint write failed; events go on being handled and the checkpoint is written when the ledger takes writes again",
+				"subscription", r.s.name, "err", err)
+		case err == nil && failing:
+			failing = false
+			r.e.logger.Info("checkpoint written again", "subscription", r.s.name)
 		}
 	}
 }

@@ -199,6 +199,11 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	if position < 1 || position > head+1 {
 		return fmt.Errorf("%w: %d (head %d)", ErrBadPosition, position, head)
 	}
+	if err := e.storeRefuses(); err != nil {
+		// Refused before anything stops: a run stopped now could not write
+		// its way back (storefull.go).
+		return err
+	}
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.run == nil {

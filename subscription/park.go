@@ -35,7 +35,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		pos = c.Position
 	}
 	var rec *ledger.Record
-	for {
+	for tries := 0; ; tries++ {
 		err := r.withCheckpoint(r.ctx, pos, func(tx ledger.Tx) error {
 			old, err := tx.Parked(r.s.name, a.key.typ, a.key.id)
 			switch {
@@ -95,7 +95,11 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		if r.ctx.Err() != nil {
 			return outcomeCancelled
 		}
-		r.e.logger.Error("parking failed; will try again", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
+		// The event is held until the park is written (a full disk, say):
+		// said once, then every minute, not every second.
+		if tries%60 == 0 {
+			r.e.logger.Error("parking failed; trying again every second", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
+		}
 		if sleepReal(r.ctx, 1e9) != nil {
 			return outcomeCancelled
 		}

@@ -154,6 +154,17 @@ func (r *run) parkedRetry(k aggKey) {
 	if rec.State != ledger.StateRetrying {
 		return
 	}
+	if r.e.storeRefuses() != nil {
+		// Neither an attempt's outcome nor turning the record over to an
+		// operator could be recorded (storefull.go): nothing is tried or
+		// counted; it is due again in a minute, or when it was due.
+		due := now.Add(time.Minute)
+		if rec.NextRetry.After(due) {
+			due = rec.NextRetry
+		}
+		r.e.sched.add(r.s.name, k, due)
+		return
+	}
 	cur := r.s.cur.Load()
 	if parkedUnrecoverable(rec) && !cur.parked.RetriesUnrecoverable() {
 		// Parked unrecoverable while retries were opted in (or by a host

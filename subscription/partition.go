@@ -67,6 +67,7 @@ type partition struct {
 	nextProbe     time.Time
 	pausedSince   time.Time
 	pauseReason   string
+	storePaused   bool          // the pause is the ledger's refusing writes (storefull.go)
 	changed       chan struct{} // closed and replaced when the pause state changes
 	detector      *retry.Detector
 	// Outages the detector recognised, so that the failures that revealed
@@ -305,6 +306,7 @@ func (p *partition) unpauseLocked() {
 		p.r.e.logger.Info("partition resumed after systemic pause", "subscription", p.r.s.name, "partition", p.idx,
 			"probes", p.probeFailures+1)
 		p.paused = false
+		p.storePaused = false
 		p.probeFailures = 0
 		p.nextProbe = time.Time{}
 		// Start counting afresh: the failures that made the pause are over.

@@ -19,6 +19,7 @@ import (
 	"github.com/berthhq/berth/api"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/webhook"
 	"github.com/berthhq/berth/registry"
@@ -52,7 +53,15 @@ func serve(args []string) int {
 		}
 	}()
 	err = h.run(ctx)
-	h.close()
+	sctx, cancel := h.stopContext()
+	defer cancel()
+	if cerr := h.close(sctx); cerr != nil {
+		// One line, for whoever restarts the host: what it could not flush.
+		h.log.Error("shutdown did not finish", "error", cerr)
+		fmt.Fprintf(os.Stderr, "berth: shutdown did not finish within server.shutdown-timeout (%s): %s\n",
+			h.config().Server.ShutdownTimeout, oneLine(cerr.Error()))
+		return 1
+	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		h.log.Error("server stopped", "error", err)
 		return 1
@@ -69,6 +78,7 @@ type host struct {
 	log        *slog.Logger
 	level      slog.LevelVar // log.level, applied again on reload
 
+	disk      *diskspace.Guard // free space and the data directory itself
 	events    *eventlog.Badger
 	ledger    *ledger.Badger
 	sandbox   *sandbox.Sandbox
@@ -80,6 +90,12 @@ type host struct {
 	api       *api.Server
 	ln        net.Listener
 	ready     atomic.Bool
+
+	// stopMu guards stopCtx, the deadline of a shutdown under way: one
+	// server.shutdown-timeout for the requests, the engine and the stores.
+	stopMu   sync.Mutex
+	stopCtx  context.Context
+	stopDone context.CancelFunc
 }
 
 func start(configPath, dataDir, listen string) (*host, error) {
@@ -119,7 +135,11 @@ func start(configPath, dataDir, listen string) (*host, error) {
 		h.log.Warn("no auth tokens are configured: every request is allowed, so the server listens on loopback only; add [[auth.tokens]] to serve other hosts", "listen", cfg.Server.Listen)
 	}
 	if err := h.open(cfg); err != nil {
-		h.close()
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.Std())
+		defer cancel()
+		if cerr := h.close(ctx); cerr != nil {
+			h.log.Error("closing after a failed start", "error", cerr)
+		}
 		return nil, err
 	}
 	return h, nil
@@ -151,11 +171,20 @@ func (h *host) open(cfg *config.Config) error {
 	data := cfg.Server.DataDir
 	ctx := context.Background()
 	var err error
-	if h.events, err = eventlog.Open(filepath.Join(data, "events"), eventlog.Options{Logger: h.log}); err != nil {
+	if h.disk, err = openDisk(cfg, h.log); err != nil {
+		return err
+	}
+	eventsDir, ledgerDir := filepath.Join(data, "events"), filepath.Join(data, "ledger")
+	if h.events, err = eventlog.Open(eventsDir, eventlog.Options{Logger: h.log, Space: h.disk}); err != nil {
 		return fmt.Errorf("open event log: %w", err)
 	}
-	if h.ledger, err = ledger.Open(filepath.Join(data, "ledger"), ledger.Options{Logger: h.log}); err != nil {
+	if h.ledger, err = ledger.Open(ledgerDir, ledger.Options{Logger: h.log, Space: h.disk}); err != nil {
 		return fmt.Errorf("open ledger: %w", err)
+	}
+	for _, dir := range []string{eventsDir, ledgerDir} {
+		if err := h.disk.Watch(dir); err != nil {
+			return err
+		}
 	}
 	sbCfg := cfg.Sandbox()
 	sbCfg.Logger = h.log
@@ -182,7 +211,7 @@ func (h *host) open(cfg *config.Config) error {
 		return err
 	}
 	if h.modules, err = registry.Open(ctx, registry.Options{Dir: filepath.Join(data, "modules"), Sandbox: h.sandbox,
-		Engine: h.engine, Config: h.config, Logger: h.log,
+		Engine: h.engine, Config: h.config, Logger: h.log, Space: h.disk,
 		Projections: registry.NewProjections(h.ledger, func() int { return h.config().Subscription.ProjectionWriters }, h.log),
 	}); err != nil {
 		return err
@@ -203,7 +232,7 @@ func (h *host) open(cfg *config.Config) error {
 		}
 	}()
 	h.api = api.New(api.Deps{Config: h.config, Reload: h.reload, Modules: h.modules, Log: h.events, Engine: h.engine,
-		Ledger: h.ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: h.sandbox})
+		Ledger: h.ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: h.sandbox, Disk: h.disk})
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
 		return err
 	}
@@ -233,6 +262,7 @@ func (h *host) reload() error {
 	}
 	h.cfg.Store(next)
 	h.level.Set(next.Log.SlogLevel())
+	h.disk.SetReserve(next.Store.MinFree.Bytes())
 	defaults, _ := next.RetryLayers("")
 	h.engine.SetHostDefaults(defaults, next.Parked(""), classifier)
 	if err := h.hooks.SetHooks(hooksOf(next)); err != nil {
@@ -255,16 +285,26 @@ func (h *host) run(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 		h.log.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.Std())
-		defer cancel()
+		sctx, _ := h.stopContext()
 		return srv.Shutdown(sctx)
 	}
 }
 
-// close stops everything in reverse order of open.
-func (h *host) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// stopContext returns the deadline of the shutdown, starting it on the
+// first call: server.shutdown-timeout from then, as the config stands.
+func (h *host) stopContext() (context.Context, context.CancelFunc) {
+	h.stopMu.Lock()
+	defer h.stopMu.Unlock()
+	if h.stopCtx == nil {
+		h.stopCtx, h.stopDone = context.WithTimeout(context.Background(), h.config().Server.ShutdownTimeout.Std())
+	}
+	return h.stopCtx, h.stopDone
+}
+
+// close stops everything in reverse order of open, within ctx. It returns
+// what the stores could not flush and close in time; the engine, webhooks
+// and sandbox are only logged, their state being in the stores.
+func (h *host) close(ctx context.Context) error {
 	if h.engine != nil {
 		if err := h.engine.Close(ctx); err != nil {
 			h.log.Error("close engine", "error", err)
@@ -278,12 +318,17 @@ func (h *host) close() {
 	if h.sandbox != nil {
 		h.sandbox.Close(ctx)
 	}
+	var errs []error
 	if h.ledger != nil {
-		h.ledger.Close(ctx)
+		errs = append(errs, h.ledger.Close(ctx))
 	}
 	if h.events != nil {
-		h.events.Close(ctx)
+		errs = append(errs, h.events.Close(ctx))
 	}
+	if h.disk != nil {
+		h.disk.Close()
+	}
+	return errors.Join(errs...)
 }
 
 // hooksOf turns [[webhooks]] into the dispatcher's hooks.

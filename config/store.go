@@ -1,0 +1,26 @@
+package config
+
+import "fmt"
+
+// DefaultMinFree is the default of store.min-free: 512MiB. Both stores (the event log and the ledger)
+// are Badger databases with 64MiB memtables, and each writes its memtable through a memory-mapped,
+// sparse file twice that size; a write into a page of it the filesystem cannot back kills the host
+// with SIGBUS. To finish what it has accepted, each store may still need the rest of its memtable file
+// and a table of about a memtable to flush it to: 2 × (128MiB + 64MiB) is 384MiB for the two. The rest
+// is headroom for the value log (values above 1MiB), compactions writing their new tables before
+// removing the old, uploaded modules and the compilation cache.
+const DefaultMinFree = 512 * MiB
+
+// StoreConfig is [store]: how the host's stores (event log, ledger, modules) use the disk.
+type StoreConfig struct {
+	// MinFree is the free space the data directory's filesystem must keep (default 512MiB): below it,
+	// writes (appends, ledger writes, module uploads) are refused with 507 Insufficient Storage while
+	// reads go on, writes resume when space returns, and the host refuses to start. "0B" turns it off.
+	MinFree Size `toml:"min-free"`
+}
+
+func (s StoreConfig) validate(p *problems, at keyPath) {
+	if s.MinFree < 0 {
+		p.add(at.key("min-free"), fmt.Sprintf("%q", s.MinFree.String()), "must not be negative")
+	}
+}
