@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -126,7 +127,7 @@ func TestShipmentNotifierConnectionRefusedIsSystemic(t *testing.T) {
 	if o.Kind != GuestFailure || o.Failure.Kind != abi.KindSystemic || !o.Observed.ConnRefused {
 		t.Fatalf("outcome %v failure %+v observed %+v", o.Kind, o.Failure, o.Observed)
 	}
-	if !slices.Equal(o.Failure.Classes, []string{"berth.ConnectionRefused", "berth.HostError"}) {
+	if !slices.Equal(o.Failure.Classes, []string{retry.ClassConnectionRefused, retry.ClassHostError}) {
 		t.Errorf("classes = %v", o.Failure.Classes)
 	}
 }
@@ -138,7 +139,7 @@ func TestOutboundHostNotAllowed(t *testing.T) {
 	defer srv.Close()
 	m := load(t, s, "samples/shipment-notifier", ModuleConfig{Config: map[string]string{"notifications-url": srv.URL}})
 	o := m.Invoke(context.Background(), shipped("order-3", "buyer-7", 1), 5*time.Second)
-	if o.Kind != GuestFailure || o.Failure.Classes[0] != "berth.OutboundDenied" || !strings.Contains(o.Failure.Message, "not in the module's allowed hosts") {
+	if o.Kind != GuestFailure || o.Failure.Classes[0] != retry.ClassOutboundDenied || !strings.Contains(o.Failure.Message, "not in the module's allowed hosts") {
 		t.Fatalf("outcome %v failure %+v", o.Kind, o.Failure)
 	}
 	if len(svc.requests) != 0 {
