@@ -68,6 +68,12 @@ func TestGatewayAnswers(t *testing.T) {
 			wantReason: strings.Repeat("é", maxReason/2) + "…"},
 		{name: "429 is backpressure with Retry-After", status: 429, header: []string{"Retry-After", "7"},
 			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantAfter: 7 * time.Second, wantMessage: "busy"},
+		{name: "429 with a huge Retry-After waits at most MaxRetryAfter", status: 429, header: []string{"Retry-After", "99999999999999999999"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantAfter: retry.MaxRetryAfter, wantMessage: "busy"},
+		{name: "429 with a far-future Retry-After date waits at most MaxRetryAfter", status: 429, header: []string{"Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantAfter: retry.MaxRetryAfter, wantMessage: "busy"},
+		{name: "429 with a negative Retry-After has no floor", status: 429, header: []string{"Retry-After", "-30"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantMessage: "busy"},
 		{name: "429 without Retry-After is backpressure", status: 429,
 			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantMessage: "busy"},
 		{name: "500 is recoverable", status: 500, body: "db down",
@@ -526,6 +532,34 @@ timeout = "200ms"
 		calls := g.callsOf("ReserveStock")
 		if calls[1].RequestID != calls[0].RequestID || h.parked(t, "o-1") != nil {
 			t.Errorf("retry %+v after %+v, parked %v", calls[1], calls[0], h.parked(t, "o-1"))
+		}
+	})
+
+	// A Retry-After too large for a Duration neither overflows nor holds the
+	// aggregate for good: the engine waits retry.MaxRetryAfter, then retries.
+	t.Run("429: a huge Retry-After is capped", func(t *testing.T) {
+		g := newFakeGateway(t, func(c gatewayCall, seen int) (int, []string, string) {
+			if seen == 0 {
+				return 429, []string{"Retry-After", "99999999999999999999"}, ""
+			}
+			return 200, nil, ""
+		})
+		clock := subscription.NewFakeClock(time.Now())
+		h := newSagaHost(t, wasm, cache, gateways(g), clock)
+		h.place(t, "o-1", order)
+		sagaEventually(t, "the first request", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := clock.BlockUntil(ctx, 1); err != nil {
+			t.Fatal("the engine does not wait:", err)
+		}
+		if wait, _ := clock.NextFire(); wait != retry.MaxRetryAfter {
+			t.Errorf("the engine waits %v, want retry.MaxRetryAfter (%v)", wait, retry.MaxRetryAfter)
+		}
+		clock.Advance(retry.MaxRetryAfter)
+		sagaEventually(t, "the retry", func() bool { return len(g.callsOf("ReserveStock")) == 2 })
+		if h.parked(t, "o-1") != nil {
+			t.Errorf("parked %v", h.parked(t, "o-1"))
 		}
 	})
 }
