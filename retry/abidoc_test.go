@@ -65,19 +65,27 @@ func TestABIBuiltinClasses(t *testing.T) {
 	}
 }
 
-// Every berth.* name ABI.md quotes is a builtin class, or the reserved event type of a rejected command.
-func TestABINamesAreBuiltin(t *testing.T) {
-	data, err := os.ReadFile(abiDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
+// Every berth.* name the docs quote (ABI.md, the README, docs/) is a builtin class, or the reserved event
+// type of a rejected command: a renamed or removed class cannot linger in them.
+func TestDocsNameOnlyBuiltins(t *testing.T) {
 	known := map[string]bool{abi.EventCommandRejected: true}
 	for _, b := range retry.Builtins() {
 		known[b.Name] = true
 	}
-	for _, m := range regexp.MustCompile("`(berth\\.[A-Z][A-Za-z]*)`").FindAllStringSubmatch(string(data), -1) {
-		if !known[m[1]] {
-			t.Errorf("%s names %s, which is neither in retry.Builtins nor abi.EventCommandRejected", abiDoc, m[1])
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := regexp.MustCompile("`\"?(berth\\.[A-Z][A-Za-z]*)\"?`")
+	for _, path := range append([]string{abiDoc, "../README.md"}, docs...) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range quoted.FindAllStringSubmatch(string(data), -1) {
+			if !known[m[1]] {
+				t.Errorf("%s names %s, which is neither in retry.Builtins nor abi.EventCommandRejected", path, m[1])
+			}
 		}
 	}
 }
