@@ -151,3 +151,13 @@ func Builtins() []Builtin {
 			Meaning: "the query store failed"},
 	}
 }
+
+// IsBuiltin reports whether name is one of the [Builtins].
+func IsBuiltin(name string) bool {
+	for _, b := range Builtins() {
+		if b.Name == name {
+			return true
+		}
+	}
+	return false
+}

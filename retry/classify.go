@@ -156,7 +156,8 @@ type classifierRule struct {
 
 // NewClassifier checks and indexes the rules. Rules are numbered from 1 (rule 1 is the first
 // [[classifier.rules]]), in errors and in [Decision.Reason]. An error names the rule and the bad value: an
-// empty or padded class, an unknown "as", a class given by two rules.
+// empty or padded class, an unknown "as", a class given by two rules, a name under [ReservedPrefix] that
+// is not one of the [Builtins] (a typo such as "berth.Timout" would otherwise never match).
 func NewClassifier(rules []Rule) (*Classifier, error) {
 	c := &Classifier{rules: make(map[string]classifierRule, len(rules))}
 	var errs []error
@@ -172,6 +173,10 @@ func NewClassifier(rules []Rule) (*Classifier, error) {
 			continue
 		case err != nil:
 			errs = append(errs, fmt.Errorf("retry: classifier rule %d (class %q): as = %q: want recoverable, unrecoverable, systemic or backpressure", n, r.Class, r.As))
+			continue
+		}
+		if strings.HasPrefix(r.Class, ReservedPrefix) && !IsBuiltin(r.Class) {
+			errs = append(errs, fmt.Errorf("retry: classifier rule %d: class = %q: no builtin class has that name (names starting %q are the host's own; see wasm/abi/ABI.md)", n, r.Class, ReservedPrefix))
 			continue
 		}
 		if prev, ok := c.rules[r.Class]; ok {

@@ -71,6 +71,8 @@ func TestNewClassifier(t *testing.T) {
 		{[]Rule{{"A ", "recoverable"}}, `classifier rule 1: class = "A "`},
 		{[]Rule{{"A", "fatal"}}, `classifier rule 1 (class "A"): as = "fatal"`},
 		{[]Rule{{"A", "systemic"}, {"B", "systemic"}, {"A", "recoverable"}}, `classifier rule 3: class = "A": already classified by rule 1`},
+		{[]Rule{{ClassCanceled, "unrecoverable"}, {ClassWaitTimeout, "recoverable"}}, ""},
+		{[]Rule{{"A", "systemic"}, {"berth.Timout", "unrecoverable"}}, `classifier rule 2: class = "berth.Timout": no builtin class has that name`},
 	}
 	for _, tt := range tests {
 		c, err := NewClassifier(tt.rules)
