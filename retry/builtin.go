@@ -2,7 +2,8 @@ package retry
 
 // ReservedPrefix starts the class names the host and the guest SDK give their own failures (berth.Timeout,
 // berth.Panic, berth.HostError, ...; see [Builtins]). They are known without being declared, so a result
-// naming one is never recorded as naming an undeclared class.
+// naming one is never recorded as naming an undeclared class. The reserved event type of a rejected
+// command (wasm/abi's EventCommandRejected, "berth.CommandRejected") shares the prefix but is no class.
 const ReservedPrefix = "berth."
 
 // The builtin class names: the classes the host, the guest SDK, the saga command gateway and the query
