@@ -82,6 +82,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 				`berth.toml:3: classifier.rules[0].as: "fatal": want recoverable`,
 				`berth.toml:6: classifier.rules[1].class: "A": already classified by classifier.rules[0]`,
 			}},
+		{"classifier names an unknown builtin", "[[classifier.rules]]\nclass = \"berth.Timeout\"\nas = \"unrecoverable\"\n\n[[classifier.rules]]\nclass = \"berth.Timout\"\nas = \"unrecoverable\"\n",
+			[]string{`berth.toml:6: classifier.rules[1].class: "berth.Timout": no builtin class has that name`}},
 		{"sizes", "[server]\nmax-module-size = \"32MB\"\nmax-body-size = -1\n",
 			[]string{
 				`berth.toml:2: server.max-module-size: "32MB": ambiguous unit "MB"`,

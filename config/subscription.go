@@ -198,6 +198,8 @@ func validateRules(p *problems, rules []retry.Rule, at keyPath) {
 			p.add(k.key("class"), `""`, "each rule needs an error class")
 		case strings.TrimSpace(r.Class) != r.Class:
 			p.add(k.key("class"), fmt.Sprintf("%q", r.Class), "leading or trailing space")
+		case strings.HasPrefix(r.Class, retry.ReservedPrefix) && !retry.IsBuiltin(r.Class):
+			p.add(k.key("class"), fmt.Sprintf("%q", r.Class), "no builtin class has that name (names starting %q are the host's own; see wasm/abi/ABI.md)", retry.ReservedPrefix)
 		default:
 			if j, dup := seen[r.Class]; dup {
 				p.add(k.key("class"), fmt.Sprintf("%q", r.Class), "already classified by classifier.rules[%d]", j)

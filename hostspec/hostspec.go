@@ -83,7 +83,7 @@ var (
 	// MemoryExceeded: the guest needed more than its memory limit.
 	MemoryExceeded = berth.NewErrorClass(retry.ClassMemoryExceeded, nil)
 	// InvalidCommand: a saga sent a command whose payload is not JSON.
-	InvalidCommand = berth.NewErrorClass(registry.ClassInvalidCommand, nil)
+	InvalidCommand = berth.NewErrorClass(retry.ClassInvalidCommand, nil)
 )
 
 // Option configures New.
@@ -249,7 +249,7 @@ func (r *runner) timeout(handler string) time.Duration {
 func sendCommands(ev *abi.Event, cmds []abi.Command, port berth.CommandSender) abi.Result {
 	for _, c := range cmds {
 		if len(c.Payload) > 0 && !json.Valid(c.Payload) {
-			return failed(abi.Failure{Classes: []string{registry.ClassInvalidCommand},
+			return failed(abi.Failure{Classes: []string{retry.ClassInvalidCommand},
 				Message: fmt.Sprintf("command %s %s of %s: the payload is not JSON", c.Type, c.AggregateID, ev.InvocationKey)})
 		}
 	}

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"time"
 
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/sandbox"
@@ -83,7 +82,7 @@ func failureOf(o *sandbox.Outcome) *retry.Failure {
 		case abi.KindBackpressure:
 			f.Reported = retry.ReportedBackpressure
 		}
-		f.RetryAfter = max(o.Observed.RetryAfter, msDuration(o.Failure.RetryAfterMillis))
+		f.RetryAfter = max(o.Observed.RetryAfter, retry.RetryAfterMillis(o.Failure.RetryAfterMillis))
 		if len(f.Classes) == 0 && o.Observed.ConnRefused {
 			// The guest said nothing of its own, but its outbound call met a
 			// refused connection: that is an outage, not the aggregate's fault.
@@ -100,5 +99,3 @@ func failureOf(o *sandbox.Outcome) *retry.Failure {
 		return &retry.Failure{Classes: []string{retry.ClassTrap}, Message: o.Message}
 	}
 }
-
-func msDuration(ms uint64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -17,22 +17,6 @@ import (
 	"github.com/berthhq/berth/wasm/abi"
 )
 
-// Classes of the failures the query store gives a projection's call.
-const (
-	// ClassProjectionBusy: every writer of the query store was busy (the
-	// bulkhead, subscription.projection-writers); reported as backpressure.
-	ClassProjectionBusy = "berth.ProjectionBusy"
-	// ClassProjectionConflict: keys the call read were changed by another
-	// call (another aggregate) before its writes could be applied, on every
-	// run of the attempt; reported as backpressure.
-	ClassProjectionConflict = "berth.ProjectionConflict"
-	// ClassProjectionTooBig: the call's writes are more than the store
-	// commits in one transaction (default: recoverable).
-	ClassProjectionTooBig = "berth.ProjectionTooBig"
-	// ClassProjectionStore: the query store failed (systemic).
-	ClassProjectionStore = "berth.ProjectionStore"
-)
-
 // maxProjectionRuns is how often one attempt runs a projection's handler
 // when its reads were changed under it before it is reported as a conflict.
 const maxProjectionRuns = 3
@@ -320,13 +304,13 @@ func (pi projectionInvoker) Invoke(ctx context.Context, d subscription.Delivery)
 		case errors.Is(err, errConflict) && run < maxProjectionRuns && ctx.Err() == nil:
 			continue
 		case errors.Is(err, errConflict):
-			return &retry.Failure{Reported: retry.ReportedBackpressure, Classes: []string{ClassProjectionConflict},
+			return &retry.Failure{Reported: retry.ReportedBackpressure, Classes: []string{retry.ClassProjectionConflict},
 				Message: fmt.Sprintf("%v (%d runs)", err, run)}
 		case errors.Is(err, errBusy):
-			return &retry.Failure{Reported: retry.ReportedBackpressure, Classes: []string{ClassProjectionBusy},
+			return &retry.Failure{Reported: retry.ReportedBackpressure, Classes: []string{retry.ClassProjectionBusy},
 				Message: err.Error() + "; nothing was applied"}
 		case errors.Is(err, ledger.ErrTooBig):
-			return &retry.Failure{Classes: []string{ClassProjectionTooBig}, Message: err.Error()}
+			return &retry.Failure{Classes: []string{retry.ClassProjectionTooBig}, Message: err.Error()}
 		default:
 			return storeFailure(ctx, err)
 		}
@@ -342,7 +326,7 @@ func storeFailure(ctx context.Context, err error) *retry.Failure {
 	case ctx.Err() != nil:
 		return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: err.Error()}
 	}
-	return &retry.Failure{Reported: retry.ReportedSystemic, Classes: []string{ClassProjectionStore}, Message: err.Error()}
+	return &retry.Failure{Reported: retry.ReportedSystemic, Classes: []string{retry.ClassProjectionStore}, Message: err.Error()}
 }
 
 // onReset returns what a projection's subscription does when it is reset:

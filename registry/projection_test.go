@@ -321,7 +321,7 @@ func TestProjectionInvoker(t *testing.T) {
 		wantClass  string // "": success
 		want       orderSummary
 	}{
-		{"bulkhead full", true, ClassProjectionBusy, orderSummary{}},
+		{"bulkhead full", true, retry.ClassProjectionBusy, orderSummary{}},
 		{"applied", false, "", orderSummary{1, 0, 5}},
 		{"redelivered", false, "", orderSummary{1, 0, 5}},
 	}

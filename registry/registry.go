@@ -181,7 +181,7 @@ func (r *Registry) subscribe(ctx context.Context, d *deployed, old *deployed) er
 // module serving it is deployed again.
 func (r *Registry) detach(name string) {
 	inv := subscription.InvokerFunc(func(context.Context, subscription.Delivery) *retry.Failure {
-		return &retry.Failure{Reported: retry.ReportedSystemic, Classes: []string{"berth.NoModule"},
+		return &retry.Failure{Reported: retry.ReportedSystemic, Classes: []string{retry.ClassNoModule},
 			Message: "no deployed module handles subscription " + name}
 	})
 	if err := r.opts.Engine.UpdateSpec(subscription.Spec{Name: name, Invoker: inv}); err != nil {

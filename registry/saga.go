@@ -23,22 +23,6 @@ import (
 	"github.com/berthhq/berth/wasm/abi"
 )
 
-// Classes of the failures a saga's command gateway causes, so that handler
-// lists and classifier rules can name them.
-const (
-	// ClassCommandGateway: the gateway answered neither accepted, rejected
-	// nor busy (a 5xx, another 4xx, a redirect), or the request failed or
-	// timed out (default: recoverable).
-	ClassCommandGateway = "berth.CommandGateway"
-	// ClassNoCommandGateway: a saga sent a command to an aggregate type
-	// without a [commands.<AggregateType>] table (default: recoverable; the
-	// operator adds the table, or classifies the class).
-	ClassNoCommandGateway = "berth.NoCommandGateway"
-	// ClassInvalidCommand: a saga sent a command whose payload is not JSON
-	// (default: recoverable).
-	ClassInvalidCommand = "berth.InvalidCommand"
-)
-
 // Limits of a gateway's answer.
 const (
 	maxGatewayBody = 64 << 10 // read at most this much of an answer
@@ -111,12 +95,12 @@ func (s sagaInvoker) send(ctx context.Context, d subscription.Delivery, env *abi
 		if !ok {
 			// Checked before any command is sent: a missing table is the
 			// operator's to add, and nothing half-sent waits meanwhile.
-			return &retry.Failure{Classes: []string{ClassNoCommandGateway},
+			return &retry.Failure{Classes: []string{retry.ClassNoCommandGateway},
 				Message: fmt.Sprintf("command %s %s of %s: no command gateway for aggregate type %s; add a [commands.%s] table with its url to the host's configuration",
 					cmd.Type, cmd.AggregateID, env.InvocationKey, cmd.AggregateType, tomlTableName(cmd.AggregateType))}
 		}
 		if len(cmd.Payload) > 0 && !json.Valid(cmd.Payload) {
-			return &retry.Failure{Classes: []string{ClassInvalidCommand},
+			return &retry.Failure{Classes: []string{retry.ClassInvalidCommand},
 				Message: fmt.Sprintf("command %s %s of %s: the payload is not JSON", cmd.Type, cmd.AggregateID, env.InvocationKey)}
 		}
 		gateways[i] = gw
@@ -157,7 +141,7 @@ func (s sagaInvoker) send(ctx context.Context, d subscription.Delivery, env *abi
 func (s sagaInvoker) onRejected(ctx context.Context, d subscription.Delivery, env *abi.Event, i int, rej *abi.Rejection) *retry.Failure {
 	payload, err := json.Marshal(rej)
 	if err != nil {
-		return &retry.Failure{Classes: []string{ClassInvalidCommand}, Message: "encode the rejection: " + err.Error()}
+		return &retry.Failure{Classes: []string{retry.ClassInvalidCommand}, Message: "encode the rejection: " + err.Error()}
 	}
 	renv := *env
 	renv.Handler = s.rejected
@@ -194,19 +178,19 @@ type commandRequest struct {
 
 // post sends one command and classifies the answer: 2xx accepted, 409 and
 // 422 rejected, 429 backpressure, a refused connection systemic, anything
-// else a recoverable ClassCommandGateway failure.
+// else a recoverable retry.ClassCommandGateway failure.
 func (s sagaInvoker) post(ctx context.Context, gw config.Gateway, requestID string, cmd *abi.Command) gatewayAnswer {
 	what := fmt.Sprintf("command %s %s to %s (request %s)", cmd.Type, cmd.AggregateID, gw.URL, requestID)
 	body, err := json.Marshal(commandRequest{RequestID: requestID, AggregateType: cmd.AggregateType,
 		AggregateID: cmd.AggregateID, Type: cmd.Type, Payload: commandPayload(cmd.Payload)})
 	if err != nil {
-		return gatewayAnswer{failure: &retry.Failure{Classes: []string{ClassInvalidCommand}, Message: what + ": " + err.Error()}}
+		return gatewayAnswer{failure: &retry.Failure{Classes: []string{retry.ClassInvalidCommand}, Message: what + ": " + err.Error()}}
 	}
 	rctx, cancel := context.WithTimeout(ctx, gw.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, gw.URL, bytes.NewReader(body))
 	if err != nil {
-		return gatewayAnswer{failure: &retry.Failure{Classes: []string{ClassCommandGateway}, Message: what + ": " + err.Error()}}
+		return gatewayAnswer{failure: &retry.Failure{Classes: []string{retry.ClassCommandGateway}, Message: what + ": " + err.Error()}}
 	}
 	for k, v := range gw.Headers {
 		req.Header.Set(k, v)
@@ -226,8 +210,8 @@ func (s sagaInvoker) post(ctx context.Context, gw config.Gateway, requestID stri
 	case st == http.StatusConflict || st == http.StatusUnprocessableEntity:
 		return gatewayAnswer{rejected: true, status: st, reason: reasonOf(resp.Header.Get("Content-Type"), text, st)}
 	case st == http.StatusTooManyRequests:
-		wait := gatewayRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		return gatewayAnswer{failure: &retry.Failure{Classes: []string{ClassCommandGateway}, Reported: retry.ReportedBackpressure,
+		wait := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return gatewayAnswer{failure: &retry.Failure{Classes: []string{retry.ClassCommandGateway}, Reported: retry.ReportedBackpressure,
 			RetryAfter: wait, HTTP429: true, Code: "429",
 			Message: fmt.Sprintf("%s: the gateway is busy (429, Retry-After %q)", what, resp.Header.Get("Retry-After"))}}
 	default:
@@ -235,7 +219,7 @@ func (s sagaInvoker) post(ctx context.Context, gw config.Gateway, requestID stri
 		if r := reasonOf(resp.Header.Get("Content-Type"), text, 0); r != "" {
 			msg += ": " + r
 		}
-		return gatewayAnswer{failure: &retry.Failure{Classes: []string{ClassCommandGateway}, Code: strconv.Itoa(st), Message: msg}}
+		return gatewayAnswer{failure: &retry.Failure{Classes: []string{retry.ClassCommandGateway}, Code: strconv.Itoa(st), Message: msg}}
 	}
 }
 
@@ -251,9 +235,9 @@ func transportFailure(ctx, rctx context.Context, gw config.Gateway, what string,
 		// was asked: the attempt timed out.
 		return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: what + ": the attempt's deadline passed"}
 	case rctx.Err() != nil:
-		return &retry.Failure{Classes: []string{ClassCommandGateway}, Message: fmt.Sprintf("%s: no answer within %s", what, gw.Timeout)}
+		return &retry.Failure{Classes: []string{retry.ClassCommandGateway}, Message: fmt.Sprintf("%s: no answer within %s", what, gw.Timeout)}
 	}
-	return &retry.Failure{Classes: []string{ClassCommandGateway}, Message: what + ": " + err.Error()}
+	return &retry.Failure{Classes: []string{retry.ClassCommandGateway}, Message: what + ": " + err.Error()}
 }
 
 // reasonOf extracts why a gateway refused a command: a problem's (or any
@@ -294,25 +278,6 @@ func boundReason(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s + "…"
-}
-
-// gatewayRetryAfter parses a Retry-After header: delay-seconds or an HTTP date
-// (0 if absent or unreadable).
-func gatewayRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0
-		}
-		return time.Duration(min(n, 86400)) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // commandPayload returns a command's payload as JSON: null when empty.

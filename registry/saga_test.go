@@ -67,21 +67,27 @@ func TestGatewayAnswers(t *testing.T) {
 		{name: "a long reason is cut", status: 409, body: strings.Repeat("é", 2000), wantReject: true,
 			wantReason: strings.Repeat("é", maxReason/2) + "…"},
 		{name: "429 is backpressure with Retry-After", status: 429, header: []string{"Retry-After", "7"},
-			wantClass: ClassCommandGateway, wantAs: retry.Backpressure, wantAfter: 7 * time.Second, wantMessage: "busy"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantAfter: 7 * time.Second, wantMessage: "busy"},
+		{name: "429 with a huge Retry-After waits at most MaxRetryAfter", status: 429, header: []string{"Retry-After", "99999999999999999999"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantAfter: retry.MaxRetryAfter, wantMessage: "busy"},
+		{name: "429 with a far-future Retry-After date waits at most MaxRetryAfter", status: 429, header: []string{"Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantAfter: retry.MaxRetryAfter, wantMessage: "busy"},
+		{name: "429 with a negative Retry-After has no floor", status: 429, header: []string{"Retry-After", "-30"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantMessage: "busy"},
 		{name: "429 without Retry-After is backpressure", status: 429,
-			wantClass: ClassCommandGateway, wantAs: retry.Backpressure, wantMessage: "busy"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Backpressure, wantMessage: "busy"},
 		{name: "500 is recoverable", status: 500, body: "db down",
-			wantClass: ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "the gateway answered 500: db down"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "the gateway answered 500: db down"},
 		{name: "503 is recoverable", status: 503, header: []string{"Retry-After", "3"},
-			wantClass: ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "answered 503"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "answered 503"},
 		{name: "400 is recoverable", status: 400, header: []string{"Content-Type", "application/problem+json"}, body: `{"detail":"bad json"}`,
-			wantClass: ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "answered 400: bad json"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "answered 400: bad json"},
 		{name: "a redirect is not followed", status: 302, header: []string{"Location", "/elsewhere"},
-			wantClass: ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "answered 302"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "answered 302"},
 		{name: "a refused connection is systemic", url: refused,
 			wantClass: retry.ClassConnectionRefused, wantAs: retry.Systemic, wantMessage: "connection refused"},
 		{name: "no answer within the timeout is recoverable", block: true,
-			wantClass: ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "no answer within 50ms"},
+			wantClass: retry.ClassCommandGateway, wantAs: retry.Recoverable, wantMessage: "no answer within 50ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -489,8 +495,8 @@ timeout = "200ms"
 		h.place(t, "o-1", order)
 		sagaEventually(t, "o-1 parked", func() bool { return h.parked(t, "o-1") != nil })
 		rec := h.parked(t, "o-1")
-		if len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != ClassNoCommandGateway || !strings.Contains(rec.Error.Message, "[commands.Stock]") {
-			t.Errorf("parked %+v, want %s naming [commands.Stock]", rec, ClassNoCommandGateway)
+		if len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != retry.ClassNoCommandGateway || !strings.Contains(rec.Error.Message, "[commands.Stock]") {
+			t.Errorf("parked %+v, want %s naming [commands.Stock]", rec, retry.ClassNoCommandGateway)
 		}
 		if calls := g.callsOf(""); len(calls) != 0 {
 			t.Errorf("sent %+v", calls)
@@ -526,6 +532,34 @@ timeout = "200ms"
 		calls := g.callsOf("ReserveStock")
 		if calls[1].RequestID != calls[0].RequestID || h.parked(t, "o-1") != nil {
 			t.Errorf("retry %+v after %+v, parked %v", calls[1], calls[0], h.parked(t, "o-1"))
+		}
+	})
+
+	// A Retry-After too large for a Duration neither overflows nor holds the
+	// aggregate for good: the engine waits retry.MaxRetryAfter, then retries.
+	t.Run("429: a huge Retry-After is capped", func(t *testing.T) {
+		g := newFakeGateway(t, func(c gatewayCall, seen int) (int, []string, string) {
+			if seen == 0 {
+				return 429, []string{"Retry-After", "99999999999999999999"}, ""
+			}
+			return 200, nil, ""
+		})
+		clock := subscription.NewFakeClock(time.Now())
+		h := newSagaHost(t, wasm, cache, gateways(g), clock)
+		h.place(t, "o-1", order)
+		sagaEventually(t, "the first request", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := clock.BlockUntil(ctx, 1); err != nil {
+			t.Fatal("the engine does not wait:", err)
+		}
+		if wait, _ := clock.NextFire(); wait != retry.MaxRetryAfter {
+			t.Errorf("the engine waits %v, want retry.MaxRetryAfter (%v)", wait, retry.MaxRetryAfter)
+		}
+		clock.Advance(retry.MaxRetryAfter)
+		sagaEventually(t, "the retry", func() bool { return len(g.callsOf("ReserveStock")) == 2 })
+		if h.parked(t, "o-1") != nil {
+			t.Errorf("parked %v", h.parked(t, "o-1"))
 		}
 	})
 }

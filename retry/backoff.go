@@ -19,8 +19,9 @@ func (p Policy) Backoff(failures int) time.Duration {
 // jitter is a random number in [0,1) supplied by the caller; it adds up to 50% of the backoff (jitter 0.5
 // adds 25%), so that the aggregates of a partition that backed off together do not come back together. The
 // jitter applies on top of MaxBackoff, so a capped wait lies in [MaxBackoff, 1.5*MaxBackoff). A jitter
-// outside [0,1) (or NaN) is clamped into it. retryAfter is honoured as a floor without a cap; the caller
-// bounds the total with [Policy.BackpressureAttempts].
+// outside [0,1) (or NaN) is clamped into it. retryAfter is honoured as a floor without a cap of its own
+// ([Classify] bounds a Decision's RetryAfter by [MaxRetryAfter]); the caller bounds the total with
+// [Policy.BackpressureAttempts].
 func (p Policy) BackpressureDelay(failures int, retryAfter time.Duration, jitter float64) time.Duration {
 	base := p.Backoff(failures)
 	switch {

@@ -88,23 +88,8 @@ const (
 	ReportedBackpressure
 )
 
-// Builtin class names the host gives its own failures, so that handler lists and classifier rules can
-// refer to them.
-const (
-	// ClassTimeout: the attempt ran longer than its timeout and was cancelled (default: recoverable).
-	ClassTimeout = "berth.Timeout"
-	// ClassTrap: the guest trapped (unreachable, out-of-bounds access, ...) (default: recoverable).
-	ClassTrap = "berth.Trap"
-	// ClassMemoryExceeded: the guest went over its memory limit (default: recoverable).
-	ClassMemoryExceeded = "berth.MemoryExceeded"
-	// ClassConnectionRefused: a host-brokered connection (store, outbound call) was refused
-	// (default: systemic).
-	ClassConnectionRefused = "berth.ConnectionRefused"
-	// ClassPanic: the guest panicked, or the host panicked while serving it (default: recoverable).
-	ClassPanic = "berth.Panic"
-)
-
-// Failure is one failed attempt of a handler, as the host saw it.
+// Failure is one failed attempt of a handler, as the host saw it. Host-side failures use the builtin class
+// names ([Builtins]).
 type Failure struct {
 	// Classes is the error's class chain, nearest first (e.g. ["UnknownBuyer", "Notification"]);
 	// host-side failures use the builtin names (ClassTimeout, ...).
@@ -171,7 +156,8 @@ type classifierRule struct {
 
 // NewClassifier checks and indexes the rules. Rules are numbered from 1 (rule 1 is the first
 // [[classifier.rules]]), in errors and in [Decision.Reason]. An error names the rule and the bad value: an
-// empty or padded class, an unknown "as", a class given by two rules.
+// empty or padded class, an unknown "as", a class given by two rules, a name under [ReservedPrefix] that
+// is not one of the [Builtins] (a typo such as "berth.Timout" would otherwise never match).
 func NewClassifier(rules []Rule) (*Classifier, error) {
 	c := &Classifier{rules: make(map[string]classifierRule, len(rules))}
 	var errs []error
@@ -187,6 +173,10 @@ func NewClassifier(rules []Rule) (*Classifier, error) {
 			continue
 		case err != nil:
 			errs = append(errs, fmt.Errorf("retry: classifier rule %d (class %q): as = %q: want recoverable, unrecoverable, systemic or backpressure", n, r.Class, r.As))
+			continue
+		}
+		if strings.HasPrefix(r.Class, ReservedPrefix) && !IsBuiltin(r.Class) {
+			errs = append(errs, fmt.Errorf("retry: classifier rule %d: class = %q: no builtin class has that name (names starting %q are the host's own; see wasm/abi/ABI.md)", n, r.Class, ReservedPrefix))
 			continue
 		}
 		if prev, ok := c.rules[r.Class]; ok {
@@ -238,7 +228,8 @@ func (o Origin) String() string {
 type Decision struct {
 	// Class is what the failure is taken for.
 	Class Class
-	// RetryAfter is the floor for the next attempt; set only for Backpressure (the Failure's RetryAfter).
+	// RetryAfter is the floor for the next attempt; set only for Backpressure (the Failure's RetryAfter, at
+	// most [MaxRetryAfter]).
 	RetryAfter time.Duration
 	// Reason says what decided, for logs and the failure ledger, e.g. "handler unrecoverable: UnknownBuyer",
 	// "classifier rule 2: berth.Timeout", "guest reported systemic", "builtin: berth.ConnectionRefused",
@@ -277,7 +268,8 @@ func (d Decision) CountsTowardOutage() bool {
 //     is backpressure; else ClassTimeout, ClassTrap, ClassMemoryExceeded and ClassPanic are recoverable.
 //  5. Anything else is recoverable.
 //
-// A Backpressure decision carries f.RetryAfter (negative taken as 0). p and app may be nil (no lists, no
+// A Backpressure decision carries f.RetryAfter, bounded by [CapRetryAfter] (negative taken as 0, at most
+// [MaxRetryAfter]). p and app may be nil (no lists, no
 // rules); a nil f is recoverable.
 func Classify(f *Failure, p *Policy, app *Classifier) Decision {
 	if f == nil {
@@ -296,7 +288,7 @@ func Classify(f *Failure, p *Policy, app *Classifier) Decision {
 // classify is Classify's steps over the resolved chain.
 func classify(f *Failure, chain []string, p *Policy, app *Classifier) Decision {
 	backpressure := func(reason string, by Origin) Decision {
-		return Decision{Class: Backpressure, RetryAfter: max(f.RetryAfter, 0), Reason: reason, By: by}
+		return Decision{Class: Backpressure, RetryAfter: CapRetryAfter(f.RetryAfter), Reason: reason, By: by}
 	}
 	if p != nil && (len(p.Unrecoverable) > 0 || len(p.Recoverable) > 0) {
 		for _, c := range chain {

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -65,11 +66,13 @@ func TestNewClassifier(t *testing.T) {
 		want  string
 	}{
 		{nil, ""},
-		{[]Rule{{"berth.Timeout", "unrecoverable"}, {"Busy", "Backpressure"}}, ""},
+		{[]Rule{{ClassTimeout, "unrecoverable"}, {"Busy", "Backpressure"}}, ""},
 		{[]Rule{{"A", "recoverable"}, {"", "systemic"}}, `classifier rule 2: class = ""`},
 		{[]Rule{{"A ", "recoverable"}}, `classifier rule 1: class = "A "`},
 		{[]Rule{{"A", "fatal"}}, `classifier rule 1 (class "A"): as = "fatal"`},
 		{[]Rule{{"A", "systemic"}, {"B", "systemic"}, {"A", "recoverable"}}, `classifier rule 3: class = "A": already classified by rule 1`},
+		{[]Rule{{ClassCanceled, "unrecoverable"}, {ClassWaitTimeout, "recoverable"}}, ""},
+		{[]Rule{{"A", "systemic"}, {"berth.Timout", "unrecoverable"}}, `classifier rule 2: class = "berth.Timout": no builtin class has that name`},
 	}
 	for _, tt := range tests {
 		c, err := NewClassifier(tt.rules)
@@ -91,7 +94,7 @@ func TestClassify(t *testing.T) {
 		Recoverable:   []string{"Both", "RetryableValidation", "StoreDown"},
 	}})
 	app, err := NewClassifier([]Rule{
-		{"berth.Timeout", "unrecoverable"},
+		{ClassTimeout, "unrecoverable"},
 		{"Busy", "backpressure"},
 		{"Base", "systemic"},
 		{"StoreDown", "systemic"},
@@ -123,7 +126,7 @@ func TestClassify(t *testing.T) {
 		{"handler recoverable beats a systemic rule", &Failure{Classes: []string{"StoreDown"}}, &handler, app, Recoverable, "handler recoverable: StoreDown", OriginHandler, 0},
 		{"guest systemic", &Failure{Classes: []string{"Derived"}, Reported: ReportedSystemic}, &handler, app, Systemic, "guest reported systemic", OriginGuest, 0},
 		{"guest backpressure carries retry-after", &Failure{Reported: ReportedBackpressure, RetryAfter: 3 * time.Second}, &handler, app, Backpressure, "guest reported backpressure", OriginGuest, 3 * time.Second},
-		{"guest beats classifier", &Failure{Classes: []string{"berth.Timeout"}, Reported: ReportedSystemic}, &handler, app, Systemic, "guest reported systemic", OriginGuest, 0},
+		{"guest beats classifier", &Failure{Classes: []string{ClassTimeout}, Reported: ReportedSystemic}, &handler, app, Systemic, "guest reported systemic", OriginGuest, 0},
 		{"classifier rule", &Failure{Classes: []string{ClassTimeout}}, &handler, app, Unrecoverable, "classifier rule 1: berth.Timeout", OriginClassifier, 0},
 		{"classifier nearest first", &Failure{Classes: []string{"Derived", "Base"}}, &handler, app, Recoverable, "classifier rule 5: Derived", OriginClassifier, 0},
 		{"classifier via ancestor", &Failure{Classes: []string{"Other", "Base"}}, &handler, app, Systemic, "classifier rule 3: Base", OriginClassifier, 0},
@@ -134,6 +137,8 @@ func TestClassify(t *testing.T) {
 		{"429", &Failure{Message: "x", HTTP429: true, RetryAfter: 7 * time.Second}, nil, nil, Backpressure, "outbound HTTP 429", OriginBuiltin, 7 * time.Second},
 		{"429 beats builtin timeout", &Failure{Classes: []string{ClassTimeout}, HTTP429: true}, nil, nil, Backpressure, "outbound HTTP 429", OriginBuiltin, 0},
 		{"429 negative retry-after", &Failure{HTTP429: true, RetryAfter: -time.Second}, nil, nil, Backpressure, "outbound HTTP 429", OriginBuiltin, 0},
+		{"429 retry-after capped", &Failure{HTTP429: true, RetryAfter: 48 * time.Hour}, nil, nil, Backpressure, "outbound HTTP 429", OriginBuiltin, MaxRetryAfter},
+		{"guest retry-after capped", &Failure{Reported: ReportedBackpressure, RetryAfter: math.MaxInt64}, nil, nil, Backpressure, "guest reported backpressure", OriginGuest, MaxRetryAfter},
 		{"builtin timeout", &Failure{Classes: []string{ClassTimeout}}, nil, nil, Recoverable, "builtin: berth.Timeout", OriginBuiltin, 0},
 		{"builtin trap", &Failure{Classes: []string{ClassTrap}}, nil, app, Recoverable, "builtin: berth.Trap", OriginBuiltin, 0},
 		{"builtin memory", &Failure{Classes: []string{ClassMemoryExceeded}}, nil, nil, Recoverable, "builtin: berth.MemoryExceeded", OriginBuiltin, 0},

@@ -15,6 +15,9 @@
 //   - backoff.go: [Policy.Backoff] and [Policy.BackpressureDelay].
 //   - parked.go: [ParkedSettings], the long-horizon schedule of a parked aggregate.
 //   - classify.go: [Failure], [Classifier] and [Classify].
+//   - builtin.go: the builtin class names (berth.Timeout, ...) and [Builtins], the one list of them.
+//   - canceled.go: [IsCanceled], the attempts the host cut short.
+//   - retryafter.go: [ParseRetryAfter], the one Retry-After parser, capped at [MaxRetryAfter].
 //   - tree.go: [ClassTree], the error class tree a module declares, which [Classify] reads a chain by.
 //   - systemic.go: [Detector], which takes failures of several aggregates of a partition within a short
 //     window for an outage.

@@ -5,11 +5,6 @@ import (
 	"strings"
 )
 
-// ReservedPrefix starts the class names the host and the guest SDK give their own failures (berth.Timeout,
-// berth.Panic, berth.HostError, ...). They are known without being declared, so a result naming one is
-// never recorded as naming an undeclared class.
-const ReservedPrefix = "berth."
-
 // ClassTree is the error class tree a module declares (its description's classes, each with its parent),
 // the authority on a declared class's ancestors. It is immutable and safe for concurrent use. A nil
 // *ClassTree stands for "no tree known": [ClassTree.Resolve] then takes a chain as sent.

@@ -9,7 +9,7 @@ func TestClassTreeResolve(t *testing.T) {
 	tree := NewClassTree(map[string]string{
 		"Fatal": "", "FatalLeaf": "Fatal", "Deeper": "FatalLeaf",
 		"Notification": "", "UnknownBuyer": "Notification",
-		"berth.HostError": "", "berth.ConnectionRefused": "berth.HostError",
+		ClassHostError: "", ClassConnectionRefused: ClassHostError,
 	})
 	tests := []struct {
 		name             string
@@ -22,11 +22,11 @@ func TestClassTreeResolve(t *testing.T) {
 		{"the tree wins over a wrong chain", tree, []string{"FatalLeaf", "Notification"}, []string{"FatalLeaf", "Fatal"}, nil},
 		{"undeclared nearest class is a hint", tree, []string{"Odd", "FatalLeaf"}, []string{"Odd", "FatalLeaf", "Fatal"}, []string{"Odd"}},
 		{"wholly undeclared chain as sent", tree, []string{"Odd", "Odder"}, []string{"Odd", "Odder"}, []string{"Odd", "Odder"}},
-		{"reserved names are not undeclared", tree, []string{"berth.Timeout"}, []string{"berth.Timeout"}, nil},
-		{"declared reserved names use the tree", tree, []string{"berth.ConnectionRefused"}, []string{"berth.ConnectionRefused", "berth.HostError"}, nil},
+		{"reserved names are not undeclared", tree, []string{ClassTimeout}, []string{ClassTimeout}, nil},
+		{"declared reserved names use the tree", tree, []string{ClassConnectionRefused}, []string{ClassConnectionRefused, ClassHostError}, nil},
 		{"a name is not repeated", tree, []string{"Odd", "Odd", "Fatal", "Fatal"}, []string{"Odd", "Fatal"}, []string{"Odd"}},
 		{"empty chain", tree, nil, nil, nil},
-		{"empty tree: all undeclared", NewClassTree(nil), []string{"A", "berth.Panic"}, []string{"A", "berth.Panic"}, []string{"A"}},
+		{"empty tree: all undeclared", NewClassTree(nil), []string{"A", ClassPanic}, []string{"A", ClassPanic}, []string{"A"}},
 		{"nil tree: as sent, nothing recorded", nil, []string{"A", "B"}, []string{"A", "B"}, nil},
 		{"a cycle is walked once", NewClassTree(map[string]string{"A": "B", "B": "A"}), []string{"A"}, []string{"A", "B"}, nil},
 		{"an unknown parent ends the walk", NewClassTree(map[string]string{"A": "Gone"}), []string{"A"}, []string{"A", "Gone"}, nil},

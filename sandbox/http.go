@@ -11,11 +11,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -68,7 +68,7 @@ func (s *Sandbox) hostHTTP(ctx context.Context, cs *callState, raw []byte) abi.R
 		if resp.StatusCode == http.StatusTooManyRequests {
 			cs.observed.HTTP429 = true
 		}
-		if d := retryAfter(resp.Header.Get("Retry-After"), time.Now()); d > cs.observed.RetryAfter {
+		if d := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > cs.observed.RetryAfter {
 			cs.observed.RetryAfter = d
 		}
 	}
@@ -100,18 +100,4 @@ func allowed(hosts []string, u *url.URL) bool {
 		}
 	}
 	return false
-}
-
-// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

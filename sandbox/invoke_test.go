@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -78,11 +79,15 @@ func TestShipmentNotifierOutcomes(t *testing.T) {
 		wantFKind   abi.FailureKind
 		wantAfterMs uint64
 		want429     bool
+		wantWait    time.Duration // the Retry-After the host observed
 	}{
-		{"notified", 202, nil, Success, nil, 0, 0, false},
-		{"unknown buyer", 404, nil, GuestFailure, []string{"UnknownBuyer", "Notification"}, abi.KindUnspecified, 0, false},
-		{"service error", 503, nil, GuestFailure, []string{"Notification"}, abi.KindUnspecified, 0, false},
-		{"busy with Retry-After", 429, http.Header{"Retry-After": {"2"}}, GuestFailure, []string{"Notification"}, abi.KindBackpressure, 2000, true},
+		{"notified", 202, nil, Success, nil, 0, 0, false, 0},
+		{"unknown buyer", 404, nil, GuestFailure, []string{"UnknownBuyer", "Notification"}, abi.KindUnspecified, 0, false, 0},
+		{"service error", 503, nil, GuestFailure, []string{"Notification"}, abi.KindUnspecified, 0, false, 0},
+		{"busy with Retry-After", 429, http.Header{"Retry-After": {"2"}}, GuestFailure, []string{"Notification"}, abi.KindBackpressure, 2000, true, 2 * time.Second},
+		// Too large for a Duration: the guest cannot read it, the host caps it.
+		{"busy with a huge Retry-After", 429, http.Header{"Retry-After": {"99999999999999999999"}}, GuestFailure, []string{"Notification"}, abi.KindBackpressure, 0, true, retry.MaxRetryAfter},
+		{"busy with a Retry-After date in 9999", 429, http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, GuestFailure, []string{"Notification"}, abi.KindBackpressure, 0, true, retry.MaxRetryAfter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +102,7 @@ func TestShipmentNotifierOutcomes(t *testing.T) {
 			if !slices.Equal(o.Failure.Classes, tt.wantClasses) || o.Failure.Kind != tt.wantFKind || o.Failure.RetryAfterMillis != tt.wantAfterMs {
 				t.Errorf("failure = %+v", o.Failure)
 			}
-			if o.Observed.HTTP429 != tt.want429 {
+			if o.Observed.HTTP429 != tt.want429 || o.Observed.RetryAfter != tt.wantWait {
 				t.Errorf("observed = %+v", o.Observed)
 			}
 			svc.mu.Lock()
@@ -126,7 +131,7 @@ func TestShipmentNotifierConnectionRefusedIsSystemic(t *testing.T) {
 	if o.Kind != GuestFailure || o.Failure.Kind != abi.KindSystemic || !o.Observed.ConnRefused {
 		t.Fatalf("outcome %v failure %+v observed %+v", o.Kind, o.Failure, o.Observed)
 	}
-	if !slices.Equal(o.Failure.Classes, []string{"berth.ConnectionRefused", "berth.HostError"}) {
+	if !slices.Equal(o.Failure.Classes, []string{retry.ClassConnectionRefused, retry.ClassHostError}) {
 		t.Errorf("classes = %v", o.Failure.Classes)
 	}
 }
@@ -138,7 +143,7 @@ func TestOutboundHostNotAllowed(t *testing.T) {
 	defer srv.Close()
 	m := load(t, s, "samples/shipment-notifier", ModuleConfig{Config: map[string]string{"notifications-url": srv.URL}})
 	o := m.Invoke(context.Background(), shipped("order-3", "buyer-7", 1), 5*time.Second)
-	if o.Kind != GuestFailure || o.Failure.Classes[0] != "berth.OutboundDenied" || !strings.Contains(o.Failure.Message, "not in the module's allowed hosts") {
+	if o.Kind != GuestFailure || o.Failure.Classes[0] != retry.ClassOutboundDenied || !strings.Contains(o.Failure.Message, "not in the module's allowed hosts") {
 		t.Fatalf("outcome %v failure %+v", o.Kind, o.Failure)
 	}
 	if len(svc.requests) != 0 {

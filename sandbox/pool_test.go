@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -147,7 +148,7 @@ func TestOutboundResponseIsCapped(t *testing.T) {
 	s := newSandbox(t, Config{MaxResponseBytes: 32 << 10})
 	m := notifierModule(t, s, srv.URL)
 	o := m.Invoke(context.Background(), shipped("order-9", "buyer-1", 1), 5*time.Second)
-	if o.Kind != GuestFailure || o.Failure.Classes[0] != "berth.HostError" || !strings.Contains(o.Failure.Message, "exceeds 32768 bytes") {
+	if o.Kind != GuestFailure || o.Failure.Classes[0] != retry.ClassHostError || !strings.Contains(o.Failure.Message, "exceeds 32768 bytes") {
 		t.Fatalf("%v %+v", o.Kind, o.Failure)
 	}
 }

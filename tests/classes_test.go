@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/retry"
 )
 
 // Built on first use.
@@ -113,7 +114,7 @@ func TestDeclaredClassTreeThroughHost(t *testing.T) {
 		{"bad-message", `failure message "oops\xfe\xff" is not valid UTF-8`},
 	} {
 		rec, raw := h.waitJobParked(t, tc.id)
-		if rec.Attempts != 3 || !slices.Equal(rec.Error.Classes, []string{"berth.Trap"}) || rec.Error.Kind != "trap" ||
+		if rec.Attempts != 3 || !slices.Equal(rec.Error.Classes, []string{retry.ClassTrap}) || rec.Error.Kind != "trap" ||
 			!strings.Contains(rec.Error.Message, "result that does not decode") || !strings.Contains(rec.Error.Message, tc.want) {
 			t.Errorf("%s: %s; want an invalid result (berth.Trap, 3 attempts) whose message says %s", tc.id, raw, tc.want)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/retry"
 )
 
 // misbehavingGuest is samples/misbehaving compiled to wasm, built once.
@@ -109,7 +110,7 @@ initial-backoff = "10ms"
 		r.JSON(t, &rec)
 		return true
 	})
-	if len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != "berth.MemoryExceeded" || rec.Attempts != 2 {
+	if len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != retry.ClassMemoryExceeded || rec.Attempts != 2 {
 		t.Errorf("parked record: classes %v after %d attempts, want berth.MemoryExceeded after 2", rec.Error.Classes, rec.Attempts)
 	}
 	if got := closed("failed"); got < 2 {

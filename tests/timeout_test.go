@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger/webhook"
+	"github.com/berthhq/berth/retry"
 )
 
 var misbehavingWasm = sync.OnceValues(func() ([]byte, error) { return testbuild.Bytes("samples/misbehaving") })
@@ -75,7 +76,7 @@ func (h *hostProc) waitTimeoutRecord(t *testing.T, sub, typ, id string) timeoutR
 // attempts, each recorded as berth.Timeout.
 func checkTimeout(t *testing.T, what string, rec timeoutRecord, attempts int) {
 	t.Helper()
-	if !slices.Equal(rec.Error.Classes, []string{"berth.Timeout"}) || rec.Error.Kind != "timeout" || rec.Attempts != attempts {
+	if !slices.Equal(rec.Error.Classes, []string{retry.ClassTimeout}) || rec.Error.Kind != "timeout" || rec.Attempts != attempts {
 		t.Errorf("%s: record error %+v after %d attempts, want berth.Timeout after %d", what, rec.Error, rec.Attempts, attempts)
 	}
 	n := 0
@@ -86,7 +87,7 @@ func checkTimeout(t *testing.T, what string, rec timeoutRecord, attempts int) {
 		if e.Action == "attempt" {
 			n++
 		}
-		if e.Error == nil || !slices.Equal(e.Error.Classes, []string{"berth.Timeout"}) || e.Error.Kind != "timeout" {
+		if e.Error == nil || !slices.Equal(e.Error.Classes, []string{retry.ClassTimeout}) || e.Error.Kind != "timeout" {
 			t.Errorf("%s: history entry %s with error %+v, want berth.Timeout", what, e.Action, e.Error)
 		}
 	}
@@ -161,8 +162,8 @@ url = %q
 			last = e
 		}
 	}
-	if retried.Attempts != 3 || !slices.Equal(retried.Error.Classes, []string{"berth.Timeout"}) ||
-		last.Action != "retry" || last.Error == nil || !slices.Equal(last.Error.Classes, []string{"berth.Timeout"}) {
+	if retried.Attempts != 3 || !slices.Equal(retried.Error.Classes, []string{retry.ClassTimeout}) ||
+		last.Action != "retry" || last.Error == nil || !slices.Equal(last.Error.Classes, []string{retry.ClassTimeout}) {
 		t.Errorf("after its long-horizon retry: %+v", retried)
 	}
 	checkTimeout(t, "spinner", h.waitTimeoutRecord(t, "Misbehaving.spinner", "Slow", "spin-1"), 2)
@@ -179,7 +180,7 @@ url = %q
 	})
 	mu.Lock()
 	for id, classes := range hooked {
-		if !slices.Equal(classes, []string{"berth.Timeout"}) {
+		if !slices.Equal(classes, []string{retry.ClassTimeout}) {
 			t.Errorf("webhook for %s: classes %v, want [berth.Timeout]", id, classes)
 		}
 	}

@@ -72,6 +72,8 @@ func (c *ErrorClass) Wrap(err error) error {
 }
 
 // Classes the SDK itself reports. Name them in Retry lists like any other.
+// Each is one of the host's builtin classes (wasm/abi/ABI.md, "Builtin
+// classes"); a test in the host's module keeps the names and parents in step.
 var (
 	// ClassPanic is a handler that panicked; recoverable unless listed.
 	ClassPanic = NewErrorClass("berth.Panic", nil)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
 )
 
 // Defaults applied for zero [Options] fields, and fixed limits.
@@ -33,8 +34,10 @@ const (
 	// DefaultBatchSize is how many notifications a hook reads from the
 	// outbox at once: 100.
 	DefaultBatchSize = 100
-	// MaxRetryAfter caps the delay a Retry-After header can ask for: 1h.
-	MaxRetryAfter = time.Hour
+	// MaxRetryAfter caps the delay a Retry-After header can ask for:
+	// [retry.MaxRetryAfter] (1h), the cap every Retry-After the host
+	// honours has.
+	MaxRetryAfter = retry.MaxRetryAfter
 	// CursorSubscription is the reserved pseudo-subscription under whose
 	// meta the hooks' cursors are kept (key "cursor/" + hook name). No
 	// subscription may be named so.
@@ -116,16 +119,11 @@ func (o Options) withDefaults() Options {
 }
 
 // backoff returns the wait after a delivery's failed attempt number n
-// (1-based): InitialBackoff doubled n-1 times, at most MaxBackoff.
+// (1-based): InitialBackoff doubled n-1 times, at most MaxBackoff, without
+// jitter; it is retry's backoff ([retry.Policy.Backoff]) with the hook's
+// bounds.
 func (o Options) backoff(n int) time.Duration {
-	d := o.InitialBackoff
-	for i := 1; i < n && d < o.MaxBackoff; i++ {
-		if d > math.MaxInt64/2 {
-			return o.MaxBackoff
-		}
-		d *= 2
-	}
-	return min(d, o.MaxBackoff)
+	return retry.Policy{InitialBackoff: o.InitialBackoff, MaxBackoff: o.MaxBackoff}.Backoff(n)
 }
 
 // Dispatcher delivers the ledger's outbox to the configured hooks. Create

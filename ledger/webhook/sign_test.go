@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"net/http/httptest"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -77,25 +76,6 @@ func TestBackoff(t *testing.T) {
 	}
 	if got := o.backoff(1000); got != DefaultMaxBackoff {
 		t.Errorf("backoff(1000) = %v", got)
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
-		"":                    0,
-		"0":                   0,
-		"-5":                  0,
-		"7":                   7 * time.Second,
-		" 7 ":                 7 * time.Second,
-		"x":                   0,
-		strconv.Itoa(1 << 40): MaxRetryAfter,
-		now.Add(30 * time.Second).Format("Mon, 02 Jan 2006 15:04:05 GMT"): 30 * time.Second,
-		now.Add(-time.Hour).Format("Mon, 02 Jan 2006 15:04:05 GMT"):       0,
-	} {
-		if got := parseRetryAfter(v, now); got != want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", v, got, want)
-		}
 	}
 }
 

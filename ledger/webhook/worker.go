@@ -10,11 +10,11 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
 )
 
 // Payload is the JSON body of a delivery: every field of the notification
@@ -365,29 +365,7 @@ func (w *worker) send(ctx context.Context, hook Hook, n ledger.Notification) (ti
 	}
 	var retryAfter time.Duration
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), w.d.now())
+		retryAfter = retry.ParseRetryAfter(resp.Header.Get("Retry-After"), w.d.now())
 	}
 	return retryAfter, fmt.Errorf("answered %s", resp.Status)
-}
-
-// parseRetryAfter reads a Retry-After value, delay-seconds or an HTTP date;
-// 0 when absent, malformed or not in the future.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		if s > int64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
 }
