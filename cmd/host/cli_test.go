@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/internal/testbuild"
-	"github.com/berthhq/berth/ledger"
 )
 
 // The tests drive cli in-process against a real host: TestMain builds this
@@ -253,7 +253,7 @@ func TestOperatorStory(t *testing.T) {
 			stdout: []string{"SUBSCRIPTION", "STOPPED AT", "NEXT RETRY", "Order/" + id, "retrying", "no notifications-url configured"}},
 		{name: "parked list json", args: []string{"--json", "parked", "list", "--aggregate-type", "Order", "--state", "retrying"}, check: func(t *testing.T, stdout, _ string) {
 			page := decodeJSON[struct {
-				Records []ledger.Record
+				Records []wire.ParkedRecord
 				Next    *string
 			}](t, stdout)
 			if page.Next == nil {
@@ -261,7 +261,7 @@ func TestOperatorStory(t *testing.T) {
 			}
 			for _, r := range page.Records {
 				if r.AggregateID == id {
-					if r.Attempts != 1 || r.Version != 1 || r.State != ledger.StateRetrying {
+					if r.Attempts != 1 || r.Version != 1 || r.State != wire.StateRetrying {
 						t.Errorf("record = %+v, want 1 attempt at version 1, retrying", r)
 					}
 					return
@@ -272,7 +272,7 @@ func TestOperatorStory(t *testing.T) {
 		{name: "show parked", args: []string{"parked", "show", sub, "Order", id},
 			stdout: []string{"aggregate:", "Order/" + id, "stopped at:", "version 1", "invocation key:", sub + ":Order/" + id + "@1:0", "event:", "OrderShipped", "held back:", "0 later commit(s)", "next retry:", "error classes:", "Notification", "history:", "attempt", "parked"}},
 		{name: "show parked json", args: []string{"parked", "show", sub, "Order", id, "--json"}, check: func(t *testing.T, stdout, _ string) {
-			r := decodeJSON[ledger.Record](t, stdout)
+			r := decodeJSON[wire.ParkedRecord](t, stdout)
 			if r.Subscription != sub || r.AggregateID != id || len(r.History) == 0 {
 				t.Errorf("record = %+v", r)
 			}
@@ -284,7 +284,7 @@ func TestOperatorStory(t *testing.T) {
 		{name: "skip again", args: []string{"parked", "skip", sub, "Order", id}, code: exitFailed,
 			stderr: []string{"Not Found (404)", "not parked"}},
 		{name: "skip again json", args: []string{"parked", "skip", "--json", sub, "Order", id}, code: exitFailed, check: func(t *testing.T, _, stderr string) {
-			p := decodeJSON[problem](t, stderr)
+			p := decodeJSON[wire.Problem](t, stderr)
 			if p.Status != 404 || !strings.Contains(p.Detail, "not parked") {
 				t.Errorf("problem = %+v", p)
 			}
@@ -317,7 +317,7 @@ func TestOperatorStory(t *testing.T) {
 		{name: "pause", args: []string{"subs", "pause", sub}, stdout: []string{"paused subscription " + sub, "it is now paused"}},
 		{name: "list subs paused", args: []string{"subs", "list"}, stdout: []string{"NAME", "LAG", "RETRYING", sub, "paused"}},
 		{name: "list subs json", args: []string{"subs", "list", "--json"}, check: func(t *testing.T, stdout, _ string) {
-			list := decodeJSON[struct{ Subscriptions []subView }](t, stdout)
+			list := decodeJSON[struct{ Subscriptions []wire.Subscription }](t, stdout)
 			if len(list.Subscriptions) != 1 || list.Subscriptions[0].State != "paused" {
 				t.Errorf("subscriptions = %+v", list.Subscriptions)
 			}
@@ -448,7 +448,7 @@ func TestParkedListPages(t *testing.T) {
 		{name: "table", args: []string{"parked", "list"}, stdout: []string{"Order/o-1", "Order/o-2", "operator", "recoverable: boom"}},
 		{name: "json", args: []string{"parked", "list", "--json"}, check: func(t *testing.T, stdout, _ string) {
 			page := decodeJSON[struct {
-				Records []ledger.Record
+				Records []wire.ParkedRecord
 				Next    string
 			}](t, stdout)
 			if len(page.Records) != 2 || page.Records[1].AggregateID != "o-2" || page.Next != "" {
