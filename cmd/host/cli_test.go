@@ -225,6 +225,18 @@ func decodeJSON[T any](t *testing.T, s string) T {
 	return v
 }
 
+// decodeStrict decodes s into a T, failing on a field T does not have.
+func decodeStrict[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("not a %T: %v\n%s", v, err, s)
+	}
+	return v
+}
+
 // TestOperatorStory uploads the ShipmentNotifier, parks a shipped order,
 // inspects and skips it, resumes another, and pauses the subscription; steps
 // run in order against the one host.
@@ -275,6 +287,31 @@ func TestOperatorStory(t *testing.T) {
 			r := decodeJSON[wire.ParkedRecord](t, stdout)
 			if r.Subscription != sub || r.AggregateID != id || len(r.History) == 0 {
 				t.Errorf("record = %+v", r)
+			}
+		}},
+		// What the host answers decodes into the API's own types with no
+		// field left over: the CLI and the host share one description.
+		{name: "answers are wire types", args: []string{"parked", "show", sub, "Order", id, "--json"}, check: func(t *testing.T, stdout, _ string) {
+			d := decodeStrict[wire.ParkedRecordDetail](t, stdout)
+			if d.AggregateID != id || d.InvocationKey != sub+":Order/"+id+"@1:0" || d.Event == nil || d.Event.Type != "OrderShipped" ||
+				d.Error.Class == "" || d.Error.Reason == "" || len(d.History) == 0 {
+				t.Errorf("detail = %+v", d)
+			}
+			for _, c := range []struct {
+				args   []string
+				decode func(*testing.T, string)
+			}{
+				{[]string{"parked", "list"}, func(t *testing.T, s string) { decodeStrict[wire.ParkedPage](t, s) }},
+				{[]string{"subs", "list"}, func(t *testing.T, s string) { decodeStrict[wire.SubscriptionList](t, s) }},
+				{[]string{"subs", "show", sub}, func(t *testing.T, s string) { decodeStrict[wire.Subscription](t, s) }},
+				{[]string{"modules", "list"}, func(t *testing.T, s string) { decodeStrict[wire.ModuleList](t, s) }},
+				{[]string{"modules", "show", "shipment-notifier"}, func(t *testing.T, s string) { decodeStrict[wire.ModuleInfo](t, s) }},
+			} {
+				code, out, errs := runCLI("", append(c.args, "--json")...)
+				if code != exitOK {
+					t.Fatalf("host %s --json: exit %d\n%s", strings.Join(c.args, " "), code, errs)
+				}
+				c.decode(t, out)
 			}
 		}},
 		{name: "show sub", args: []string{"subs", "show", sub},
@@ -358,6 +395,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "append bad JSON", args: []string{"events", "append", "--type", "A", "--id", "x", "T={bad"}, code: exitUsage, stderr: []string{"not valid JSON"}},
 		{name: "append empty type", args: []string{"events", "append", "--type", "A", "--id", "x", "={}"}, code: exitUsage, stderr: []string{"event type is empty"}},
 		{name: "append bad expected version", args: []string{"events", "append", "--type", "A", "--id", "x", "--expected-version", "-2", "T={}"}, code: exitUsage, stderr: []string{"invalid value"}},
+		{name: "expected version out of range", args: []string{"events", "append", "--type", "A", "--id", "x", "--expected-version", "9223372036854775808", "T={}"}, code: exitUsage, stderr: []string{"--expected-version 9223372036854775808 is out of range"}},
 		{name: "file and flags", args: []string{"events", "append", "--file", "f.json", "--type", "A"}, code: exitUsage, stderr: []string{"--file holds the whole request"}},
 		{name: "missing file", args: []string{"events", "append", "--file", "/nonexistent/events.json"}, code: exitUsage, stderr: []string{"no such file"}},
 		{name: "missing module file", args: []string{"modules", "push", "m", "/nonexistent/m.wasm"}, code: exitUsage, stderr: []string{"no such file"}},
