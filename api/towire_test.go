@@ -3,10 +3,14 @@ package api
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/registry"
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/subscription"
 )
 
 // fullRecord is a ledger record with every field set, its history entries'
@@ -106,5 +110,72 @@ func TestWireRecordGolden(t *testing.T) {
 				t.Errorf("wire JSON\n got %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWireSubscriptionGolden: a subscription's status answers with the JSON
+// it always had; the list leaves out the partitions running idle.
+func TestWireSubscriptionGolden(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 8, 30, 0, 0, time.UTC)
+	src := map[string]retry.Source{}
+	for _, k := range []string{retry.KeyMaxAttempts, retry.KeyInitialBackoff, retry.KeyMaxBackoff, retry.KeyTimeout,
+		retry.KeyUnrecoverable, retry.KeyRecoverable, retry.KeyBackpressureAttempts} {
+		src[k] = retry.SourceDefault
+	}
+	src[retry.KeyMaxAttempts] = retry.SourceOverride
+	st := subscription.Status{Name: "P.h", State: subscription.StateRunning, Checkpoint: 5, DurableCheckpoint: 4, Head: 9, Lag: 5,
+		Parked: map[ledger.State]int{ledger.StateWaiting: 2},
+		Partitions: []subscription.PartitionStatus{
+			{Index: 0, State: subscription.StateRunning, Concurrency: 4, MaxConcurrency: 4},
+			{Index: 1, State: subscription.StateSystemicPaused, PausedSince: t0, PauseReason: "outage", NextProbe: t0.Add(time.Minute),
+				FailedProbes: 2, Concurrency: 1, MaxConcurrency: 4, Active: 1, Waiting: 3, Held: 1},
+		},
+		Policy: retry.Policy{MaxAttempts: 3, InitialBackoff: time.Second, MaxBackoff: time.Minute, Timeout: 5 * time.Second,
+			Recoverable: []string{"Flaky"}, BackpressureAttempts: 7, Sources: src},
+		ParkedSettings: retry.ParkedSettings{MaxRetries: 10, FirstDelay: 3 * time.Minute, MaxDelay: time.Hour, Timeout: 2 * time.Minute,
+			RetryUnrecoverable: retry.SwitchOn}}
+	const head = `{"name":"P.h","module":"notifier","state":"running","checkpoint":5,"durableCheckpoint":4,"head":9,"lag":5,` +
+		`"parked":{"waiting":2},"partitions":[`
+	const idle = `{"index":0,"state":"running","concurrency":4,"active":0,"held":0},`
+	const paused = `{"index":1,"state":"systemic-paused","pauseReason":"outage","pausedSince":"2026-12-03T08:30:00Z",` +
+		`"nextProbe":"2026-12-03T08:31:00Z","failedProbes":2,"concurrency":1,"active":1,"held":1}`
+	const tail = `],"retry":{"backpressure-attempts":{"value":7,"source":"default"},"initial-backoff":{"value":"1s","source":"default"},` +
+		`"max-attempts":{"value":3,"source":"override"},"max-backoff":{"value":"1m0s","source":"default"},` +
+		`"recoverable":{"value":["Flaky"],"source":"default"},"timeout":{"value":"5s","source":"default"},` +
+		`"unrecoverable":{"value":[],"source":"default"}},"parkedRetries":{"maxRetries":10,"firstDelay":"3m0s",` +
+		`"maxDelay":"1h0m0s","timeout":"2m0s","retryUnrecoverable":true}}`
+	for _, tt := range []struct {
+		detail bool
+		want   string
+	}{{true, head + idle + paused + tail}, {false, head + paused + tail}} {
+		got, err := json.Marshal(toWireSubscription(st, "notifier", tt.detail))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("detail %v:\n got %s\nwant %s", tt.detail, got, tt.want)
+		}
+	}
+	// No parked aggregates is {} (not null), no module and no partitions are left out.
+	got, _ := json.Marshal(toWireSubscription(subscription.Status{Name: "P.h", State: subscription.StatePaused}, "", true))
+	if want := `{"name":"P.h","state":"paused","checkpoint":0,"durableCheckpoint":0,"head":0,"lag":0,"parked":{},"retry":`; !strings.HasPrefix(string(got), want) {
+		t.Errorf("empty status:\n got %s\nwant %s…", got, want)
+	}
+}
+
+// TestWireModuleGolden: a module answers with the JSON it always had.
+func TestWireModuleGolden(t *testing.T) {
+	info := registry.Info{Name: "m", SHA256: strings.Repeat("ab", 32), Size: 1234, Uploaded: time.Date(2026, 12, 3, 8, 30, 0, 5, time.UTC),
+		Processor: "P", Kind: "saga", Start: "end", Subscriptions: []string{"P.h"}, DeadlineGuard: "loopguard",
+		Handlers: []registry.HandlerInfo{{Name: "h", EventTypes: []string{"A", "B"}, Subscription: "P.h"}, {Name: "onRejected"}}}
+	want := `{"name":"m","sha256":"` + strings.Repeat("ab", 32) + `","size":1234,"uploaded":"2026-12-03T08:30:00.000000005Z",` +
+		`"processor":"P","kind":"saga","start":"end","handlers":[{"name":"h","eventTypes":["A","B"],"subscription":"P.h"},` +
+		`{"name":"onRejected","eventTypes":null}],"subscriptions":["P.h"],"deadlineGuard":"loopguard"}`
+	got, err := json.Marshal(toWireModule(info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
 	}
 }
