@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/retry"
@@ -177,5 +178,28 @@ func TestWireModuleGolden(t *testing.T) {
 	}
 	if string(got) != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestWireStatesFromLedger: each state and wait reason the ledger stores
+// becomes the API's value of the same meaning.
+func TestWireStatesFromLedger(t *testing.T) {
+	tests := []struct {
+		state       ledger.State
+		wait        string
+		wantState   string
+		wantWaiting string
+	}{
+		{ledger.StateRetrying, "", wire.StateRetrying, ""},
+		{ledger.StateWaiting, ledger.WaitUnrecoverable, wire.StateWaiting, wire.WaitUnrecoverable},
+		{ledger.StateWaiting, ledger.WaitRetriesSpent, wire.StateWaiting, wire.WaitRetriesSpent},
+		{ledger.StateWaiting, ledger.WaitNoRetries, wire.StateWaiting, wire.WaitNoRetries},
+		{ledger.StateResuming, "", wire.StateResuming, ""},
+	}
+	for _, tt := range tests {
+		got := toWireRecord(&ledger.Record{State: tt.state, WaitReason: tt.wait})
+		if got.State != tt.wantState || got.WaitReason != tt.wantWaiting {
+			t.Errorf("ledger %s/%s: wire %s/%s, want %s/%s", tt.state, tt.wait, got.State, got.WaitReason, tt.wantState, tt.wantWaiting)
+		}
 	}
 }
