@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/subscription"
 	"github.com/labstack/echo/v4"
@@ -50,15 +51,15 @@ func TestOddIDsAddressable(t *testing.T) {
 	parked := "/v1/subscriptions/" + strings.ReplaceAll(notifierSub, ".", "%2E") + "/parked/Order/"
 	for i, id := range oddIDs {
 		var ev struct {
-			Commits []commitJSON `json:"commits"`
+			Commits []wire.Commit `json:"commits"`
 		}
 		h.do(req{method: "GET", path: "/v1/aggregates/Order/" + esc(id) + "/events"}).json(t, &ev)
 		if len(ev.Commits) != 1 || ev.Commits[0].AggregateID != id {
 			t.Errorf("events of %q: %+v", id, ev.Commits)
 		}
-		var rec parkedDetailJSON
+		var rec wire.ParkedRecordDetail
 		h.do(req{method: "GET", path: parked + esc(id)}).json(t, &rec)
-		if rec.Record == nil || rec.AggregateID != id || rec.Event == nil {
+		if rec.Subscription == "" || rec.AggregateID != id || rec.Event == nil {
 			t.Errorf("record of %q: %+v", id, rec)
 		}
 		action := "skip"

@@ -8,57 +8,14 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/labstack/echo/v4"
 )
 
-// appendRequest is the body of POST /v1/events.
-type appendRequest struct {
-	AggregateType   string       `json:"aggregateType"`
-	AggregateID     string       `json:"aggregateId"`
-	ExpectedVersion *int64       `json:"expectedVersion,omitempty"`
-	OwnerID         string       `json:"ownerId,omitempty"`
-	Events          []eventInput `json:"events"`
-}
-
-type eventInput struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
-
-// commitJSON is a commit as the API shows it.
-type commitJSON struct {
-	Position      uint64      `json:"position"`
-	AggregateType string      `json:"aggregateType"`
-	AggregateID   string      `json:"aggregateId"`
-	Version       uint64      `json:"version"`
-	OwnerID       string      `json:"ownerId,omitempty"`
-	Time          time.Time   `json:"time"`
-	Events        []eventJSON `json:"events"`
-}
-
-type eventJSON struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
-
-func toCommitJSON(c eventlog.Commit) commitJSON {
-	out := commitJSON{Position: c.Position, AggregateType: c.AggregateType, AggregateID: c.AggregateID,
-		Version: c.Version, OwnerID: c.OwnerID, Time: c.Time, Events: make([]eventJSON, len(c.Events))}
-	for i, e := range c.Events {
-		data := json.RawMessage(e.Payload)
-		if len(data) == 0 {
-			data = json.RawMessage("null")
-		}
-		out.Events[i] = eventJSON{Type: e.Type, Data: data}
-	}
-	return out
-}
-
 func (s *Server) appendEvents(c echo.Context) error {
-	var req appendRequest
+	var req wire.AppendRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -100,10 +57,8 @@ func (s *Server) appendEvents(c echo.Context) error {
 		return err
 	}
 	s.deps.Metrics.eventsAppended.Add(float64(len(commit.Events)))
-	return c.JSON(http.StatusCreated, map[string]any{
-		"aggregateType": commit.AggregateType, "aggregateId": commit.AggregateID,
-		"version": commit.Version, "position": commit.Position,
-	})
+	return c.JSON(http.StatusCreated, wire.AppendResult{AggregateType: commit.AggregateType,
+		AggregateID: commit.AggregateID, Version: commit.Version, Position: commit.Position})
 }
 
 func (s *Server) aggregateEvents(c echo.Context) error {
@@ -132,11 +87,11 @@ func (s *Server) aggregateEvents(c echo.Context) error {
 			return notFound("aggregate %s/%s has no events", c.Param("type"), c.Param("id"))
 		}
 	}
-	out := make([]commitJSON, len(commits))
+	out := wire.CommitList{Commits: make([]wire.Commit, len(commits))}
 	for i, cm := range commits {
-		out[i] = toCommitJSON(cm)
+		out.Commits[i] = toWireCommit(cm)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"commits": out})
+	return c.JSON(http.StatusOK, out)
 }
 
 func queryLimit(c echo.Context, def, maxLimit int) (int, error) {

@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/registry"
+	"github.com/berthhq/berth/api/wire"
 )
 
 // TestModuleLifecycle: a bad upload stores nothing; PUT is 201 then 200;
@@ -16,10 +15,10 @@ import (
 func TestModuleLifecycle(t *testing.T) {
 	t.Parallel()
 	h := newHost(t, "")
-	list := func() []registry.Info {
+	list := func() []wire.ModuleInfo {
 		t.Helper()
 		r := h.do(req{method: "GET", path: "/v1/modules"})
-		var out struct{ Modules []registry.Info }
+		var out struct{ Modules []wire.ModuleInfo }
 		r.json(t, &out)
 		return out.Modules
 	}
@@ -35,7 +34,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if r.status != http.StatusCreated || r.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("first upload: %s (%s)", r, r.header.Get("Content-Type"))
 	}
-	var info registry.Info
+	var info wire.ModuleInfo
 	r.json(t, &info)
 	if info.Name != "shipment-notifier" || len(info.SHA256) != 64 || info.Processor != "ShipmentNotifier" || info.Kind == "" ||
 		!slices.Equal(info.Subscriptions, []string{notifierSub}) || len(info.Handlers) != 1 ||
@@ -50,7 +49,7 @@ func TestModuleLifecycle(t *testing.T) {
 	if got := list(); len(got) != 1 || got[0].Name != "shipment-notifier" {
 		t.Fatalf("modules: %+v", got)
 	}
-	var one registry.Info
+	var one wire.ModuleInfo
 	h.do(req{method: "GET", path: "/v1/modules/shipment-notifier"}).json(t, &one)
 	if one.SHA256 != info.SHA256 {
 		t.Errorf("GET module: %+v", one)
@@ -87,7 +86,7 @@ func TestEvents(t *testing.T) {
 	}
 	problemOf(t, h.do(req{method: "POST", path: "/v1/events", body: `{"aggregateType":"Order","aggregateId":"o-1","expectedVersion":1,"events":[{"type":"OrderShipped"}]}`}), http.StatusConflict)
 
-	var read struct{ Commits []commitJSON }
+	var read struct{ Commits []wire.Commit }
 	h.do(req{method: "GET", path: "/v1/aggregates/Order/o-1/events"}).json(t, &read)
 	if len(read.Commits) != 2 || read.Commits[0].Version != 1 || read.Commits[0].OwnerID != "b-1" || len(read.Commits[0].Events) != 2 ||
 		string(read.Commits[0].Events[0].Data) != `{"n":1}` || string(read.Commits[0].Events[1].Data) != "null" ||
@@ -119,10 +118,10 @@ func TestSubscriptionsAndParked(t *testing.T) {
 	h.waitParked("o-2")
 	sub := "/v1/subscriptions/" + notifierSub
 
-	var rec ledger.Record
+	var rec wire.ParkedRecord
 	h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}).json(t, &rec)
 	if rec.Subscription != notifierSub || rec.AggregateType != "Order" || rec.AggregateID != "o-2" || rec.Version != 1 ||
-		rec.State != ledger.StateWaiting && rec.State != ledger.StateRetrying || !slices.Contains(rec.Error.Classes, "UnknownBuyer") || len(rec.History) == 0 {
+		rec.State != wire.StateWaiting && rec.State != wire.StateRetrying || !slices.Contains(rec.Error.Classes, "UnknownBuyer") || len(rec.History) == 0 {
 		t.Errorf("parked record %+v", rec)
 	}
 	metrics := string(h.do(req{method: "GET", path: "/metrics"}).body)
@@ -138,7 +137,7 @@ func TestSubscriptionsAndParked(t *testing.T) {
 	}
 
 	var page struct {
-		Records []ledger.Record
+		Records []wire.ParkedRecord
 		Next    string
 	}
 	for _, q := range []string{"", "?subscription=" + notifierSub, "?aggregateType=Order", "?state=" + string(rec.State), "?limit=1"} {
@@ -154,7 +153,7 @@ func TestSubscriptionsAndParked(t *testing.T) {
 		}
 	}
 
-	var st subscriptionJSON
+	var st wire.Subscription
 	h.do(req{method: "GET", path: sub}).json(t, &st)
 	if st.Name != notifierSub || st.Module != "shipment-notifier" || st.State != "running" || st.Head != 2 ||
 		st.Parked[rec.State] != 1 || len(st.Partitions) == 0 {
@@ -169,7 +168,7 @@ func TestSubscriptionsAndParked(t *testing.T) {
 	if len(st.Retry) != 7 || st.ParkedRetries.FirstDelay == "" {
 		t.Errorf("retry settings %+v, parked %+v", st.Retry, st.ParkedRetries)
 	}
-	var all struct{ Subscriptions []subscriptionJSON }
+	var all struct{ Subscriptions []wire.Subscription }
 	h.do(req{method: "GET", path: "/v1/subscriptions"}).json(t, &all)
 	if len(all.Subscriptions) != 1 || all.Subscriptions[0].Name != notifierSub {
 		t.Errorf("subscriptions %+v", all.Subscriptions)
@@ -196,13 +195,13 @@ func TestSubscriptionsAndParked(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}).json(t, &rec); rec.State == ledger.StateResuming; h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}).json(t, &rec) {
+	for h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}).json(t, &rec); rec.State == wire.StateResuming; h.do(req{method: "GET", path: sub + "/parked/Order/o-2"}).json(t, &rec) {
 		if time.Now().After(deadline) {
 			t.Fatalf("still resuming: %+v", rec)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !slices.ContainsFunc(rec.History, func(e ledger.Entry) bool {
+	if !slices.ContainsFunc(rec.History, func(e wire.HistoryEntry) bool {
 		return e.Action == "resume" && e.Actor == "local" && e.Reason == "buyer fixed"
 	}) {
 		t.Errorf("history %+v has no resume by local", rec.History)

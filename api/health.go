@@ -3,44 +3,25 @@ package api
 import (
 	"net/http"
 
+	"github.com/berthhq/berth/api/wire"
+
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/labstack/echo/v4"
 )
-
-// Health status words of GET /healthz.
-const (
-	healthOK        = "ok"
-	healthDiskLow   = "disk low"           // free space below store.min-free: writes are refused
-	healthCantWrite = "store cannot write" // the data directory was removed or cannot be read
-)
-
-// diskJSON is the data directory's state in /healthz.
-type diskJSON struct {
-	Dir      string `json:"dir"`
-	Free     int64  `json:"free"`    // bytes available; -1 when unknown
-	Reserve  int64  `json:"reserve"` // store.min-free, in bytes
-	Writable bool   `json:"writable"`
-	Error    string `json:"error,omitempty"`
-}
-
-type healthJSON struct {
-	Status string    `json:"status"`
-	Disk   *diskJSON `json:"disk,omitempty"`
-}
 
 // healthz is liveness: the process answers, 200, whatever the disk. It says
 // "disk low" or "store cannot write" when writes are refused, since
 // restarting the host would not help and reads still work.
 func (s *Server) healthz(c echo.Context) error {
-	h := healthJSON{Status: healthOK}
+	h := wire.Health{Status: wire.HealthOK}
 	if s.deps.Disk != nil {
 		st := s.deps.Disk.Status()
-		h.Disk = &diskJSON{Dir: st.Dir, Free: st.Free, Reserve: st.Reserve, Writable: st.Writable()}
+		h.Disk = &wire.DiskStatus{Dir: st.Dir, Free: st.Free, Reserve: st.Reserve, Writable: st.Writable()}
 		switch {
 		case st.Err != nil:
-			h.Status, h.Disk.Error = healthCantWrite, st.Err.Error()
+			h.Status, h.Disk.Error = wire.HealthCannotWrite, st.Err.Error()
 		case st.Low():
-			h.Status = healthDiskLow
+			h.Status = wire.HealthDiskLow
 		}
 	}
 	return c.JSON(http.StatusOK, h)

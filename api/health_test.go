@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/diskspace"
@@ -73,7 +74,7 @@ func TestWritesRefusedBelowReserve(t *testing.T) {
 			t.Errorf("detail %q does not say %q", p.Detail, want)
 		}
 	}
-	var events struct{ Commits []commitJSON }
+	var events wire.CommitList
 	r := h.do(req{method: "GET", path: "/v1/aggregates/Order/o-1/events"})
 	if r.status != http.StatusOK {
 		t.Fatalf("read below the reserve: %s", r)
@@ -82,7 +83,7 @@ func TestWritesRefusedBelowReserve(t *testing.T) {
 	if len(events.Commits) != 1 {
 		t.Errorf("%d commits after a refused append, want 1", len(events.Commits))
 	}
-	var health healthJSON
+	var health wire.Health
 	r = h.do(req{method: "GET", path: "/healthz"})
 	r.json(t, &health)
 	if r.status != http.StatusOK || health.Status != "disk low" || health.Disk == nil || health.Disk.Writable ||
@@ -124,7 +125,7 @@ func TestWritesRefusedWhenDataDirectoryRemoved(t *testing.T) {
 	if p.Type != "https://berth.dev/problems/store-unavailable" || !strings.Contains(p.Detail, events) {
 		t.Errorf("append with the data directory removed: %+v", p)
 	}
-	var health healthJSON
+	var health wire.Health
 	r := h.do(req{method: "GET", path: "/healthz"})
 	r.json(t, &health)
 	if r.status != http.StatusOK || health.Status != "store cannot write" || health.Disk.Error == "" {

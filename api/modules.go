@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/labstack/echo/v4"
@@ -41,11 +42,15 @@ func (s *Server) putModule(c echo.Context) error {
 	if created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, info)
+	return c.JSON(status, toWireModule(info))
 }
 
 func (s *Server) listModules(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"modules": s.deps.Modules.List()})
+	list := wire.ModuleList{Modules: mapSlice(s.deps.Modules.List(), toWireModule)}
+	if list.Modules == nil {
+		list.Modules = []wire.ModuleInfo{}
+	}
+	return c.JSON(http.StatusOK, list)
 }
 
 func (s *Server) getModule(c echo.Context) error {
@@ -53,7 +58,7 @@ func (s *Server) getModule(c echo.Context) error {
 	if !ok {
 		return notFound("no module named %q", c.Param("name"))
 	}
-	return c.JSON(http.StatusOK, info)
+	return c.JSON(http.StatusOK, toWireModule(info))
 }
 
 func (s *Server) deleteModule(c echo.Context) error {

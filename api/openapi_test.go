@@ -13,9 +13,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -298,36 +298,12 @@ func serveRecovered(s *Server, r req) (resp response) {
 }
 
 // TestOpenAPISchemasMatchTypes compares the document's schemas with the Go
-// types behind them: the same JSON properties, and (for answers) required
-// exactly when the field is always encoded.
+// types behind them (package wire): the same JSON properties, and (for
+// answers) required exactly when the field is always encoded.
 func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	doc := openapiMap(t)
 	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
-	tests := []struct {
-		schema  string
-		typ     any
-		request bool // request schemas say what is required by meaning
-	}{
-		{"Problem", Problem{}, false},
-		{"ModuleInfo", registry.Info{}, false},
-		{"HandlerInfo", registry.HandlerInfo{}, false},
-		{"AppendRequest", appendRequest{}, true},
-		{"EventInput", eventInput{}, true},
-		{"Commit", commitJSON{}, false},
-		{"Event", eventJSON{}, false},
-		{"Subscription", subscriptionJSON{}, false},
-		{"Partition", partitionJSON{}, false},
-		{"RetrySetting", settingJSON{}, false},
-		{"ParkedSettings", parkedJSON{}, false},
-		{"ResetRequest", resetRequest{}, true},
-		{"OperatorRequest", operatorRequest{}, true},
-		{"ParkedRecord", ledger.Record{}, false},
-		{"ParkedRecordDetail", parkedDetailJSON{}, false},
-		{"ErrorInfo", ledger.ErrorInfo{}, false},
-		{"HistoryEntry", ledger.Entry{}, false},
-		{"ProjectionPage", projectionPageJSON{}, false},
-		{"ProjectionEntry", projectionEntryJSON{}, false},
-	}
+	tests := wireSchemas
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
 			sch, ok := schemas[tt.schema].(map[string]any)
@@ -359,7 +335,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		t.Errorf("RetrySettings %v, want the retry keys %v", got, keys)
 	}
 	states := asSlice(schemas["ParkedRecord"].(map[string]any)["properties"].(map[string]any)["state"].(map[string]any)["enum"])
-	if fmt.Sprint(states) != fmt.Sprint([]ledger.State{ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming}) {
+	if fmt.Sprint(states) != fmt.Sprint([]ledger.State{ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming}) ||
+		fmt.Sprint(states) != fmt.Sprint(wire.ParkedStates()) {
 		t.Errorf("parked states %v", states)
 	}
 }

@@ -6,23 +6,15 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/labstack/echo/v4"
 )
 
 // Problem is an RFC 9457 problem document, the body of every error answer
-// (Content-Type application/problem+json).
-type Problem struct {
-	Type   string `json:"type"`             // a URI naming the kind of problem, under https://berth.dev/problems/
-	Title  string `json:"title"`            // the kind of problem, in words
-	Status int    `json:"status"`           // the HTTP status
-	Detail string `json:"detail,omitempty"` // what is wrong, naming the input
-	// Field names the request field at fault, when there is one.
-	Field string `json:"field,omitempty"`
-}
-
-// Error makes a Problem usable as an error returned from a handler.
-func (p *Problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail) }
+// (Content-Type application/problem+json). It is the API's own type
+// (wire.Problem), so a handler returns the very document a client decodes.
+type Problem = wire.Problem
 
 func problem(status int, kind, detail string) *Problem {
 	return &Problem{Type: "https://berth.dev/problems/" + kind, Title: http.StatusText(status), Status: status, Detail: detail}

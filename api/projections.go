@@ -6,23 +6,10 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/ledger"
 	"github.com/labstack/echo/v4"
 )
-
-// projectionEntryJSON is one key of a projection's read model in a listing:
-// a value that is JSON is inlined as value, any other as base64.
-type projectionEntryJSON struct {
-	Key    string          `json:"key"`
-	Value  json.RawMessage `json:"value,omitempty"`  // the value, when it is JSON
-	Base64 string          `json:"base64,omitempty"` // the value, when it is not JSON (standard base64)
-}
-
-// projectionPageJSON is a page of a read model.
-type projectionPageJSON struct {
-	Entries []projectionEntryJSON `json:"entries"`
-	Next    string                `json:"next"` // the after of the next page; "" at the end
-}
 
 // projectionSub returns the subscription of the request, 404 unless a
 // deployed projection serves it.
@@ -79,9 +66,9 @@ func (s *Server) listProjection(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := projectionPageJSON{Entries: make([]projectionEntryJSON, 0, len(entries)), Next: next}
+	page := wire.ProjectionPage{Entries: make([]wire.ProjectionEntry, 0, len(entries)), Next: next}
 	for _, e := range entries {
-		ej := projectionEntryJSON{Key: e.Key}
+		ej := wire.ProjectionEntry{Key: e.Key}
 		if json.Valid(e.Value) {
 			ej.Value = e.Value
 		} else {

@@ -8,97 +8,21 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/subscription"
 	"github.com/labstack/echo/v4"
 )
 
-// subscriptionJSON is a subscription as the API shows it.
-type subscriptionJSON struct {
-	Name              string                 `json:"name"`
-	Module            string                 `json:"module,omitempty"`
-	State             string                 `json:"state"`
-	Checkpoint        uint64                 `json:"checkpoint"`
-	DurableCheckpoint uint64                 `json:"durableCheckpoint"`
-	Head              uint64                 `json:"head"`
-	Lag               uint64                 `json:"lag"`
-	Parked            map[ledger.State]int   `json:"parked"`
-	Partitions        []partitionJSON        `json:"partitions,omitempty"`
-	Retry             map[string]settingJSON `json:"retry"`
-	ParkedRetries     parkedJSON             `json:"parkedRetries"`
-}
-
-type partitionJSON struct {
-	Index        int       `json:"index"`
-	State        string    `json:"state"`
-	PauseReason  string    `json:"pauseReason,omitempty"`
-	PausedSince  time.Time `json:"pausedSince,omitzero"`
-	NextProbe    time.Time `json:"nextProbe,omitzero"`
-	FailedProbes int       `json:"failedProbes,omitempty"`
-	Concurrency  int       `json:"concurrency"`
-	Active       int       `json:"active"`
-	Held         int       `json:"held"`
-}
-
-// settingJSON is one effective retry setting and the layer it came from.
-type settingJSON struct {
-	Value  any          `json:"value"`
-	Source retry.Source `json:"source"`
-}
-
-type parkedJSON struct {
-	MaxRetries int    `json:"maxRetries"`
-	FirstDelay string `json:"firstDelay"`
-	MaxDelay   string `json:"maxDelay"`
-	Timeout    string `json:"timeout"`
-	// RetryUnrecoverable is subscription.parked.retry-unrecoverable in effect.
-	RetryUnrecoverable bool `json:"retryUnrecoverable"`
-}
-
-func (s *Server) subscriptionJSON(st subscription.Status, detail bool) subscriptionJSON {
-	p := st.Policy
-	out := subscriptionJSON{
-		Name: st.Name, Module: s.deps.Modules.ModuleOf(st.Name), State: st.State, Checkpoint: st.Checkpoint,
-		DurableCheckpoint: st.DurableCheckpoint, Head: st.Head, Lag: st.Lag, Parked: st.Parked,
-		Retry: map[string]settingJSON{
-			retry.KeyMaxAttempts:          {p.MaxAttempts, p.Sources[retry.KeyMaxAttempts]},
-			retry.KeyInitialBackoff:       {p.InitialBackoff.String(), p.Sources[retry.KeyInitialBackoff]},
-			retry.KeyMaxBackoff:           {p.MaxBackoff.String(), p.Sources[retry.KeyMaxBackoff]},
-			retry.KeyTimeout:              {p.Timeout.String(), p.Sources[retry.KeyTimeout]},
-			retry.KeyUnrecoverable:        {nonNil(p.Unrecoverable), p.Sources[retry.KeyUnrecoverable]},
-			retry.KeyRecoverable:          {nonNil(p.Recoverable), p.Sources[retry.KeyRecoverable]},
-			retry.KeyBackpressureAttempts: {p.BackpressureAttempts, p.Sources[retry.KeyBackpressureAttempts]},
-		},
-		ParkedRetries: parkedJSON{MaxRetries: st.ParkedSettings.MaxRetries, FirstDelay: st.ParkedSettings.FirstDelay.String(),
-			MaxDelay: st.ParkedSettings.MaxDelay.String(), Timeout: st.ParkedSettings.Timeout.String(),
-			RetryUnrecoverable: st.ParkedSettings.RetriesUnrecoverable()},
-	}
-	if out.Parked == nil {
-		out.Parked = map[ledger.State]int{}
-	}
-	for _, ps := range st.Partitions {
-		if !detail && ps.State == subscription.StateRunning && ps.Active == 0 && ps.Held == 0 {
-			continue
-		}
-		out.Partitions = append(out.Partitions, partitionJSON{Index: ps.Index, State: ps.State, PauseReason: ps.PauseReason,
-			PausedSince: ps.PausedSince, NextProbe: ps.NextProbe, FailedProbes: ps.FailedProbes,
-			Concurrency: ps.Concurrency, Active: ps.Active, Held: ps.Held})
-	}
-	return out
-}
-
-func nonNil(ss []string) []string {
-	if ss == nil {
-		return []string{}
-	}
-	return ss
+// subscriptionJSON is the subscription of st as the API shows it.
+func (s *Server) subscriptionJSON(st subscription.Status, detail bool) wire.Subscription {
+	return toWireSubscription(st, s.deps.Modules.ModuleOf(st.Name), detail)
 }
 
 func (s *Server) listSubscriptions(c echo.Context) error {
 	names := s.deps.Engine.Subscriptions()
 	sort.Strings(names)
-	out := make([]subscriptionJSON, 0, len(names))
+	out := make([]wire.Subscription, 0, len(names))
 	for _, name := range names {
 		st, err := s.deps.Engine.Status(c.Request().Context(), name)
 		if err != nil {
@@ -106,7 +30,7 @@ func (s *Server) listSubscriptions(c echo.Context) error {
 		}
 		out = append(out, s.subscriptionJSON(st, false))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"subscriptions": out})
+	return c.JSON(http.StatusOK, wire.SubscriptionList{Subscriptions: out})
 }
 
 func (s *Server) getSubscription(c echo.Context) error {
@@ -131,12 +55,8 @@ func (s *Server) unpauseSubscription(c echo.Context) error {
 	return s.getSubscription(c)
 }
 
-type resetRequest struct {
-	Position *uint64 `json:"position"`
-}
-
 func (s *Server) resetSubscription(c echo.Context) error {
-	var req resetRequest
+	var req wire.ResetRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -194,19 +114,11 @@ func (s *Server) listParked(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if records == nil {
-		records = []*ledger.Record{}
+	page := wire.ParkedPage{Records: make([]wire.ParkedRecord, len(records)), Next: next}
+	for i, r := range records {
+		page.Records[i] = toWireRecord(r)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"records": records, "next": next})
-}
-
-// parkedDetailJSON is a ledger record with what an operator needs to decide
-// between resume and skip: the event it stopped at, as appended, and how
-// many later commits of the aggregate it holds back.
-type parkedDetailJSON struct {
-	*ledger.Record
-	Event       *eventJSON `json:"event,omitempty"` // absent if the log no longer has it
-	HeldCommits uint64     `json:"heldCommits"`
+	return c.JSON(http.StatusOK, page)
 }
 
 func (s *Server) getParked(c echo.Context) error {
@@ -215,13 +127,16 @@ func (s *Server) getParked(c echo.Context) error {
 	if err != nil {
 		return engineError(err)
 	}
-	out := parkedDetailJSON{Record: rec}
+	// With the record, what an operator needs to decide between resume and
+	// skip: the event it stopped at, as appended (absent if the log no
+	// longer has it), and how many later commits of the aggregate it holds.
+	out := wire.ParkedRecordDetail{ParkedRecord: toWireRecord(rec)}
 	commits, err := s.deps.Log.ReadAggregate(ctx, rec.AggregateType, rec.AggregateID, rec.Version, 1)
 	if err != nil {
 		return err
 	}
 	if len(commits) == 1 && commits[0].Version == rec.Version && int(rec.Index) < len(commits[0].Events) {
-		ev := toCommitJSON(commits[0]).Events[rec.Index]
+		ev := toWireCommit(commits[0]).Events[rec.Index]
 		out.Event = &ev
 	}
 	current, err := s.deps.Log.Version(ctx, rec.AggregateType, rec.AggregateID)
@@ -238,14 +153,9 @@ func (s *Server) getParked(c echo.Context) error {
 // long-horizon retry is working on.
 const operatorWait = 10 * time.Second
 
-type operatorRequest struct {
-	Reason         string `json:"reason"`
-	ThroughVersion uint64 `json:"throughVersion"`
-}
-
 // readOperatorRequest reads the optional body of resume and skip.
-func readOperatorRequest(c echo.Context) (operatorRequest, error) {
-	var req operatorRequest
+func readOperatorRequest(c echo.Context) (wire.OperatorRequest, error) {
+	var req wire.OperatorRequest
 	return req, decodeOptionalJSON(c, &req)
 }
 
@@ -266,11 +176,11 @@ func (s *Server) resumeParked(c echo.Context) error {
 		// Resuming is repeatable: a record already resuming is no 404.
 		if rec, perr := s.deps.Engine.Parked(ctx, c.Param("name"), c.Param("type"), c.Param("id")); errors.Is(err, subscription.ErrNotParked) &&
 			perr == nil && rec.State == ledger.StateResuming {
-			return c.JSON(http.StatusAccepted, map[string]string{"status": "resuming"})
+			return c.JSON(http.StatusAccepted, wire.Status{Status: wire.StatusResuming})
 		}
 		return engineError(err)
 	}
-	return c.JSON(http.StatusAccepted, map[string]string{"status": "resuming"})
+	return c.JSON(http.StatusAccepted, wire.Status{Status: wire.StatusResuming})
 }
 
 func (s *Server) skipParked(c echo.Context) error {
@@ -283,5 +193,5 @@ func (s *Server) skipParked(c echo.Context) error {
 	if err := s.deps.Engine.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {
 		return engineError(err)
 	}
-	return c.JSON(http.StatusAccepted, map[string]string{"status": "skipped"})
+	return c.JSON(http.StatusAccepted, wire.Status{Status: wire.StatusSkipped})
 }

@@ -74,7 +74,10 @@ type Entry struct {
 // entry, the park itself, is always kept).
 const MaxHistory = 50
 
-// Record is one parked aggregate of one subscription.
+// Record is one parked aggregate of one subscription. Its JSON is the
+// store's format, nobody else's: the REST API answers with a type of its own
+// (api/wire's ParkedRecord, converted in package api), so a field can be
+// added, renamed or re-encoded here without a client noticing.
 type Record struct {
 	Subscription  string    `json:"subscription"`
 	AggregateType string    `json:"aggregateType"`

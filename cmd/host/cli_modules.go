@@ -3,9 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
-	"github.com/berthhq/berth/registry"
+	"github.com/berthhq/berth/api/wire"
 )
 
 func modulesPush(x *invocation, args []string) error {
@@ -21,7 +22,7 @@ func modulesPush(x *invocation, args []string) error {
 	if x.opts.json {
 		return x.printJSON(raw)
 	}
-	var info registry.Info
+	var info wire.ModuleInfo
 	if err := decode(raw, &info); err != nil {
 		return err
 	}
@@ -41,9 +42,7 @@ func modulesList(x *invocation, _ []string) error {
 	if x.opts.json {
 		return x.printJSON(raw)
 	}
-	var list struct {
-		Modules []registry.Info `json:"modules"`
-	}
+	var list wire.ModuleList
 	if err := decode(raw, &list); err != nil {
 		return err
 	}
@@ -67,14 +66,14 @@ func modulesShow(x *invocation, args []string) error {
 	if x.opts.json {
 		return x.printJSON(raw)
 	}
-	var info registry.Info
+	var info wire.ModuleInfo
 	if err := decode(raw, &info); err != nil {
 		return err
 	}
 	return showModule(x, info)
 }
 
-func showModule(x *invocation, m registry.Info) error {
+func showModule(x *invocation, m wire.ModuleInfo) error {
 	kv := newKeyValues(x.stdout)
 	kv.add("name", "%s", m.Name)
 	kv.add("processor", "%s", orDash(m.Processor))
@@ -109,20 +108,6 @@ func modulesRemove(x *invocation, args []string) error {
 	return nil
 }
 
-// appendBody is the body of POST /v1/events.
-type appendBody struct {
-	AggregateType   string      `json:"aggregateType"`
-	AggregateID     string      `json:"aggregateId"`
-	ExpectedVersion *uint64     `json:"expectedVersion,omitempty"`
-	OwnerID         string      `json:"ownerId,omitempty"`
-	Events          []eventBody `json:"events"`
-}
-
-type eventBody struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
-
 func eventsAppend(x *invocation, args []string) error {
 	o := x.opts
 	var body []byte
@@ -151,12 +136,7 @@ func eventsAppend(x *invocation, args []string) error {
 	if x.opts.json {
 		return x.printJSON(raw)
 	}
-	var res struct {
-		AggregateType string `json:"aggregateType"`
-		AggregateID   string `json:"aggregateId"`
-		Version       uint64 `json:"version"`
-		Position      uint64 `json:"position"`
-	}
+	var res wire.AppendResult
 	if err := decode(raw, &res); err != nil {
 		return err
 	}
@@ -167,8 +147,8 @@ func eventsAppend(x *invocation, args []string) error {
 
 // appendRequestFrom builds the request from the flags and EVENT_TYPE[=JSON]
 // arguments (no JSON: null data).
-func appendRequestFrom(o options, args []string) (appendBody, error) {
-	req := appendBody{AggregateType: o.aggType, AggregateID: o.aggID, OwnerID: o.owner}
+func appendRequestFrom(o options, args []string) (wire.AppendRequest, error) {
+	req := wire.AppendRequest{AggregateType: o.aggType, AggregateID: o.aggID, OwnerID: o.owner}
 	if o.aggType == "" || o.aggID == "" {
 		return req, usagef("--type and --id are required (or --file with the whole request)")
 	}
@@ -176,7 +156,10 @@ func appendRequestFrom(o options, args []string) (appendBody, error) {
 		return req, usagef("give at least one event as EVENT_TYPE=JSON")
 	}
 	if o.expectedVersion.set {
-		v := o.expectedVersion.v
+		if o.expectedVersion.v > math.MaxInt64 {
+			return req, usagef("--expected-version %d is out of range: at most %d", o.expectedVersion.v, int64(math.MaxInt64))
+		}
+		v := int64(o.expectedVersion.v)
 		req.ExpectedVersion = &v
 	}
 	for i, a := range args {
@@ -190,7 +173,7 @@ func appendRequestFrom(o options, args []string) (appendBody, error) {
 		if !json.Valid([]byte(data)) {
 			return req, usagef("event %d (%s): the data is not valid JSON: %s", i+1, typ, truncate(data, 60))
 		}
-		req.Events = append(req.Events, eventBody{Type: typ, Data: json.RawMessage(data)})
+		req.Events = append(req.Events, wire.EventInput{Type: typ, Data: json.RawMessage(data)})
 	}
 	return req, nil
 }

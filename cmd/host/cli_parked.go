@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/api/wire"
 )
 
 // parkedPage is one answer of GET /v1/parked, its records kept as sent.
@@ -18,7 +18,7 @@ type parkedPage struct {
 
 func parkedList(x *invocation, _ []string) error {
 	o := x.opts
-	if o.state != "" && !slices.Contains(parkedStates(), o.state) {
+	if o.state != "" && !slices.Contains(wire.ParkedStates(), o.state) {
 		return usagef("--state must be retrying, waiting or resuming, not %q", o.state)
 	}
 	if o.limit < 0 {
@@ -60,7 +60,7 @@ func parkedList(x *invocation, _ []string) error {
 		}
 		return x.printJSON(raw)
 	}
-	records := make([]ledger.Record, len(all.Records))
+	records := make([]wire.ParkedRecord, len(all.Records))
 	for i, r := range all.Records {
 		if err := decode(r, &records[i]); err != nil {
 			return err
@@ -86,9 +86,9 @@ func parkedList(x *invocation, _ []string) error {
 
 // nextRetry says when the next long-horizon retry runs, or what the
 // aggregate waits for.
-func (x *invocation) nextRetry(r ledger.Record) string {
+func (x *invocation) nextRetry(r wire.ParkedRecord) string {
 	switch {
-	case r.State == ledger.StateWaiting:
+	case r.State == wire.StateWaiting:
 		return "operator"
 	case r.NextRetry.IsZero():
 		return "-"
@@ -99,16 +99,16 @@ func (x *invocation) nextRetry(r ledger.Record) string {
 // waitWords says why a waiting aggregate waits for an operator.
 func waitWords(why string) string {
 	switch why {
-	case ledger.WaitUnrecoverable:
+	case wire.WaitUnrecoverable:
 		return "the failure is unrecoverable, so it waits for an operator (subscription.parked.retry-unrecoverable is off)"
-	case ledger.WaitNoRetries:
+	case wire.WaitNoRetries:
 		return "the subscription has no long-horizon retries (subscription.parked.max-retries = -1)"
 	}
 	return "its retries are spent"
 }
 
 // errorText is a failure in one line: "recoverable: message".
-func errorText(e ledger.ErrorInfo) string {
+func errorText(e wire.ErrorInfo) string {
 	msg := e.Message
 	if e.Kind != "" {
 		msg = e.Kind + ": " + msg
@@ -124,18 +124,11 @@ func parkedShow(x *invocation, args []string) error {
 	if x.opts.json {
 		return x.printJSON(raw)
 	}
-	var d struct {
-		ledger.Record
-		Event *struct {
-			Type string          `json:"type"`
-			Data json.RawMessage `json:"data"`
-		} `json:"event"`
-		HeldCommits uint64 `json:"heldCommits"`
-	}
+	var d wire.ParkedRecordDetail
 	if err := decode(raw, &d); err != nil {
 		return err
 	}
-	r := d.Record
+	r := d.ParkedRecord
 	kv := newKeyValues(x.stdout)
 	kv.add("subscription", "%s", r.Subscription)
 	kv.add("aggregate", "%s/%s", r.AggregateType, r.AggregateID)
@@ -149,7 +142,7 @@ func parkedShow(x *invocation, args []string) error {
 	kv.add("held back", "%d later commit(s)", d.HeldCommits)
 	kv.add("state", "%s", r.State)
 	switch {
-	case r.State == ledger.StateWaiting:
+	case r.State == wire.StateWaiting:
 		kv.add("next retry", "none: %s; resume or skip it", waitWords(r.WaitReason))
 	case !r.NextRetry.IsZero():
 		kv.add("next retry", "%s (%s)", timestamp(r.NextRetry), relative(r.NextRetry, x.now))
@@ -179,7 +172,7 @@ func parkedShow(x *invocation, args []string) error {
 		return nil
 	}
 	history := slices.Clone(r.History)
-	slices.SortStableFunc(history, func(a, b ledger.Entry) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(history, func(a, b wire.HistoryEntry) int { return a.Time.Compare(b.Time) })
 	fmt.Fprintln(x.stdout, "\nhistory:")
 	t := newTable(x.stdout, "  TIME", "ACTION", "ATTEMPT", "VERSION", "ACTOR", "REASON", "ERROR")
 	for _, h := range history {

@@ -6,52 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/berthhq/berth/api/wire"
 )
-
-// subView is a subscription as GET /v1/subscriptions/{name} shows it.
-type subView struct {
-	Name              string                 `json:"name"`
-	Module            string                 `json:"module"`
-	State             string                 `json:"state"`
-	Checkpoint        uint64                 `json:"checkpoint"`
-	DurableCheckpoint uint64                 `json:"durableCheckpoint"`
-	Head              uint64                 `json:"head"`
-	Lag               uint64                 `json:"lag"`
-	Parked            map[string]int         `json:"parked"`
-	Partitions        []partitionView        `json:"partitions"`
-	Retry             map[string]settingView `json:"retry"`
-	ParkedRetries     struct {
-		MaxRetries int    `json:"maxRetries"`
-		FirstDelay string `json:"firstDelay"`
-		MaxDelay   string `json:"maxDelay"`
-		Timeout    string `json:"timeout"`
-	} `json:"parkedRetries"`
-}
-
-type partitionView struct {
-	Index        int       `json:"index"`
-	State        string    `json:"state"`
-	PauseReason  string    `json:"pauseReason"`
-	PausedSince  time.Time `json:"pausedSince"`
-	NextProbe    time.Time `json:"nextProbe"`
-	FailedProbes int       `json:"failedProbes"`
-	Concurrency  int       `json:"concurrency"`
-	Active       int       `json:"active"`
-	Held         int       `json:"held"`
-}
-
-type settingView struct {
-	Value  any    `json:"value"`
-	Source string `json:"source"`
-}
-
-// parkedStates are the ledger's states, in the order an operator reads them.
-func parkedStates() []string { return []string{"retrying", "waiting", "resuming"} }
 
 // stateSummary is the subscription's state with its partitions that are not
 // running, e.g. "running (2 partitions paused)".
-func (s subView) stateSummary() string {
+func stateSummary(s wire.Subscription) string {
 	other := map[string]int{}
 	for _, p := range s.Partitions {
 		if p.State != "" && p.State != "running" && p.State != s.State {
@@ -83,9 +44,7 @@ func subsList(x *invocation, _ []string) error {
 	if x.opts.json {
 		return x.printJSON(raw)
 	}
-	var list struct {
-		Subscriptions []subView `json:"subscriptions"`
-	}
+	var list wire.SubscriptionList
 	if err := decode(raw, &list); err != nil {
 		return err
 	}
@@ -95,8 +54,8 @@ func subsList(x *invocation, _ []string) error {
 	}
 	t := newTable(x.stdout, "NAME", "MODULE", "STATE", "CHECKPOINT", "HEAD", "LAG", "RETRYING", "WAITING", "RESUMING")
 	for _, s := range list.Subscriptions {
-		t.row(s.Name, orDash(s.Module), s.stateSummary(), u(s.Checkpoint), u(s.Head), u(s.Lag),
-			strconv.Itoa(s.Parked["retrying"]), strconv.Itoa(s.Parked["waiting"]), strconv.Itoa(s.Parked["resuming"]))
+		t.row(s.Name, orDash(s.Module), stateSummary(s), u(s.Checkpoint), u(s.Head), u(s.Lag),
+			strconv.Itoa(s.Parked[wire.StateRetrying]), strconv.Itoa(s.Parked[wire.StateWaiting]), strconv.Itoa(s.Parked[wire.StateResuming]))
 	}
 	return t.flush()
 }
@@ -134,22 +93,22 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 	if x.opts.json {
 		return x.printJSON(raw)
 	}
-	var s subView
+	var s wire.Subscription
 	if err := decode(raw, &s); err != nil {
 		return err
 	}
 	if done != "" {
-		fmt.Fprintf(x.stdout, "%s: it is now %s\n\n", done, s.stateSummary())
+		fmt.Fprintf(x.stdout, "%s: it is now %s\n\n", done, stateSummary(s))
 	}
 	kv := newKeyValues(x.stdout)
 	kv.add("name", "%s", s.Name)
 	kv.add("module", "%s", orDash(s.Module))
-	kv.add("state", "%s", s.stateSummary())
+	kv.add("state", "%s", stateSummary(s))
 	kv.add("checkpoint", "%d (durable %d)", s.Checkpoint, s.DurableCheckpoint)
 	kv.add("head", "%d", s.Head)
 	kv.add("lag", "%d", s.Lag)
 	var parked []string
-	for _, st := range parkedStates() {
+	for _, st := range wire.ParkedStates() {
 		parked = append(parked, fmt.Sprintf("%d %s", s.Parked[st], st))
 	}
 	kv.add("parked", "%s", strings.Join(parked, ", "))
@@ -174,7 +133,7 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 		}
 	}
 
-	var busy []partitionView
+	var busy []wire.Partition
 	for _, p := range s.Partitions {
 		if p.State != "running" || p.Active > 0 || p.Held > 0 {
 			busy = append(busy, p)

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/internal/testbuild"
-	"github.com/berthhq/berth/ledger"
 )
 
 // The tests drive cli in-process against a real host: TestMain builds this
@@ -225,6 +225,18 @@ func decodeJSON[T any](t *testing.T, s string) T {
 	return v
 }
 
+// decodeStrict decodes s into a T, failing on a field T does not have.
+func decodeStrict[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("not a %T: %v\n%s", v, err, s)
+	}
+	return v
+}
+
 // TestOperatorStory uploads the ShipmentNotifier, parks a shipped order,
 // inspects and skips it, resumes another, and pauses the subscription; steps
 // run in order against the one host.
@@ -253,7 +265,7 @@ func TestOperatorStory(t *testing.T) {
 			stdout: []string{"SUBSCRIPTION", "STOPPED AT", "NEXT RETRY", "Order/" + id, "retrying", "no notifications-url configured"}},
 		{name: "parked list json", args: []string{"--json", "parked", "list", "--aggregate-type", "Order", "--state", "retrying"}, check: func(t *testing.T, stdout, _ string) {
 			page := decodeJSON[struct {
-				Records []ledger.Record
+				Records []wire.ParkedRecord
 				Next    *string
 			}](t, stdout)
 			if page.Next == nil {
@@ -261,7 +273,7 @@ func TestOperatorStory(t *testing.T) {
 			}
 			for _, r := range page.Records {
 				if r.AggregateID == id {
-					if r.Attempts != 1 || r.Version != 1 || r.State != ledger.StateRetrying {
+					if r.Attempts != 1 || r.Version != 1 || r.State != wire.StateRetrying {
 						t.Errorf("record = %+v, want 1 attempt at version 1, retrying", r)
 					}
 					return
@@ -272,9 +284,34 @@ func TestOperatorStory(t *testing.T) {
 		{name: "show parked", args: []string{"parked", "show", sub, "Order", id},
 			stdout: []string{"aggregate:", "Order/" + id, "stopped at:", "version 1", "invocation key:", sub + ":Order/" + id + "@1:0", "event:", "OrderShipped", "held back:", "0 later commit(s)", "next retry:", "error classes:", "Notification", "history:", "attempt", "parked"}},
 		{name: "show parked json", args: []string{"parked", "show", sub, "Order", id, "--json"}, check: func(t *testing.T, stdout, _ string) {
-			r := decodeJSON[ledger.Record](t, stdout)
+			r := decodeJSON[wire.ParkedRecord](t, stdout)
 			if r.Subscription != sub || r.AggregateID != id || len(r.History) == 0 {
 				t.Errorf("record = %+v", r)
+			}
+		}},
+		// What the host answers decodes into the API's own types with no
+		// field left over: the CLI and the host share one description.
+		{name: "answers are wire types", args: []string{"parked", "show", sub, "Order", id, "--json"}, check: func(t *testing.T, stdout, _ string) {
+			d := decodeStrict[wire.ParkedRecordDetail](t, stdout)
+			if d.AggregateID != id || d.InvocationKey != sub+":Order/"+id+"@1:0" || d.Event == nil || d.Event.Type != "OrderShipped" ||
+				d.Error.Class == "" || d.Error.Reason == "" || len(d.History) == 0 {
+				t.Errorf("detail = %+v", d)
+			}
+			for _, c := range []struct {
+				args   []string
+				decode func(*testing.T, string)
+			}{
+				{[]string{"parked", "list"}, func(t *testing.T, s string) { decodeStrict[wire.ParkedPage](t, s) }},
+				{[]string{"subs", "list"}, func(t *testing.T, s string) { decodeStrict[wire.SubscriptionList](t, s) }},
+				{[]string{"subs", "show", sub}, func(t *testing.T, s string) { decodeStrict[wire.Subscription](t, s) }},
+				{[]string{"modules", "list"}, func(t *testing.T, s string) { decodeStrict[wire.ModuleList](t, s) }},
+				{[]string{"modules", "show", "shipment-notifier"}, func(t *testing.T, s string) { decodeStrict[wire.ModuleInfo](t, s) }},
+			} {
+				code, out, errs := runCLI("", append(c.args, "--json")...)
+				if code != exitOK {
+					t.Fatalf("host %s --json: exit %d\n%s", strings.Join(c.args, " "), code, errs)
+				}
+				c.decode(t, out)
 			}
 		}},
 		{name: "show sub", args: []string{"subs", "show", sub},
@@ -284,7 +321,7 @@ func TestOperatorStory(t *testing.T) {
 		{name: "skip again", args: []string{"parked", "skip", sub, "Order", id}, code: exitFailed,
 			stderr: []string{"Not Found (404)", "not parked"}},
 		{name: "skip again json", args: []string{"parked", "skip", "--json", sub, "Order", id}, code: exitFailed, check: func(t *testing.T, _, stderr string) {
-			p := decodeJSON[problem](t, stderr)
+			p := decodeJSON[wire.Problem](t, stderr)
 			if p.Status != 404 || !strings.Contains(p.Detail, "not parked") {
 				t.Errorf("problem = %+v", p)
 			}
@@ -317,7 +354,7 @@ func TestOperatorStory(t *testing.T) {
 		{name: "pause", args: []string{"subs", "pause", sub}, stdout: []string{"paused subscription " + sub, "it is now paused"}},
 		{name: "list subs paused", args: []string{"subs", "list"}, stdout: []string{"NAME", "LAG", "RETRYING", sub, "paused"}},
 		{name: "list subs json", args: []string{"subs", "list", "--json"}, check: func(t *testing.T, stdout, _ string) {
-			list := decodeJSON[struct{ Subscriptions []subView }](t, stdout)
+			list := decodeJSON[struct{ Subscriptions []wire.Subscription }](t, stdout)
 			if len(list.Subscriptions) != 1 || list.Subscriptions[0].State != "paused" {
 				t.Errorf("subscriptions = %+v", list.Subscriptions)
 			}
@@ -358,6 +395,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "append bad JSON", args: []string{"events", "append", "--type", "A", "--id", "x", "T={bad"}, code: exitUsage, stderr: []string{"not valid JSON"}},
 		{name: "append empty type", args: []string{"events", "append", "--type", "A", "--id", "x", "={}"}, code: exitUsage, stderr: []string{"event type is empty"}},
 		{name: "append bad expected version", args: []string{"events", "append", "--type", "A", "--id", "x", "--expected-version", "-2", "T={}"}, code: exitUsage, stderr: []string{"invalid value"}},
+		{name: "expected version out of range", args: []string{"events", "append", "--type", "A", "--id", "x", "--expected-version", "9223372036854775808", "T={}"}, code: exitUsage, stderr: []string{"--expected-version 9223372036854775808 is out of range"}},
 		{name: "file and flags", args: []string{"events", "append", "--file", "f.json", "--type", "A"}, code: exitUsage, stderr: []string{"--file holds the whole request"}},
 		{name: "missing file", args: []string{"events", "append", "--file", "/nonexistent/events.json"}, code: exitUsage, stderr: []string{"no such file"}},
 		{name: "missing module file", args: []string{"modules", "push", "m", "/nonexistent/m.wasm"}, code: exitUsage, stderr: []string{"no such file"}},
@@ -448,7 +486,7 @@ func TestParkedListPages(t *testing.T) {
 		{name: "table", args: []string{"parked", "list"}, stdout: []string{"Order/o-1", "Order/o-2", "operator", "recoverable: boom"}},
 		{name: "json", args: []string{"parked", "list", "--json"}, check: func(t *testing.T, stdout, _ string) {
 			page := decodeJSON[struct {
-				Records []ledger.Record
+				Records []wire.ParkedRecord
 				Next    string
 			}](t, stdout)
 			if len(page.Records) != 2 || page.Records[1].AggregateID != "o-2" || page.Next != "" {

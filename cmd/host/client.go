@@ -12,11 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/berthhq/berth/api/wire"
 )
 
 // client talks to a running host over its REST API: one method per call.
 // Every method returns the server's JSON body as is; callers decode what
-// they show. A non-2xx answer is a *problemError, a request that never got
+// they show with the API's own types (package api/wire), never the host's. A non-2xx answer is a *problemError, a request that never got
 // an answer an *unreachableError.
 type client struct {
 	base  string // scheme://host[:port][/prefix], no trailing slash
@@ -42,18 +44,9 @@ func newClient(server, token string, timeout time.Duration) (*client, error) {
 // problemError is a non-2xx answer, with the server's problem document when
 // it sent one.
 type problemError struct {
-	Status  int     // the HTTP status
-	Problem problem // the decoded problem document; zero when the body is not one
-	Body    []byte  // the answer as sent
-}
-
-// problem is the API's application/problem+json document.
-type problem struct {
-	Type   string `json:"type"`   // a URI naming the kind of problem
-	Title  string `json:"title"`  // the kind of problem, in words
-	Status int    `json:"status"` // the HTTP status
-	Detail string `json:"detail"` // what is wrong
-	Field  string `json:"field"`  // the request field at fault, if any
+	Status  int          // the HTTP status
+	Problem wire.Problem // the decoded problem document; zero when the body is not one
+	Body    []byte       // the answer as sent
 }
 
 // Error is "Title (status): detail [field f]".
@@ -144,7 +137,7 @@ func (c *client) do(ctx context.Context, method, p string, query url.Values, con
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		pe := &problemError{Status: resp.StatusCode, Body: raw}
 		if json.Unmarshal(raw, &pe.Problem) != nil {
-			pe.Problem = problem{}
+			pe.Problem = wire.Problem{}
 		}
 		return resp.StatusCode, nil, pe
 	}
@@ -224,7 +217,7 @@ func (c *client) unpause(ctx context.Context, name string) ([]byte, error) {
 
 // reset moves a subscription's checkpoint to position and returns its state.
 func (c *client) reset(ctx context.Context, name string, position uint64) ([]byte, error) {
-	return c.postJSON(ctx, apiPath("subscriptions", name, "reset"), map[string]uint64{"position": position})
+	return c.postJSON(ctx, apiPath("subscriptions", name, "reset"), wire.ResetRequest{Position: &position})
 }
 
 // parkedQuery filters GET /v1/parked; empty fields are left out.
@@ -254,21 +247,15 @@ func (c *client) parkedRecord(ctx context.Context, sub, aggType, aggID string) (
 	return c.get(ctx, apiPath("subscriptions", sub, "parked", aggType, aggID), nil)
 }
 
-// operatorBody is the optional body of resume and skip.
-type operatorBody struct {
-	Reason         string `json:"reason,omitempty"`
-	ThroughVersion uint64 `json:"throughVersion,omitempty"`
-}
-
 // resume resumes a parked aggregate.
 func (c *client) resume(ctx context.Context, sub, aggType, aggID, reason string) ([]byte, error) {
-	return c.postJSON(ctx, apiPath("subscriptions", sub, "parked", aggType, aggID, "resume"), operatorBody{Reason: reason})
+	return c.postJSON(ctx, apiPath("subscriptions", sub, "parked", aggType, aggID, "resume"), wire.OperatorRequest{Reason: reason})
 }
 
 // skip skips the events a parked aggregate held back, through throughVersion
 // (0: all of them).
 func (c *client) skip(ctx context.Context, sub, aggType, aggID string, throughVersion uint64, reason string) ([]byte, error) {
-	return c.postJSON(ctx, apiPath("subscriptions", sub, "parked", aggType, aggID, "skip"), operatorBody{Reason: reason, ThroughVersion: throughVersion})
+	return c.postJSON(ctx, apiPath("subscriptions", sub, "parked", aggType, aggID, "skip"), wire.OperatorRequest{Reason: reason, ThroughVersion: throughVersion})
 }
 
 // isUnreachable reports whether err means the server gave no answer.

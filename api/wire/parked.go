@@ -1,0 +1,109 @@
+package wire
+
+import "time"
+
+// The states of a parked aggregate (ParkedRecord.State), in the order an
+// operator reads them.
+const (
+	// StateRetrying: long-horizon retries are still scheduled.
+	StateRetrying = "retrying"
+	// StateWaiting: it waits for an operator (WaitReason says why).
+	StateWaiting = "waiting"
+	// StateResuming: resumed; the held events are being delivered again.
+	StateResuming = "resuming"
+)
+
+// ParkedStates returns the states of a parked aggregate, in the order an
+// operator reads them.
+func ParkedStates() []string { return []string{StateRetrying, StateWaiting, StateResuming} }
+
+// Why a waiting aggregate waits for an operator (ParkedRecord.WaitReason).
+const (
+	// WaitUnrecoverable: the failure was unrecoverable and
+	// subscription.parked.retry-unrecoverable is off.
+	WaitUnrecoverable = "unrecoverable"
+	// WaitRetriesSpent: its long-horizon retries are spent.
+	WaitRetriesSpent = "retries-spent"
+	// WaitNoRetries: the subscription has no long-horizon retries
+	// (subscription.parked.max-retries = -1).
+	WaitNoRetries = "no-retries"
+)
+
+// ParkedRecord is one parked aggregate of one subscription, with its
+// history (the latest entries).
+type ParkedRecord struct {
+	Subscription  string    `json:"subscription"`
+	AggregateType string    `json:"aggregateType"`
+	AggregateID   string    `json:"aggregateId"`
+	Version       uint64    `json:"version"`  // the version of the commit it stopped at
+	Index         uint32    `json:"index"`    // the event within that commit
+	Position      uint64    `json:"position"` // the global position of that commit
+	Error         ErrorInfo `json:"error"`
+	Attempts      int       `json:"attempts"`      // attempts in all at the stopped event
+	ParkedRetries int       `json:"parkedRetries"` // long-horizon retries done
+	FirstFailure  time.Time `json:"firstFailure"`
+	LastFailure   time.Time `json:"lastFailure"`
+	State         string    `json:"state"`              // StateRetrying, StateWaiting or StateResuming
+	NextRetry     time.Time `json:"nextRetry,omitzero"` // zero unless retrying
+	// WaitReason says, while waiting, why (WaitUnrecoverable,
+	// WaitRetriesSpent, WaitNoRetries); empty otherwise, and in records
+	// parked before the host kept it.
+	WaitReason string         `json:"waitReason,omitempty"`
+	History    []HistoryEntry `json:"history"`
+	// InvocationKey is the key the handler is given for the stopped event;
+	// empty in records parked before the host kept it.
+	InvocationKey string `json:"invocationKey,omitempty"`
+}
+
+// ErrorInfo is a failure of a parked aggregate.
+type ErrorInfo struct {
+	Classes []string `json:"classes,omitempty"` // the class chain it was classified by, nearest first
+	Message string   `json:"message"`
+	Code    string   `json:"code,omitempty"`
+	Kind    string   `json:"kind"` // recoverable, unrecoverable, timeout, trap, memory, …
+	// Class is what the failure was taken for: recoverable, unrecoverable,
+	// systemic or backpressure (empty in records parked before it was kept).
+	Class string `json:"class,omitempty"`
+	// Reason says what classified it, e.g. "handler unrecoverable: Fatal".
+	Reason string `json:"reason,omitempty"`
+	// Undeclared lists the classes of Classes the module does not declare
+	// in its class tree (berth.* names aside).
+	Undeclared []string `json:"undeclared,omitempty"`
+}
+
+// HistoryEntry is one line of a parked aggregate's history.
+type HistoryEntry struct {
+	Time time.Time `json:"time"`
+	// Action is attempt, parked, retry, retries-spent, retries-stopped,
+	// resume, skip, resumed, …
+	Action  string     `json:"action"`
+	Attempt int        `json:"attempt,omitempty"`
+	Version uint64     `json:"version,omitempty"`
+	Error   *ErrorInfo `json:"error,omitempty"`
+	Actor   string     `json:"actor,omitempty"` // who resumed or skipped
+	Reason  string     `json:"reason,omitempty"`
+}
+
+// ParkedRecordDetail is the answer of
+// GET /v1/subscriptions/{name}/parked/{type}/{id}: the record with what an
+// operator needs to choose between resume and skip.
+type ParkedRecordDetail struct {
+	ParkedRecord
+	Event       *Event `json:"event,omitempty"` // the event it stopped at; nil if the log no longer has it
+	HeldCommits uint64 `json:"heldCommits"`     // later commits of the aggregate it holds back
+}
+
+// ParkedPage is the answer of GET /v1/parked.
+type ParkedPage struct {
+	Records []ParkedRecord `json:"records"`
+	Next    string         `json:"next"` // the cursor of the next page (pass it as after); "" on the last
+}
+
+// OperatorRequest is the optional body of resume and skip.
+type OperatorRequest struct {
+	// Reason is kept in the record's history and the webhook notification.
+	Reason string `json:"reason,omitempty"`
+	// ThroughVersion, for skip only, skips the events up to and including
+	// this version (0: every event of the aggregate in the log now).
+	ThroughVersion uint64 `json:"throughVersion,omitempty"`
+}
