@@ -51,7 +51,9 @@ func TestPoolIsCappedAndShrinks(t *testing.T) {
 			m.Invoke(context.Background(), &abi.Event{Handler: "sleeper", InvocationKey: "busy"}, 300*time.Millisecond)
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Queue the echo only once both sleepers hold an instance: the pool
+	// says so, there is no guessing how long their start takes.
+	waitInUse(t, m.pool, 2)
 	o := m.Invoke(context.Background(), echoEvent("queued"), 5*time.Second)
 	busy.Wait()
 	if o.Kind != Success || o.Duration < 200*time.Millisecond {
@@ -75,6 +77,21 @@ func TestPoolIsCappedAndShrinks(t *testing.T) {
 	}
 	if got := m.liveInstances(); got != 0 {
 		t.Errorf("live instances = %d after release", got)
+	}
+}
+
+// inUse returns how many calls hold an instance (or are creating one).
+func (p *pool) inUse() int { return len(p.sem) }
+
+// waitInUse waits until n calls hold an instance of p.
+func waitInUse(t *testing.T, p *pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.inUse() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls hold an instance, want %d", p.inUse(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
