@@ -43,22 +43,36 @@ func TestOperatorVerbs(t *testing.T) {
 		t.Errorf("skip of something no longer parked: %s, want 404", r)
 	}
 
-	// Pause: nothing is handled; unpause: it is.
+	// Pause: nothing is handled; unpause: it is. The order-summary
+	// projection reads the same log unpaused: once it has counted o-p, the
+	// host has read the commit and delivered it where nothing holds it back,
+	// which is when the paused notifier would have delivered it too.
+	wasm, err := orderSummaryWasm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.must(201, "PUT", "/v1/modules/order-summary", wasm, "Content-Type", "application/wasm")
 	var st subscriptionStatus
 	h.must(200, "POST", "/v1/subscriptions/"+subName+"/pause", nil).JSON(t, &st)
 	if st.State != "paused" {
 		t.Errorf("after pause: state %q", st.State)
 	}
 	h.appendShipped(t, "o-p", "alice")
-	time.Sleep(500 * time.Millisecond) // a paused subscription must not deliver in this time
+	h.waitSummaries(t, map[string]buyerSummary{"alice": {Shipped: 1}})
 	if n := len(svc.callsOf("alice")); n != 0 {
 		t.Errorf("a paused subscription notified alice %d times", n)
 	}
 	if st := h.subscription(t); st.Lag == 0 {
 		t.Errorf("a paused subscription with an unhandled event shows lag 0: %+v", st)
 	}
+	svc.setEpoch(1) // a call arriving from now on came after the unpause was asked for
 	h.must(200, "POST", "/v1/subscriptions/"+subName+"/unpause", nil)
 	svc.waitNotified(t, key("o-p", 1), 20*time.Second)
+	for _, c := range svc.callsOf("alice") {
+		if c.Epoch != 1 {
+			t.Errorf("alice was notified (%s) while the subscription was paused", c.Key)
+		}
+	}
 
 	// Remove the deployer token from the file and reload: it stops working.
 	without := strings.Replace(cfg.TOML(), "[[auth.tokens]]\nname = \"ci\"\nrole = \"deployer\"\ntoken = \""+deployerToken+"\"\n", "", 1)
