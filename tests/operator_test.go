@@ -101,15 +101,20 @@ func TestCrashDuringResume(t *testing.T) {
 	h.appendShipped(t, "o-r", "ghost")
 	h.appendShipped(t, "o-r", "ghost")
 
-	svc.set("ghost", behaviour{Delay: 300 * time.Millisecond})
+	// The service holds v2's call unanswered: once it has arrived, the
+	// resume is under way (v1 handled again, v2 in flight) and the kill
+	// interrupts it.
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	svc.set("ghost", behaviour{HoldKey: key("o-r", 2), Hold: hold})
 	h.must(202, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-r/resume", map[string]string{"reason": "fixed"})
-	// The second call (v1 again) is recorded when it is answered, so v2 is in flight now.
-	eventually(t, 10*time.Second, "the resumed event to reach the service", func() bool { return len(svc.callsOf("ghost")) >= 2 })
+	eventually(t, 10*time.Second, "the resumed v2 to reach the service", func() bool { return svc.arrived(key("o-r", 2)) > 0 })
 	if r := h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-r", nil); r.Status != 200 {
-		t.Logf("the resume finished before the kill (%d); the crash did not interrupt it", r.Status)
+		t.Errorf("the resume finished with v2 unanswered (%d)", r.Status)
 	}
 	h.Kill()
 	svc.setEpoch(1)
+	svc.set("ghost", behaviour{})
 	h2 := h.restart(t)
 	svc.waitNotified(t, key("o-r", 3), 30*time.Second)
 	eventually(t, 10*time.Second, "o-r to leave the ledger", func() bool {
