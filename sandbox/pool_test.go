@@ -168,3 +168,28 @@ func TestOutboundResponseIsCapped(t *testing.T) {
 		t.Fatalf("%v %+v", o.Kind, o.Failure)
 	}
 }
+
+// TestDeadlineWhileMakingAnInstance: a call whose deadline has passed when
+// no instance is idle (so the pool would make one) is never reported as a
+// broken module, whether the deadline ended its wait for a slot or the
+// making of the instance. (A call that got its instance and ran anyway is
+// a success: the guest finished.)
+func TestDeadlineWhileMakingAnInstance(t *testing.T) {
+	s := newSandbox(t, Config{MaxInstances: 1})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{})
+	for i := range 20 {
+		// A trap closes its instance: none is idle after it.
+		if o := m.Invoke(context.Background(), &abi.Event{Handler: "crasher", InvocationKey: "c"}, 5*time.Second); o.Kind != Trap {
+			t.Fatalf("%v %s", o.Kind, o.Error())
+		}
+		if n := m.pool.idleCount(); n != 0 {
+			t.Fatalf("%d idle instances, want none", n)
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		o := m.Invoke(ctx, echoEvent("late"), time.Second)
+		cancel()
+		if o.Kind != Timeout && o.Kind != Success {
+			t.Fatalf("call %d: %v %s, want a timeout", i, o.Kind, o.Error())
+		}
+	}
+}
