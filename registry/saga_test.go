@@ -426,8 +426,11 @@ func TestSagaOverRealParts(t *testing.T) {
 	})
 
 	t.Run("a gateway slower than the attempt's timeout: berth.Timeout", func(t *testing.T) {
+		// The gateway answers only once the test is over: slower than any
+		// attempt's deadline, however long the machine takes to reach it.
+		release := make(chan struct{})
 		g := newFakeGateway(t, func(c gatewayCall, seen int) (int, []string, string) {
-			time.Sleep(time.Second) // well past the attempt's 200ms
+			<-release
 			return 200, nil, ""
 		})
 		h := newSagaHost(t, wasm, cache, gateways(g)+`
@@ -437,6 +440,7 @@ initial-backoff = "1ms"
 max-backoff = "2ms"
 timeout = "200ms"
 `, nil)
+		t.Cleanup(func() { close(release) }) // first: before the host and the gateway close
 		h.place(t, "o-1", order)
 		sagaEventually(t, "o-1 parked", func() bool { return h.parked(t, "o-1") != nil })
 		rec := h.parked(t, "o-1")

@@ -285,7 +285,10 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 	inst, err := m.pool.acquire(callCtx, m.newInstance)
 	if err != nil {
 		o := Outcome{Kind: Trap, Message: "no instance: " + err.Error()}
-		if cs.expired.Load() {
+		// callCtx, not cs.expired: the AfterFunc that sets the flag runs in
+		// a goroutine of its own and may not have run yet; a deadline that
+		// ended the wait, or the making of an instance, is the call's.
+		if cs.expired.Load() || callCtx.Err() != nil {
 			o = m.expiredOutcome(ctx, timeout, "while waiting for a free instance")
 		}
 		o.Duration = time.Since(start)

@@ -52,7 +52,9 @@ func TestPoolIsCappedAndShrinks(t *testing.T) {
 			m.Invoke(context.Background(), &abi.Event{Handler: "sleeper", InvocationKey: "busy"}, 300*time.Millisecond)
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Queue the echo only once both sleepers hold an instance: the pool
+	// says so, there is no guessing how long their start takes.
+	waitInUse(t, m.pool, 2)
 	o := m.Invoke(context.Background(), echoEvent("queued"), 5*time.Second)
 	busy.Wait()
 	if o.Kind != Success || o.Duration < 200*time.Millisecond {
@@ -76,6 +78,21 @@ func TestPoolIsCappedAndShrinks(t *testing.T) {
 	}
 	if got := m.liveInstances(); got != 0 {
 		t.Errorf("live instances = %d after release", got)
+	}
+}
+
+// inUse returns how many calls hold an instance (or are creating one).
+func (p *pool) inUse() int { return len(p.sem) }
+
+// waitInUse waits until n calls hold an instance of p.
+func waitInUse(t *testing.T, p *pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.inUse() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls hold an instance, want %d", p.inUse(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -150,5 +167,30 @@ func TestOutboundResponseIsCapped(t *testing.T) {
 	o := m.Invoke(context.Background(), shipped("order-9", "buyer-1", 1), 5*time.Second)
 	if o.Kind != GuestFailure || o.Failure.Classes[0] != retry.ClassHostError || !strings.Contains(o.Failure.Message, "exceeds 32768 bytes") {
 		t.Fatalf("%v %+v", o.Kind, o.Failure)
+	}
+}
+
+// TestDeadlineWhileMakingAnInstance: a call whose deadline has passed when
+// no instance is idle (so the pool would make one) is never reported as a
+// broken module, whether the deadline ended its wait for a slot or the
+// making of the instance. (A call that got its instance and ran anyway is
+// a success: the guest finished.)
+func TestDeadlineWhileMakingAnInstance(t *testing.T) {
+	s := newSandbox(t, Config{MaxInstances: 1})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{})
+	for i := range 20 {
+		// A trap closes its instance: none is idle after it.
+		if o := m.Invoke(context.Background(), &abi.Event{Handler: "crasher", InvocationKey: "c"}, 5*time.Second); o.Kind != Trap {
+			t.Fatalf("%v %s", o.Kind, o.Error())
+		}
+		if n := m.pool.idleCount(); n != 0 {
+			t.Fatalf("%d idle instances, want none", n)
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		o := m.Invoke(ctx, echoEvent("late"), time.Second)
+		cancel()
+		if o.Kind != Timeout && o.Kind != Success {
+			t.Fatalf("call %d: %v %s, want a timeout", i, o.Kind, o.Error())
+		}
 	}
 }

@@ -530,6 +530,10 @@ type gate struct {
 	mu   sync.Mutex
 	open bool
 	ch   chan struct{} // closed while the gate is open
+	// blocked counts the goroutines in wait on the closed gate. Nothing in
+	// the engine reads it: it lets the package's tests know a paused reader
+	// has stopped where it would otherwise read, instead of sleeping.
+	blocked int
 }
 
 func newGate() *gate {
@@ -567,8 +571,18 @@ func (g *gate) opened() <-chan struct{} {
 
 func (g *gate) wait(ctx context.Context) error {
 	g.mu.Lock()
-	ch := g.ch
+	ch, open := g.ch, g.open
+	if !open {
+		g.blocked++
+	}
 	g.mu.Unlock()
+	if !open {
+		defer func() {
+			g.mu.Lock()
+			g.blocked--
+			g.mu.Unlock()
+		}()
+	}
 	select {
 	case <-ch:
 		return ctx.Err()

@@ -335,7 +335,10 @@ func TestBackpressureHonoursRetryAfter(t *testing.T) {
 		t.Fatalf("concurrency %d after backpressure, want 2", st.Concurrency)
 	}
 	clock.Advance(2*time.Second - time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
+	// The retry still waits on the clock, 1ms to go: nothing fired it.
+	if d, ok := clock.NextFire(); !ok || d != time.Millisecond || clock.Waiters() != 1 {
+		t.Fatalf("after 2s-1ms: next timer in %v (%v), %d waiting; want the retry's, 1ms", d, ok, clock.Waiters())
+	}
 	if n := len(rec.of("busy")); n != 1 {
 		t.Fatalf("retried before Retry-After: %d calls", n)
 	}

@@ -156,6 +156,44 @@ func (e *env) scheduled(sub, typ, id string) (at time.Time, ok bool) {
 	return at, ok
 }
 
+// waitGateHeld waits until the subscription's reader is held at its
+// closed gate: paused, it has stopped where it would read the next commit,
+// and reads nothing until unpaused.
+func (e *env) waitGateHeld(name string) {
+	e.t.Helper()
+	s, err := e.eng.sub(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	eventually(e.t, name+"'s reader held by the pause", func() bool {
+		s.gate.mu.Lock()
+		defer s.gate.mu.Unlock()
+		return s.gate.blocked > 0
+	})
+}
+
+// waitIdle waits until the subscription has done all it can with the log as
+// it is: its checkpoint is past the head, and no partition has an aggregate
+// running or waiting for a slot. Nothing more is delivered until something
+// changes (an append, an operator, the clock).
+func (e *env) waitIdle(name string) Status {
+	e.t.Helper()
+	var st Status
+	eventually(e.t, name+" done with the log", func() bool {
+		st = e.status(name)
+		if st.Lag != 0 {
+			return false
+		}
+		for _, p := range st.Partitions {
+			if p.Active != 0 || p.Waiting != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return st
+}
+
 func (e *env) status(name string) Status {
 	e.t.Helper()
 	st, err := e.eng.Status(context.Background(), name)

@@ -83,7 +83,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
 	e.append("Order", "p")
 	rec.waitHandled(t, "p", 5)
-	time.Sleep(20 * time.Millisecond)
+	e.waitIdle(sub)
 	if got := rec.handled("p"); !slices.Equal(got, seq(1, 5)) {
 		t.Fatalf("handled %v", got)
 	}
@@ -303,12 +303,12 @@ func TestPauseUnpauseReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.append("Order", "a")
-	time.Sleep(20 * time.Millisecond)
+	e.waitGateHeld(sub)
 	if st := e.status(sub); st.State != StatePaused || len(rec.handled("a")) != 1 {
 		t.Fatalf("paused: %+v, handled %v", st, rec.handled("a"))
 	}
 	e.restart()
-	time.Sleep(20 * time.Millisecond)
+	e.waitGateHeld(sub)
 	if st := e.status(sub); st.State != StatePaused || len(rec.handled("a")) != 1 || st.Lag != 1 {
 		t.Fatalf("after restart: %+v, handled %v", st, rec.handled("a"))
 	}

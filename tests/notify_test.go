@@ -18,6 +18,11 @@ type behaviour struct {
 	Busy       int           // answer 429 with Retry-After this many times, then succeed
 	RetryAfter string        // the Retry-After of a 429 (default "1")
 	Delay      time.Duration // wait this long before answering
+	// HoldKey and Hold: a call with Idempotency-Key HoldKey is answered
+	// only once Hold is closed or the caller gives up; that it arrived is
+	// known at once (notifier.arrived).
+	HoldKey string
+	Hold    <-chan struct{}
 }
 
 // call is one request the service received.
@@ -42,6 +47,9 @@ type notifier struct {
 	script map[string]*behaviour
 	calls  []call
 	epoch  int
+	// arrivals counts the calls that arrived, by Idempotency-Key, answered
+	// or not.
+	arrivals map[string]int
 	// dedupe makes it behave like a real service keyed on Idempotency-Key
 	// (as samples/notification-service does): a key it has notified is
 	// answered 200 and dropped.
@@ -49,7 +57,7 @@ type notifier struct {
 }
 
 func newNotifier(t testing.TB) *notifier {
-	n := &notifier{script: map[string]*behaviour{}}
+	n := &notifier{script: map[string]*behaviour{}, arrivals: map[string]int{}}
 	n.srv = httptest.NewServer(http.HandlerFunc(n.serve))
 	t.Cleanup(n.srv.Close)
 	return n
@@ -88,13 +96,24 @@ func (n *notifier) serve(w http.ResponseWriter, r *http.Request) {
 	b := n.script[buyer]
 	epoch, at := n.epoch, time.Now() // as it arrives, before any delay
 	var delay time.Duration
+	var hold <-chan struct{}
 	if b != nil {
 		delay = b.Delay
+		if b.HoldKey != "" && b.HoldKey == r.Header.Get("Idempotency-Key") {
+			hold = b.Hold
+		}
 	}
+	n.arrivals[r.Header.Get("Idempotency-Key")]++
 	n.mu.Unlock()
 	if delay > 0 {
 		select {
 		case <-time.After(delay):
+		case <-r.Context().Done():
+		}
+	}
+	if hold != nil {
+		select {
+		case <-hold:
 		case <-r.Context().Done():
 		}
 	}
@@ -139,6 +158,13 @@ func (n *notifier) callsOf(buyer string) []call {
 		}
 	}
 	return out
+}
+
+// arrived counts the calls with key that arrived, answered or not.
+func (n *notifier) arrived(key string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.arrivals[key]
 }
 
 // notified counts the successful calls with key.

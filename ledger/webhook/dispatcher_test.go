@@ -169,9 +169,9 @@ func TestRetryWithBackoff(t *testing.T) {
 	if !strings.Contains(st.LastError, "500") || st.FailedAttempts != 1 || st.Pending != 1 {
 		t.Errorf("stats = %+v", st)
 	}
-	stays(t, "no retry before the backoff", func() bool { return flaky.count() == 1 })
+	settles(t, d, "flaky", "no retry before the backoff", func() bool { return flaky.count() == 1 })
 	clock.Advance(999 * time.Millisecond)
-	stays(t, "no retry 1ms before the backoff", func() bool { return flaky.count() == 1 })
+	settles(t, d, "flaky", "no retry 1ms before the backoff", func() bool { return flaky.count() == 1 })
 
 	// Backoff 1s, 2s, 4s, then capped at 4s.
 	for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
@@ -187,7 +187,7 @@ func TestRetryWithBackoff(t *testing.T) {
 		}
 	}
 	clock.Advance(3 * time.Second)
-	stays(t, "no retry before the capped backoff", func() bool { return flaky.count() == 4 })
+	settles(t, d, "flaky", "no retry before the capped backoff", func() bool { return flaky.count() == 4 })
 	clock.Advance(time.Second)
 	eventually(t, "the fifth attempt", func() bool { return statsOf(d, "flaky").Delivered == 1 })
 
@@ -296,7 +296,7 @@ func TestRestartResumesFromCursor(t *testing.T) {
 	d2, _ := start(t, s2, testOptions(t, clock, hooks...))
 	d2.Wake()
 	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s2)) == 0 })
-	stays(t, "nothing sent again to a", func() bool { return a.count() == 3 })
+	settles(t, d2, "a", "nothing sent again to a", func() bool { return a.count() == 3 })
 	if got := a.ids(); !slices.Equal(got, []string{"1", "2", "3"}) {
 		t.Errorf("a got %v, want each notification once", got)
 	}
@@ -347,7 +347,7 @@ func TestRetryAfter(t *testing.T) {
 			}
 			if c.wait > time.Second {
 				clock.Advance(c.wait / 2) // far beyond the 1s backoff
-				stays(t, "no retry before Retry-After", func() bool { return rc.count() == 1 })
+				settles(t, d, "h", "no retry before Retry-After", func() bool { return rc.count() == 1 })
 			}
 			clock.Advance(c.wait)
 			eventually(t, "the retry", func() bool { return statsOf(d, "h").Delivered == 1 })
@@ -408,10 +408,18 @@ func TestWake(t *testing.T) {
 	notify(t, s, note(EventParked, "S", "1"))
 	d.Wake()
 	eventually(t, "the first delivery", func() bool { return durableCursor(t, s, "h") == 1 })
-	time.Sleep(20 * time.Millisecond) // let the hook go idle for its hour
+	w := workerOf(t, d, "h")
+	eventually(t, "the hook idle for its hour", func() bool {
+		_, waiting := w.waitState()
+		return waiting == time.Hour
+	})
+	idle, _ := w.waitState()
 
 	notify(t, s, note(EventParked, "S", "2"))
-	stays(t, "nothing before the poll or a wake", func() bool { return rc.count() == 1 })
+	// Still in the same hour's wait: nothing before the poll or a wake.
+	if n, waiting := w.waitState(); n != idle || waiting != time.Hour || rc.count() != 1 {
+		t.Fatalf("after a notification alone: wait %d (%v), was %d (1h); %d requests, want 1", n, waiting, idle, rc.count())
+	}
 	d.Wake()
 	eventually(t, "the woken delivery", func() bool { return rc.count() == 2 })
 }
@@ -467,13 +475,17 @@ func TestSetHooks(t *testing.T) {
 	}
 
 	// Remove a: it is told nothing more, and it is gone from Stats.
+	wa := workerOf(t, d, "a")
 	if err := d.SetHooks([]Hook{good.hook("b")}); err != nil {
 		t.Fatal(err)
 	}
 	notify(t, s, note(EventSkipped, "S", "3"))
 	d.Wake()
 	eventually(t, "b served 3", func() bool { return good.count() == 2 })
-	stays(t, "a told nothing more", func() bool { return a.count() == 2 })
+	waitStopped(t, wa) // nothing can be sent to a any more
+	if n := a.count(); n != 2 {
+		t.Fatalf("a told %d times, want nothing more than 2", n)
+	}
 	if st := d.Stats(); len(st) != 1 || st[0].Name != "b" {
 		t.Errorf("stats = %+v", st)
 	}
@@ -550,7 +562,7 @@ func TestRunAndClose(t *testing.T) {
 		t.Errorf("Run after its context ended = %v", err)
 	}
 	go func() { errc <- d.Run(context.Background()) }()
-	time.Sleep(5 * time.Millisecond)
+	eventually(t, "Run to run", d.isRunning)
 	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

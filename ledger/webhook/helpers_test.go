@@ -232,16 +232,66 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// stays checks that cond holds for a short real while (a dozen polls).
-func stays(t *testing.T, what string, cond func() bool) {
+// workerOf returns the worker of the named hook.
+func workerOf(t *testing.T, d *Dispatcher, name string) *worker {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if !cond() {
-			t.Fatalf("no longer true: %s", what)
-		}
-		time.Sleep(time.Millisecond)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.workers[name]
+	if w == nil {
+		t.Fatalf("no hook %q", name)
 	}
+	return w
+}
+
+// waitState returns how many waits the worker began and the length of the
+// one it is in (0 while it works).
+func (w *worker) waitState() (uint64, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.waits, w.waiting
+}
+
+// settles waits until the named hook's worker has begun to wait twice
+// since the call, then checks that cond holds. The second wait follows a
+// whole step that began after the call: the worker has looked at the outbox
+// and at the clock as they are now and found nothing to do. An attempt it
+// made instead would have been answered (and counted by the receiver)
+// before that wait began.
+func settles(t *testing.T, d *Dispatcher, name, what string, cond func() bool) {
+	t.Helper()
+	w := workerOf(t, d, name)
+	from, _ := w.waitState()
+	eventually(t, name+" looking again", func() bool {
+		n, _ := w.waitState()
+		return n >= from+2
+	})
+	if !cond() {
+		t.Fatalf("not true once %s had looked: %s", name, what)
+	}
+}
+
+// waitStopped waits until w's goroutine has ended.
+func waitStopped(t *testing.T, w *worker) {
+	t.Helper()
+	w.mu.Lock()
+	done := w.done
+	w.mu.Unlock()
+	if done == nil {
+		t.Fatalf("hook %q never ran", w.name)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("hook %q did not stop", w.name)
+	}
+}
+
+// isRunning reports whether Run is running.
+func (d *Dispatcher) isRunning() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.running
 }
 
 func statsOf(d *Dispatcher, name string) HookStats {

@@ -44,6 +44,13 @@ type worker struct {
 	st      HookStats // counters and last error
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// waits counts the waits the worker began, having found nothing to do
+	// now; waiting is the length of the one it is in, 0 while it works.
+	// Nothing in the dispatcher reads them: they let the package's tests
+	// know the worker has looked at the outbox and the clock as set up,
+	// instead of sleeping and hoping it did.
+	waits   uint64
+	waiting time.Duration
 }
 
 // delivery is the notification a hook is trying to deliver.
@@ -146,6 +153,7 @@ func (w *worker) run(ctx context.Context) {
 			continue
 		}
 		t := time.NewTimer(wait)
+		w.setWaiting(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -153,8 +161,19 @@ func (w *worker) run(ctx context.Context) {
 		case <-w.wake:
 		case <-t.C:
 		}
+		w.setWaiting(0)
 		t.Stop()
 	}
+}
+
+// setWaiting records that the worker begins a wait of d, or (d 0) ends one.
+func (w *worker) setWaiting(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d > 0 {
+		w.waits++
+	}
+	w.waiting = d
 }
 
 // step does one thing: reads the cursor, picks the next notification, or

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,15 +141,31 @@ func TestGuestSpinStopped(t *testing.T) {
 // because the guest returns to Go every Interval loop passes.
 func TestGuestSpinGC(t *testing.T) {
 	res := rewriteGuest(t, Options{})
-	m := instantiate(t, newRuntime(t, wazero.NewRuntimeConfig(), deadlineYield), res.Module)
+	// The guest is spinning once its guard has called sched_yield during
+	// the call: the GC below must then run while it spins, not before.
+	var calling atomic.Bool
+	spinning := make(chan struct{})
+	var once sync.Once
+	yield := func(ctx context.Context, m api.Module, stack []uint64) {
+		if calling.Load() {
+			once.Do(func() { close(spinning) })
+		}
+		deadlineYield(ctx, m, stack)
+	}
+	m := instantiate(t, newRuntime(t, wazero.NewRuntimeConfig(), yield), res.Module)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
+	calling.Store(true)
 	go func() {
 		_, err := m.ExportedFunction("spin").Call(ctx)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // let the guest spin
+	select {
+	case <-spinning:
+	case err := <-done:
+		t.Fatalf("spin returned %v before its guard yielded", err)
+	}
 	start := time.Now()
 	runtime.GC()
 	took := time.Since(start)
