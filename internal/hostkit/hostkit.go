@@ -86,8 +86,8 @@ type Host struct {
 // opened on a full disk writes on open and dies of SIGBUS), the event log and the ledger, the sandbox,
 // the engine, the projections' query store and the registry (which loads the stored modules and adds
 // their subscriptions), then it starts the engine and the webhook dispatcher. A part that fails is
-// named by the [*OpenError] returned, and whatever was opened before it is closed (within ctx), so
-// that the same directory can be opened again.
+// named by the [*OpenError] returned, and whatever was opened before it is closed (within
+// server.shutdown-timeout), so that the same directory can be opened again.
 func Open(ctx context.Context, cfg *config.Config, opts Options) (*Host, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -98,7 +98,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Host, error) 
 	h := &Host{log: opts.Logger}
 	h.cfg.Store(cfg)
 	if err := h.open(ctx, cfg, opts); err != nil {
-		if cerr := h.Close(ctx); cerr != nil {
+		// Not ctx, which may be what ended the open: the stores opened must
+		// still be flushed and unlocked, within server.shutdown-timeout.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout.Std())
+		defer cancel()
+		if cerr := h.Close(cctx); cerr != nil {
 			h.log.Error("closing after a failed open", "error", cerr)
 		}
 		return nil, err
