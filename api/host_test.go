@@ -13,23 +13,23 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
-	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
 )
 
-// The handler tests run the API over real parts, wired as cmd/host does:
-// Badger event log and ledger in a temporary directory, the sandbox, the
-// subscription engine, the module registry, and the ShipmentNotifier sample
-// compiled to wasm, pointed at a notification service in httptest.
+// The handler tests run the API over the host's parts as cmd/host opens
+// them (internal/hostkit): Badger event log and ledger in a temporary
+// directory, the sandbox, the subscription engine, the module registry, and
+// the ShipmentNotifier sample compiled to wasm, pointed at a notification
+// service in httptest.
 
 const notifierSub = "ShipmentNotifier.onOrderShipped"
 
@@ -70,13 +70,33 @@ func (b *buyers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type testHost struct {
 	t          *testing.T
 	api        *Server
-	cfg        atomic.Pointer[config.Config]
+	kit        *hostkit.Host
+	cfg        hostConfig
 	configPath string
 	events     *eventlog.Badger
 	ledger     *ledger.Badger
 	engine     *subscription.Engine
 	modules    *registry.Registry
 	buyers     *buyers
+}
+
+// hostConfig is a test host's running configuration: Load is the host's,
+// Store applies another as a reload does (hostkit.Host.Reconfigure),
+// failing the test if the host refuses it.
+type hostConfig struct {
+	t   *testing.T
+	kit *hostkit.Host
+}
+
+// Load returns the running configuration.
+func (c hostConfig) Load() *config.Config { return c.kit.Config() }
+
+// Store makes cfg the running configuration.
+func (c hostConfig) Store(cfg *config.Config) {
+	c.t.Helper()
+	if err := c.kit.Reconfigure(cfg); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // Tokens of authTOML, by role.
@@ -136,60 +156,17 @@ config = { notifications-url = %q }
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.cfg.Store(cfg)
-
 	logger := slog.New(slog.DiscardHandler)
 	if testing.Verbose() {
 		logger = slog.Default()
 	}
-	ctx := context.Background()
-	if h.events, err = eventlog.Open(filepath.Join(dir, "events"), eventlog.Options{Logger: logger}); err != nil {
+	if h.kit, err = hostkit.Open(t.Context(), cfg, hostkit.Options{Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.events.Close(context.Background()) })
-	if h.ledger, err = ledger.Open(filepath.Join(dir, "ledger"), ledger.Options{Logger: logger}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.ledger.Close(context.Background()) })
-	sbCfg := cfg.Sandbox()
-	sbCfg.Logger = logger
-	sb, err := sandbox.New(sbCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close(context.Background()) })
-	classifier, err := cfg.Classifier()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defaults, _ := cfg.RetryLayers("")
-	h.engine, err = subscription.Open(h.events, h.ledger, subscription.Options{
-		Partitions:         cfg.Subscription.Partitions,
-		Concurrency:        cfg.Subscription.Concurrency,
-		Retry:              defaults,
-		Parked:             cfg.Parked(""),
-		Systemic:           cfg.Systemic(),
-		Classifier:         classifier,
-		CheckpointEvery:    cfg.Subscription.CheckpointEvery,
-		CheckpointInterval: cfg.Subscription.CheckpointInterval.Std(),
-		Logger:             logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.modules, err = registry.Open(ctx, registry.Options{Dir: filepath.Join(dir, "modules"), Sandbox: sb,
-		Engine: h.engine, Config: h.cfg.Load, Logger: logger,
-		Projections: registry.NewProjections(h.ledger, func() int { return h.cfg.Load().Subscription.ProjectionWriters }, logger),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.engine.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Cleanups run last-in first-out: the engine stops before the sandbox
-	// and the stores close.
-	t.Cleanup(func() { h.engine.Close(context.Background()) })
-	h.api = New(Deps{Config: h.cfg.Load, Reload: h.reload, Modules: h.modules, Log: h.events, Engine: h.engine,
+	t.Cleanup(func() { h.kit.Close(context.Background()) })
+	h.cfg = hostConfig{t: t, kit: h.kit}
+	h.events, h.ledger, h.engine, h.modules = h.kit.Events, h.kit.Ledger, h.kit.Engine, h.kit.Modules
+	h.api = New(Deps{Config: h.kit.Config, Reload: h.reload, Modules: h.modules, Log: h.events, Engine: h.engine,
 		Ledger: h.ledger, Logger: logger})
 	return h
 }
@@ -201,8 +178,7 @@ func (h *testHost) reload() error {
 	if err != nil {
 		return err
 	}
-	h.cfg.Store(next)
-	return h.modules.Reconfigure(context.Background())
+	return h.kit.Reconfigure(next)
 }
 
 // response is an answer of the API.

@@ -14,7 +14,12 @@
 // The files, one concept each: config.go (the Config, Parse, Load, Validate), defaults.go (Default and
 // DefaultTOML), size.go ([Size]), decode.go (the decoder that reports every bad key), errors.go and
 // lines.go (errors with their key and line), server.go, store.go, auth.go, subscription.go, modules.go (modules and
-// the sandbox), webhooks.go, reload.go ([Diff], [Changes]).
+// the sandbox), webhooks.go, reload.go ([Diff], [Changes]), layout.go (where each part keeps its files under
+// the data directory) and engine.go ([Config.EngineOptions]).
+//
+// Each part of the host takes its options from one method here ([Config.EngineOptions], [Config.Sandbox],
+// [Config.DiskOptions], [Config.Hooks], [Config.Module], the directories of layout.go), so that the host
+// (internal/hostkit) and the tests that open one cannot derive them differently.
 package config
 
 import (

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,7 +146,7 @@ type SandboxConfig struct {
 func (c *Config) Sandbox() sandbox.Config {
 	s := c.SandboxConfig
 	return sandbox.Config{
-		CacheDir:        filepath.Join(c.Server.DataDir, "wasm-cache"),
+		CacheDir:        c.WasmCacheDir(),
 		CompiledModules: s.CompiledModules,
 		MaxInstances:    s.MaxInstances,
 		IdleTimeout:     s.IdleTimeout.Std(),

@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/berthhq/berth/internal/diskspace"
+)
 
 // DefaultMinFree is the default of store.min-free: 512MiB. Both stores (the event log and the ledger)
 // are Badger databases with 64MiB memtables, and each writes its memtable through a memory-mapped,
@@ -23,4 +27,11 @@ func (s StoreConfig) validate(p *problems, at keyPath) {
 	if s.MinFree < 0 {
 		p.add(at.key("min-free"), fmt.Sprintf("%q", s.MinFree.String()), "must not be negative")
 	}
+}
+
+// DiskOptions returns the settings of the guard of the data directory's free space
+// (internal/diskspace): the reserve store.min-free, named so in its messages. The host adds the Logger
+// (and a test, if it wants, the Statfs that tells the free space).
+func (c *Config) DiskOptions() diskspace.Options {
+	return diskspace.Options{Reserve: c.Store.MinFree.Bytes(), ReserveName: "store.min-free"}
 }

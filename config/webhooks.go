@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/webhook"
 )
 
 // WebhookEvents returns every event a webhook can be told about ([[webhooks]] events), in the order
@@ -102,4 +103,13 @@ func checkWebhookURL(raw string) error {
 		return fmt.Errorf("credentials in the URL would be logged; use secret or secret-env")
 	}
 	return nil
+}
+
+// Hooks returns [[webhooks]] as the webhook dispatcher's hooks, each with its signing key.
+func (c *Config) Hooks() []webhook.Hook {
+	hooks := make([]webhook.Hook, len(c.Webhooks))
+	for i, w := range c.Webhooks {
+		hooks[i] = webhook.Hook{Name: w.Name, URL: w.URL, Secret: w.SigningKey(), Events: w.Events, Subscriptions: w.Subscriptions}
+	}
+	return hooks
 }

@@ -7,13 +7,13 @@
 //	spec.HTTP.Respond(berthtest.Reply(429, "", "Retry-After", "2"))
 //	spec.WhenEvent(shipped).ExpectBackpressure(2 * time.Second)
 //
-// Each WhenEvent runs the handler once through sandbox.Module.InvokeWith,
-// under the handler's Timeout (else the processor's, else WithTimeout's), and
-// sees its outcome as the host does (registry.FailureOf): a guest's failure
-// keeps its classes, kind and retry-after; a call that ran past its deadline
-// fails with class berth.Timeout (Timeout), a crashed guest with berth.Trap
-// (Trap), one over its memory limit with berth.MemoryExceeded
-// (MemoryExceeded).
+// Each WhenEvent runs the handler once through registry.Call, the call every
+// invoker of the host makes, under the handler's Timeout (else the
+// processor's, else WithTimeout's), and so sees its outcome as the host
+// does: a guest's failure keeps its classes, kind and retry-after; a call
+// that ran past its deadline fails with class berth.Timeout (Timeout), a
+// crashed guest with berth.Trap (Trap), one over its memory limit with
+// berth.MemoryExceeded (MemoryExceeded).
 //
 // The ports, host side:
 //
@@ -55,7 +55,6 @@ package hostspec
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,37 +221,29 @@ func (r *runner) Run(ev *abi.Event, ports berth.Ports) abi.Result {
 	c := &call{ports: ports, t: r.t}
 	leave := enter(ev.InvocationKey, c)
 	ev.DeadlineUnixNano = 0 // the sandbox sets it from the timeout
-	o := r.mod.InvokeWith(context.WithValue(context.Background(), callKey{}, c), ev, r.timeout(ev.Handler), sp)
+	cmds, f := registry.Call(context.WithValue(context.Background(), callKey{}, c), r.mod, ev, r.timeout(ev.Handler), sp)
 	leave()
-	if f := registry.FailureOf(&o); f != nil {
+	if f != nil {
 		return failed(failureOf(f))
 	}
-	return sendCommands(ev, o.Commands, ports.Commands)
+	return sendCommands(cmds, ports.Commands)
 }
 
-// timeout is the handler's Timeout, else the processor's, else the option's.
+// timeout is the call's deadline as the host resolves it: the handler's
+// Timeout over the processor's over the option's (the host's default).
 func (r *runner) timeout(handler string) time.Duration {
-	for _, h := range r.desc.Handlers {
-		if h.Name == handler && h.Retry.Timeout > 0 {
-			return h.Retry.Timeout
-		}
-	}
-	if r.desc.Retry.Timeout > 0 {
-		return r.desc.Retry.Timeout
-	}
-	return r.opts.timeout
+	processor, own := registry.DeclaredRetry(r.desc, handler)
+	return retry.Resolve(
+		retry.Layer{Source: retry.SourceDefault, Settings: retry.Settings{Timeout: r.opts.timeout}},
+		retry.Layer{Source: retry.SourceProcessor, Settings: processor},
+		retry.Layer{Source: retry.SourceHandler, Settings: own},
+	).Timeout
 }
 
-// sendCommands hands a succeeded call's commands to the delivery's command
-// port, which sends them once the call is over; like the host, it refuses
-// them all if one's payload is not JSON.
-func sendCommands(ev *abi.Event, cmds []abi.Command, port berth.CommandSender) abi.Result {
-	for _, c := range cmds {
-		if len(c.Payload) > 0 && !json.Valid(c.Payload) {
-			return failed(abi.Failure{Classes: []string{retry.ClassInvalidCommand},
-				Message: fmt.Sprintf("command %s %s of %s: the payload is not JSON", c.Type, c.AggregateID, ev.InvocationKey)})
-		}
-	}
+// sendCommands hands a succeeded call's commands, checked by registry.Call
+// as the host checks them, to the delivery's command port, which sends them
+// once the call is over.
+func sendCommands(cmds []abi.Command, port berth.CommandSender) abi.Result {
 	for _, c := range cmds {
 		err := port.Send(berth.Command{AggregateType: c.AggregateType, AggregateID: c.AggregateID, Type: c.Type, Payload: c.Payload})
 		if err != nil {

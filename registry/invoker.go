@@ -37,8 +37,8 @@ type wasmInvoker struct {
 // call it ended as a timeout.
 func (w wasmInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
 	env := envelope(&d, w.handler)
-	o := w.mod.Invoke(ctx, &env, d.Timeout)
-	return failureOf(&o)
+	_, f := Call(ctx, w.mod, &env, d.Timeout, sandbox.Ports{})
+	return f
 }
 
 // envelope is the ABI envelope of a delivery for one handler.

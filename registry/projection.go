@@ -293,8 +293,7 @@ func (pi projectionInvoker) Invoke(ctx context.Context, d subscription.Delivery)
 	for run := 1; ; run++ {
 		kv := newCallKV(ctx, pi.p.store, pi.sub)
 		env := envelope(&d, pi.handler)
-		o := pi.mod.InvokeWith(ctx, &env, d.Timeout, sandbox.Ports{KV: kv})
-		if f := failureOf(&o); f != nil {
+		if _, f := Call(ctx, pi.mod, &env, d.Timeout, sandbox.Ports{KV: kv}); f != nil {
 			return f
 		}
 		err := pi.p.apply(ctx, pi.sub, kv, &d)

@@ -1,28 +1,27 @@
-package registry
+package registry_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/retry"
-	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
 )
 
-// The projection tests run the order-summary sample, compiled to wasm, in
-// the real sandbox, over a Badger event log and ledger in a temporary
-// directory and a real engine.
+// The projection tests run the order-summary sample, compiled to wasm, in a
+// host (internal/hostkit) over a temporary directory: the real sandbox, a
+// Badger event log and ledger, a real engine.
 
 const summarySub = "OrderSummary.onOrder"
 
@@ -35,17 +34,17 @@ type orderSummary struct {
 	Total   int64 `json:"total"`
 }
 
-// projEnv is a host's parts, opened and closed as a whole.
+// projEnv is a host, opened and closed as a whole; its parts are named
+// for the tests' use.
 type projEnv struct {
 	t      *testing.T
-	dir    string
 	cfg    *config.Config
+	kit    *hostkit.Host
 	events *eventlog.Badger
 	store  *ledger.Badger
-	sb     *sandbox.Sandbox
 	eng    *subscription.Engine
-	reg    *Registry
-	proj   *Projections
+	reg    *registry.Registry
+	proj   *registry.Projections
 }
 
 func newProjEnv(t *testing.T, writers int) *projEnv {
@@ -62,7 +61,12 @@ func newProjEnv(t *testing.T, writers int) *projEnv {
 	cfg.Subscription.Retry.InitialBackoff = retry.Duration(time.Millisecond)
 	cfg.Subscription.Retry.MaxBackoff = retry.Duration(time.Millisecond)
 	cfg.Subscription.Parked.MaxRetries = -1
-	e := &projEnv{t: t, dir: dir, cfg: cfg}
+	cfg.Subscription.Partitions = 4
+	cfg.Subscription.Concurrency = 4
+	// Only Close writes the checkpoint: a crash redelivers everything.
+	cfg.Subscription.CheckpointEvery = 1 << 20
+	cfg.Subscription.CheckpointInterval = retry.Duration(time.Hour)
+	e := &projEnv{t: t, cfg: cfg}
 	e.open()
 	t.Cleanup(e.close)
 	if _, _, err := e.reg.Put(context.Background(), "order-summary", wasm); err != nil {
@@ -73,47 +77,15 @@ func newProjEnv(t *testing.T, writers int) *projEnv {
 
 func (e *projEnv) open() {
 	e.t.Helper()
-	ctx := context.Background()
-	logger := slog.New(slog.DiscardHandler)
-	var err error
-	if e.events, err = eventlog.Open(filepath.Join(e.dir, "events"), eventlog.Options{}); err != nil {
+	kit, err := hostkit.Open(context.Background(), e.cfg, hostkit.Options{})
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	if e.store, err = ledger.Open(filepath.Join(e.dir, "ledger"), ledger.Options{}); err != nil {
-		e.t.Fatal(err)
-	}
-	if e.sb, err = sandbox.New(e.cfg.Sandbox()); err != nil {
-		e.t.Fatal(err)
-	}
-	defaults, _ := e.cfg.RetryLayers("")
-	if e.eng, err = subscription.Open(e.events, e.store, subscription.Options{
-		Partitions: 4, Concurrency: 4, Retry: defaults, Parked: e.cfg.Parked(""),
-		// Only Close writes the checkpoint: a crash redelivers everything.
-		CheckpointEvery: 1 << 20, CheckpointInterval: time.Hour, Logger: logger,
-	}); err != nil {
-		e.t.Fatal(err)
-	}
-	e.proj = NewProjections(e.store, func() int { return e.cfg.Subscription.ProjectionWriters }, logger)
-	if e.reg, err = Open(ctx, Options{Dir: filepath.Join(e.dir, "modules"), Sandbox: e.sb, Engine: e.eng,
-		Config: func() *config.Config { return e.cfg }, Logger: logger, Projections: e.proj}); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.eng.Start(ctx); err != nil {
-		e.t.Fatal(err)
-	}
+	e.kit, e.events, e.store, e.eng, e.reg, e.proj = kit, kit.Events, kit.Ledger, kit.Engine, kit.Modules, kit.Projections
 }
 
 func (e *projEnv) close() {
-	if e.eng == nil {
-		return
-	}
-	ctx := context.Background()
-	e.eng.Close(ctx)
-	e.proj.Wait()
-	e.sb.Close(ctx)
-	e.store.Close(ctx)
-	e.events.Close(ctx)
-	e.eng = nil
+	e.kit.Close(context.Background())
 }
 
 // crash closes everything and rewinds the durable checkpoint to the start,
@@ -309,8 +281,7 @@ func TestProjectionResetRebuilds(t *testing.T) {
 func TestProjectionInvoker(t *testing.T) {
 	t.Parallel()
 	e := newProjEnv(t, 1)
-	inv := e.reg.invokerFor(e.reg.mods["order-summary"], e.reg.mods["order-summary"].mod.Description(),
-		e.reg.mods["order-summary"].mod.Description().Handlers[0])
+	inv := e.reg.InvokerOf("order-summary", 0)
 	commit := eventlog.Commit{Position: 1, AggregateType: "Order", AggregateID: "dee-o1", Version: 1, OwnerID: "dee",
 		Time: time.Now(), Events: []eventlog.Event{{Type: "OrderPlaced", Payload: []byte(`{"total":5}`)}}}
 	d := subscription.Delivery{Subscription: summarySub, Handler: "onOrder", Attempt: 1, Commit: commit, Timeout: 10 * time.Second,
@@ -326,12 +297,12 @@ func TestProjectionInvoker(t *testing.T) {
 		{"redelivered", false, "", orderSummary{1, 0, 5}},
 	}
 	for _, tc := range tests {
-		if tc.holdWriter && !e.proj.acquire() {
+		if tc.holdWriter && !e.proj.Acquire() {
 			t.Fatal("the only writer is busy")
 		}
 		f := inv.Invoke(context.Background(), d)
 		if tc.holdWriter {
-			e.proj.release()
+			e.proj.Release()
 		}
 		switch {
 		case tc.wantClass == "" && f != nil:
@@ -362,8 +333,8 @@ func TestProjectionConflict(t *testing.T) {
 		want    error
 	}{
 		{"unchanged", func(ledger.Tx) error { return nil }, nil},
-		{"changed", func(tx ledger.Tx) error { return tx.ProjectionPut(summarySub, "k", []byte("other")) }, errConflict},
-		{"created", func(tx ledger.Tx) error { return tx.ProjectionPut(summarySub, "absent", []byte("new")) }, errConflict},
+		{"changed", func(tx ledger.Tx) error { return tx.ProjectionPut(summarySub, "k", []byte("other")) }, registry.ErrProjectionConflict},
+		{"created", func(tx ledger.Tx) error { return tx.ProjectionPut(summarySub, "absent", []byte("new")) }, registry.ErrProjectionConflict},
 	}
 	for _, tc := range tests {
 		if err := e.store.Update(ctx, func(tx ledger.Tx) error {
@@ -372,14 +343,14 @@ func TestProjectionConflict(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		kv := newCallKV(ctx, e.store, summarySub)
+		kv := registry.NewCallKV(ctx, e.store, summarySub)
 		_, _, _ = kv.Get("k")
 		_, _, _ = kv.Get("absent")
 		_ = kv.Put("out", []byte(tc.name))
 		if err := e.store.Update(ctx, tc.between); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.proj.apply(ctx, summarySub, kv, d); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+		if err := e.proj.Apply(ctx, summarySub, kv, d); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%s: apply %v, want %v", tc.name, err, tc.want)
 		}
 		v, _ := e.get("out")

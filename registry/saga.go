@@ -73,14 +73,15 @@ func rejectionHandler(desc abi.Description) string {
 // attempt, so the gateway can deduplicate a redelivery.
 func (s sagaInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
 	env := envelope(&d, s.handler)
-	o := s.mod.Invoke(ctx, &env, d.Timeout)
-	if f := failureOf(&o); f != nil {
+	cmds, f := Call(ctx, s.mod, &env, d.Timeout, sandbox.Ports{})
+	if f != nil {
 		return f
 	}
-	return s.send(ctx, d, &env, o.Commands, true)
+	return s.send(ctx, d, &env, cmds, true)
 }
 
-// send sends the commands a handler run for env queued. With deliver, a
+// send sends the commands a handler run for env queued (checked by Call:
+// every payload is JSON). With deliver, a
 // rejected command goes to the rejection handler, whose own commands are
 // sent next; without (the rejection handler's own commands), a rejection is
 // logged: delivering it again could go round in circles.
@@ -98,10 +99,6 @@ func (s sagaInvoker) send(ctx context.Context, d subscription.Delivery, env *abi
 			return &retry.Failure{Classes: []string{retry.ClassNoCommandGateway},
 				Message: fmt.Sprintf("command %s %s of %s: no command gateway for aggregate type %s; add a [commands.%s] table with its url to the host's configuration",
 					cmd.Type, cmd.AggregateID, env.InvocationKey, cmd.AggregateType, tomlTableName(cmd.AggregateType))}
-		}
-		if len(cmd.Payload) > 0 && !json.Valid(cmd.Payload) {
-			return &retry.Failure{Classes: []string{retry.ClassInvalidCommand},
-				Message: fmt.Sprintf("command %s %s of %s: the payload is not JSON", cmd.Type, cmd.AggregateID, env.InvocationKey)}
 		}
 		gateways[i] = gw
 	}
@@ -151,12 +148,12 @@ func (s sagaInvoker) onRejected(ctx context.Context, d subscription.Delivery, en
 	renv.DeadlineUnixNano = 0
 	// The attempt's deadline (the engine's, on ctx) bounds the rejection
 	// handler too: it runs within what is left of the attempt.
-	o := s.mod.Invoke(ctx, &renv, d.Timeout)
-	if f := failureOf(&o); f != nil {
+	cmds, f := Call(ctx, s.mod, &renv, d.Timeout, sandbox.Ports{})
+	if f != nil {
 		f.Message = "rejection handler " + s.rejected + " (" + renv.InvocationKey + "): " + f.Message
 		return f
 	}
-	return s.send(ctx, d, &renv, o.Commands, false)
+	return s.send(ctx, d, &renv, cmds, false)
 }
 
 // gatewayAnswer is how a gateway answered one command.

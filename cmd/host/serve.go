@@ -18,13 +18,7 @@ import (
 
 	"github.com/berthhq/berth/api"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/diskspace"
-	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/ledger/webhook"
-	"github.com/berthhq/berth/registry"
-	"github.com/berthhq/berth/sandbox"
-	"github.com/berthhq/berth/subscription"
+	"github.com/berthhq/berth/internal/hostkit"
 )
 
 // serve runs the host until SIGINT or SIGTERM; SIGHUP reloads the config.
@@ -69,27 +63,18 @@ func serve(args []string) int {
 	return 0
 }
 
-// host is the running process: its stores, sandbox, engine and API.
+// host is the running process: the host's parts (hostkit) and the REST API over them.
 type host struct {
 	configPath string
 	overrides  func(*config.Config)
-	cfg        atomic.Pointer[config.Config]
 	reloadMu   sync.Mutex
 	log        *slog.Logger
 	level      slog.LevelVar // log.level, applied again on reload
 
-	disk      *diskspace.Guard // free space and the data directory itself
-	events    *eventlog.Badger
-	ledger    *ledger.Badger
-	sandbox   *sandbox.Sandbox
-	engine    *subscription.Engine
-	modules   *registry.Registry
-	hooks     *webhook.Dispatcher
-	hooksWG   sync.WaitGroup
-	stopHooks context.CancelFunc
-	api       *api.Server
-	ln        net.Listener
-	ready     atomic.Bool
+	kit   *hostkit.Host
+	api   *api.Server
+	ln    net.Listener
+	ready atomic.Bool
 
 	// stopMu guards stopCtx, the deadline of a shutdown under way: one
 	// server.shutdown-timeout for the requests, the engine and the stores.
@@ -127,7 +112,6 @@ func start(configPath, dataDir, listen string) (*host, error) {
 		return nil, err
 	}
 	h := &host{configPath: configPath, overrides: overrides}
-	h.cfg.Store(cfg)
 	h.level.Set(cfg.Log.SlogLevel())
 	h.log = newLogger(cfg, &h.level)
 	h.log.Info("configuration loaded", "file", configPath)
@@ -165,83 +149,26 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// open brings the host up in dependency order: stores, sandbox, engine,
-// modules (which add their subscriptions), then delivery and the API.
+// open brings the host's parts up (hostkit.Open), then the API and its
+// listener.
 func (h *host) open(cfg *config.Config) error {
-	data := cfg.Server.DataDir
-	ctx := context.Background()
-	var err error
-	if h.disk, err = openDisk(cfg, h.log); err != nil {
-		return err
-	}
-	eventsDir, ledgerDir := filepath.Join(data, "events"), filepath.Join(data, "ledger")
-	if h.events, err = eventlog.Open(eventsDir, eventlog.Options{Logger: h.log, Space: h.disk}); err != nil {
-		return fmt.Errorf("open event log: %w", err)
-	}
-	if h.ledger, err = ledger.Open(ledgerDir, ledger.Options{Logger: h.log, Space: h.disk}); err != nil {
-		return fmt.Errorf("open ledger: %w", err)
-	}
-	for _, dir := range []string{eventsDir, ledgerDir} {
-		if err := h.disk.Watch(dir); err != nil {
-			return err
-		}
-	}
-	sbCfg := cfg.Sandbox()
-	sbCfg.Logger = h.log
-	if h.sandbox, err = sandbox.New(sbCfg); err != nil {
-		return err
-	}
-	classifier, err := cfg.Classifier()
+	kit, err := hostkit.Open(context.Background(), cfg, hostkit.Options{Logger: h.log})
 	if err != nil {
-		return err
+		return fmt.Errorf("not starting: %w", err)
 	}
-	defaults, _ := cfg.RetryLayers("")
-	h.engine, err = subscription.Open(h.events, h.ledger, subscription.Options{
-		Partitions:         cfg.Subscription.Partitions,
-		Concurrency:        cfg.Subscription.Concurrency,
-		Retry:              defaults,
-		Parked:             cfg.Parked(""),
-		Systemic:           cfg.Systemic(),
-		Classifier:         classifier,
-		CheckpointEvery:    cfg.Subscription.CheckpointEvery,
-		CheckpointInterval: cfg.Subscription.CheckpointInterval.Std(),
-		Logger:             h.log,
-	})
-	if err != nil {
-		return err
-	}
-	if h.modules, err = registry.Open(ctx, registry.Options{Dir: filepath.Join(data, "modules"), Sandbox: h.sandbox,
-		Engine: h.engine, Config: h.config, Logger: h.log, Space: h.disk,
-		Projections: registry.NewProjections(h.ledger, func() int { return h.config().Subscription.ProjectionWriters }, h.log),
-	}); err != nil {
-		return err
-	}
-	if err := h.engine.Start(ctx); err != nil {
-		return err
-	}
-	// Webhooks read the ledger's outbox on their own goroutines: a hook that
-	// is down never holds up event handling.
-	h.hooks = webhook.New(h.ledger, webhook.Options{Hooks: hooksOf(cfg), Logger: h.log})
-	hctx, cancel := context.WithCancel(context.Background())
-	h.stopHooks = cancel
-	h.hooksWG.Add(1)
-	go func() {
-		defer h.hooksWG.Done()
-		if err := h.hooks.Run(hctx); err != nil && !errors.Is(err, context.Canceled) {
-			h.log.Error("webhooks stopped", "error", err)
-		}
-	}()
-	h.api = api.New(api.Deps{Config: h.config, Reload: h.reload, Modules: h.modules, Log: h.events, Engine: h.engine,
-		Ledger: h.ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: h.sandbox, Disk: h.disk})
+	h.kit = kit
+	h.api = api.New(api.Deps{Config: kit.Config, Reload: h.reload, Modules: kit.Modules, Log: kit.Events, Engine: kit.Engine,
+		Ledger: kit.Ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: kit.Sandbox, Disk: kit.Disk})
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
 		return err
 	}
-	h.log.Info("berth is serving", "url", "http://"+h.ln.Addr().String(), "console", "http://"+h.ln.Addr().String()+"/console/", "data", data)
+	h.log.Info("berth is serving", "url", "http://"+h.ln.Addr().String(), "console", "http://"+h.ln.Addr().String()+"/console/", "data", cfg.Server.DataDir)
 	h.ready.Store(true)
 	return nil
 }
 
-func (h *host) config() *config.Config { return h.cfg.Load() }
+// config returns the running configuration (the host's parts own it).
+func (h *host) config() *config.Config { return h.kit.Config() }
 
 // reload reads the config file again; a file that does not validate is
 // refused and the running configuration stays.
@@ -252,26 +179,10 @@ func (h *host) reload() error {
 	if err != nil {
 		return err
 	}
-	prev := h.cfg.Load()
-	if keys := config.Diff(prev, next); len(keys) > 0 {
-		h.log.Warn("these settings change only after a restart", "keys", keys)
-	}
-	classifier, err := next.Classifier()
-	if err != nil {
+	if err := h.kit.Reconfigure(next); err != nil {
 		return err
 	}
-	h.cfg.Store(next)
 	h.level.Set(next.Log.SlogLevel())
-	h.disk.SetReserve(next.Store.MinFree.Bytes())
-	defaults, _ := next.RetryLayers("")
-	h.engine.SetHostDefaults(defaults, next.Parked(""), classifier)
-	if err := h.hooks.SetHooks(hooksOf(next)); err != nil {
-		h.log.Error("webhooks kept their previous settings", "error", err)
-	}
-	if err := h.modules.Reconfigure(context.Background()); err != nil {
-		h.log.Error("some modules kept their previous settings", "error", err)
-	}
-	h.log.Info("configuration reloaded", "file", h.configPath, "changed", config.Changes(prev, next))
 	return nil
 }
 
@@ -301,41 +212,11 @@ func (h *host) stopContext() (context.Context, context.CancelFunc) {
 	return h.stopCtx, h.stopDone
 }
 
-// close stops everything in reverse order of open, within ctx. It returns
-// what the stores could not flush and close in time; the engine, webhooks
-// and sandbox are only logged, their state being in the stores.
+// close stops the host's parts in reverse order of open, within ctx (see
+// hostkit.Host.Close); the API has stopped serving by then.
 func (h *host) close(ctx context.Context) error {
-	if h.engine != nil {
-		if err := h.engine.Close(ctx); err != nil {
-			h.log.Error("close engine", "error", err)
-		}
+	if h.kit == nil {
+		return nil
 	}
-	if h.hooks != nil {
-		h.stopHooks()
-		h.hooks.Close(ctx)
-		h.hooksWG.Wait()
-	}
-	if h.sandbox != nil {
-		h.sandbox.Close(ctx)
-	}
-	var errs []error
-	if h.ledger != nil {
-		errs = append(errs, h.ledger.Close(ctx))
-	}
-	if h.events != nil {
-		errs = append(errs, h.events.Close(ctx))
-	}
-	if h.disk != nil {
-		h.disk.Close()
-	}
-	return errors.Join(errs...)
-}
-
-// hooksOf turns [[webhooks]] into the dispatcher's hooks.
-func hooksOf(cfg *config.Config) []webhook.Hook {
-	hooks := make([]webhook.Hook, len(cfg.Webhooks))
-	for i, w := range cfg.Webhooks {
-		hooks[i] = webhook.Hook{Name: w.Name, URL: w.URL, Secret: w.SigningKey(), Events: w.Events, Subscriptions: w.Subscriptions}
-	}
-	return hooks
+	return h.kit.Close(ctx)
 }

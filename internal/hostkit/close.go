@@ -1,0 +1,51 @@
+package hostkit
+
+import (
+	"context"
+	"errors"
+)
+
+// Close closes the host in the reverse order of [Open], within ctx: the webhook dispatcher, the engine
+// (its handlers' calls end, its checkpoints are written), the query store's background removals, the
+// sandbox, the ledger, the event log and the free-space guard. It returns what the stores could not
+// flush and close in time; what the engine, the webhooks and the sandbox could not do is only logged,
+// their state being in the stores. A second Close does nothing.
+func (h *Host) Close(ctx context.Context) error {
+	h.closeMu.Lock()
+	defer h.closeMu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	if h.Hooks != nil {
+		h.stopHooks()
+		if err := h.Hooks.Close(ctx); err != nil {
+			h.log.Error("close webhooks", "error", err)
+		}
+		h.hooksWG.Wait()
+	}
+	if h.Engine != nil {
+		if err := h.Engine.Close(ctx); err != nil {
+			h.log.Error("close engine", "error", err)
+		}
+	}
+	if h.Projections != nil {
+		h.Projections.Wait()
+	}
+	if h.Sandbox != nil {
+		if err := h.Sandbox.Close(ctx); err != nil {
+			h.log.Error("close sandbox", "error", err)
+		}
+	}
+	var errs []error
+	if h.Ledger != nil {
+		errs = append(errs, h.Ledger.Close(ctx))
+	}
+	if h.Events != nil {
+		errs = append(errs, h.Events.Close(ctx))
+	}
+	if h.Disk != nil {
+		h.Disk.Close()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,252 @@
+package hostkit_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/subscription"
+)
+
+// The host's assembly over real parts: Badger stores in a temporary
+// directory, the sandbox, the engine, the registry with a compiled sample.
+
+// testConfig is the default configuration over dir, with retries fast
+// enough for a test.
+func testConfig(dir string) *config.Config {
+	cfg := config.Default()
+	cfg.Server.DataDir = dir
+	cfg.Subscription.CheckpointInterval = retry.Duration(10 * time.Millisecond)
+	cfg.Subscription.Retry.InitialBackoff = retry.Duration(time.Millisecond)
+	cfg.Subscription.Retry.MaxBackoff = retry.Duration(time.Millisecond)
+	return cfg
+}
+
+// open opens a host over cfg that the test closes.
+func open(t *testing.T, cfg *config.Config, opts hostkit.Options) *hostkit.Host {
+	t.Helper()
+	h, err := hostkit.Open(t.Context(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return h
+}
+
+// eventually polls cond every 5ms until it holds or 20s have passed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestOpenCloseOpenKeepsState: what one host stored (an event, a deployed
+// module and its subscription, a checkpoint) is there when a host is
+// opened again on the same directory.
+func TestOpenCloseOpenKeepsState(t *testing.T) {
+	wasm, err := testbuild.Bytes("samples/shipment-notifier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t.TempDir())
+	ctx := t.Context()
+	h, err := hostkit.Open(ctx, cfg, hostkit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Modules.Put(ctx, "shipment-notifier", wasm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: "o-1",
+		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced", Payload: []byte(`{}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	const sub = "ShipmentNotifier.onOrderShipped"
+	eventually(t, "the subscription to pass the event", func() bool {
+		st, err := h.Engine.Status(ctx, sub)
+		return err == nil && st.Lag == 0
+	})
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+
+	h = open(t, cfg, hostkit.Options{})
+	if head, err := h.Events.Head(ctx); err != nil || head != 1 {
+		t.Errorf("head after reopening = %d, %v; want 1", head, err)
+	}
+	if list := h.Modules.List(); len(list) != 1 || list[0].Name != "shipment-notifier" {
+		t.Errorf("modules after reopening: %+v", list)
+	}
+	if _, err := h.Engine.Status(ctx, sub); err != nil {
+		t.Errorf("subscription after reopening: %v", err)
+	}
+	var cp uint64
+	var ok bool
+	if err := h.Ledger.View(ctx, func(tx ledger.Tx) (err error) {
+		cp, ok, err = tx.Checkpoint(sub)
+		return err
+	}); err != nil || !ok || cp != 2 {
+		t.Errorf("checkpoint after reopening = %d, %v, %v; want 2, past the event", cp, ok, err)
+	}
+}
+
+// TestOpenRefusedBelowTheReserve: below store.min-free the host does not
+// open, says so naming the directory and the setting, and leaves nothing
+// open; with space back it opens.
+func TestOpenRefusedBelowTheReserve(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	free := func(n int64) func(string) (int64, error) {
+		return func(string) (int64, error) { return n, nil }
+	}
+	_, err := hostkit.Open(t.Context(), cfg, hostkit.Options{Statfs: free(cfg.Store.MinFree.Bytes() - 1)})
+	var oe *hostkit.OpenError
+	if !errors.As(err, &oe) || oe.Part != "data directory" || !errors.Is(err, diskspace.ErrLow) {
+		t.Fatalf("Open below the reserve: %v; want an OpenError of the data directory matching diskspace.ErrLow", err)
+	}
+	for _, want := range []string{dir, "below the reserve of 512.0MiB", "store.min-free"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	if _, err := os.Stat(cfg.EventLogDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the event log was made below the reserve: %v", err)
+	}
+	h := open(t, cfg, hostkit.Options{Statfs: free(cfg.Store.MinFree.Bytes())})
+	if st := h.Disk.Status(); !st.Writable() {
+		t.Errorf("disk status at the reserve: %+v", st)
+	}
+}
+
+// TestOpenFailureNamesThePartAndClosesTheRest: a part that cannot open is
+// named, and what opened before it is closed: once the cause is removed,
+// the same directory opens (Badger locks an open store's directory).
+func TestOpenFailureNamesThePartAndClosesTheRest(t *testing.T) {
+	tests := []struct {
+		part     string
+		path     func(*config.Config) string // made a file, where the part wants a directory
+		wantHead uint64                      // the event log's head after: 0 when it was the one removed
+	}{
+		{"event log", (*config.Config).EventLogDir, 0},
+		{"ledger", (*config.Config).LedgerDir, 1},
+		{"sandbox", (*config.Config).WasmCacheDir, 1},
+		{"modules", (*config.Config).ModulesDir, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.part, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			// The stores that open before the broken part hold data.
+			h := open(t, cfg, hostkit.Options{})
+			if _, err := h.Events.Append(t.Context(), eventlog.AppendRequest{AggregateType: "Order", AggregateID: "o-1",
+				ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			path := tt.path(cfg)
+			if err := os.RemoveAll(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte("not a directory"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := hostkit.Open(t.Context(), cfg, hostkit.Options{})
+			var oe *hostkit.OpenError
+			if !errors.As(err, &oe) || oe.Part != tt.part || !strings.HasPrefix(err.Error(), "open "+tt.part+": ") {
+				t.Fatalf("Open with %s a file: %v; want an OpenError of the %s", path, err, tt.part)
+			}
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			h = open(t, cfg, hostkit.Options{})
+			if head, err := h.Events.Head(t.Context()); err != nil || head != tt.wantHead {
+				t.Errorf("head after the failed open = %d, %v; want %d", head, err, tt.wantHead)
+			}
+		})
+	}
+}
+
+// TestReconfigureRefusesABadClassifier: a configuration whose classifier
+// rule names a berth.* class that is not builtin is refused, and the
+// host goes on with the running one: the configuration, the retry layer and
+// the classifier (a Flaky failure still parks at once). A good one applies.
+func TestReconfigureRefusesABadClassifier(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.ClassifierConfig.Rules = []retry.Rule{{Class: "Flaky", As: "unrecoverable"}}
+	h := open(t, cfg, hostkit.Options{})
+	ctx := t.Context()
+	const sub = "Test.flaky"
+	if err := h.Engine.Add(ctx, subscription.Spec{Name: sub, Invoker: subscription.InvokerFunc(
+		func(context.Context, subscription.Delivery) *retry.Failure {
+			return &retry.Failure{Classes: []string{"Flaky"}, Message: "flaky"}
+		})}); err != nil {
+		t.Fatal(err)
+	}
+	// parkedAfter appends an event of id and returns the attempts its park took.
+	parkedAfter := func(id string) int {
+		t.Helper()
+		if _, err := h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: id,
+			ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
+			t.Fatal(err)
+		}
+		var rec *ledger.Record
+		eventually(t, id+" parked", func() bool {
+			var err error
+			rec, err = h.Engine.Parked(ctx, sub, "Order", id)
+			return err == nil
+		})
+		return rec.Attempts
+	}
+	if n := parkedAfter("o-1"); n != 1 {
+		t.Fatalf("o-1 parked after %d attempts; want 1 (Flaky is unrecoverable)", n)
+	}
+
+	bad := *cfg
+	bad.ClassifierConfig.Rules = []retry.Rule{{Class: "berth.NoSuchClass", As: "recoverable"}}
+	bad.Subscription.Retry.MaxAttempts = 9
+	err := h.Reconfigure(&bad)
+	if err == nil || !strings.Contains(err.Error(), "berth.NoSuchClass") || !strings.Contains(err.Error(), "classifier.rules[0].class") {
+		t.Fatalf("Reconfigure with a rule naming berth.NoSuchClass: %v; want it refused naming the key and the class", err)
+	}
+	if h.Config() != cfg {
+		t.Error("the refused configuration replaced the running one")
+	}
+	if st, err := h.Engine.Status(ctx, sub); err != nil || st.Policy.MaxAttempts != retry.DefaultMaxAttempts {
+		t.Errorf("policy after the refused reload: %+v, %v; want max-attempts %d", st.Policy, err, retry.DefaultMaxAttempts)
+	}
+	if n := parkedAfter("o-2"); n != 1 {
+		t.Errorf("o-2 parked after %d attempts; want 1: the running classifier stays", n)
+	}
+
+	good := *cfg
+	good.ClassifierConfig.Rules = nil
+	good.Subscription.Retry.MaxAttempts = 3
+	if err := h.Reconfigure(&good); err != nil {
+		t.Fatal(err)
+	}
+	if h.Config() != &good {
+		t.Error("the accepted configuration is not the running one")
+	}
+	if n := parkedAfter("o-3"); n != 3 {
+		t.Errorf("o-3 parked after %d attempts; want 3: without the rule Flaky is retried within the new budget", n)
+	}
+}
