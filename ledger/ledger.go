@@ -37,8 +37,9 @@ const (
 	StateRetrying State = "retrying"
 	// StateWaiting: its long-horizon retries are spent; it waits for an operator.
 	StateWaiting State = "waiting"
-	// StateResuming: an operator or a successful retry resumed it; the held
-	// events are being replayed from its stream.
+	// StateResuming: an operator, a successful retry or the host (taking
+	// back a park an outage's failures made) resumed it; the held events
+	// are being replayed from its stream.
 	StateResuming State = "resuming"
 )
 

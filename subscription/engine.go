@@ -6,7 +6,7 @@
 // skip.
 //
 // Lock order, outermost first: subscription.life, the aggregate's key lock,
-// subscription.cpMu, partition.mu, tracker.mu. No lock is held across a
+// run.budgets.mu, subscription.cpMu, partition.mu, tracker.mu. No lock is held across a
 // handler call.
 package subscription
 
@@ -445,7 +445,8 @@ type run struct {
 	tracker  *tracker
 	parts    []*partition
 	flushReq chan struct{}
-	budgets  budgetHints // which aggregates may have a spent budget recorded
+	budgets  budgetHints   // which aggregates may have a spent budget recorded
+	parks    atomic.Uint64 // the parks made, numbering them (aggState.park)
 }
 
 func newRun(s *subscription, from uint64) *run {

@@ -76,6 +76,10 @@ type partition struct {
 	outages  uint64
 	outageAt time.Time
 	outageCh chan struct{}
+	// parks are the parks on a spent budget whose failures are still in the
+	// detector's window, in the order they were made: an outage they
+	// revealed takes them back (outage_park.go).
+	parks []parkWatch
 }
 
 func newPartition(r *run, idx int) *partition {
