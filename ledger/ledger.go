@@ -199,9 +199,6 @@ type Tx interface {
 	// ListParked returns a page of records in key order and the cursor of the
 	// next page ("" at the end).
 	ListParked(f Filter) ([]*Record, string, error)
-	// DueParked returns records in StateRetrying whose NextRetry <= now,
-	// earliest first.
-	DueParked(now time.Time, limit int) ([]*Record, error)
 	// CountParked counts a subscription's records by state.
 	CountParked(subscription string) (map[State]int, error)
 
