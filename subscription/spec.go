@@ -202,24 +202,6 @@ func (e *Engine) UpdateSpec(spec Spec) error {
 	return nil
 }
 
-// SetOverride replaces the host's per-subscription retry override (the
-// [subscriptions."Processor.handler".retry] table) of a subscription; it
-// applies from the next attempt on.
-func (e *Engine) SetOverride(name string, override retry.Settings) error {
-	s, err := e.sub(name)
-	if err != nil {
-		return err
-	}
-	for {
-		old := s.cur.Load()
-		spec := old.spec
-		spec.OverrideRetry = override
-		if s.cur.CompareAndSwap(old, resolve(spec, e.host.Load())) {
-			return nil
-		}
-	}
-}
-
 // SetHostDefaults replaces the host's own layer (a config reload of
 // [subscription.retry], [subscription.parked] and the classifier rules) and
 // re-resolves every subscription; it applies from the next attempt on.
