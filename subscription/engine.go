@@ -283,6 +283,11 @@ func (e *Engine) Subscriptions() []string {
 func (e *Engine) sub(name string) (*subscription, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.subLocked(name)
+}
+
+// subLocked is sub with e.mu held.
+func (e *Engine) subLocked(name string) (*subscription, error) {
 	s, ok := e.subs[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownSubscription, name)
@@ -295,7 +300,10 @@ func (e *Engine) sub(name string) (*subscription, error) {
 type subscription struct {
 	e    *Engine
 	name string
-	cur  atomic.Pointer[resolved]
+	// cur is read without a lock by every attempt; it is written only with
+	// Engine.mu held (add, UpdateSpec, SetHostDefaults), so that a spec and
+	// the host's layer are never resolved from two reloads' halves.
+	cur atomic.Pointer[resolved]
 
 	life sync.RWMutex // write-held while the run is replaced
 	run  *run         // nil when not started
