@@ -42,6 +42,31 @@ func (r *run) partitionOf(k aggKey) *partition {
 // once, each strictly in version order. It also carries the partition-wide
 // failure state: a systemic pause and the concurrency lowered by
 // backpressure.
+//
+// Slots, all under mu:
+//
+//   - A slot is held by a worker (work), the one goroutine delivering a live
+//     aggregate's queued commits; a.running says the aggregate has one, and
+//     stays true for as long as that worker lives, so no second worker ever
+//     starts for it. running counts the slots held. A replay (a resume's, or
+//     the host's after an outage) and a long-horizon retry hold none.
+//   - A worker gives its slot back when it ends: its aggregate is no longer
+//     live (parked, or resuming), its queue is empty, the run stops, the
+//     partition is over its limit, or, after a commit, others wait (ready or
+//     slotWaiters); a live aggregate with work left rejoins ready. In the
+//     middle of a commit it gives the slot up only for a backoff or a
+//     Retry-After (waitOff), and then counts in slotWaiters until it takes
+//     one again; fill leaves room for slotWaiters before it starts anyone
+//     from ready, so a retry is not starved by the neighbours it let by. A
+//     worker waiting out a systemic pause or an operator's pause (awaitTurn)
+//     or writing its park keeps its slot: nobody else could deliver either.
+//   - An aggregate is in ready (a.queued) or held by a worker, never both;
+//     schedule and fill start workers while running+slotWaiters < limit.
+//     Every release closes slotFreed.
+//   - Backpressure lowers limit (halving it, at least 1) without taking a
+//     slot from anyone: running may exceed limit until workers see it after
+//     their current commit and stop; each success raises limit by one, up to
+//     max, and fills the room made.
 type partition struct {
 	r   *run
 	idx int
