@@ -47,6 +47,10 @@ func Open(dir string, opts Options) (*Badger, error) {
 		_ = db.Close(context.Background())
 		return nil, fmt.Errorf("ledger: open %s: %w", dir, err)
 	}
+	if err := dropRetiredDue(db.DB); err != nil {
+		_ = db.Close(context.Background())
+		return nil, fmt.Errorf("ledger: open %s: deleting the retired due index: %w", dir, err)
+	}
 	return &Badger{db: db, space: opts.Space}, nil
 }
 
@@ -75,6 +79,26 @@ func checkFormat(db *badger.DB) error {
 			return nil
 		})
 	})
+}
+
+// dropRetiredDue deletes the due index an older store keeps under 'd'
+// (keys.go), which nothing reads. It looks first, so that a store without
+// one costs a seek rather than Badger's DropPrefix, which holds writes back
+// and flushes; a crash in the middle leaves keys that the next Open drops.
+func dropRetiredDue(db *badger.DB) error {
+	prefix := []byte{kindRetiredDue}
+	found := false
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		it.Rewind()
+		found = it.Valid()
+		return nil
+	})
+	if err != nil || !found {
+		return err
+	}
+	return db.DropPrefix(prefix)
 }
 
 // enter starts a transaction: ErrClosed after Close, else the caller must

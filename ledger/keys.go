@@ -3,7 +3,6 @@ package ledger
 import (
 	"encoding/binary"
 	"errors"
-	"time"
 )
 
 // Key layout. Every key starts with one byte naming its kind; names inside
@@ -14,7 +13,6 @@ import (
 //	'c' lp(subscription)                              -> checkpoint(8)
 //	'm' lp(subscription) lp(key)                      -> meta value
 //	'r' lp(subscription) lp(aggType) lp(aggID)        -> Record as JSON
-//	'd' time(12) recordKey                            -> "" (due index)
 //	'k' lp(subscription) lp(state)                    -> count(8)
 //	'n' seq(8)                                        -> Notification as JSON
 //	'x' "notify-seq"                                  -> last seq(8)
@@ -30,16 +28,18 @@ import (
 // see the current generation, and SweepProjections deletes retired ones in
 // bounded transactions.
 //
-// Numbers are big endian so byte order is numeric order. The due index holds
-// one key per record in StateRetrying, its NextRetry first, so a forward scan
-// reads the due records earliest first (then in record-key order); PutParked
-// and DeleteParked keep it and the per-state counts in step with the records
-// in the same transaction.
+// Numbers are big endian so byte order is numeric order. PutParked and
+// DeleteParked keep the per-state counts in step with the records in the
+// same transaction.
+//
+// Stores written before the engine kept its retry schedule in memory alone
+// hold a due index under 'd' (NextRetry, then the record key, per retrying
+// record); nothing reads it, and Open deletes it (dropRetiredDue).
 const (
 	kindCheckpoint = 'c'
 	kindMeta       = 'm'
 	kindRecord     = 'r'
-	kindDue        = 'd'
+	kindRetiredDue = 'd' // only in older stores; Open deletes it
 	kindCount      = 'k'
 	kindNotice     = 'n'
 	kindSystem     = 'x'
@@ -105,22 +105,6 @@ func parseRecordKey(k []byte) (sub, aggType, aggID string, err error) {
 		return "", "", "", errBadKey
 	}
 	return parts[0], parts[1], parts[2], nil
-}
-
-// timeLen is the length of a sortable time.
-const timeLen = 12
-
-// appendTime appends t so that byte order is time order, for any year:
-// Unix seconds with the sign bit flipped, then nanoseconds.
-func appendTime(b []byte, t time.Time) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(t.Unix())^(1<<63))
-	return binary.BigEndian.AppendUint32(b, uint32(t.Nanosecond()))
-}
-
-func dueKey(next time.Time, recKey []byte) []byte {
-	b := make([]byte, 0, 1+timeLen+len(recKey))
-	b = appendTime(append(b, kindDue), next)
-	return append(b, recKey...)
 }
 
 func noticeKey(seq uint64) []byte {

@@ -37,8 +37,9 @@ const (
 	StateRetrying State = "retrying"
 	// StateWaiting: its long-horizon retries are spent; it waits for an operator.
 	StateWaiting State = "waiting"
-	// StateResuming: an operator or a successful retry resumed it; the held
-	// events are being replayed from its stream.
+	// StateResuming: an operator, a successful retry or the host (taking
+	// back a park an outage's failures made) resumed it; the held events
+	// are being replayed from its stream.
 	StateResuming State = "resuming"
 )
 
@@ -198,9 +199,6 @@ type Tx interface {
 	// ListParked returns a page of records in key order and the cursor of the
 	// next page ("" at the end).
 	ListParked(f Filter) ([]*Record, string, error)
-	// DueParked returns records in StateRetrying whose NextRetry <= now,
-	// earliest first.
-	DueParked(now time.Time, limit int) ([]*Record, error)
 	// CountParked counts a subscription's records by state.
 	CountParked(subscription string) (map[State]int, error)
 

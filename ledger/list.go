@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -86,35 +85,4 @@ func (t *badgerTx) ListParked(f Filter) ([]*Record, string, error) {
 		return out, "", nil
 	}
 	return out, base64.RawURLEncoding.EncodeToString(lastKey), nil
-}
-
-// DueParked returns up to limit (DefaultLimit when 0 or less) records in
-// StateRetrying whose NextRetry <= now, earliest first; records due at the
-// same time come in key order.
-func (t *badgerTx) DueParked(now time.Time, limit int) ([]*Record, error) {
-	if err := t.checkRead("DueParked"); err != nil {
-		return nil, err
-	}
-	limit = limitOr(limit)
-	// Every due key of a time <= now is below this bound.
-	bound := appendTime([]byte{kindDue}, now)
-	var keys [][]byte
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindDue}})
-	for it.Rewind(); it.Valid() && len(keys) < limit; it.Next() {
-		k := it.Item().Key()
-		if len(k) < 1+timeLen || bytes.Compare(k[:1+timeLen], bound) > 0 {
-			break
-		}
-		keys = append(keys, bytes.Clone(k[1+timeLen:]))
-	}
-	it.Close()
-	out := make([]*Record, 0, len(keys))
-	for _, k := range keys {
-		r, err := t.record(k)
-		if err != nil {
-			return nil, fmt.Errorf("ledger: DueParked: index entry for %q: %w", k, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }

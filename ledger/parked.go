@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // validState reports whether s is one of the States.
@@ -28,11 +27,9 @@ func validateRecord(r *Record) error {
 	return nil
 }
 
-// indexed is the part of a stored record that the due index and the counts
-// depend on.
+// indexed is the part of a stored record that the counts depend on.
 type indexed struct {
-	State     State     `json:"state"`
-	NextRetry time.Time `json:"nextRetry,omitzero"`
+	State State `json:"state"`
 }
 
 // Parked returns the record of one parked aggregate, ErrNotFound if the
@@ -62,7 +59,7 @@ func (t *badgerTx) record(k []byte) (*Record, error) {
 }
 
 // PutParked stores r, replacing the record of the same subscription and
-// aggregate, and updates the due index and the per-state counts with it.
+// aggregate, and updates the per-state counts with it.
 func (t *badgerTx) PutParked(r *Record) error {
 	const op = "PutParked"
 	if err := t.checkWrite(op); err != nil {
@@ -84,14 +81,14 @@ func (t *badgerTx) PutParked(r *Record) error {
 		return err
 	}
 	if found {
-		if err := t.unindex(op, k, r.Subscription, old); err != nil {
+		if err := t.addCount(op, r.Subscription, old.State, -1); err != nil {
 			return err
 		}
 	}
-	return t.index(op, k, r.Subscription, indexed{State: r.State, NextRetry: r.NextRetry})
+	return t.addCount(op, r.Subscription, r.State, +1)
 }
 
-// DeleteParked removes a record with its index entries, ErrNotFound if the
+// DeleteParked removes a record and counts it out, ErrNotFound if the
 // aggregate is not parked for the subscription.
 func (t *badgerTx) DeleteParked(subscription, aggregateType, aggregateID string) error {
 	const op = "DeleteParked"
@@ -109,7 +106,7 @@ func (t *badgerTx) DeleteParked(subscription, aggregateType, aggregateID string)
 	if err := t.delete(op, k); err != nil {
 		return err
 	}
-	return t.unindex(op, k, subscription, old)
+	return t.addCount(op, subscription, old.State, -1)
 }
 
 // indexedOf reads the indexed fields of the record under k, if any.
@@ -126,26 +123,6 @@ func (t *badgerTx) indexedOf(k []byte) (indexed, bool, error) {
 		return indexed{}, false, fmt.Errorf("corrupt record: %w", err)
 	}
 	return ix, true, nil
-}
-
-// index adds the due key (when retrying) and counts the record's state.
-func (t *badgerTx) index(op string, k []byte, subscription string, ix indexed) error {
-	if ix.State == StateRetrying {
-		if err := t.set(op, dueKey(ix.NextRetry, k), nil); err != nil {
-			return err
-		}
-	}
-	return t.addCount(op, subscription, ix.State, +1)
-}
-
-// unindex removes what index added for a record's previous fields.
-func (t *badgerTx) unindex(op string, k []byte, subscription string, ix indexed) error {
-	if ix.State == StateRetrying {
-		if err := t.delete(op, dueKey(ix.NextRetry, k)); err != nil {
-			return err
-		}
-	}
-	return t.addCount(op, subscription, ix.State, -1)
 }
 
 // addCount adds delta to the count of a subscription's records in state,

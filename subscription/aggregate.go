@@ -36,6 +36,9 @@ type aggState struct {
 	// pinned is the invocation key of the event a replay starts at, as its
 	// ledger record keeps it (invocationkey.go). Set before the replay starts.
 	pinned pinnedKey
+	// park names the park that made it held (run.parks numbers them), so
+	// that the host takes back only the park it meant to (outage_park.go).
+	park uint64
 }
 
 // outcome is how a delivery ended.

@@ -132,8 +132,13 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 				st.charged = append(st.charged, ch)
 			}
 			st.failures++
+			refund() // an outage recognised since the failure was counted refunds it too
 			if st.failures >= pol.MaxAttempts {
-				return r.park(p, a, c, idx, live, &st, f, d)
+				o := r.park(p, a, c, idx, live, &st, f, d)
+				if o == outcomeParked {
+					r.watchPark(p, a.key, c.Version, idx, &st) // the outage's, should it reveal one (outage_park.go)
+				}
+				return o
 			}
 			r.saveBudget(a.key, c.Version, idx, &st)
 			if p.waitOff(ctx, pol.Backoff(st.failures), live, refund) != nil {

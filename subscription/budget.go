@@ -127,31 +127,45 @@ func (r *run) loadBudget(k aggKey, version uint64, idx int, st *attempts) {
 
 // saveBudget records what was spent on event (version, idx) so far.
 func (r *run) saveBudget(k aggKey, version uint64, idx int, st *attempts) {
-	b, err := json.Marshal(storedBudget{Version: version, Index: idx, Attempts: st.n, Failures: st.failures,
-		Backpressure: st.backpressure, First: st.first, Last: st.last, History: st.history, Key: st.key})
-	if err == nil {
-		bk := budgetKey(k)
-		r.hinted(bk) // the list is loaded before it is changed
-		h := &r.budgets
-		h.mu.Lock()
-		added := !h.keys[bk]
-		h.keys[bk] = true
-		err = r.e.store.Update(context.WithoutCancel(r.ctx), func(tx ledger.Tx) error {
-			if err := tx.SetMeta(r.s.name, bk, b); err != nil || !added {
-				return err
-			}
-			return r.writeHints(tx)
-		})
-		if err != nil && added {
-			delete(h.keys, bk)
-		}
-		h.mu.Unlock()
-	}
+	sb := storedBudget{Version: version, Index: idx, Attempts: st.n, Failures: st.failures,
+		Backpressure: st.backpressure, First: st.first, Last: st.last, History: st.history, Key: st.key}
+	err := r.recordBudget(k, sb, func(put func(ledger.Tx) error) error {
+		return r.e.store.Update(context.WithoutCancel(r.ctx), put)
+	})
 	if err != nil {
 		r.e.logger.Warn("recording an aggregate's spent retry budget failed", "subscription", r.s.name, "aggregate", k.String(), "error", err)
 		return
 	}
 	st.stored = true
+}
+
+// recordBudget records sb as k's budget: update runs the transaction,
+// calling put in it, which writes the budget and keeps the list of hints in
+// step. The list is held (r.budgets.mu) across update, so that its writes
+// are ordered; update may take the subscription's cpMu (withCheckpoint)
+// beneath it.
+func (r *run) recordBudget(k aggKey, sb storedBudget, update func(put func(ledger.Tx) error) error) error {
+	b, err := json.Marshal(sb)
+	if err != nil {
+		return err
+	}
+	bk := budgetKey(k)
+	r.hinted(bk) // the list is loaded before it is changed
+	h := &r.budgets
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	added := !h.keys[bk]
+	h.keys[bk] = true
+	err = update(func(tx ledger.Tx) error {
+		if err := tx.SetMeta(r.s.name, bk, b); err != nil || !added {
+			return err
+		}
+		return r.writeHints(tx)
+	})
+	if err != nil && added {
+		delete(h.keys, bk)
+	}
+	return err
 }
 
 // clearBudget forgets a handled event's budget, if one was recorded.

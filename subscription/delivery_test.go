@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -136,7 +137,8 @@ func TestPolicyLayersAndReload(t *testing.T) {
 	e.append("Order", "a")
 	e.blockUntil(1) // in the backoff after the first failure
 	// Reload: the override makes the next failure the last.
-	if err := e.eng.SetOverride(sub, retry.Settings{MaxAttempts: 2}); err != nil {
+	s.OverrideRetry = retry.Settings{MaxAttempts: 2}
+	if err := e.eng.UpdateSpec(s); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.status(sub).Policy.Sources[retry.KeyMaxAttempts]; got != retry.SourceOverride {
@@ -149,8 +151,8 @@ func TestPolicyLayersAndReload(t *testing.T) {
 	if rec2.Attempts != 2 {
 		t.Fatalf("parked after %d attempts, want 2", rec2.Attempts)
 	}
-	if err := e.eng.SetOverride("Nope.none", retry.Settings{}); err == nil {
-		t.Fatal("SetOverride of an unknown subscription")
+	if err := e.eng.UpdateSpec(spec("Nope.none", rec)); !errors.Is(err, ErrUnknownSubscription) {
+		t.Fatalf("UpdateSpec of an unknown subscription: %v", err)
 	}
 }
 

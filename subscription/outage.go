@@ -25,6 +25,11 @@ import (
 // failure that is systemic by itself (a refused connection, a guest's
 // report) refunds nothing: there, the outage was not revealed by the
 // failures before it.
+//
+// An aggregate whose budget those failures spent has parked by the time the
+// outage is recognised, with no deliver loop left to refund it: the host
+// takes such a park back and resumes the aggregate with the refund
+// (outage_park.go).
 
 // charge is a recoverable failure counted against the budget that the
 // detector also counted toward an outage.
@@ -34,8 +39,8 @@ type charge struct {
 }
 
 // detectedOutageLocked pauses the partition as systemic because its
-// detector recognised an outage at now, and signals the aggregates to
-// refund; p.mu held.
+// detector recognised an outage at now, signals the aggregates to refund,
+// and takes back the parks the outage's failures made; p.mu held.
 func (p *partition) detectedOutageLocked(now time.Time, reason string) {
 	if !p.enterSystemicLocked(now, reason) {
 		return
@@ -44,6 +49,7 @@ func (p *partition) detectedOutageLocked(now time.Time, reason string) {
 	p.outageAt = now
 	close(p.outageCh)
 	p.outageCh = make(chan struct{})
+	p.revertParksLocked()
 }
 
 // outageSignal returns a channel closed when the detector next recognises
@@ -61,24 +67,30 @@ func (p *partition) refundable(st *attempts) int {
 		return 0
 	}
 	p.mu.Lock()
-	epoch, at := p.outages, p.outageAt
+	n, keep := p.refundsLocked(st.charged)
 	p.mu.Unlock()
+	clear(st.charged[len(keep):])
+	st.charged = keep
+	return n
+}
+
+// refundsLocked splits charged by the latest recognised outage: n are
+// refunded, and keep (charged[:len(keep)], reused) are the charges made since
+// it, which a later outage may refund; p.mu held.
+func (p *partition) refundsLocked(charged []charge) (n int, keep []charge) {
 	window := p.r.e.opts.Systemic.Window
-	n := 0
-	keep := st.charged[:0]
-	for _, c := range st.charged {
+	keep = charged[:0]
+	for _, c := range charged {
 		switch {
-		case c.epoch < epoch && at.Sub(c.at) < window:
+		case c.epoch < p.outages && p.outageAt.Sub(c.at) < window:
 			n++ // revealed the outage: refunded
-		case c.epoch < epoch:
+		case c.epoch < p.outages:
 			// Too old to have counted toward it, or toward any later one.
 		default:
 			keep = append(keep, c)
 		}
 	}
-	clear(st.charged[len(keep):])
-	st.charged = keep
-	return n
+	return n, keep
 }
 
 // refundOutage gives back the attempts charged to the aggregate's event by

@@ -3,6 +3,8 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,8 +77,10 @@ func startOutage(t *testing.T, maxAttempts int, down *atomic.Bool, buggy ...stri
 	return e, rec
 }
 
-// driveUntil advances the clock whenever the engine waits on it, until cond
-// holds.
+// driveUntil advances the clock whenever the engine waits on it for less
+// than a minute (a backoff, a probe's wait), until cond holds. A
+// long-horizon retry, minutes after a park, is never reached: cond may see
+// the park only after its retry has been scheduled.
 func (e *env) driveUntil(what string, cond func() bool) {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -84,7 +88,7 @@ func (e *env) driveUntil(what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("timed out waiting for %s", what)
 		}
-		if d, ok := e.clock.NextFire(); ok {
+		if d, ok := e.clock.NextFire(); ok && d < time.Minute {
 			e.clock.Advance(d)
 		}
 		time.Sleep(time.Millisecond)
@@ -204,5 +208,150 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	})
 	if st := e.status(sub); len(st.Parked) != 0 {
 		t.Fatalf("parked %+v", st.Parked)
+	}
+}
+
+// parkBeforeOutage parks a on a budget of three failures (backoff 200 ms
+// then 400 ms) that the detector counted, a alone failing, then fails b and
+// c: the third aggregate within the window, c's failure reveals the outage
+// a moment after a parked. v2 of a is appended while it is parked, so that
+// it is held. After the outage the aggregates in buggy fail with a bug of
+// their own (outageScript).
+func parkBeforeOutage(t *testing.T, down *atomic.Bool, buggy ...string) (*env, *recorder) {
+	t.Helper()
+	rec := newRecorder(nil, outageScript(down, buggy...))
+	s := spec(sub, rec)
+	s.OverrideRetry = retry.Settings{MaxAttempts: 3, InitialBackoff: 200 * time.Millisecond, MaxBackoff: time.Second}
+	e := newEnv(t, Options{Partitions: 1, Concurrency: 4}, s)
+	rec.clock = e.clock
+	down.Store(true)
+	e.start()
+	e.append("Order", "a")
+	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
+	e.advance() // 200ms
+	eventually(t, "a's second attempt", func() bool { return len(rec.of("a")) == 2 })
+	e.advance() // 400ms
+	e.waitRecord(sub, "Order", "a", func(r *ledger.Record) bool { return r.State == ledger.StateRetrying })
+	e.append("Order", "a")
+	e.append("Order", "b")
+	eventually(t, "b's first attempt", func() bool { return len(rec.of("b")) == 1 })
+	e.append("Order", "c")
+	eventually(t, "the partition to pause", func() bool {
+		return e.status(sub).Partitions[0].State == StateSystemicPaused
+	})
+	return e, rec
+}
+
+// An aggregate that parked on a spent budget whose failures the detector
+// counted toward the outage it recognised a moment later is treated like
+// the other aggregates that revealed it: the host resumes it from the event
+// it stopped at, with those attempts refunded (in the ledger's budget too),
+// its history and the outbox say so, and once the outage is over its events
+// are delivered in order without an operator.
+func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
+	var down atomic.Bool
+	e, rec := parkBeforeOutage(t, &down)
+	r := e.waitRecord(sub, "Order", "a", func(r *ledger.Record) bool { return r.State == ledger.StateResuming })
+	last := r.History[len(r.History)-1]
+	if last.Action != "resumed" || last.Actor != actorOutage || !strings.Contains(last.Reason, "3 attempts refunded") {
+		t.Fatalf("a's last history entry %+v, want resumed by %q, 3 attempts refunded", last, actorOutage)
+	}
+	if n := e.storedFailures("a"); n != 0 {
+		t.Fatalf("a's budget in the ledger counts %d failures, want 0", n)
+	}
+	if _, ok := e.scheduled(sub, "Order", "a"); ok {
+		t.Fatal("a's long-horizon retry is still scheduled after the host resumed it")
+	}
+	ns := e.notifications()
+	if got, want := notificationTypes(ns), []string{"parked:a", "resumed:a"}; !slices.Equal(got, want) {
+		t.Fatalf("notifications %v, want %v", got, want)
+	}
+	if ns[1].Actor != actorOutage {
+		t.Fatalf("resumed notification by %q, want %q", ns[1].Actor, actorOutage)
+	}
+	down.Store(false)
+	e.driveUntil("a, b and c handled", func() bool {
+		return len(rec.handled("a")) == 2 && len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1
+	})
+	if got := rec.handled("a"); !slices.Equal(got, []uint64{1, 2}) {
+		t.Fatalf("a handled %v, want [1 2]", got)
+	}
+	// Three failures before the outage, then the success: the attempts go on
+	// counting, though the budget was refunded.
+	if calls := rec.of("a"); len(calls) != 5 || calls[3].Attempt != 4 || !calls[3].OK {
+		t.Fatalf("a's calls %+v, want the fourth (attempt 4) to succeed", calls)
+	}
+	eventually(t, "a's record gone", func() bool { return e.record(sub, "Order", "a") == nil })
+	if st := e.waitIdle(sub); len(st.Parked) != 0 {
+		t.Fatalf("parked %+v", st.Parked)
+	}
+}
+
+// The host's resume and the refunded budget are one transaction: after a
+// crash during the outage, the aggregate is replayed from the event it
+// stopped at with the refunded budget, so a bug of its own after the outage
+// parks it only after a whole budget of further failures.
+func TestOutageRevertedParkSurvivesACrash(t *testing.T) {
+	var down atomic.Bool
+	e, rec := parkBeforeOutage(t, &down, "a")
+	e.waitRecord(sub, "Order", "a", func(r *ledger.Record) bool { return r.State == ledger.StateResuming })
+	down.Store(false)
+	e.crash()
+	e.driveUntil("a parked again", func() bool {
+		r := e.record(sub, "Order", "a")
+		return r != nil && r.State != ledger.StateResuming
+	})
+	r := e.record(sub, "Order", "a")
+	if r.Attempts != 6 || len(rec.of("a")) != 6 || r.Version != 1 || r.Error.Classes[0] != "NullPointerException" {
+		t.Fatalf("a parked again: %+v after %d calls, want at v1 after 6 attempts: three refunded, three more", r, len(rec.of("a")))
+	}
+	rec.waitHandled(t, "b", 1)
+	rec.waitHandled(t, "c", 1)
+}
+
+// A park whose counted failures left the window before the outage was
+// recognised did not reveal it: it stays parked, while the parks the outage's
+// window counted are resumed by the host.
+func TestOutageLeavesAnOlderParkParked(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	rec := newRecorder(nil, outageScript(&down))
+	s := spec(sub, rec)
+	s.OverrideRetry = retry.Settings{MaxAttempts: 1}
+	// No long-horizon retry, so that driving the clock resumes nothing.
+	s.Parked = retry.ParkedSettings{MaxRetries: retry.NoParkedRetries}
+	e := newEnv(t, Options{Partitions: 1, Concurrency: 4, Systemic: retry.SystemicWindow{Aggregates: 3, Window: 10 * time.Second}}, s)
+	rec.clock = e.clock
+	e.start()
+	waiting := func(r *ledger.Record) bool { return r.State == ledger.StateWaiting }
+	e.append("Order", "a")
+	e.waitRecord(sub, "Order", "a", waiting)
+	e.clock.Advance(10 * time.Second) // a's failure leaves the window
+	for _, id := range []string{"b", "c"} {
+		e.append("Order", id)
+		e.waitRecord(sub, "Order", id, waiting)
+	}
+	e.append("Order", "d") // the third aggregate failing within the window
+	resuming := func(r *ledger.Record) bool { return r.State == ledger.StateResuming }
+	// The host resumes the parks in the order they were made, so a was
+	// passed over by the time c is resuming.
+	e.waitRecord(sub, "Order", "b", resuming)
+	e.waitRecord(sub, "Order", "c", resuming)
+	if r := e.record(sub, "Order", "a"); r == nil || r.State != ledger.StateWaiting {
+		t.Fatalf("a's record %+v, want it still parked", r)
+	}
+	down.Store(false)
+	e.driveUntil("b, c and d handled", func() bool {
+		return len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1 && len(rec.handled("d")) == 1
+	})
+	eventually(t, "b's and c's records gone", func() bool {
+		return e.record(sub, "Order", "b") == nil && e.record(sub, "Order", "c") == nil
+	})
+	if r := e.record(sub, "Order", "a"); r == nil || r.State != ledger.StateWaiting || len(rec.of("a")) != 1 {
+		t.Fatalf("a's record %+v after %d calls, want it parked, untouched", r, len(rec.of("a")))
+	}
+	want := []string{"parked:a", "parked:b", "parked:c", "resumed:b", "resumed:c"}
+	if got := notificationTypes(e.notifications()); !slices.Equal(got, want) {
+		t.Fatalf("notifications %v, want %v", got, want)
 	}
 }

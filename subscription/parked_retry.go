@@ -15,7 +15,8 @@ import (
 // engine's Clock. It keeps the next retry time of every retrying record in
 // memory (loaded at start, updated on every park and retry) so that it can
 // sleep until the earliest one instead of polling the ledger; the ledger
-// record stays the truth, checked again before each retry.
+// record stays the truth, checked again before each retry. It is the one
+// schedule: the ledger keeps no index of due records.
 //
 // The schedule (retry.ParkedSettings.Delay) with the defaults: the first
 // retry 3 minutes after the park, each next one after a delay that grows as

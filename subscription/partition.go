@@ -2,7 +2,6 @@ package subscription
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -43,6 +42,31 @@ func (r *run) partitionOf(k aggKey) *partition {
 // once, each strictly in version order. It also carries the partition-wide
 // failure state: a systemic pause and the concurrency lowered by
 // backpressure.
+//
+// Slots, all under mu:
+//
+//   - A slot is held by a worker (work), the one goroutine delivering a live
+//     aggregate's queued commits; a.running says the aggregate has one, and
+//     stays true for as long as that worker lives, so no second worker ever
+//     starts for it. running counts the slots held. A replay (a resume's, or
+//     the host's after an outage) and a long-horizon retry hold none.
+//   - A worker gives its slot back when it ends: its aggregate is no longer
+//     live (parked, or resuming), its queue is empty, the run stops, the
+//     partition is over its limit, or, after a commit, others wait (ready or
+//     slotWaiters); a live aggregate with work left rejoins ready. In the
+//     middle of a commit it gives the slot up only for a backoff or a
+//     Retry-After (waitOff), and then counts in slotWaiters until it takes
+//     one again; fill leaves room for slotWaiters before it starts anyone
+//     from ready, so a retry is not starved by the neighbours it let by. A
+//     worker waiting out a systemic pause or an operator's pause (awaitTurn)
+//     or writing its park keeps its slot: nobody else could deliver either.
+//   - An aggregate is in ready (a.queued) or held by a worker, never both;
+//     schedule and fill start workers while running+slotWaiters < limit.
+//     Every release closes slotFreed.
+//   - Backpressure lowers limit (halving it, at least 1) without taking a
+//     slot from anyone: running may exceed limit until workers see it after
+//     their current commit and stop; each success raises limit by one, up to
+//     max, and fills the room made.
 type partition struct {
 	r   *run
 	idx int
@@ -76,6 +100,10 @@ type partition struct {
 	outages  uint64
 	outageAt time.Time
 	outageCh chan struct{}
+	// parks are the parks on a spent budget whose failures are still in the
+	// detector's window, in the order they were made: an outage they
+	// revealed takes them back (outage_park.go).
+	parks []parkWatch
 }
 
 func newPartition(r *run, idx int) *partition {
@@ -212,143 +240,6 @@ func (p *partition) work(a *aggState) {
 			return
 		}
 	}
-}
-
-// awaitTurn blocks while the subscription is paused, and while the partition
-// is in a systemic pause; then exactly one waiter becomes the probe, after
-// the probe backoff. It returns whether the caller's next attempt is that
-// probe. An outage the detector recognises while the caller waits for an
-// operator's unpause calls onOutage.
-func (p *partition) awaitTurn(ctx context.Context, pol *retry.Policy, onOutage func()) (probe bool, err error) {
-	clock := p.r.e.clock
-	for {
-		if err := p.waitGate(ctx, onOutage); err != nil {
-			return false, err
-		}
-		p.mu.Lock()
-		if !p.paused {
-			p.mu.Unlock()
-			return false, nil
-		}
-		if !p.probing {
-			p.probing = true
-			d := pol.Backoff(p.probeFailures + 1)
-			p.nextProbe = clock.Now().Add(d)
-			p.mu.Unlock()
-			if err := sleep(ctx, clock, d); err != nil {
-				p.probeDone(false)
-				return false, err
-			}
-			return true, nil
-		}
-		ch := p.changed
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
-}
-
-// notifyLocked wakes waiters on the pause state; p.mu held.
-func (p *partition) notifyLocked() {
-	close(p.changed)
-	p.changed = make(chan struct{})
-}
-
-// enterSystemic pauses the partition.
-func (p *partition) enterSystemic(now time.Time, reason string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.enterSystemicLocked(now, reason)
-}
-
-// enterSystemicLocked pauses the partition and reports whether it was
-// running; p.mu held.
-func (p *partition) enterSystemicLocked(now time.Time, reason string) bool {
-	if p.paused {
-		return false
-	}
-	p.paused = true
-	p.pausedSince = now
-	p.pauseReason = reason
-	p.probeFailures = 0
-	p.r.e.logger.Warn("partition paused: systemic failure", "subscription", p.r.s.name, "partition", p.idx, "reason", reason)
-	return true
-}
-
-// isPaused reports whether the partition is in a systemic pause.
-func (p *partition) isPaused() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.paused
-}
-
-// probeDone ends a probe; a failed probe keeps the pause and lengthens the
-// next wait.
-func (p *partition) probeDone(ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.probing = false
-	if ok {
-		p.unpauseLocked()
-		return
-	}
-	if p.paused {
-		p.probeFailures++
-	}
-	p.notifyLocked()
-}
-
-func (p *partition) unpauseLocked() {
-	if p.paused {
-		p.r.e.logger.Info("partition resumed after systemic pause", "subscription", p.r.s.name, "partition", p.idx,
-			"probes", p.probeFailures+1)
-		p.paused = false
-		p.storePaused = false
-		p.probeFailures = 0
-		p.nextProbe = time.Time{}
-		// Start counting afresh: the failures that made the pause are over.
-		p.detector.Reset()
-	}
-	p.notifyLocked()
-}
-
-// succeeded records a successful attempt: it ends a systemic pause, raises
-// concurrency lowered by backpressure by one, and clears the aggregate from
-// the systemic window.
-func (p *partition) succeeded(agg string, now time.Time, probe bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.detector.Success(agg, now)
-	if probe {
-		p.probing = false
-	}
-	if p.paused || probe {
-		p.unpauseLocked()
-	}
-	if p.limit < p.max {
-		p.limit++
-		p.slotFreedLocked()
-		p.fill()
-	}
-}
-
-// failed records a recoverable failure in the systemic window. When it
-// makes the failure systemic, the partition pauses in the same step (so
-// that no failure is charged in between) and failed reports true; else it
-// returns the charge the failure is, for a refund should it turn out to
-// have revealed an outage (outage.go).
-func (p *partition) failed(agg string, now time.Time) (bool, charge) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.detector.Failure(agg, now) {
-		w := p.r.e.opts.Systemic
-		p.detectedOutageLocked(now, fmt.Sprintf("%d aggregates of the partition failing within %s", w.Aggregates, w.Window))
-		return true, charge{}
-	}
-	return false, charge{at: now, epoch: p.outages}
 }
 
 // lowerConcurrency halves the partition's concurrency (at least 1) after a

@@ -194,30 +194,17 @@ func (e *Engine) UpdateSpec(spec Spec) error {
 	if err := spec.validate(); err != nil {
 		return err
 	}
-	s, err := e.sub(spec.name())
+	// Under e.mu, as SetHostDefaults swaps the host's layer and re-resolves:
+	// a spec resolved over a layer a concurrent reload has just replaced
+	// would undo that reload for the subscription.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, err := e.subLocked(spec.name())
 	if err != nil {
 		return err
 	}
 	s.cur.Store(resolve(spec, e.host.Load()))
 	return nil
-}
-
-// SetOverride replaces the host's per-subscription retry override (the
-// [subscriptions."Processor.handler".retry] table) of a subscription; it
-// applies from the next attempt on.
-func (e *Engine) SetOverride(name string, override retry.Settings) error {
-	s, err := e.sub(name)
-	if err != nil {
-		return err
-	}
-	for {
-		old := s.cur.Load()
-		spec := old.spec
-		spec.OverrideRetry = override
-		if s.cur.CompareAndSwap(old, resolve(spec, e.host.Load())) {
-			return nil
-		}
-	}
 }
 
 // SetHostDefaults replaces the host's own layer (a config reload of
@@ -226,13 +213,9 @@ func (e *Engine) SetOverride(name string, override retry.Settings) error {
 func (e *Engine) SetHostDefaults(defaults retry.Settings, parked retry.ParkedSettings, classifier *retry.Classifier) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.host.Store(&hostLayer{retry: defaults, parked: parked, classifier: classifier})
+	host := &hostLayer{retry: defaults, parked: parked, classifier: classifier}
+	e.host.Store(host)
 	for _, s := range e.subs {
-		for {
-			old := s.cur.Load()
-			if s.cur.CompareAndSwap(old, resolve(old.spec, e.host.Load())) {
-				break
-			}
-		}
+		s.cur.Store(resolve(s.cur.Load().spec, host))
 	}
 }

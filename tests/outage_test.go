@@ -2,6 +2,8 @@ package tests
 
 import (
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,4 +54,78 @@ max-backoff = "1s"
 	if !regexp.MustCompile(`partition paused: systemic failure.*3 aggregates`).MatchString(h.Stderr()) {
 		t.Errorf("the partition did not pause for the outage:\n%s", h.Stderr())
 	}
+}
+
+// TestOutageResumesAParkItsFailuresRevealed: the first order spends its
+// budget of three attempts on 503s and parks while it fails alone; the next
+// two orders' 503s, within the systemic window, reveal the outage its
+// failures were part of. The host takes the park back: it resumes the order
+// itself ("berth: outage" in the record's history) with its attempts
+// refunded, and once the service answers again the order's events are
+// notified in order, with no operator and nothing left parked — though the
+// order fails twice more after the outage, which a budget still spent
+// would not have survived.
+func TestOutageResumesAParkItsFailuresRevealed(t *testing.T) {
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: `
+[subscription]
+partitions = 1
+
+[subscriptions."ShipmentNotifier.onOrderShipped".retry]
+max-attempts = 3
+initial-backoff = "200ms"
+max-backoff = "1s"
+`})
+	h.uploadNotifier(t, 201)
+	const down = 1 << 20 // 503s until the test says otherwise
+	for _, b := range []string{"f-1", "f-2", "f-3", "f-4"} {
+		svc.set(b, behaviour{Fail: down})
+	}
+	h.appendShipped(t, "o-1", "f-1")
+	if rec := h.waitParked(t, "o-1", 10*time.Second); rec.Attempts != 3 || rec.State != "retrying" {
+		t.Fatalf("o-1 parked %+v, want retrying after 3 attempts", rec)
+	}
+	h.appendShipped(t, "o-1", "f-1") // v2, held behind the park
+	for _, o := range []string{"o-2", "o-3", "o-4"} {
+		h.appendShipped(t, o, "f-"+o[2:])
+	}
+
+	var rec parkedRecord
+	eventually(t, 10*time.Second, "o-1 resumed by the host", func() bool {
+		r := h.must(200, "GET", "/v1/subscriptions/"+subName+"/parked/Order/o-1", nil)
+		r.JSON(t, &rec)
+		return rec.State == "resuming"
+	})
+	last := rec.History[len(rec.History)-1]
+	if last.Action != "resumed" || last.Actor != "berth: outage" || !strings.Contains(last.Reason, "3 attempts refunded") {
+		t.Fatalf("o-1's last history entry %+v, want resumed by the host for the outage, 3 attempts refunded", last)
+	}
+	if !regexp.MustCompile(`partition paused: systemic failure.*3 aggregates`).MatchString(h.Stderr()) {
+		t.Errorf("the partition did not pause for the outage:\n%s", h.Stderr())
+	}
+
+	// The service is back; o-1's buyer fails twice more.
+	svc.set("f-1", behaviour{Fail: 2})
+	for _, b := range []string{"f-2", "f-3", "f-4"} {
+		svc.set(b, behaviour{})
+	}
+	eventually(t, 30*time.Second, "every order notified", func() bool {
+		for _, r := range h.parked(t) {
+			if r.State != "resuming" {
+				t.Fatalf("o-1 parked again %+v: its budget was not refunded", r)
+			}
+		}
+		return svc.notified(key("o-1", 1)) > 0 && svc.notified(key("o-1", 2)) > 0 &&
+			svc.notified(key("o-2", 1)) > 0 && svc.notified(key("o-3", 1)) > 0 && svc.notified(key("o-4", 1)) > 0
+	})
+	var order []string
+	for _, c := range svc.callsOf("f-1") {
+		if c.Status < 300 {
+			order = append(order, c.Key)
+		}
+	}
+	if want := []string{key("o-1", 1), key("o-1", 2)}; !slices.Equal(order, want) {
+		t.Errorf("o-1 notified %v, want %v", order, want)
+	}
+	eventually(t, 10*time.Second, "nothing parked", func() bool { return len(h.parked(t)) == 0 })
 }

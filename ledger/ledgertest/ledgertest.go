@@ -36,7 +36,6 @@ func Run(t *testing.T, open Opener) {
 		{"PutParkedInvalid", testPutParkedInvalid},
 		{"ListParkedFilters", testListFilters},
 		{"ListParkedPaging", testListPaging},
-		{"DueParked", testDue},
 		{"CountParked", testCount},
 		{"History", testHistory},
 		{"Notifications", testNotifications},

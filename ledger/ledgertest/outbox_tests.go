@@ -134,8 +134,8 @@ func testReopen(t *testing.T, open Opener) {
 		if c, _ := tx.CountParked("sub-a"); c[ledger.StateWaiting] != 4 {
 			t.Errorf("counts after reopen: %v", c)
 		}
-		if d, _ := tx.DueParked(base().Add(time.Hour), 0); len(d) != 8 {
-			t.Errorf("%d due after reopen, want 8", len(d))
+		if rs, _, _ := tx.ListParked(ledger.Filter{State: ledger.StateRetrying}); len(rs) != 8 {
+			t.Errorf("%d retrying after reopen, want 8", len(rs))
 		}
 		return nil
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/berthhq/berth/ledger"
 )
@@ -116,8 +115,8 @@ func testRollback(t *testing.T, open Opener) {
 		if _, err := tx.Parked("sub-a", "order", "o-1"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Errorf("record after rollback: %v, want ErrNotFound", err)
 		}
-		if due, _ := tx.DueParked(base().Add(24*365*time.Hour), 0); len(due) != 0 {
-			t.Errorf("due index after rollback: %v", ids(due))
+		if rs, _, _ := tx.ListParked(ledger.Filter{State: ledger.StateRetrying}); len(rs) != 0 {
+			t.Errorf("retrying records after rollback: %v", ids(rs))
 		}
 		if c, _ := tx.CountParked("sub-a"); len(c) != 0 {
 			t.Errorf("counts after rollback: %v", c)

@@ -1,0 +1,90 @@
+package subscription
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/berthhq/berth/retry"
+)
+
+// Options configure an Engine. Zero values take the defaults named.
+type Options struct {
+	// Partitions is the number of partitions per subscription; an aggregate
+	// belongs to partition FNV-1a(type, 0, id) mod Partitions. Default 16.
+	// Changing it on a running system is safe: order is per aggregate and
+	// only in-memory state depends on the partition.
+	Partitions int
+	// Concurrency is the number of aggregates a partition handles at once.
+	// Default 4.
+	Concurrency int
+	// Retry is the host's default retry layer ([subscription.retry]) over
+	// retry.Defaults().
+	Retry retry.Settings
+	// Parked is the host's long-horizon retry layer ([subscription.parked])
+	// over retry.DefaultParked().
+	Parked retry.ParkedSettings
+	// Systemic is the window in which that many distinct aggregates of one
+	// partition failing makes the failure systemic. Default
+	// retry.DefaultSystemicWindow() (3 aggregates in 10 s).
+	Systemic retry.SystemicWindow
+	// Classifier is the application-wide classifier; nil: none.
+	Classifier *retry.Classifier
+	// CheckpointEvery and CheckpointInterval batch checkpoint writes: one
+	// write per CheckpointEvery finished commits or per CheckpointInterval,
+	// whichever comes first. Defaults 100 and 200 ms.
+	CheckpointEvery    int
+	CheckpointInterval time.Duration
+	// ReadBatch is how many commits the reader asks the log for at once.
+	// Default 256.
+	ReadBatch int
+	// MaxInFlight bounds the commits read but not finished per subscription;
+	// the reader waits for room. Default 8192.
+	MaxInFlight int
+	// Clock is the source of time for every wait of the failure model.
+	// Default RealClock().
+	Clock Clock
+	// Logger receives the engine's log. Default: discarded.
+	Logger *slog.Logger
+	// Jitter returns a number in [0, 1) for backpressure jitter. Default
+	// math/rand/v2.Float64.
+	Jitter func() float64
+}
+
+func (o *Options) defaults() {
+	if o.Partitions <= 0 {
+		o.Partitions = 16
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.Systemic.Aggregates <= 0 || o.Systemic.Window <= 0 {
+		d := retry.DefaultSystemicWindow()
+		if o.Systemic.Aggregates <= 0 {
+			o.Systemic.Aggregates = d.Aggregates
+		}
+		if o.Systemic.Window <= 0 {
+			o.Systemic.Window = d.Window
+		}
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 100
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = 200 * time.Millisecond
+	}
+	if o.ReadBatch <= 0 {
+		o.ReadBatch = 256
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 8192
+	}
+	if o.Clock == nil {
+		o.Clock = RealClock()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Jitter == nil {
+		o.Jitter = randFloat
+	}
+}

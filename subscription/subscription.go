@@ -1,0 +1,158 @@
+package subscription
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/berthhq/berth/ledger"
+)
+
+// subscription is one handler's subscription; its run is the in-memory
+// delivery state, replaced on Reset.
+type subscription struct {
+	e    *Engine
+	name string
+	// cur is read without a lock by every attempt; it is written only with
+	// Engine.mu held (add, UpdateSpec, SetHostDefaults), so that a spec and
+	// the host's layer are never resolved from two reloads' halves.
+	cur atomic.Pointer[resolved]
+
+	life sync.RWMutex // write-held while the run is replaced
+	run  *run         // nil when not started
+	cpMu sync.Mutex   // serializes checkpoint writes
+	gate *gate        // closed while the subscription is paused
+	keys *keyLocks    // serializes ledger changes per aggregate
+}
+
+// start loads the durable state and starts a run.
+func (s *subscription) start(ctx context.Context) error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.startLocked(ctx)
+}
+
+func (s *subscription) startLocked(ctx context.Context) error {
+	e := s.e
+	var (
+		from    uint64
+		paused  bool
+		records []*ledger.Record
+	)
+	head, err := e.events.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("subscription %q: %w", s.name, err)
+	}
+	err = e.store.Update(ctx, func(tx ledger.Tx) error {
+		cp, ok, err := tx.Checkpoint(s.name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			cp = 1
+			if s.cur.Load().spec.Start == StartEnd {
+				cp = head + 1
+			}
+			if err := tx.SetCheckpoint(s.name, cp); err != nil {
+				return err
+			}
+		}
+		from = max(cp, 1)
+		v, err := tx.Meta(s.name, metaPaused)
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			paused = string(v) == "true"
+		}
+		after := ""
+		for {
+			page, next, err := tx.ListParked(ledger.Filter{Subscription: s.name, After: after, Limit: 500})
+			if err != nil {
+				return err
+			}
+			records = append(records, page...)
+			if next == "" {
+				return nil
+			}
+			after = next
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscription %q: %w", s.name, err)
+	}
+	s.gate.set(!paused)
+	r := newRun(s, from)
+	for _, rec := range records {
+		k := aggKey{rec.AggregateType, rec.AggregateID}
+		p := r.partitionOf(k)
+		a := p.agg(k)
+		switch rec.State {
+		case ledger.StateResuming:
+			// A resume was under way when the engine stopped: run it again
+			// from where it started; events replayed before the stop are
+			// delivered again (at least once).
+			a.mode = modeReplaying
+			a.pinned = pinnedKey{rec.Version, int(rec.Index), recordKey(rec)}
+			r.wg.Add(1)
+			go r.replay(p, a, uint64(rec.Version), int(rec.Index))
+		default:
+			a.mode = modeHeld
+			if rec.State == ledger.StateRetrying {
+				at := rec.NextRetry
+				if parkedUnrecoverable(rec) && !s.cur.Load().parked.RetriesUnrecoverable() {
+					// Parked unrecoverable by a host that retried such parks:
+					// no retry is due; turn it over to an operator at once
+					// (parkedRetry makes no attempt for it).
+					at = e.clock.Now()
+				}
+				e.sched.add(s.name, k, at)
+			}
+		}
+	}
+	r.wg.Add(2)
+	go r.reader()
+	go r.flusher()
+	s.run = r
+	return nil
+}
+
+// stop ends the run, waiting for its goroutines; with flush it writes the
+// checkpoint.
+func (s *subscription) stop(ctx context.Context, flush bool) error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.stopLocked(ctx, flush)
+}
+
+func (s *subscription) stopLocked(ctx context.Context, flush bool) error {
+	r := s.run
+	if r == nil {
+		return nil
+	}
+	s.run = nil
+	r.cancel()
+	r.wg.Wait()
+	if flush {
+		if err := r.flush(ctx); err != nil {
+			return fmt.Errorf("subscription %q: final checkpoint: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// current returns the running run and a release func, or an error if the
+// subscription is not running; the run cannot be replaced before release.
+func (s *subscription) current() (*run, func(), error) {
+	s.life.RLock()
+	if s.run == nil {
+		s.life.RUnlock()
+		return nil, nil, fmt.Errorf("subscription %q: not running: %w", s.name, ErrClosed)
+	}
+	return s.run, s.life.RUnlock, nil
+}
+
+const metaPaused = "paused"
