@@ -80,6 +80,9 @@ func New(deps Deps) *Server {
 		if changesState(r.method) {
 			mw = append(mw, accepts(r.body))
 		}
+		if r.guarded() {
+			mw = append(mw, s.guardDisk)
+		}
 		e.Add(r.method, r.path, r.handler, mw...)
 	}
 	s.consoleRoutes()
@@ -87,15 +90,18 @@ func New(deps Deps) *Server {
 }
 
 // route is one API endpoint: the role its bearer token needs ("" for none:
-// health, readiness and the OpenAPI document) and, for a state-changing
-// one, the media types its request body may have (none: it takes no body;
-// see accepts). The table both registers the routes and lets the OpenAPI
-// test check the document against them.
+// health, readiness and the OpenAPI document), for a state-changing one
+// the media types its request body may have (none: it takes no body; see
+// accepts), and what it does to the data directory (see storeUse: a
+// state-changing route is refused below the free-space reserve unless it
+// says it stores nothing). The table both registers the routes and lets
+// the OpenAPI test check the document against them.
 type route struct {
 	method, path string
 	handler      echo.HandlerFunc
 	role         config.Role
 	body         []string
+	store        storeUse
 }
 
 func (s *Server) routeTable() []route {
@@ -103,34 +109,34 @@ func (s *Server) routeTable() []route {
 	reader, operator, deployer, admin := config.RoleReader, config.RoleOperator, config.RoleDeployer, config.RoleAdmin
 	none, jsonBody, wasmBody := []string(nil), []string{mediaJSON}, []string{mediaWasm, mediaBinary}
 	return []route{
-		{get, "/healthz", s.healthz, "", none},
-		{get, "/readyz", s.readyz, "", none},
-		{get, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Metrics.Registry, promhttp.HandlerOpts{})), reader, none},
-		{get, "/v1/openapi.json", s.openapi, "", none},
+		{get, "/healthz", s.healthz, "", none, reads},
+		{get, "/readyz", s.readyz, "", none, reads},
+		{get, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Metrics.Registry, promhttp.HandlerOpts{})), reader, none, reads},
+		{get, "/v1/openapi.json", s.openapi, "", none, reads},
 
-		{put, "/v1/modules/:name", s.putModule, deployer, wasmBody},
-		{get, "/v1/modules", s.listModules, reader, none},
-		{get, "/v1/modules/:name", s.getModule, reader, none},
-		{del, "/v1/modules/:name", s.deleteModule, deployer, none},
+		{put, "/v1/modules/:name", s.putModule, deployer, wasmBody, writes},
+		{get, "/v1/modules", s.listModules, reader, none, reads},
+		{get, "/v1/modules/:name", s.getModule, reader, none, reads},
+		{del, "/v1/modules/:name", s.deleteModule, deployer, none, writes},
 
-		{post, "/v1/events", s.appendEvents, deployer, jsonBody},
-		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader, none},
+		{post, "/v1/events", s.appendEvents, deployer, jsonBody, writes},
+		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader, none, reads},
 
-		{get, "/v1/subscriptions", s.listSubscriptions, reader, none},
-		{get, "/v1/subscriptions/:name", s.getSubscription, reader, none},
-		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator, none},
-		{post, "/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator, none},
-		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody},
+		{get, "/v1/subscriptions", s.listSubscriptions, reader, none, reads},
+		{get, "/v1/subscriptions/:name", s.getSubscription, reader, none, reads},
+		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator, none, writes},
+		{post, "/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator, none, writes},
+		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody, writes},
 
-		{get, "/v1/parked", s.listParked, reader, none},
-		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader, none},
-		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator, jsonBody}, // optional
-		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator, jsonBody},     // optional
+		{get, "/v1/parked", s.listParked, reader, none, reads},
+		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader, none, reads},
+		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator, jsonBody, writes}, // optional
+		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator, jsonBody, writes},     // optional
 
-		{get, "/v1/projections/:subscription", s.listProjection, reader, none},
-		{get, "/v1/projections/:subscription/:key", s.getProjection, reader, none},
+		{get, "/v1/projections/:subscription", s.listProjection, reader, none, reads},
+		{get, "/v1/projections/:subscription/:key", s.getProjection, reader, none, reads},
 
-		{post, "/v1/config/reload", s.reloadConfig, admin, none},
+		{post, "/v1/config/reload", s.reloadConfig, admin, none, storesNothing},
 	}
 }
 
