@@ -119,12 +119,12 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 	dec := json.NewDecoder(c.Request().Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
+		var tooBig *Problem // limitBody's, past the cap
 		var typeErr *json.UnmarshalTypeError
 		var syntaxErr *json.SyntaxError
 		switch {
 		case errors.As(err, &tooBig):
-			return problem(http.StatusRequestEntityTooLarge, "too-large", "the request body exceeds "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+			return tooBig
 		case errors.As(err, &typeErr) && typeErr.Field == "":
 			return badRequest("invalid-json", "the request body must be a JSON object, not %s", typeErr.Value)
 		case errors.As(err, &typeErr):
@@ -175,12 +175,13 @@ func checkRest(rest io.Reader) error {
 }
 
 // bodyReadError is the problem of a request body that could not be read:
-// 413 past its size limit, else 400 — a malformed chunk or a body shorter
-// than its Content-Length is the client's fault, never a 500.
+// 413 past its cap (the *Problem of limitBody's reader), else 400 — a
+// malformed chunk or a body shorter than its Content-Length is the
+// client's fault, never a 500.
 func bodyReadError(err error) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return problem(http.StatusRequestEntityTooLarge, "too-large", "the request body exceeds "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
 	}
 	return badRequest("broken-body", "the request body could not be read to its end: %v", err)
 }

@@ -69,7 +69,7 @@ func New(deps Deps) *Server {
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.bodyLimit, s.countRequests)
+	e.Use(s.countRequests)
 	e.Use(s.guardOrigin) // every request, the console's and unknown routes' too
 
 	for _, r := range s.routeTable() {
@@ -78,7 +78,7 @@ func New(deps Deps) *Server {
 			mw = append(mw, s.require(r.role))
 		}
 		if changesState(r.method) {
-			mw = append(mw, accepts(r.body))
+			mw = append(mw, s.limitBody(r), accepts(r.body))
 		}
 		if r.guarded() {
 			mw = append(mw, s.guardDisk)
@@ -151,18 +151,6 @@ func (s *Server) Handler() http.Handler { return s.e }
 
 // Echo exposes the router, for the OpenAPI test.
 func (s *Server) routes() []*echo.Route { return s.e.Routes() }
-
-// bodyLimit caps JSON bodies at server.max-body-size; module uploads have
-// their own, larger cap (server.max-module-size) applied in putModule.
-func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.Method != http.MethodPut && r.Body != nil {
-			r.Body = http.MaxBytesReader(c.Response(), r.Body, s.deps.Config().Server.MaxBodySize.Bytes())
-		}
-		return next(c)
-	}
-}
 
 func (s *Server) countRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
