@@ -72,11 +72,16 @@ func New(deps Deps) *Server {
 	e.Use(s.countRequests)
 	e.Use(s.guardOrigin) // every request, the console's and unknown routes' too
 
+	query, err := documentedQuery(openapiDoc)
+	if err != nil {
+		panic(err) // the embedded document; its tests parse it
+	}
 	for _, r := range s.routeTable() {
 		mw := []echo.MiddlewareFunc{decodePathParams}
 		if r.role != "" {
 			mw = append(mw, s.require(r.role))
 		}
+		mw = append(mw, checkQuery(r.method+" "+openapiPath(r.path), query[r.method+" "+openapiPath(r.path)]))
 		if changesState(r.method) {
 			mw = append(mw, s.limitBody(r), accepts(r.body))
 		}
