@@ -70,7 +70,7 @@ func New(deps Deps) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.countRequests)
-	e.Use(s.guardOrigin) // every request, the console's and unknown routes' too
+	e.Use(s.guardOrigin, allowHead) // every request, the console's and unknown routes' too
 
 	query, err := documentedQuery(openapiDoc)
 	if err != nil {
@@ -152,7 +152,7 @@ func changesState(method string) bool {
 }
 
 // Handler returns the API as an http.Handler.
-func (s *Server) Handler() http.Handler { return s.e }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 // Echo exposes the router, for the OpenAPI test.
 func (s *Server) routes() []*echo.Route { return s.e.Routes() }
@@ -179,7 +179,7 @@ func (s *Server) reloadConfig(c echo.Context) error {
 
 // Serve runs the API on addr until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, srv *http.Server, shutdownTimeout time.Duration) error {
-	srv.Handler = s.e
+	srv.Handler = s.Handler()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	select {

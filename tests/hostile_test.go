@@ -52,3 +52,34 @@ func TestQueryStringsChecked(t *testing.T) {
 		t.Errorf("?aggregateType=Order lists %+v", page.Records)
 	}
 }
+
+// TestMethodsOutsideTheTable: through the binary, HEAD of a GET route
+// answers as GET does without a body (it was a 405); a method a path does
+// not take is a 405 problem naming it, whose Allow header lists what the
+// path takes (HEAD beside GET); OPTIONS lists them too.
+func TestMethodsOutsideTheTable(t *testing.T) {
+	h := newHost(t, hostConfig{})
+	h.uploadNotifier(t, 201)
+	for _, path := range []string{"/v1/modules", "/v1/modules/" + moduleName, "/v1/subscriptions/" + subName, "/healthz", "/console/"} {
+		get := h.must(200, "GET", path, nil)
+		head := h.request("HEAD", path, nil)
+		if head.Status != 200 || len(head.Body) != 0 || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
+			t.Errorf("HEAD %s: %d %q, %d bytes of body; GET: %q", path, head.Status, head.Header.Get("Content-Type"), len(head.Body), get.Header.Get("Content-Type"))
+		}
+	}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"PATCH", "/v1/modules/" + moduleName, "OPTIONS, DELETE, GET, HEAD, PUT"},
+		{"DELETE", "/v1/events", "OPTIONS, POST"},
+		{"PUT", "/v1/parked", "OPTIONS, GET, HEAD"},
+		{"BREW", "/v1/modules", "OPTIONS, GET, HEAD"},
+	} {
+		r := h.request(tc.method, tc.path, nil)
+		p := brokenProblem(t, r)
+		if r.Status != 405 || r.Header.Get("Allow") != tc.allow || !strings.Contains(p.Detail, tc.method) || !strings.Contains(p.Detail, tc.allow) {
+			t.Errorf("%s %s: %s, Allow %q; want 405 naming the method, Allow %q", tc.method, tc.path, r, r.Header.Get("Allow"), tc.allow)
+		}
+	}
+	if r := h.request("OPTIONS", "/v1/modules/"+moduleName, nil); r.Status != 204 || r.Header.Get("Allow") != "OPTIONS, DELETE, GET, HEAD, PUT" {
+		t.Errorf("OPTIONS: %d, Allow %q", r.Status, r.Header.Get("Allow"))
+	}
+}
