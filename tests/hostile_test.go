@@ -83,3 +83,32 @@ func TestMethodsOutsideTheTable(t *testing.T) {
 		t.Errorf("OPTIONS: %d, Allow %q", r.Status, r.Header.Get("Allow"))
 	}
 }
+
+// TestEncodedBodiesRefused: through the binary, a body with a content
+// coding the host does not decode (it read the coded bytes as the body)
+// or JSON labelled with a charset other than UTF-8 is a 415 problem, and
+// nothing is stored.
+func TestEncodedBodiesRefused(t *testing.T) {
+	h := newHost(t, hostConfig{})
+	event := `{"aggregateType":"Order","aggregateId":"o-e","events":[{"type":"OrderShipped"}]}`
+	for _, tc := range []struct {
+		name, path string
+		body       any
+		header     []string
+	}{
+		{"gzip JSON", "/v1/events", event, []string{"Content-Encoding", "gzip"}},
+		{"UTF-16 JSON", "/v1/events", event, []string{"Content-Type", "application/json; charset=utf-16"}},
+		{"gzip module", "/v1/modules/" + moduleName, notifierWasm, []string{"Content-Type", "application/wasm", "Content-Encoding", "gzip"}},
+	} {
+		method := "POST"
+		if strings.HasPrefix(tc.path, "/v1/modules/") {
+			method = "PUT"
+		}
+		r := h.request(method, tc.path, tc.body, tc.header...)
+		if p := brokenProblem(t, r); r.Status != 415 || p.Type != "https://berth.dev/problems/unsupported-media-type" {
+			t.Errorf("%s: %s, want 415", tc.name, r)
+		}
+	}
+	h.must(404, "GET", "/v1/aggregates/Order/o-e/events", nil)
+	h.must(404, "GET", "/v1/modules/"+moduleName, nil)
+}
