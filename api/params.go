@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -25,21 +26,34 @@ import (
 // end the record of the aggregate "a%2Fb"; unescaping them again when they
 // are decoded would let a%252Fb reach "a/b". Here they are unescaped only
 // when echo routed on the raw path.
+//
+// A decoded parameter that is not valid UTF-8 (%FF) is a 400 naming it:
+// no module, subscription, aggregate type or id can have such a name (they
+// come from JSON, or are ASCII), so a 404 would answer for a name the
+// client did not send, shown with U+FFFD in its JSON. A projection's key
+// is the exception: it is whatever bytes its guest chose.
 func decodePathParams(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if c.Request().URL.RawPath == "" {
-			return next(c) // routed on the decoded path: the parameters are decoded
-		}
-		raw := c.ParamValues()
-		decoded := make([]string, len(raw))
-		for i, v := range raw {
-			u, err := url.PathUnescape(v)
-			if err != nil { // net/url keeps a RawPath only when it is validly escaped
-				return badRequest("invalid-path", "path parameter %s is not validly percent-encoded: %v", c.ParamNames()[i], err)
+		names, values := c.ParamNames(), c.ParamValues()
+		if c.Request().URL.RawPath != "" { // else routed on the decoded path: the parameters are decoded
+			decoded := make([]string, len(values))
+			for i, v := range values {
+				u, err := url.PathUnescape(v)
+				if err != nil { // net/url keeps a RawPath only when it is validly escaped
+					return badRequest("invalid-path", "path parameter %s is not validly percent-encoded: %v", names[i], err)
+				}
+				decoded[i] = u
 			}
-			decoded[i] = u
+			c.SetParamValues(decoded...)
+			values = decoded
 		}
-		c.SetParamValues(decoded...)
+		for i, v := range values {
+			if names[i] != "key" && !utf8.ValidString(v) {
+				p := badRequest("invalid-path", "path parameter %s (%s) is not valid UTF-8 once decoded, so it names nothing here", names[i], strconv.QuoteToASCII(v))
+				p.Field = names[i]
+				return p
+			}
+		}
 		return next(c)
 	}
 }

@@ -112,3 +112,27 @@ func TestEncodedBodiesRefused(t *testing.T) {
 	h.must(404, "GET", "/v1/aggregates/Order/o-e/events", nil)
 	h.must(404, "GET", "/v1/modules/"+moduleName, nil)
 }
+
+// TestPathParamsNotUTF8ThroughTheHost: through the binary, a path
+// parameter that decodes to bytes that are not UTF-8 is a 400 naming it
+// (it was a 404 for a name shown with U+FFFD); valid odd names still reach
+// their handler.
+func TestPathParamsNotUTF8ThroughTheHost(t *testing.T) {
+	h := newHost(t, hostConfig{})
+	for _, tc := range []struct{ path, field string }{
+		{"/v1/aggregates/Order/o-%FF/events", "id"},
+		{"/v1/aggregates/%C3/x/events", "type"},
+		{"/v1/modules/%FF", "name"},
+		{"/v1/subscriptions/%ED%A0%80/pause", "name"},
+	} {
+		method := "GET"
+		if strings.HasSuffix(tc.path, "/pause") {
+			method = "POST"
+		}
+		r := h.request(method, tc.path, nil)
+		if p := brokenProblem(t, r); r.Status != 400 || p.Type != "https://berth.dev/problems/invalid-path" || p.Field != tc.field {
+			t.Errorf("%s %s: %s, want 400 invalid-path naming %s", method, tc.path, r, tc.field)
+		}
+	}
+	h.must(404, "GET", "/v1/aggregates/Order/%C3%BC%2F%25/events", nil) // ü/% : valid, and not there
+}
