@@ -35,7 +35,7 @@ func TestOversizedBodyRefusedAtOnce(t *testing.T) {
 			continue
 		}
 		limit, key := rt.bodyLimit(srvCfg)
-		path := strings.NewReplacer(":name", "x", ":type", "T", ":id", "i").Replace(rt.path)
+		path := samplePath(rt.path)
 		ct := mediaJSON
 		if len(rt.body) > 0 {
 			ct = rt.body[0]

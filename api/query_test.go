@@ -18,7 +18,7 @@ func TestQueryParametersChecked(t *testing.T) {
 	s := New(Deps{Config: config.Default})
 	doc := openapiMap(t)
 	for _, rt := range s.routeTable() {
-		path := strings.NewReplacer(":name", "x", ":type", "T", ":id", "i", ":subscription", "s", ":key", "k").Replace(rt.path)
+		path := samplePath(rt.path)
 		type bad struct{ query, field, detail string }
 		cases := []bad{
 			{"?bogus=1", "bogus", `unknown query parameter "bogus"`},

@@ -11,6 +11,11 @@ import (
 	"github.com/berthhq/berth/subscription"
 )
 
+// samplePath is a route's path with a value for each of its parameters.
+func samplePath(route string) string {
+	return strings.NewReplacer(":name", "x", ":type", "T", ":id", "i", ":subscription", "s", ":key", "k").Replace(route)
+}
+
 // belowReserve is a free-space guard on a fresh directory whose reserve no
 // disk meets.
 func belowReserve(t *testing.T) *diskspace.Guard {
@@ -41,7 +46,7 @@ func TestEveryWriteRouteIsGuarded(t *testing.T) {
 			}
 			continue
 		}
-		path := strings.NewReplacer(":name", "x", ":type", "T", ":id", "i", ":subscription", "s", ":key", "k").Replace(rt.path)
+		path := samplePath(rt.path)
 		r := serveRecovered(s, req{method: rt.method, path: path})
 		if !rt.guarded() {
 			unguarded = append(unguarded, rt.method+" "+rt.path)

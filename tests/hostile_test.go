@@ -18,24 +18,17 @@ func TestQueryStringsChecked(t *testing.T) {
 	svc.set("ghost", behaviour{Unknown: true})
 	h.appendShipped(t, "o-q", "ghost")
 	h.waitParked(t, "o-q", 20*time.Second)
-	for _, tc := range []struct{ path, field string }{
-		{"/v1/parked?aggregatetype=Invoice", "aggregatetype"},
-		{"/v1/parked?subscripton=Nope.h", "subscripton"},
-		{"/v1/parked?limit=1&limit=500", "limit"},
-		{"/v1/parked?state=waiting;state=retrying", ""},
-		{"/v1/parked?after=%zz", ""},
-		{"/v1/aggregates/Order/o-q/events?from=1&from=2", "from"},
-		{"/v1/modules?x", "x"},
-		{"/v1/subscriptions/" + subName + "/pause?force=1", "force"},
+	for _, tc := range []struct{ method, path, field string }{
+		{"GET", "/v1/parked?aggregatetype=Invoice", "aggregatetype"},
+		{"GET", "/v1/parked?subscripton=Nope.h", "subscripton"},
+		{"GET", "/v1/parked?limit=1&limit=500", "limit"},
+		{"GET", "/v1/parked?state=waiting;state=retrying", ""},
+		{"GET", "/v1/parked?after=%zz", ""},
+		{"GET", "/v1/aggregates/Order/o-q/events?from=1&from=2", "from"},
+		{"GET", "/v1/modules?x", "x"},
+		{"POST", "/v1/subscriptions/" + subName + "/pause?force=1", "force"},
 	} {
-		method := "GET"
-		if strings.Contains(tc.path, "/pause") {
-			method = "POST"
-		}
-		r := h.request(method, tc.path, nil)
-		if p := brokenProblem(t, r); r.Status != 400 || p.Type != "https://berth.dev/problems/invalid-query" || p.Field != tc.field {
-			t.Errorf("%s %s: %s, want 400 invalid-query naming %q", method, tc.path, r, tc.field)
-		}
+		refusedAs(t, h, tc.method, tc.path, nil, 400, "invalid-query", tc.field)
 	}
 	if st := h.subscription(t); st.State != "running" {
 		t.Errorf("the subscription after a refused pause: %+v", st)
@@ -92,22 +85,15 @@ func TestEncodedBodiesRefused(t *testing.T) {
 	h := newHost(t, hostConfig{})
 	event := `{"aggregateType":"Order","aggregateId":"o-e","events":[{"type":"OrderShipped"}]}`
 	for _, tc := range []struct {
-		name, path string
-		body       any
-		header     []string
+		method, path string
+		body         any
+		header       []string
 	}{
-		{"gzip JSON", "/v1/events", event, []string{"Content-Encoding", "gzip"}},
-		{"UTF-16 JSON", "/v1/events", event, []string{"Content-Type", "application/json; charset=utf-16"}},
-		{"gzip module", "/v1/modules/" + moduleName, notifierWasm, []string{"Content-Type", "application/wasm", "Content-Encoding", "gzip"}},
+		{"POST", "/v1/events", event, []string{"Content-Encoding", "gzip"}},
+		{"POST", "/v1/events", event, []string{"Content-Type", "application/json; charset=utf-16"}},
+		{"PUT", "/v1/modules/" + moduleName, notifierWasm, []string{"Content-Type", "application/wasm", "Content-Encoding", "gzip"}},
 	} {
-		method := "POST"
-		if strings.HasPrefix(tc.path, "/v1/modules/") {
-			method = "PUT"
-		}
-		r := h.request(method, tc.path, tc.body, tc.header...)
-		if p := brokenProblem(t, r); r.Status != 415 || p.Type != "https://berth.dev/problems/unsupported-media-type" {
-			t.Errorf("%s: %s, want 415", tc.name, r)
-		}
+		refusedAs(t, h, tc.method, tc.path, tc.body, 415, "unsupported-media-type", "", tc.header...)
 	}
 	h.must(404, "GET", "/v1/aggregates/Order/o-e/events", nil)
 	h.must(404, "GET", "/v1/modules/"+moduleName, nil)
@@ -119,20 +105,23 @@ func TestEncodedBodiesRefused(t *testing.T) {
 // their handler.
 func TestPathParamsNotUTF8ThroughTheHost(t *testing.T) {
 	h := newHost(t, hostConfig{})
-	for _, tc := range []struct{ path, field string }{
-		{"/v1/aggregates/Order/o-%FF/events", "id"},
-		{"/v1/aggregates/%C3/x/events", "type"},
-		{"/v1/modules/%FF", "name"},
-		{"/v1/subscriptions/%ED%A0%80/pause", "name"},
+	for _, tc := range []struct{ method, path, field string }{
+		{"GET", "/v1/aggregates/Order/o-%FF/events", "id"},
+		{"GET", "/v1/aggregates/%C3/x/events", "type"},
+		{"GET", "/v1/modules/%FF", "name"},
+		{"POST", "/v1/subscriptions/%ED%A0%80/pause", "name"},
 	} {
-		method := "GET"
-		if strings.HasSuffix(tc.path, "/pause") {
-			method = "POST"
-		}
-		r := h.request(method, tc.path, nil)
-		if p := brokenProblem(t, r); r.Status != 400 || p.Type != "https://berth.dev/problems/invalid-path" || p.Field != tc.field {
-			t.Errorf("%s %s: %s, want 400 invalid-path naming %s", method, tc.path, r, tc.field)
-		}
+		refusedAs(t, h, tc.method, tc.path, nil, 400, "invalid-path", tc.field)
 	}
 	h.must(404, "GET", "/v1/aggregates/Order/%C3%BC%2F%25/events", nil) // ü/% : valid, and not there
+}
+
+// refusedAs sends a request and checks that it is refused with a problem
+// of status and kind (after https://berth.dev/problems/) naming field.
+func refusedAs(t *testing.T, h *hostProc, method, path string, body any, status int, kind, field string, header ...string) {
+	t.Helper()
+	r := h.request(method, path, body, header...)
+	if p := brokenProblem(t, r); r.Status != status || p.Type != "https://berth.dev/problems/"+kind || p.Field != field {
+		t.Errorf("%s %s: %s, want %d %s naming %q", method, path, r, status, kind, field)
+	}
 }

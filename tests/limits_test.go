@@ -1,10 +1,6 @@
 package tests
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,22 +13,7 @@ import (
 // can tell. It fails the test when no answer comes within 10s.
 func rawAnswer(t *testing.T, h *hostProc, head, body string) response {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(h.URL, "http://"), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(conn, head+"\r\n"+body); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no answer to %q within 10s: %v", strings.SplitN(head, "\r\n", 2)[0], err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return rawExchange(t, h, head, body, false, 10*time.Second)
 }
 
 // TestOversizedBodyAnsweredAtOnce: a request whose Content-Length is past
