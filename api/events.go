@@ -1,13 +1,9 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/eventlog"
@@ -105,105 +101,4 @@ func queryLimit(c echo.Context, def, maxLimit int) (int, error) {
 			Detail: "limit must be a number from 1 to " + strconv.Itoa(maxLimit) + ", got " + strconv.Quote(v), Field: "limit"}
 	}
 	return n, nil
-}
-
-// decodeJSON reads a JSON body strictly: unknown fields, trailing data and
-// wrong types are 400s naming the problem (and the field, when there is one).
-func decodeJSON(c echo.Context, v any) error { return decodeBody(c, v, false) }
-
-// decodeOptionalJSON is decodeJSON for a body that may be left out: an
-// empty body (with or without a Content-Length) leaves v as it is.
-func decodeOptionalJSON(c echo.Context, v any) error { return decodeBody(c, v, true) }
-
-func decodeBody(c echo.Context, v any, optional bool) error {
-	dec := json.NewDecoder(c.Request().Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &tooBig):
-			return problem(http.StatusRequestEntityTooLarge, "too-large", "the request body exceeds "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
-		case errors.As(err, &typeErr) && typeErr.Field == "":
-			return badRequest("invalid-json", "the request body must be a JSON object, not %s", typeErr.Value)
-		case errors.As(err, &typeErr):
-			return &Problem{Type: "https://berth.dev/problems/invalid-json", Title: "Bad Request", Status: 400,
-				Detail: "field " + typeErr.Field + " must be " + jsonType(typeErr.Type) + ", not " + typeErr.Value, Field: typeErr.Field}
-		case errors.As(err, &syntaxErr):
-			return badRequest("invalid-json", "malformed JSON at byte %d: %v", syntaxErr.Offset, err)
-		case errors.Is(err, io.EOF):
-			if optional {
-				return nil
-			}
-			return badRequest("invalid-json", "the request body is empty; it must be a JSON object")
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return badRequest("invalid-json", "the request body ends in the middle of its JSON object")
-		}
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			if unq, err := strconv.Unquote(name); err == nil {
-				name = unq
-			}
-			return &Problem{Type: "https://berth.dev/problems/invalid-json", Title: "Bad Request", Status: 400,
-				Detail: "unknown field " + strconv.Quote(name), Field: name}
-		}
-		return badRequest("invalid-json", "%v", err)
-	}
-	return checkRest(io.MultiReader(dec.Buffered(), c.Request().Body))
-}
-
-// checkRest reads what follows a body's JSON value: one JSON value, then
-// only whitespace. Reading it to the end also finds a body that breaks off
-// after a whole value (a bad chunk, fewer bytes than its Content-Length),
-// which is the client's fault and must stop the request before it acts.
-func checkRest(rest io.Reader) error {
-	buf := make([]byte, 512)
-	for {
-		n, err := rest.Read(buf)
-		for _, b := range buf[:n] {
-			if b != ' ' && b != '\t' && b != '\n' && b != '\r' {
-				return badRequest("invalid-json", "the request body has data after its JSON object (%q): it must be one JSON value, then only whitespace", b)
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return bodyReadError(err)
-		}
-	}
-}
-
-// bodyReadError is the problem of a request body that could not be read:
-// 413 past its size limit, else 400 — a malformed chunk or a body shorter
-// than its Content-Length is the client's fault, never a 500.
-func bodyReadError(err error) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return problem(http.StatusRequestEntityTooLarge, "too-large", "the request body exceeds "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
-	}
-	return badRequest("broken-body", "the request body could not be read to its end: %v", err)
-}
-
-// jsonType names the JSON type a Go type decodes from.
-func jsonType(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer of 0 or more"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Pointer:
-		return jsonType(t.Elem())
-	}
-	return t.String()
 }

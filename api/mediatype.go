@@ -26,7 +26,8 @@ const (
 // that resume and skip can leave theirs out (a route that needs a body says
 // so itself, with a 400). Besides the Origin check, this keeps out what a
 // browser sends across origins without asking first: text/plain and form
-// bodies, all of them CORS "simple" requests.
+// bodies, all of them CORS "simple" requests. A JSON body in a charset
+// other than UTF-8, and a body with a content coding, are refused too.
 func accepts(types []string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -35,7 +36,7 @@ func accepts(types []string) echo.MiddlewareFunc {
 			ct := r.Header.Get(echo.HeaderContentType)
 			switch {
 			case ct != "":
-				mt, _, err := mime.ParseMediaType(ct)
+				mt, params, err := mime.ParseMediaType(ct)
 				switch {
 				case len(types) == 0:
 					return unsupported("%s takes no body: send none, without a Content-Type (got %q)", what, ct)
@@ -43,6 +44,11 @@ func accepts(types []string) echo.MiddlewareFunc {
 					return unsupported("Content-Type %q is not a media type (%v); %s takes %s", ct, err, what, strings.Join(types, " or "))
 				case !slices.Contains(types, mt):
 					return unsupported("%s takes %s, not %s", what, strings.Join(types, " or "), mt)
+				case mt == mediaJSON && params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
+					return unsupported("JSON is UTF-8 (RFC 8259): %s does not read a body in charset %s", what, params["charset"])
+				}
+				if p := encoded(r, what); p != nil {
+					return p
 				}
 			case bodyEmpty(r):
 			case len(types) == 0:
@@ -53,6 +59,21 @@ func accepts(types []string) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// encoded refuses a body sent with a content coding (Content-Encoding:
+// gzip, say): the host does not decode any, and reading the coded bytes as
+// the body would store a module's gzip as its code or answer a JSON body
+// with a misleading syntax error (RFC 9110, 15.5.16, says 415).
+func encoded(r *http.Request, what string) *Problem {
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for _, coding := range strings.Split(v, ",") {
+			if c := strings.TrimSpace(coding); c != "" && !strings.EqualFold(c, "identity") {
+				return unsupported("the body of %s is sent with Content-Encoding %s, which the host does not decode: send it as it is", what, c)
+			}
+		}
+	}
+	return nil
 }
 
 func unsupported(format string, args ...any) *Problem {

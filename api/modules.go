@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -14,14 +13,9 @@ import (
 
 func (s *Server) putModule(c echo.Context) error {
 	name := c.Param("name")
-	limit := s.deps.Config().Server.MaxModuleSize.Bytes()
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	body, err := io.ReadAll(c.Request().Body) // capped at server.max-module-size (limitBody)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return problem(http.StatusRequestEntityTooLarge, "too-large", fmt.Sprintf("the module exceeds server.max-module-size (%d bytes)", limit))
-		}
-		return bodyReadError(err) // a broken upload is the client's fault: 400, nothing stored
+		return bodyReadError(err) // past the cap 413; a broken upload is the client's fault: 400; nothing stored
 	}
 	info, created, err := s.deps.Modules.Put(c.Request().Context(), name, body)
 	switch {

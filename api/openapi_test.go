@@ -50,17 +50,6 @@ var consoleRoutes = []string{"GET /console", "GET /console/*"}
 
 var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
-// openapiPath turns echo's /a/:name into OpenAPI's /a/{name}.
-func openapiPath(echoPath string) string {
-	segs := strings.Split(echoPath, "/")
-	for i, s := range segs {
-		if name, ok := strings.CutPrefix(s, ":"); ok {
-			segs[i] = "{" + name + "}"
-		}
-	}
-	return strings.Join(segs, "/")
-}
-
 // resolve follows a $ref within the document.
 func resolve(doc map[string]any, v any) any {
 	for {

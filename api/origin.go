@@ -19,7 +19,8 @@ import (
 // origin. Bearer tokens are no ambient credential, so with tokens these
 // checks only add to them.
 
-// guardOrigin refuses with 403, before the route's handler runs:
+// guardOrigin refuses, before the route's handler runs, with 400 a request
+// whose target is in absolute form (see absoluteForm), and with 403:
 //   - every request, reads included, whose Host is not an address the host
 //     serves (see hostAllowed): a rebinding page is same-origin with its own
 //     name, and only its Host tells it apart;
@@ -30,6 +31,10 @@ import (
 func (s *Server) guardOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		if p := absoluteForm(r); p != nil {
+			s.log.Warn("refused a request in absolute form", "method", r.Method, "target", r.RequestURI, "host", r.Host)
+			return p
+		}
 		srv := s.deps.Config().Server
 		listen, _, _ := net.SplitHostPort(srv.Listen)
 		if !hostAllowed(r.Host, servedAddr(r, listen), listen, srv.AllowedHosts) {
@@ -45,6 +50,21 @@ func (s *Server) guardOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// absoluteForm refuses a request whose target names a scheme or a host
+// ("GET http://127.0.0.1:8080/v1/parked HTTP/1.1", or CONNECT's host:port)
+// rather than only a path. HTTP/1.1 has servers take the host of such a
+// target and ignore the Host header (net/http sets r.Host from it and
+// drops the header), so the Host check would judge the target's host, not
+// the header a DNS-rebinding page controls. Only proxies are sent that
+// form, and the host is no proxy; refusing it leaves one Host to check.
+func absoluteForm(r *http.Request) *Problem {
+	if r.URL.Scheme == "" && r.URL.Host == "" {
+		return nil
+	}
+	return problem(http.StatusBadRequest, "absolute-form", fmt.Sprintf(
+		"the request target %q names a host: this host is no proxy; send the path alone (origin form), with the host in the Host header", r.RequestURI))
 }
 
 // servedAddr is the IP address r came in on: its connection's local address,

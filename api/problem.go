@@ -48,7 +48,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		case http.StatusNotFound:
 			kind, msg = "not-found", fmt.Sprintf("no route %s %s", c.Request().Method, c.Request().URL.Path)
 		case http.StatusMethodNotAllowed:
-			kind = "method-not-allowed"
+			r := c.Request()
+			kind, msg = "method-not-allowed", fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)
+			if allow := c.Response().Header().Get(echo.HeaderAllow); allow != "" {
+				msg += "; it takes " + withHead(allow) + " (see the Allow header)"
+			}
 		case http.StatusRequestEntityTooLarge:
 			kind, msg = "too-large", "the request body exceeds the limit"
 		case http.StatusUnauthorized:

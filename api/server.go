@@ -69,16 +69,24 @@ func New(deps Deps) *Server {
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.bodyLimit, s.countRequests)
-	e.Use(s.guardOrigin) // every request, the console's and unknown routes' too
+	e.Use(s.countRequests)
+	e.Use(s.guardOrigin, allowHead) // every request, the console's and unknown routes' too
 
+	query, err := documentedQuery(openapiDoc)
+	if err != nil {
+		panic(err) // the embedded document; its tests parse it
+	}
 	for _, r := range s.routeTable() {
 		mw := []echo.MiddlewareFunc{decodePathParams}
 		if r.role != "" {
 			mw = append(mw, s.require(r.role))
 		}
+		mw = append(mw, checkQuery(r.method+" "+openapiPath(r.path), query[r.method+" "+openapiPath(r.path)]))
 		if changesState(r.method) {
-			mw = append(mw, accepts(r.body))
+			mw = append(mw, s.limitBody(r), accepts(r.body))
+		}
+		if r.guarded() {
+			mw = append(mw, s.guardDisk)
 		}
 		e.Add(r.method, r.path, r.handler, mw...)
 	}
@@ -87,15 +95,18 @@ func New(deps Deps) *Server {
 }
 
 // route is one API endpoint: the role its bearer token needs ("" for none:
-// health, readiness and the OpenAPI document) and, for a state-changing
-// one, the media types its request body may have (none: it takes no body;
-// see accepts). The table both registers the routes and lets the OpenAPI
-// test check the document against them.
+// health, readiness and the OpenAPI document), for a state-changing one
+// the media types its request body may have (none: it takes no body; see
+// accepts), and what it does to the data directory (see storeUse: a
+// state-changing route is refused below the free-space reserve unless it
+// says it stores nothing). The table both registers the routes and lets
+// the OpenAPI test check the document against them.
 type route struct {
 	method, path string
 	handler      echo.HandlerFunc
 	role         config.Role
 	body         []string
+	store        storeUse
 }
 
 func (s *Server) routeTable() []route {
@@ -103,34 +114,34 @@ func (s *Server) routeTable() []route {
 	reader, operator, deployer, admin := config.RoleReader, config.RoleOperator, config.RoleDeployer, config.RoleAdmin
 	none, jsonBody, wasmBody := []string(nil), []string{mediaJSON}, []string{mediaWasm, mediaBinary}
 	return []route{
-		{get, "/healthz", s.healthz, "", none},
-		{get, "/readyz", s.readyz, "", none},
-		{get, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Metrics.Registry, promhttp.HandlerOpts{})), reader, none},
-		{get, "/v1/openapi.json", s.openapi, "", none},
+		{get, "/healthz", s.healthz, "", none, reads},
+		{get, "/readyz", s.readyz, "", none, reads},
+		{get, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Metrics.Registry, promhttp.HandlerOpts{})), reader, none, reads},
+		{get, "/v1/openapi.json", s.openapi, "", none, reads},
 
-		{put, "/v1/modules/:name", s.putModule, deployer, wasmBody},
-		{get, "/v1/modules", s.listModules, reader, none},
-		{get, "/v1/modules/:name", s.getModule, reader, none},
-		{del, "/v1/modules/:name", s.deleteModule, deployer, none},
+		{put, "/v1/modules/:name", s.putModule, deployer, wasmBody, writes},
+		{get, "/v1/modules", s.listModules, reader, none, reads},
+		{get, "/v1/modules/:name", s.getModule, reader, none, reads},
+		{del, "/v1/modules/:name", s.deleteModule, deployer, none, writes},
 
-		{post, "/v1/events", s.appendEvents, deployer, jsonBody},
-		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader, none},
+		{post, "/v1/events", s.appendEvents, deployer, jsonBody, writes},
+		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader, none, reads},
 
-		{get, "/v1/subscriptions", s.listSubscriptions, reader, none},
-		{get, "/v1/subscriptions/:name", s.getSubscription, reader, none},
-		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator, none},
-		{post, "/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator, none},
-		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody},
+		{get, "/v1/subscriptions", s.listSubscriptions, reader, none, reads},
+		{get, "/v1/subscriptions/:name", s.getSubscription, reader, none, reads},
+		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator, none, writes},
+		{post, "/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator, none, writes},
+		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody, writes},
 
-		{get, "/v1/parked", s.listParked, reader, none},
-		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader, none},
-		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator, jsonBody}, // optional
-		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator, jsonBody},     // optional
+		{get, "/v1/parked", s.listParked, reader, none, reads},
+		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader, none, reads},
+		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator, jsonBody, writes}, // optional
+		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator, jsonBody, writes},     // optional
 
-		{get, "/v1/projections/:subscription", s.listProjection, reader, none},
-		{get, "/v1/projections/:subscription/:key", s.getProjection, reader, none},
+		{get, "/v1/projections/:subscription", s.listProjection, reader, none, reads},
+		{get, "/v1/projections/:subscription/:key", s.getProjection, reader, none, reads},
 
-		{post, "/v1/config/reload", s.reloadConfig, admin, none},
+		{post, "/v1/config/reload", s.reloadConfig, admin, none, storesNothing},
 	}
 }
 
@@ -141,22 +152,10 @@ func changesState(method string) bool {
 }
 
 // Handler returns the API as an http.Handler.
-func (s *Server) Handler() http.Handler { return s.e }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 // Echo exposes the router, for the OpenAPI test.
 func (s *Server) routes() []*echo.Route { return s.e.Routes() }
-
-// bodyLimit caps JSON bodies at server.max-body-size; module uploads have
-// their own, larger cap (server.max-module-size) applied in putModule.
-func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.Method != http.MethodPut && r.Body != nil {
-			r.Body = http.MaxBytesReader(c.Response(), r.Body, s.deps.Config().Server.MaxBodySize.Bytes())
-		}
-		return next(c)
-	}
-}
 
 func (s *Server) countRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -180,7 +179,7 @@ func (s *Server) reloadConfig(c echo.Context) error {
 
 // Serve runs the API on addr until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, srv *http.Server, shutdownTimeout time.Duration) error {
-	srv.Handler = s.e
+	srv.Handler = s.Handler()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	select {

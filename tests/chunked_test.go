@@ -51,19 +51,29 @@ func TestResumeEmptyChunkedBody(t *testing.T) {
 // Content-Length ends there) and returns the answer.
 func rawRequest(t *testing.T, h *hostProc, head, body string) response {
 	t.Helper()
+	return rawExchange(t, h, head, body, true, 20*time.Second)
+}
+
+// rawExchange sends head and body to the host over one TCP connection,
+// closing the sending side after them when closeWrite, and returns the
+// answer, failing the test when none comes within the time given.
+func rawExchange(t *testing.T, h *hostProc, head, body string, closeWrite bool, within time.Duration) response {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(h.URL, "http://"), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	conn.SetDeadline(time.Now().Add(within))
 	if _, err := io.WriteString(conn, head+"\r\n"+body); err != nil {
 		t.Fatal(err)
 	}
-	conn.(*net.TCPConn).CloseWrite()
+	if closeWrite {
+		conn.(*net.TCPConn).CloseWrite()
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		t.Fatalf("no answer to %q: %v", strings.SplitN(head, "\r\n", 2)[0], err)
+		t.Fatalf("no answer to %q within %s: %v", strings.SplitN(head, "\r\n", 2)[0], within, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -32,7 +32,8 @@ func (h *hostProc) health(t *testing.T) healthDoc {
 // TestDiskReserveRefusesWrites: with a reserve above the free space of the
 // data directory's disk (set by a reload, as an operator would when a disk
 // fills), every write answers 507 problem+json naming the directory, the
-// free space and the reserve, and changes nothing; reads, the console,
+// free space and the reserve, and changes nothing (a module's DELETE
+// included: the module stays deployed); reads, the console,
 // /healthz ("disk low") keep working and /readyz answers 503. A reload that
 // lowers the reserve lets writes through again, and events are delivered.
 func TestDiskReserveRefusesWrites(t *testing.T) {
@@ -72,6 +73,7 @@ func TestDiskReserveRefusesWrites(t *testing.T) {
 	refused("POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o-2", "ownerId": "bob",
 		"events": []map[string]any{{"type": "OrderShipped", "data": map[string]string{"carrier": "DHL"}}}})
 	refused("PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm") // an update
+	refused("DELETE", "/v1/modules/"+moduleName, nil)                                           // removes files: a write too
 	refused("POST", "/v1/subscriptions/"+subName+"/pause", nil)
 	refused("POST", "/v1/subscriptions/"+subName+"/unpause", nil)
 	refused("POST", "/v1/subscriptions/"+subName+"/reset", map[string]any{"position": 1})

@@ -204,6 +204,9 @@ func cli(args []string, stdout, stderr io.Writer, env func(string) string) int {
 		return exitOK
 	}
 	if err != nil { // the flag package has said what is wrong
+		if strings.HasPrefix(err.Error(), "flag provided but not defined") && cmd.nargs != 0 {
+			fmt.Fprintf(stderr, "an argument that starts with \"-\" (an id such as -1) goes after \"--\": host %s %s [flags] -- ARG...\n", noun, verb)
+		}
 		fmt.Fprintf(stderr, "usage: host %s %s %s\n", noun, verb, cmd.synopsis)
 		return exitUsage
 	}
@@ -277,12 +280,16 @@ func printNounHelp(w io.Writer, noun string) {
 		}
 	}
 	fmt.Fprintln(w, "global flags: --server URL, --json, --timeout D; see host help")
+	fmt.Fprintln(w, `an argument that starts with "-" (an id such as -1) goes after "--", which ends the flags`)
 }
 
 func printCommandHelp(w io.Writer, fs *flag.FlagSet, cmd *command) {
 	fmt.Fprintf(w, "usage: host %s %s %s\n\nflags:\n", cmd.noun, cmd.verb, cmd.synopsis)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+	if cmd.nargs != 0 {
+		fmt.Fprintf(w, "\nflags go before \"--\"; every argument after it is an argument, one that starts with \"-\" too:\n  host %s %s [flags] -- ARG...\n", cmd.noun, cmd.verb)
+	}
 	fmt.Fprint(w, "\nexit codes: 0 done, 1 the server refused or failed, 2 usage error, 3 cannot reach the server\n")
 }
 

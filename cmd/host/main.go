@@ -51,6 +51,8 @@ Operator verbs talk to a running host: --server URL (default $BERTH_SERVER or ht
 token from $BERTH_TOKEN (sent as Authorization: Bearer), --timeout D per request (default 60s).
 --json prints the server's JSON instead of a table (on failure, its problem document goes to stderr).
 Flags may come before or after the arguments; "host NOUN VERB -h" lists a verb's flags.
+An argument that starts with "-" (an aggregate id such as -1) goes after "--", which ends the flags:
+  host parked resume SUB TYPE --reason R -- -1      (flags after "--" are arguments too)
 Exit codes: 0 done, 1 the server refused or failed (its problem is printed), 2 usage error (nothing
 was sent), 3 cannot reach the server.
 `
