@@ -11,6 +11,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
@@ -163,13 +164,7 @@ func (e *projEnv) waitCaughtUp() {
 
 func projEventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	checkfor.Cond(t, 15*time.Second, 5*time.Millisecond, what, cond)
 }
 
 func wantSummaries(t *testing.T, e *projEnv, want map[string]orderSummary) {

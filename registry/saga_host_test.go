@@ -19,6 +19,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
@@ -189,13 +190,7 @@ func (h *sagaHost) parked(t *testing.T, order string) *ledger.Record {
 // sagaEventually polls cond every 5ms until it holds or 20s have passed.
 func sagaEventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	checkfor.Cond(t, 20*time.Second, 5*time.Millisecond, what, cond)
 }
 
 // TestSagaOverRealParts runs the compiled order-saga in the real sandbox,

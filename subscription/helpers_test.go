@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -276,13 +277,7 @@ func (e *env) snapshot(sub string) string {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	checkfor.Cond(t, 10*time.Second, time.Millisecond, what, cond)
 }
 
 // call is one invocation seen by a recorder.

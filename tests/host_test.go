@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -358,13 +359,7 @@ func (h *hostProc) waitParked(t testing.TB, order string, within time.Duration) 
 // eventually polls cond every 25ms until it holds or within has passed.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	checkfor.Cond(t, within, 25*time.Millisecond, what, cond)
 }
 
 // subscriptionStatus is GET /v1/subscriptions/{name}.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/testbuild"
@@ -46,13 +47,7 @@ func open(t *testing.T, cfg *config.Config, opts hostkit.Options) *hostkit.Host 
 // eventually polls cond every 5ms until it holds or 20s have passed.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	checkfor.Cond(t, 20*time.Second, 5*time.Millisecond, what, cond)
 }
 
 // TestOpenCloseOpenKeepsState: what one host stored (an event, a deployed

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -223,13 +224,7 @@ func start(t *testing.T, s ledger.Store, opts Options) (*Dispatcher, func()) {
 // eventually waits (in short real steps, up to a deadline) for cond.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	checkfor.Cond(t, 10*time.Second, time.Millisecond, what, cond)
 }
 
 // workerOf returns the worker of the named hook.
