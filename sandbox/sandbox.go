@@ -213,10 +213,10 @@ func (s *Sandbox) releaseIdle() {
 	})
 }
 
-// newPool returns the pool of a module whose memory limit is limitPages.
-func (s *Sandbox) newPool(limitPages uint32) *pool {
+// newPool returns the pool of module m, whose memory limit is limitPages.
+func (s *Sandbox) newPool(m *Module, limitPages uint32) *pool {
 	limit := float64(limitPages) * wasmPageSize
-	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.Clock)
+	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.Clock, m.newInstance)
 }
 
 // Modules returns the modules loaded and not closed, by name (a module
