@@ -130,7 +130,7 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	m := &Module{s: s, name: name, sha256: hex.EncodeToString(sum[:]), cfg: mc}
 	m.pool = s.newPool(m, mc.MemoryLimitPages)
 
-	code, guard, err := s.guardDeadlines(wasm)
+	code, guard, err := s.guardDeadlines(wasm, sum)
 	if err != nil {
 		return nil, err
 	}
