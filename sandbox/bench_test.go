@@ -134,14 +134,16 @@ func BenchmarkInstanceMemory(b *testing.B) {
 		var before, after goruntime.MemStats
 		goruntime.GC()
 		goruntime.ReadMemStats(&before)
-		inst, err := m.newInstance(ctx)
+		inst, err := m.newInstance(ctx, time.Time{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		inst.current.Store(newCallState(m, orderPlaced()))
-		if _, err := inst.call(ctx, abi.AppendEvent(nil, orderPlaced())); err != nil {
+		cctx := inst.begin(ctx, orderPlaced(), Ports{}, time.Time{})
+		if _, err := inst.call(cctx, abi.AppendEvent(nil, orderPlaced())); err != nil {
 			b.Fatal(err)
 		}
+		inst.finish()
+		inst.end()
 		goruntime.GC()
 		goruntime.ReadMemStats(&after)
 		linear += float64(inst.memoryBytes())
@@ -167,7 +169,7 @@ func BenchmarkMemoryHog(b *testing.B) {
 	ctx := context.Background()
 	var warm []*instance
 	for range 8 {
-		inst, err := m.pool.acquire(ctx, m.newInstance)
+		inst, err := m.pool.acquire(ctx, time.Time{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -60,17 +60,17 @@ func hostRequest(ctx context.Context, mod api.Module, ptr, n uint32, op func(con
 		// Called from _initialize: there is no event, so no port to use.
 		return abi.ErrBadRequest
 	}
-	cs.checkExpired(ctx)
+	cs.checkExpired()
 	reply := op(ctx, cs, req)
-	cs.checkExpired(ctx) // a host call the deadline cut short ends the call
-	cs.reply = abi.AppendReply(cs.reply[:0], &reply)
+	cs.checkExpired() // a host call the deadline cut short ends the call
+	cs.reply, cs.pending = abi.AppendReply(cs.reply[:0], &reply), true
 	return int64(len(cs.reply))
 }
 
 func hostTakeReply(ctx context.Context, mod api.Module, stack []uint64) {
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	cs := callFrom(ctx)
-	if cs == nil || cs.reply == nil {
+	if cs == nil || !cs.pending {
 		stack[0] = api.EncodeI32(abi.ErrNoReply)
 		return
 	}
@@ -78,7 +78,7 @@ func hostTakeReply(ctx context.Context, mod api.Module, stack []uint64) {
 	if !mod.Memory().Write(ptr, cs.reply[:k]) {
 		panic(errBadPointer)
 	}
-	cs.reply = nil // taken: a second take_reply answers ErrNoReply
+	cs.pending = false // taken: a second take_reply answers ErrNoReply
 	stack[0] = uint64(k)
 }
 
@@ -102,6 +102,11 @@ func (s *Sandbox) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 		attrs = append(attrs, "module", cs.mod.name)
 		if cs.ev != nil {
 			attrs = append(attrs, "key", cs.ev.InvocationKey)
+		}
+		// The caller's context, not the call's: a handler may keep it.
+		ctx = cs.ctx
+		if ctx == nil {
+			ctx = context.Background()
 		}
 	}
 	s.cfg.Logger.Log(ctx, lvl, string(msg), attrs...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/berthhq/berth/wasm/abi"
 )
@@ -15,7 +16,7 @@ import (
 func FuzzHostCalls(f *testing.F) {
 	s := newSandbox(f, Config{})
 	m := load(f, s, "samples/misbehaving", ModuleConfig{Config: map[string]string{"k": "v"}})
-	inst, err := m.newInstance(context.Background())
+	inst, err := m.newInstance(context.Background(), time.Time{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -28,8 +29,9 @@ func FuzzHostCalls(f *testing.F) {
 	f.Add(uint8(3), uint32(64), uint32(0), abi.AppendCommand(nil, &abi.Command{AggregateType: "A", AggregateID: "1", Type: "C"}))
 	f.Add(uint8(4), uint32(4096), uint32(1<<20), []byte{0xff, 0xff})
 	f.Fuzz(func(t *testing.T, op uint8, ptr, n uint32, req []byte) {
-		cs := newCallState(m, &abi.Event{Handler: "echo", InvocationKey: "fuzz"})
-		ctx := withCall(context.Background(), cs)
+		ctx := inst.begin(context.Background(), &abi.Event{Handler: "echo", InvocationKey: "fuzz"}, Ports{}, time.Time{})
+		defer inst.end()
+		defer inst.finish()
 		mod := inst.mod
 		// Put the request bytes into guest memory at a valid spot, so that
 		// both valid and invalid ranges are exercised.
@@ -61,12 +63,14 @@ func FuzzHostCalls(f *testing.F) {
 func TestTakeReplyOnce(t *testing.T) {
 	s := newSandbox(t, Config{})
 	m := load(t, s, "samples/misbehaving", ModuleConfig{Config: map[string]string{"k": "value"}})
-	inst, err := m.newInstance(context.Background())
+	inst, err := m.newInstance(context.Background(), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer inst.close()
-	ctx := withCall(context.Background(), newCallState(m, &abi.Event{Handler: "echo", InvocationKey: "k"}))
+	ctx := inst.begin(context.Background(), &abi.Event{Handler: "echo", InvocationKey: "k"}, Ports{}, time.Time{})
+	defer inst.end()
+	defer inst.finish()
 	const at = 1 << 16
 	inst.mod.Memory().Write(at, []byte("k"))
 	n := hostRequest(ctx, inst.mod, at, 1, hostConfig)

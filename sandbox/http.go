@@ -21,7 +21,7 @@ import (
 
 // hostHTTP is the outbound HTTP port: only hosts the module may reach, under
 // the call's deadline, with a capped response body.
-func (s *Sandbox) hostHTTP(ctx context.Context, cs *callState, raw []byte) abi.Reply {
+func (s *Sandbox) hostHTTP(_ context.Context, cs *callState, raw []byte) abi.Reply {
 	req, err := abi.DecodeHTTPRequest(raw)
 	if err != nil {
 		return abi.Reply{Code: abi.ReplyError, Message: "bad request: " + err.Error()}
@@ -33,6 +33,8 @@ func (s *Sandbox) hostHTTP(ctx context.Context, cs *callState, raw []byte) abi.R
 	if !allowed(cs.mod.cfg.AllowedHosts, u) {
 		return abi.Reply{Code: abi.ReplyDenied, Message: fmt.Sprintf("host %s is not in the module's allowed hosts", u.Host)}
 	}
+	ctx, cancel := cs.outbound()
+	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
 		return abi.Reply{Code: abi.ReplyError, Message: err.Error()}

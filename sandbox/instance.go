@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/berthhq/berth/wasm/abi"
@@ -19,16 +18,22 @@ type instance struct {
 	c              *compiled
 	alloc, handle  api.Function
 	stdout, stderr *boundedBuffer
-	current        atomic.Pointer[callState] // the call being served, for nanosleep
-	lastUsed       time.Time                 // when it last went back to the pool, by the sandbox's clock
-	memBytes       uint32                    // its linear memory then, for Stats
-	stack          [2]uint64
-	scratch        []byte
+	lastUsed       time.Time // when it last went back to the pool, by the sandbox's clock
+	memBytes       uint32    // its linear memory then, for Stats
+
+	// Per-call state, reused by every call the instance serves.
+	cs      callState
+	ctx     callContext
+	timer   *time.Timer        // for the sandbox's own deadlines, made for the first
+	cancel  context.CancelFunc // the context of a close-on-done call, if it has one
+	stack   [2]uint64
+	scratch []byte
 }
 
 // newInstance instantiates the module, running the guest's _initialize
-// (Go's runtime and package init) under the module's init deadline.
-func (m *Module) newInstance(ctx context.Context) (*instance, error) {
+// (Go's runtime and package init) under the module's init deadline, or the
+// deadline of the call it is made for when that is earlier (zero: none).
+func (m *Module) newInstance(ctx context.Context, deadline time.Time) (*instance, error) {
 	c, err := m.s.comp.get(ctx, m.cacheKey, m.rt, m.code)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
@@ -39,6 +44,8 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		stdout: &boundedBuffer{max: m.s.cfg.MaxOutputBytes},
 		stderr: &boundedBuffer{max: m.s.cfg.MaxOutputBytes},
 	}
+	inst.cs.init(m)
+	inst.ctx.cs = &inst.cs
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(abi.ExportInitialize).
@@ -46,21 +53,22 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		WithStderr(inst.stderr).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithNanosleep(inst.nanosleep).
+		WithNanosleep(inst.cs.nanosleep).
+		WithOsyield(inst.cs.yield).
 		WithRandSource(rand.Reader)
 
 	// _initialize runs guest code too, so it gets a deadline like any call.
-	cs := newCallState(m, nil)
-	inst.current.Store(cs)
-	ictx, cancel := context.WithTimeout(withCall(ctx, cs), m.cfg.InitTimeout)
-	stop := context.AfterFunc(ictx, cs.expire)
-	mod, err := m.rt.r.InstantiateModule(ictx, c.cm, cfg)
-	stop()
-	cancel()
-	inst.current.Store(nil)
+	own := time.Now().Add(m.cfg.InitTimeout)
+	if !deadline.IsZero() && deadline.Before(own) {
+		own = deadline
+	}
+	mod, err := m.rt.r.InstantiateModule(inst.begin(ctx, nil, Ports{}, own), c.cm, cfg)
+	inst.finish()
+	expired := inst.cs.expired.Load()
+	inst.end()
 	if err != nil {
 		c.release()
-		if cs.expired.Load() {
+		if expired {
 			return nil, fmt.Errorf("%w: _initialize did not finish within %v", ErrABI, m.cfg.InitTimeout)
 		}
 		return nil, fmt.Errorf("%w: instantiate: %v%s", ErrABI, err, stderrNote(inst.stderr.take()))
@@ -74,6 +82,52 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
+// begin readies the instance for a call of ev (nil: _initialize) and
+// returns the context to run it under; finish ends the call's deadline
+// machinery. own is the sandbox's own deadline (zero: ctx owns the
+// deadline, and no timer runs).
+//
+// Under the loop guard the call runs under the instance's own callContext,
+// aimed at ctx. Under close-on-done, wazero watches the context from a
+// goroutine that may outlive the call, and needs it to end at the deadline,
+// so the call gets a context of its own (with the sandbox's deadline on it).
+func (inst *instance) begin(ctx context.Context, ev *abi.Event, ports Ports, own time.Time) context.Context {
+	inst.cs.begin(ctx, ev, ports, own)
+	if !own.IsZero() {
+		if inst.timer == nil {
+			inst.timer = time.AfterFunc(time.Until(own), inst.cs.fire)
+		} else {
+			inst.timer.Reset(time.Until(own))
+		}
+	}
+	if !inst.m.rt.key.closeOnDone {
+		inst.ctx.Context = ctx
+		return &inst.ctx
+	}
+	var cctx context.Context = &callContext{Context: ctx, cs: &inst.cs}
+	if !own.IsZero() {
+		cctx, inst.cancel = context.WithDeadline(cctx, own)
+	}
+	return cctx
+}
+
+// finish stops the call's deadline machinery once the guest has returned.
+func (inst *instance) finish() {
+	if inst.timer != nil {
+		inst.timer.Stop()
+	}
+	if inst.cancel != nil {
+		inst.cancel()
+		inst.cancel = nil
+	}
+}
+
+// end drops what the last call referred to.
+func (inst *instance) end() {
+	inst.cs.end()
+	inst.ctx.Context = nil
+}
+
 func stderrNote(s string) string {
 	if s == "" {
 		return ""
@@ -81,18 +135,9 @@ func stderrNote(s string) string {
 	return "; stderr: " + s
 }
 
-// nanosleep is the instance's WASI sleep: bound to the current call, so a
-// sleeping guest (time.Sleep, a timer in a select) ends at the deadline.
-func (inst *instance) nanosleep(ns int64) {
-	if cs := inst.current.Load(); cs != nil {
-		cs.sleep(time.Duration(ns))
-		return
-	}
-	time.Sleep(time.Duration(ns))
-}
-
-// call writes the envelope into the guest, runs berth_handle and returns a
-// copy of the encoded result.
+// call writes the envelope into the guest, runs berth_handle and returns
+// the encoded result, in guest memory: valid until the next call into the
+// instance.
 func (inst *instance) call(ctx context.Context, envelope []byte) ([]byte, error) {
 	inst.stack[0] = uint64(len(envelope))
 	if err := inst.alloc.CallWithStack(ctx, inst.stack[:]); err != nil {
@@ -111,7 +156,7 @@ func (inst *instance) call(ctx context.Context, envelope []byte) ([]byte, error)
 	if !ok {
 		return nil, fmt.Errorf("%s returned a result outside guest memory (%#x+%d)", abi.ExportHandle, rptr, rlen)
 	}
-	return append([]byte(nil), out...), nil
+	return out, nil
 }
 
 // memoryBytes returns the instance's current linear memory size.
@@ -123,6 +168,7 @@ func (inst *instance) memoryBytes() uint32 {
 }
 
 func (inst *instance) close() {
+	inst.finish()
 	if inst.mod != nil {
 		inst.mod.Close(context.Background())
 		inst.m.live.Add(-1)

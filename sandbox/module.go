@@ -14,7 +14,6 @@ import (
 
 	"github.com/berthhq/berth/wasm/abi"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
 )
 
 // ModuleConfig is what the operator sets for one module. Zero values mean
@@ -128,9 +127,10 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	}
 	mc = mc.withDefaults()
 	sum := sha256.Sum256(wasm)
-	m := &Module{s: s, name: name, sha256: hex.EncodeToString(sum[:]), cfg: mc, pool: s.newPool(mc.MemoryLimitPages)}
+	m := &Module{s: s, name: name, sha256: hex.EncodeToString(sum[:]), cfg: mc}
+	m.pool = s.newPool(m, mc.MemoryLimitPages)
 
-	code, guard, err := s.guardDeadlines(wasm)
+	code, guard, err := s.guardDeadlines(wasm, sum)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 		return nil, fmt.Errorf("%w: %v", ErrABI, err)
 	}
 
-	inst, err := m.newInstance(ctx)
+	inst, err := m.newInstance(ctx, time.Time{})
 	if err != nil {
 		return nil, err
 	}
@@ -250,168 +250,4 @@ func describe(ctx context.Context, inst *instance) (abi.Description, error) {
 		return d, fmt.Errorf("description: %v", err)
 	}
 	return d, nil
-}
-
-// Invoke runs the handler named in ev once and reports how it went. It never
-// panics on guest behaviour.
-//
-// The call's deadline has one owner. When ctx carries a deadline (the
-// engine's attempt deadline, which it sets on its own clock), the caller owns
-// it and the sandbox only observes it: no timer of its own is started, and
-// the guest is stopped when ctx ends. Otherwise (a direct call: tests,
-// hostspec) the sandbox owns a deadline of timeout from now (zero: none). A
-// timeout shorter than ctx's deadline is the one exception: the earlier of
-// the two is enforced, still by one timer.
-//
-// How the call ended decides the outcome: a deadline that passed (either
-// owner's) is a Timeout; a ctx cancelled before its deadline (the host
-// shutting down, an operator's reset or removal) is Canceled.
-func (m *Module) Invoke(ctx context.Context, ev *abi.Event, timeout time.Duration) Outcome {
-	return m.InvokeWith(ctx, ev, timeout, Ports{})
-}
-
-// InvokeWith is Invoke with host-side ports for the call (a projection's
-// key/value store).
-func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Duration, ports Ports) Outcome {
-	start := time.Now()
-	cs := newCallState(m, ev)
-	cs.ports = ports
-	callCtx, cancel, budget := callDeadline(withCall(ctx, cs), start, timeout, ev)
-	defer cancel()
-	stop := context.AfterFunc(callCtx, cs.expire)
-	defer stop()
-	timeout = budget
-
-	inst, err := m.pool.acquire(callCtx, m.newInstance)
-	if err != nil {
-		o := Outcome{Kind: Trap, Message: "no instance: " + err.Error()}
-		// callCtx, not cs.expired: the AfterFunc that sets the flag runs in
-		// a goroutine of its own and may not have run yet; a deadline that
-		// ended the wait, or the making of an instance, is the call's.
-		if cs.expired.Load() || callCtx.Err() != nil {
-			o = m.expiredOutcome(ctx, timeout, "while waiting for a free instance")
-		}
-		o.Duration = time.Since(start)
-		return o
-	}
-	inst.current.Store(cs)
-	inst.scratch = abi.AppendEvent(inst.scratch[:0], ev)
-	raw, callErr := inst.call(callCtx, inst.scratch)
-	inst.current.Store(nil)
-	stderr := inst.stderr.take()
-	m.logOutput(ev, inst.stdout.take(), stderr)
-
-	o := m.outcome(ctx, inst, timeout, raw, callErr, cs, stderr)
-	o.Duration = time.Since(start)
-	if o.Kind == Timeout {
-		o.Overrun = time.Since(time.Unix(0, cs.firedAt.Load()))
-	}
-	o.Observed = cs.observed
-	if o.Kind == Success {
-		o.Commands = cs.commands
-	}
-	m.pool.put(inst, o.Kind != Success && o.Kind != GuestFailure)
-	return o
-}
-
-func (m *Module) outcome(ctx context.Context, inst *instance, timeout time.Duration, raw []byte, callErr error, cs *callState, stderr string) Outcome {
-	if callErr == nil {
-		res, err := abi.DecodeResult(raw)
-		if err != nil {
-			return Outcome{Kind: Trap, Message: "the guest returned a result that does not decode: " + err.Error(), Stderr: stderr}
-		}
-		if res.Status == abi.StatusOK {
-			return Outcome{Kind: Success, Stderr: stderr}
-		}
-		return Outcome{Kind: GuestFailure, Failure: res.Failure, Stderr: stderr}
-	}
-	// The host's own flag decides "timed out": after a deadline the guest's
-	// error may read "unreachable" or "module closed", which says nothing.
-	if cs.expired.Load() {
-		o := m.expiredOutcome(ctx, timeout, "")
-		o.Stderr = stderr
-		return o
-	}
-	var exit *sys.ExitError
-	switch {
-	case errors.Is(callErr, errBadPointer):
-		return Outcome{Kind: Trap, Message: errBadPointer.Error(), Stderr: stderr}
-	case strings.Contains(stderr, "out of memory") || uint64(inst.memoryBytes()) >= uint64(m.cfg.MemoryLimitPages-1)*65536:
-		return Outcome{Kind: MemoryExceeded, Message: fmt.Sprintf("the guest needed more than its memory limit of %d pages (%d MiB)", m.cfg.MemoryLimitPages, m.cfg.MemoryLimitPages/16), Stderr: stderr}
-	case errors.As(callErr, &exit):
-		return Outcome{Kind: Trap, Message: fmt.Sprintf("the guest exited with code %d", exit.ExitCode()), Stderr: stderr}
-	}
-	return Outcome{Kind: Trap, Message: trapMessage(callErr, stderr), Stderr: stderr}
-}
-
-// callDeadline returns the context a call runs under, its cancel func and
-// the call's time budget (for messages), and sets ev's deadline: ctx's own
-// deadline when it has one no later than start+timeout (the caller owns
-// it), else start+timeout on a timer of the sandbox's (timeout zero and no
-// deadline on ctx: none).
-func callDeadline(ctx context.Context, start time.Time, timeout time.Duration, ev *abi.Event) (context.Context, context.CancelFunc, time.Duration) {
-	deadline, has := ctx.Deadline()
-	if timeout > 0 && (!has || start.Add(timeout).Before(deadline)) {
-		ev.DeadlineUnixNano = start.Add(timeout).UnixNano()
-		callCtx, cancel := context.WithTimeout(ctx, timeout)
-		return callCtx, cancel, timeout
-	}
-	if has {
-		ev.DeadlineUnixNano = deadline.UnixNano()
-		timeout = max(deadline.Sub(start), 0)
-		if timeout > time.Millisecond {
-			timeout = timeout.Round(time.Millisecond)
-		}
-	}
-	callCtx, cancel := context.WithCancel(ctx)
-	return callCtx, cancel, timeout
-}
-
-// expiredOutcome says how a call that its context ended went: Canceled when
-// the caller cancelled ctx before any deadline passed, else Timeout (the
-// sandbox's deadline, or the caller's, which ctx reports as
-// context.DeadlineExceeded).
-func (m *Module) expiredOutcome(ctx context.Context, timeout time.Duration, where string) Outcome {
-	if errors.Is(ctx.Err(), context.Canceled) {
-		msg := "the caller canceled the call"
-		if where != "" {
-			msg += " " + where
-		}
-		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
-			msg += ": " + cause.Error()
-		}
-		return Outcome{Kind: Canceled, Message: msg}
-	}
-	msg := fmt.Sprintf("the call ran past its %v deadline", timeout)
-	if where != "" {
-		msg += " " + where
-	}
-	return Outcome{Kind: Timeout, Message: msg}
-}
-
-// trapMessage prefers the guest's own panic text to wazero's trap text.
-func trapMessage(err error, stderr string) string {
-	if i := strings.Index(stderr, "panic: "); i >= 0 {
-		return firstLines(stderr[i:], 3)
-	}
-	if i := strings.Index(stderr, "fatal error: "); i >= 0 {
-		return firstLines(stderr[i:], 3)
-	}
-	return firstLines(err.Error(), 1)
-}
-
-func firstLines(s string, n int) string {
-	lines := strings.SplitN(s, "\n", n+1)
-	if len(lines) > n {
-		lines = lines[:n]
-	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
-}
-
-func (m *Module) logOutput(ev *abi.Event, stdout, stderr string) {
-	for _, out := range []struct{ stream, text string }{{"stdout", stdout}, {"stderr", stderr}} {
-		if out.text != "" {
-			m.s.cfg.Logger.Info("guest output", "module", m.name, "key", ev.InvocationKey, "stream", out.stream, "text", out.text)
-		}
-	}
 }

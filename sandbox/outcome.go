@@ -64,7 +64,10 @@ type Outcome struct {
 	// Duration is how long the call took, including waiting for an instance.
 	Duration time.Duration
 	// Overrun is, for a Timeout, how long the call went on after the host
-	// saw its deadline pass: the cost of stopping the guest.
+	// saw its deadline pass: the cost of stopping the guest. The host sees
+	// its own deadline when the instance's timer fires, and the caller's
+	// when it next looks at the caller's context (the loop guard every few
+	// thousand loop iterations, a sleep or host call at once).
 	Overrun time.Duration
 	// Observed notes what the host saw the guest's outbound calls meet, so a
 	// failure can be classified (a refused connection, a 429).

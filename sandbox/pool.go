@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -17,14 +18,26 @@ import (
 // the idle timeout; a burst of calls or a hostile guest pins no memory for
 // longer than the call that needed it.
 type pool struct {
-	sem          chan struct{}    // one token per instance in use or being created
+	create       func(ctx context.Context, deadline time.Time) (*instance, error)
+	cap          int              // instances at most, in use, being made or idle
 	recycleBytes uint64           // an instance this large after a call is closed
 	now          func() time.Time // the sandbox's clock, for idle times
 
-	mu     sync.Mutex
-	idle   []*instance // most recently used last
-	closed bool
-	counts closeCounts
+	// One lock guards the slots and the idle list together, so that taking
+	// and returning an instance each touch one shared cache line once.
+	mu      sync.Mutex
+	busy    int         // slots taken: instances in use or being made
+	idle    []*instance // most recently used last
+	waiters []*waiter   // calls waiting for a slot, first come first served
+	closed  bool
+	counts  closeCounts
+}
+
+// waiter is a call waiting for a slot. put hands a slot to the first
+// waiter by closing ready; the slot is then the waiter's.
+type waiter struct {
+	ready  chan struct{}
+	handed bool // under pool.mu: ready was closed
 }
 
 // closeCounts counts the instances the pool closed, by reason.
@@ -32,24 +45,44 @@ type closeCounts struct {
 	failed, memory, idle int64
 }
 
-func newPool(size int, recycleBytes uint64, now func() time.Time) *pool {
-	return &pool{sem: make(chan struct{}, size), recycleBytes: recycleBytes, now: now}
+func newPool(size int, recycleBytes uint64, now func() time.Time, create func(context.Context, time.Time) (*instance, error)) *pool {
+	return &pool{create: create, cap: size, recycleBytes: recycleBytes, now: now}
 }
 
 // acquire returns an idle instance or one made by create, waiting for a free
-// slot when the pool is at its cap.
-func (p *pool) acquire(ctx context.Context, create func(context.Context) (*instance, error)) (*instance, error) {
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+// slot when the pool is at its cap: until ctx ends, or until deadline
+// passes when it is not zero (the sandbox's own deadline for the call).
+//
+// A free slot is taken without looking at ctx.Done: that would make the
+// channel of a context that has none yet, on every call.
+func (p *pool) acquire(ctx context.Context, deadline time.Time) (*instance, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		<-p.sem
 		return nil, ErrClosed
 	}
+	if p.busy < p.cap && len(p.waiters) == 0 {
+		p.busy++
+		return p.takeLocked(ctx, deadline)
+	}
+	w := &waiter{ready: make(chan struct{})}
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+	if err := p.wait(ctx, w, deadline); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.busy--
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	return p.takeLocked(ctx, deadline)
+}
+
+// takeLocked takes an idle instance, or makes one (by deadline, when not
+// zero), for a caller that holds a slot; it unlocks p.mu.
+func (p *pool) takeLocked(ctx context.Context, deadline time.Time) (*instance, error) {
 	if n := len(p.idle); n > 0 {
 		inst := p.idle[n-1]
 		// Clear the slot: the backing array outlives the slice, and a stale
@@ -61,12 +94,63 @@ func (p *pool) acquire(ctx context.Context, create func(context.Context) (*insta
 		return inst, nil
 	}
 	p.mu.Unlock()
-	inst, err := create(ctx)
+	inst, err := p.create(ctx, deadline)
 	if err != nil {
-		<-p.sem
+		p.release()
 		return nil, err
 	}
 	return inst, nil
+}
+
+// wait blocks until w is handed a slot, ctx ends or deadline passes. A
+// waiter that gives up leaves the queue, or passes on a slot it was handed
+// meanwhile.
+func (p *pool) wait(ctx context.Context, w *waiter, deadline time.Time) error {
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	var err error
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-expired:
+		err = context.DeadlineExceeded
+	}
+	p.mu.Lock()
+	if w.handed {
+		p.mu.Unlock()
+		p.release()
+		return err
+	}
+	if i := slices.Index(p.waiters, w); i >= 0 {
+		p.waiters = slices.Delete(p.waiters, i, i+1)
+	}
+	p.mu.Unlock()
+	return err
+}
+
+// release gives up a slot: to the first waiter, else back to the pool.
+func (p *pool) release() {
+	p.mu.Lock()
+	p.releaseLocked()
+	p.mu.Unlock()
+}
+
+func (p *pool) releaseLocked() {
+	if len(p.waiters) > 0 && !p.closed {
+		w := p.waiters[0]
+		p.waiters[0] = nil
+		p.waiters = p.waiters[1:]
+		w.handed = true
+		close(w.ready)
+		return
+	}
+	p.busy--
 }
 
 // put returns an instance after a call. A broken instance (trapped, timed
@@ -77,33 +161,36 @@ func (p *pool) put(inst *instance, broken bool) {
 	if !broken {
 		mem = inst.memoryBytes() // no call runs on inst now: safe to read
 	}
+	var now time.Time
+	keep := !broken && uint64(mem) < p.recycleBytes
+	if keep {
+		now = p.now()
+	}
 	p.mu.Lock()
 	switch {
 	case p.closed:
-		p.mu.Unlock()
-		inst.close()
+		keep = false
 	case broken:
 		p.counts.failed++
-		p.mu.Unlock()
-		inst.close()
-	case uint64(mem) >= p.recycleBytes:
+	case !keep:
 		p.counts.memory++
-		p.mu.Unlock()
-		inst.close()
 	default:
-		inst.lastUsed = p.now()
+		inst.lastUsed = now
 		inst.memBytes = mem
 		p.idle = append(p.idle, inst)
-		p.mu.Unlock()
 	}
-	<-p.sem
+	p.releaseLocked()
+	p.mu.Unlock()
+	if !keep {
+		inst.close()
+	}
 }
 
 // add puts a fresh instance into the idle list without a call (the probe
 // instance made at load), if there is room.
 func (p *pool) add(inst *instance) {
 	p.mu.Lock()
-	if p.closed || len(p.idle) >= cap(p.sem) {
+	if p.closed || len(p.idle) >= p.cap {
 		p.mu.Unlock()
 		inst.close()
 		return
@@ -156,12 +243,20 @@ func (p *pool) stats(st *Stats) {
 	st.RecycleMemoryBytes = p.recycleBytes
 }
 
-// close closes the idle instances; instances in use close when put back.
+// close closes the idle instances; instances in use close when put back,
+// and calls waiting for a slot end with ErrClosed.
 func (p *pool) close() {
 	p.mu.Lock()
 	p.closed = true
 	idle := p.idle
 	p.idle = nil
+	for _, w := range p.waiters {
+		// A slot each, which the waiter gives back on finding the pool closed.
+		p.busy++
+		w.handed = true
+		close(w.ready)
+	}
+	p.waiters = nil
 	p.mu.Unlock()
 	for _, inst := range idle {
 		inst.close()

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -82,7 +83,11 @@ func TestPoolIsCappedAndShrinks(t *testing.T) {
 }
 
 // inUse returns how many calls hold an instance (or are creating one).
-func (p *pool) inUse() int { return len(p.sem) }
+func (p *pool) inUse() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.busy
+}
 
 // waitInUse waits until n calls hold an instance of p.
 func waitInUse(t *testing.T, p *pool, n int) {
@@ -192,5 +197,83 @@ func TestDeadlineWhileMakingAnInstance(t *testing.T) {
 		if o.Kind != Timeout && o.Kind != Success {
 			t.Fatalf("call %d: %v %s, want a timeout", i, o.Kind, o.Error())
 		}
+	}
+}
+
+// TestPoolWaiters: with the one slot taken, a call waits; one whose context
+// or own deadline ends the wait gives up without keeping a slot, a waiter
+// still queued gets the slot when it is returned, and closing the pool
+// ends every wait with ErrClosed.
+func TestPoolWaiters(t *testing.T) {
+	s := newSandbox(t, Config{MaxInstances: 1})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{})
+	bg := context.Background()
+	held, err := m.pool.acquire(bg, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(bg)
+	cancel()
+	for _, tt := range []struct {
+		name     string
+		ctx      context.Context
+		deadline time.Time
+		want     error
+	}{
+		{"cancelled context", canceled, time.Time{}, context.Canceled},
+		{"own deadline", bg, time.Now().Add(20 * time.Millisecond), context.DeadlineExceeded},
+	} {
+		if _, err := m.pool.acquire(tt.ctx, tt.deadline); !errors.Is(err, tt.want) {
+			t.Fatalf("%s: err = %v, want %v", tt.name, err, tt.want)
+		}
+		if n := m.pool.inUse(); n != 1 {
+			t.Fatalf("%s: %d slots taken after the wait ended, want the held one", tt.name, n)
+		}
+	}
+	got := make(chan *instance)
+	go func() {
+		inst, err := m.pool.acquire(bg, time.Time{})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- inst
+	}()
+	waitWaiters(t, m.pool, 1)
+	m.pool.put(held, false)
+	if inst := <-got; inst != held {
+		t.Fatal("the waiter did not get the returned instance")
+	}
+	// Closing the pool ends a wait; the instance in use closes when put back.
+	ended := make(chan error)
+	go func() {
+		_, err := m.pool.acquire(bg, time.Time{})
+		ended <- err
+	}()
+	waitWaiters(t, m.pool, 1)
+	m.pool.close()
+	if err := <-ended; !errors.Is(err, ErrClosed) {
+		t.Fatalf("err = %v, want ErrClosed", err)
+	}
+	m.pool.put(held, false)
+	if n := m.pool.inUse(); n != 0 {
+		t.Fatalf("%d slots taken after close, want 0", n)
+	}
+}
+
+// waitWaiters waits until n calls wait for a slot of p.
+func waitWaiters(t *testing.T, p *pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.mu.Lock()
+		w := len(p.waiters)
+		p.mu.Unlock()
+		if w >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls wait, want %d", w, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

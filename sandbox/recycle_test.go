@@ -38,7 +38,7 @@ func TestInstanceAtMemoryLimitIsNotKept(t *testing.T) {
 	// Fill the pool: eight instances, all idle.
 	var warm []*instance
 	for range 8 {
-		inst, err := m.pool.acquire(ctx, m.newInstance)
+		inst, err := m.pool.acquire(ctx, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,11 +149,11 @@ func TestIdleInstancesReleasedByTheClock(t *testing.T) {
 	m := load(t, s, "samples/misbehaving", ModuleConfig{})
 	ctx := context.Background()
 	// Two instances: a, last used at 0s, and b, last used at 30s.
-	a, err := m.pool.acquire(ctx, m.newInstance)
+	a, err := m.pool.acquire(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := m.pool.acquire(ctx, m.newInstance)
+	b, err := m.pool.acquire(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

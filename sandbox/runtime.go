@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -53,28 +52,13 @@ func (s *Sandbox) runtimeFor(ctx context.Context, key runtimeKey) (*runtime, err
 	return rt, nil
 }
 
-// instantiateWASI provides wasi_snapshot_preview1 with one change:
-// sched_yield is where the loop guard reaches the host, so it ends a call
-// whose deadline has passed.
+// instantiateWASI provides wasi_snapshot_preview1. Its sched_yield, where
+// the loop guard reaches the host, calls each instance's own yield
+// (callState.yield, set with WithOsyield), which ends a call whose deadline
+// has passed.
 func instantiateWASI(ctx context.Context, r wazero.Runtime) error {
-	b := r.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
-	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
-	b.NewFunctionBuilder().
-		WithGoFunction(api.GoFunc(schedYield), nil, []api.ValueType{api.ValueTypeI32}).
-		WithName("sched_yield").
-		Export("sched_yield")
-	if _, err := b.Instantiate(ctx); err != nil {
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		return fmt.Errorf("sandbox: instantiate WASI: %w", err)
 	}
 	return nil
-}
-
-// schedYield checks the calling attempt's deadline. Besides ending expired
-// calls, reaching Go here lets the Go scheduler and garbage collector
-// preempt a guest that would otherwise spin without a safe point.
-func schedYield(ctx context.Context, stack []uint64) {
-	if cs := callFrom(ctx); cs != nil && cs.expired.Load() {
-		panic(errDeadline)
-	}
-	stack[0] = 0
 }

@@ -22,8 +22,10 @@ import (
 
 // Config configures a Sandbox. Zero values mean the documented defaults.
 type Config struct {
-	// CacheDir holds wazero's on-disk compilation cache (default: none, so
-	// every process start compiles again; the host sets <data>/wasm-cache).
+	// CacheDir holds wazero's on-disk compilation cache and, beside it in
+	// berth-loopguard/, the loop guard's rewrite of each module, keyed by
+	// the upload's sha256 (default: none, so every process start rewrites
+	// and compiles again; the host sets <data>/wasm-cache).
 	CacheDir string
 	// CompiledModules is the size of the LRU of compiled modules (default 32).
 	CompiledModules int
@@ -119,9 +121,10 @@ func (c Config) withDefaults() Config {
 
 // Sandbox compiles and runs guest modules. It is safe for concurrent use.
 type Sandbox struct {
-	cfg   Config
-	cache wazero.CompilationCache // shared by every runtime; nil without CacheDir
-	comp  *compiler
+	cfg    Config
+	cache  wazero.CompilationCache // shared by every runtime; nil without CacheDir
+	guards *guardStore             // the loop guard's rewrites; nil without CacheDir
+	comp   *compiler
 
 	mu       sync.Mutex
 	runtimes map[runtimeKey]*runtime
@@ -142,6 +145,7 @@ func New(cfg Config) (*Sandbox, error) {
 			return nil, fmt.Errorf("sandbox: compilation cache in %s: %w", cfg.CacheDir, err)
 		}
 		s.cache = cache
+		s.guards = newGuardStore(cfg.CacheDir)
 	}
 	comp, err := newCompiler(cfg.CompiledModules)
 	if err != nil {
@@ -213,10 +217,10 @@ func (s *Sandbox) releaseIdle() {
 	})
 }
 
-// newPool returns the pool of a module whose memory limit is limitPages.
-func (s *Sandbox) newPool(limitPages uint32) *pool {
+// newPool returns the pool of module m, whose memory limit is limitPages.
+func (s *Sandbox) newPool(m *Module, limitPages uint32) *pool {
 	limit := float64(limitPages) * wasmPageSize
-	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.Clock)
+	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.Clock, m.newInstance)
 }
 
 // Modules returns the modules loaded and not closed, by name (a module

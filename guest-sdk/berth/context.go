@@ -18,7 +18,7 @@ type Event struct {
 	OwnerID       string    // the aggregate's owner, possibly empty
 	Position      uint64    // the commit's global position
 	Time          time.Time // when the commit was appended
-	Payload       []byte    // the event body (JSON)
+	Payload       []byte    // the event body (JSON), valid until the handler returns
 }
 
 // Decode unmarshals the JSON payload into v.
@@ -30,6 +30,11 @@ func (e *Event) Decode(v any) error {
 }
 
 // Context is what a handler gets: the event, the invocation key and the ports.
+//
+// In a module the Context and the envelope's memory are reused for the next
+// event, so past the handler's return neither c nor c.Event.Payload may be
+// kept (copy the payload with bytes.Clone); the strings may (README, "What a
+// handler may keep").
 type Context struct {
 	Event Event
 	// InvocationKey is "Processor.handler:aggregateType/aggregateId@version:index"

@@ -20,7 +20,14 @@ type Ports struct {
 
 // NewContext builds the handler context for an envelope.
 func NewContext(ev *abi.Event, ports Ports) *Context {
-	c := &Context{
+	c := new(Context)
+	c.reset(ev, ports)
+	return c
+}
+
+// reset makes c the context of the envelope ev.
+func (c *Context) reset(ev *abi.Event, ports Ports) {
+	*c = Context{
 		Event: Event{
 			Type:          ev.Type,
 			AggregateType: ev.AggregateType,
@@ -45,24 +52,28 @@ func NewContext(ev *abi.Event, ports Ports) *Context {
 	if ev.DeadlineUnixNano != 0 {
 		c.Deadline = time.Unix(0, ev.DeadlineUnixNano)
 	}
-	return c
 }
 
 // Dispatch runs the handler the envelope names and returns the result the
 // host reads. A panic in the handler is recovered and reported as a failure
 // of ClassPanic with its message and stack; an unknown handler is a failure
 // of ClassHost.
-func (p *Processor) Dispatch(ev *abi.Event, ports Ports) (res abi.Result) {
-	h := p.Handler(ev.Handler)
+func (p *Processor) Dispatch(ev *abi.Event, ports Ports) abi.Result {
+	return p.dispatch(NewContext(ev, ports), ev.Handler)
+}
+
+// dispatch runs the handler named handler with the context c.
+func (p *Processor) dispatch(c *Context, handler string) (res abi.Result) {
+	h := p.Handler(handler)
 	if h == nil {
-		return failed(abi.Failure{Classes: ClassHost.Chain(), Message: fmt.Sprintf("processor %s has no handler %q", p.Name, ev.Handler)})
+		return failed(abi.Failure{Classes: ClassHost.Chain(), Message: fmt.Sprintf("processor %s has no handler %q", p.Name, handler)})
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			res = failed(abi.Failure{Classes: ClassPanic.Chain(), Message: fmt.Sprintf("panic: %v\n\n%s", r, debug.Stack())})
 		}
 	}()
-	if err := h.Func(NewContext(ev, ports)); err != nil {
+	if err := h.Func(c); err != nil {
 		return failed(failureOf(err))
 	}
 	return abi.Result{Status: abi.StatusOK}

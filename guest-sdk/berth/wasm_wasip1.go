@@ -38,12 +38,13 @@ func hostConfig(ptr unsafe.Pointer, n uint32) int64
 //go:wasmimport berth take_reply
 func hostTakeReply(ptr unsafe.Pointer, n uint32) int32
 
-// Buffers the host reads from or writes into. They are package-level so the
-// garbage collector keeps them alive between the calls that share them:
-// input until the next berth_alloc, output until the next export call.
+// The state behind the exports. It is package-level because the exports are
+// plain functions, and so that the garbage collector keeps what the host
+// reads or writes alive between the calls that share it: an envelope from
+// berth_alloc to berth_handle, a result or description until the next
+// export call.
 var (
-	inBuf   []byte
-	outBuf  []byte
+	exports glue
 	descBuf []byte
 )
 
@@ -52,11 +53,8 @@ func exportABIVersion() uint32 { return abi.Version }
 
 //go:wasmexport berth_alloc
 func exportAlloc(size uint32) unsafe.Pointer {
-	if uint32(cap(inBuf)) < size || cap(inBuf) == 0 {
-		inBuf = make([]byte, max(size, 64))
-	}
-	inBuf = inBuf[:size]
-	return unsafe.Pointer(unsafe.SliceData(inBuf))
+	b := exports.alloc(size)
+	return unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))
 }
 
 //go:wasmexport berth_describe
@@ -73,19 +71,7 @@ func exportDescribe() uint64 {
 
 //go:wasmexport berth_handle
 func exportHandle(ptr unsafe.Pointer, n uint32) uint64 {
-	in := unsafe.Slice((*byte)(ptr), n)
-	var res abi.Result
-	ev, err := abi.DecodeEvent(in)
-	switch {
-	case err != nil:
-		res = failed(abi.Failure{Classes: ClassHost.Chain(), Message: "decode envelope: " + err.Error()})
-	case registered == nil:
-		res = failed(abi.Failure{Classes: ClassHost.Chain(), Message: ErrNoProcessor.Error()})
-	default:
-		res = registered.Dispatch(&ev, hostPorts)
-	}
-	outBuf = abi.AppendResult(outBuf[:0], &res)
-	return pack(outBuf)
+	return pack(exports.handle(registered, unsafe.Slice((*byte)(ptr), n), hostPorts))
 }
 
 func pack(b []byte) uint64 {

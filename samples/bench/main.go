@@ -1,5 +1,6 @@
 // Command bench is the benchmark handler: it decodes a ~300-byte order event
-// and totals it (see package summary), for BenchmarkInvoke.
+// and totals it (see package summary), for BenchmarkInvoke; and a handler
+// that does nothing, for BenchmarkNoop, whose cost is the round trip itself.
 package main
 
 import (
@@ -13,6 +14,7 @@ func init() {
 		_, err := summary.Total(c.Event.Payload)
 		return err
 	})
+	p.On("noop", "Noop", func(*berth.Context) error { return nil })
 	berth.Register(p)
 }
 

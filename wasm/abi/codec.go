@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // ErrTruncated is returned when a message ends before a field it announces.
@@ -63,9 +64,10 @@ func (e *Encoder) Strings(ss []string) {
 // later read returns a zero value, and Err reports the error, so callers can
 // decode a whole message and check once.
 type Decoder struct {
-	buf []byte
-	off int
-	err error
+	buf    []byte
+	off    int
+	err    error
+	borrow bool // strings alias buf instead of copying it (BorrowEvent)
 }
 
 // NewDecoder returns a decoder over b. Strings it returns are copies; byte
@@ -165,7 +167,13 @@ func (d *Decoder) field() []byte {
 }
 
 // String reads a length-prefixed string.
-func (d *Decoder) String() string { return string(d.field()) }
+func (d *Decoder) String() string {
+	f := d.field()
+	if d.borrow {
+		return unsafe.String(unsafe.SliceData(f), len(f))
+	}
+	return string(f)
+}
 
 // Blob reads a length-prefixed byte field; the result aliases the input.
 func (d *Decoder) Blob() []byte {

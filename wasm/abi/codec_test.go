@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 func sampleDescription() Description {
@@ -34,6 +35,11 @@ func TestRoundTrips(t *testing.T) {
 		decode func([]byte) (any, error)
 	}{
 		{"event", ev, func() []byte { return AppendEvent(nil, &ev) }, func(b []byte) (any, error) { return DecodeEvent(b) }},
+		{"borrowed event", ev, func() []byte { return AppendEvent(nil, &ev) }, func(b []byte) (any, error) {
+			var got Event
+			err := BorrowEvent(b, &got)
+			return got, err
+		}},
 		{"ok result", Result{Status: StatusOK}, func() []byte { return AppendResult(nil, &Result{}) }, func(b []byte) (any, error) { return DecodeResult(b) }},
 		{"failed result", Result{Status: StatusFailed, Failure: Failure{Kind: KindBackpressure, Classes: []string{"UnknownBuyer", "Notification"}, Message: "busy", Code: "E42", RetryAfterMillis: 2000}},
 			func() []byte {
@@ -85,6 +91,33 @@ func TestRoundTrips(t *testing.T) {
 				t.Fatal("trailing byte accepted")
 			}
 		})
+	}
+}
+
+// TestBorrowEventCopiesNothing: a borrowed event's strings and payload
+// point into the envelope, and decoding it allocates nothing.
+func TestBorrowEventCopiesNothing(t *testing.T) {
+	b := AppendEvent(nil, &Event{Handler: "h", InvocationKey: "P.h:A/1@1:0", Type: "T", AggregateType: "A",
+		AggregateID: "1", OwnerID: "o", Payload: []byte("{}")})
+	var ev Event
+	if allocs := testing.AllocsPerRun(100, func() {
+		if err := BorrowEvent(b, &ev); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("BorrowEvent allocates %v times", allocs)
+	}
+	within := func(p *byte) bool {
+		start, end := uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&b[len(b)-1]))
+		return uintptr(unsafe.Pointer(p)) >= start && uintptr(unsafe.Pointer(p)) <= end
+	}
+	for _, s := range []string{ev.Handler, ev.InvocationKey, ev.Type, ev.AggregateType, ev.AggregateID, ev.OwnerID} {
+		if !within(unsafe.StringData(s)) {
+			t.Errorf("%q is a copy, not a view of the envelope", s)
+		}
+	}
+	if !within(&ev.Payload[0]) {
+		t.Error("the payload is a copy")
 	}
 }
 
@@ -172,10 +205,15 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if ev, err := DecodeEvent(b); err == nil {
+		ev, err := DecodeEvent(b)
+		if err == nil {
 			if got := AppendEvent(nil, &ev); string(got) != string(b) {
 				t.Errorf("event re-encodes differently")
 			}
+		}
+		var borrowed Event
+		if berr := BorrowEvent(b, &borrowed); (berr == nil) != (err == nil) || (err == nil && !reflect.DeepEqual(borrowed, ev)) {
+			t.Errorf("BorrowEvent: %+v, %v; DecodeEvent: %+v, %v", borrowed, berr, ev, err)
 		}
 		if r, err := DecodeResult(b); err == nil && r.Status == StatusFailed {
 			if got := AppendResult(nil, &r); string(got) != string(b) {

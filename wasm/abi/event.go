@@ -51,10 +51,23 @@ func AppendEvent(buf []byte, ev *Event) []byte {
 	return e.buf
 }
 
-// DecodeEvent decodes an Event; its Payload aliases b.
+// DecodeEvent decodes an Event; its Payload aliases b, its strings are
+// copies.
 func DecodeEvent(b []byte) (Event, error) {
-	d := NewDecoder(b)
 	var ev Event
+	err := decodeEvent(NewDecoder(b), &ev)
+	return ev, err
+}
+
+// BorrowEvent decodes an Event into ev without copying anything: its
+// strings and its Payload alias b, so b must never change while any of them
+// is in use (ABI.md, Memory ownership). It allocates nothing. The guest SDK
+// decodes each envelope this way, in memory it never hands out again.
+func BorrowEvent(b []byte, ev *Event) error {
+	return decodeEvent(&Decoder{buf: b, borrow: true}, ev)
+}
+
+func decodeEvent(d *Decoder, ev *Event) error {
 	ev.Handler = d.String()
 	ev.InvocationKey = d.String()
 	ev.Attempt = d.Uint32()
@@ -68,5 +81,5 @@ func DecodeEvent(b []byte) (Event, error) {
 	ev.TimeUnixNano = d.Int()
 	ev.DeadlineUnixNano = d.Int()
 	ev.Payload = d.Blob()
-	return ev, d.Done()
+	return d.Done()
 }

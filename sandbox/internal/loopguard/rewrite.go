@@ -2,6 +2,11 @@ package loopguard
 
 import "fmt"
 
+// Version names the rewrite Rewrite does. Bump it whenever Rewrite's output
+// for some input changes: stored rewrites (the sandbox keeps them beside its
+// compilation cache) are used only by the version that made them.
+const Version = 1
+
 // DefaultInterval is the Interval used when Options.Interval is zero.
 //
 // A loop-header pass in Go-compiled code costs on the order of a nanosecond,

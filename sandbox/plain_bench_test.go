@@ -1,0 +1,93 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"testing"
+
+	"github.com/berthhq/berth/wasm/abi"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// plainGuest is the baseline of the call-cost benchmarks: the same module on
+// plain wazero with nothing of the sandbox around it (no loop guard, no
+// deadline, no pool, no output capture) and host functions that answer
+// nothing. What a sandboxed call costs beyond it is the sandbox's.
+type plainGuest struct {
+	r  wazero.Runtime
+	cm wazero.CompiledModule
+}
+
+func newPlainGuest(b *testing.B, wasm []byte) *plainGuest {
+	b.Helper()
+	ctx := context.Background()
+	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(1024).WithCompilationCache(cache))
+	b.Cleanup(func() { r.Close(ctx); cache.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	hb := r.NewHostModuleBuilder(abi.HostModule)
+	none := api.GoModuleFunc(func(context.Context, api.Module, []uint64) {})
+	noReply := api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) { stack[0] = api.EncodeI64(abi.ErrBadRequest) })
+	hb.NewFunctionBuilder().WithGoModuleFunction(none, []api.ValueType{i32, i32, i32}, nil).Export(abi.ImportLog)
+	hb.NewFunctionBuilder().WithGoModuleFunction(noReply, []api.ValueType{i32, i32}, []api.ValueType{i32}).Export(abi.ImportTakeReply)
+	for _, name := range abi.HostImports {
+		if name != abi.ImportLog && name != abi.ImportTakeReply {
+			hb.NewFunctionBuilder().WithGoModuleFunction(noReply, []api.ValueType{i32, i32}, []api.ValueType{i64}).Export(name)
+		}
+	}
+	if _, err := hb.Instantiate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	cm, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &plainGuest{r: r, cm: cm}
+}
+
+// plainInstance is one instance of a plainGuest, for one goroutine.
+type plainInstance struct {
+	mod           api.Module
+	alloc, handle api.Function
+	stack         [2]uint64
+	envelope      []byte
+}
+
+func (g *plainGuest) instance(b *testing.B) *plainInstance {
+	b.Helper()
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(abi.ExportInitialize).
+		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
+	mod, err := g.r.InstantiateModule(context.Background(), g.cm, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &plainInstance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), handle: mod.ExportedFunction(abi.ExportHandle)}
+}
+
+// call does what a host must do for one event and no more: encode it, copy
+// it in, run berth_handle and decode the result.
+func (pi *plainInstance) call(ctx context.Context, ev *abi.Event) error {
+	pi.envelope = abi.AppendEvent(pi.envelope[:0], ev)
+	pi.stack[0] = uint64(len(pi.envelope))
+	if err := pi.alloc.CallWithStack(ctx, pi.stack[:]); err != nil {
+		return err
+	}
+	ptr := uint32(pi.stack[0])
+	pi.mod.Memory().Write(ptr, pi.envelope)
+	pi.stack[0], pi.stack[1] = uint64(ptr), uint64(len(pi.envelope))
+	if err := pi.handle.CallWithStack(ctx, pi.stack[:]); err != nil {
+		return err
+	}
+	out, _ := pi.mod.Memory().Read(abi.Unpack(pi.stack[0]))
+	res, err := abi.DecodeResult(out)
+	if err == nil && res.Status != abi.StatusOK {
+		err = errors.New(res.Failure.Message)
+	}
+	return err
+}
