@@ -12,8 +12,8 @@ import (
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/testbuild"
-	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/samples/bench/summary"
+	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
