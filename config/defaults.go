@@ -124,9 +124,9 @@ concurrency = 4
 checkpoint-every = 100
 # ...or at least this often while events are handled.
 checkpoint-interval = "200ms"
-# Projection calls of the whole host applying their writes to the read models at once; a call that finds
-# them all busy fails as backpressure, applies nothing, and is retried.
-projection-writers = 8
+# Projection calls whose writes one transaction of the query store applies together (group commit); more
+# wait for the next one. A call never fails because the store is busy.
+projection-writers = 64
 
 # The retry budget of every handler, below what a module declares for its processor and handlers.
 [subscription.retry]

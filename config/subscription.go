@@ -18,8 +18,9 @@ const (
 	DefaultCheckpointInterval = retry.Duration(200e6)
 	MaxPartitions             = 4096
 	MaxConcurrency            = 1024
-	// DefaultProjectionWriters is the default of subscription.projection-writers.
-	DefaultProjectionWriters = 8
+	// DefaultProjectionWriters is the default of subscription.projection-writers: the deliveries one
+	// subscription runs at once by default (partitions x concurrency), so that a group takes them all.
+	DefaultProjectionWriters = DefaultPartitions * DefaultConcurrency
 	// MaxProjectionWriters bounds subscription.projection-writers.
 	MaxProjectionWriters = 1024
 )
@@ -36,9 +37,9 @@ type SubscriptionConfig struct {
 	CheckpointEvery int `toml:"checkpoint-every"`
 	// CheckpointInterval writes a checkpoint at least this often while events are handled (default 200ms).
 	CheckpointInterval retry.Duration `toml:"checkpoint-interval"`
-	// ProjectionWriters bounds the projection calls of the whole host that apply their writes to the
-	// read models at once (default 8): a call that finds them all busy fails as backpressure, applies
-	// nothing, and is retried.
+	// ProjectionWriters is how many projection calls of the whole host one transaction of the query
+	// store applies together (group commit, default 64: partitions x concurrency); more wait for the next
+	// transaction. A call never fails, nor runs again, because the store is busy.
 	ProjectionWriters int `toml:"projection-writers"`
 	// Retry is [subscription.retry], the host's retry budget, below every processor's and handler's own
 	// (defaults: those of retry.Defaults).

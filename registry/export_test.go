@@ -27,12 +27,9 @@ func (r *Registry) InvokerOf(name string, i int) subscription.Invoker {
 	return r.invokerFor(d, desc, desc.Handlers[i])
 }
 
-// Acquire takes a writer of the query store's bulkhead, false when all are
-// busy.
-func (p *Projections) Acquire() bool { return p.acquire() }
-
-// Release gives back a writer Acquire took.
-func (p *Projections) Release() { p.release() }
+// Waiting returns how many calls' writes wait for a transaction of the
+// query store.
+func (p *Projections) Waiting() int { return p.commits.waiting() }
 
 // CallKV is the key/value port of one projection call.
 type CallKV = callKV
@@ -44,5 +41,5 @@ func NewCallKV(ctx context.Context, store ledger.Store, sub string) *CallKV {
 
 // Apply applies a call's writes with the delivery's mark.
 func (p *Projections) Apply(ctx context.Context, sub string, kv *CallKV, d *subscription.Delivery) error {
-	return p.apply(ctx, sub, kv, d)
+	return p.commits.apply(ctx, sub, kv, d)
 }

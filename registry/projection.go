@@ -25,20 +25,16 @@ const maxProjectionRuns = 3
 // removes.
 const sweepBatch = 256
 
-var (
-	errBusy     = errors.New("every writer of the query store is busy")
-	errConflict = errors.New("keys the call read were changed by another call before its writes were applied")
-)
+var errConflict = errors.New("keys the call read were changed by another call before its writes were applied")
 
 // Projections is the host's query store: the read models of projections,
-// kept in the ledger under each subscription's namespace, and the bulkhead
-// that bounds how many calls apply their writes to it at once. It is safe
-// for concurrent use.
+// kept in the ledger under each subscription's namespace. It is safe for
+// concurrent use.
 //
 // A projection's call reads the store (and its own writes) and buffers its
-// writes; only when the handler succeeds are they applied, in one ledger
+// writes; only when the handler succeeds are they applied, in a ledger
 // transaction that also records the event (aggregate version and index) as
-// applied. An event at or below that mark is not run again: a retry after a
+// applied, together with other calls' (groupcommit.go). An event at or below that mark is not run again: a retry after a
 // failed apply, or a redelivery after a crash (the engine's checkpoint is
 // written in batches), never applies an event twice, and an event is only
 // marked with its writes, so none is lost. Calls on different aggregates run
@@ -47,20 +43,21 @@ var (
 // as counters stay exact.
 type Projections struct {
 	store   ledger.Store
-	writers func() int
 	logger  *slog.Logger
+	commits groupCommit
 
 	mu       sync.Mutex
-	busy     int  // writers applying
 	sweeping bool // a sweep goroutine runs
 	again    bool // sweep again when it ends
 	sweeps   sync.WaitGroup
 }
 
 // NewProjections returns the query store over the ledger. writers returns
-// the bulkhead's size, read at every apply so that a reload applies at once
-// (0 or less: config.DefaultProjectionWriters); a nil logger discards. It
-// starts removing read models that a reset retired before a restart.
+// how many calls' writes one transaction applies at most
+// (subscription.projection-writers), read at every transaction so that a
+// reload applies at once (0 or less: config.DefaultProjectionWriters); a
+// nil logger discards. It starts removing read models that a reset retired
+// before a restart.
 func NewProjections(store ledger.Store, writers func() int, logger *slog.Logger) *Projections {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -68,7 +65,7 @@ func NewProjections(store ledger.Store, writers func() int, logger *slog.Logger)
 	if writers == nil {
 		writers = func() int { return config.DefaultProjectionWriters }
 	}
-	p := &Projections{store: store, writers: writers, logger: logger}
+	p := &Projections{store: store, logger: logger, commits: groupCommit{store: store, size: writers}}
 	p.sweepSoon()
 	return p
 }
@@ -76,27 +73,6 @@ func NewProjections(store ledger.Store, writers func() int, logger *slog.Logger)
 // Wait waits for a running removal of retired read models to end (it ends
 // by itself, or at the first failure, such as a closed ledger).
 func (p *Projections) Wait() { p.sweeps.Wait() }
-
-// acquire takes a writer, false when all are busy.
-func (p *Projections) acquire() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	limit := p.writers()
-	if limit <= 0 {
-		limit = config.DefaultProjectionWriters
-	}
-	if p.busy >= limit {
-		return false
-	}
-	p.busy++
-	return true
-}
-
-func (p *Projections) release() {
-	p.mu.Lock()
-	p.busy--
-	p.mu.Unlock()
-}
 
 // sweepSoon removes retired read models in the background, in bounded
 // transactions.
@@ -158,45 +134,39 @@ func (p *Projections) applied(ctx context.Context, sub string, d *subscription.D
 	return done, err
 }
 
-// apply commits a successful call's writes with the event's mark, unless
-// the event was applied already. errBusy when no writer is free,
-// errConflict when a key the call read from the store has changed since.
-func (p *Projections) apply(ctx context.Context, sub string, kv *callKV, d *subscription.Delivery) error {
-	if !p.acquire() {
-		return errBusy
-	}
-	defer p.release()
+// applyTx applies a successful call's writes with the event's mark in tx,
+// unless the event was applied already; errConflict, having written
+// nothing, when a key the call read from the store has changed since.
+func applyTx(tx ledger.Tx, sub string, kv *callKV, d *subscription.Delivery) error {
 	c := &d.Commit
-	return p.store.Update(ctx, func(tx ledger.Tx) error {
-		v, i, ok, err := tx.Applied(sub, c.AggregateType, c.AggregateID)
+	v, i, ok, err := tx.Applied(sub, c.AggregateType, c.AggregateID)
+	if err != nil {
+		return err
+	}
+	if ok && !eventAfter(c.Version, uint32(d.Index), v, i) {
+		return nil
+	}
+	for k, r := range kv.reads {
+		cur, err := tx.ProjectionGet(sub, k)
+		found := err == nil
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return err
+		}
+		if found != r.found || !bytes.Equal(cur, r.value) {
+			return errConflict
+		}
+	}
+	for k, w := range kv.writes {
+		if w.deleted {
+			err = tx.ProjectionDelete(sub, k)
+		} else {
+			err = tx.ProjectionPut(sub, k, w.value)
+		}
 		if err != nil {
 			return err
 		}
-		if ok && !eventAfter(c.Version, uint32(d.Index), v, i) {
-			return nil
-		}
-		for k, r := range kv.reads {
-			cur, err := tx.ProjectionGet(sub, k)
-			found := err == nil
-			if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-				return err
-			}
-			if found != r.found || !bytes.Equal(cur, r.value) {
-				return errConflict
-			}
-		}
-		for k, w := range kv.writes {
-			if w.deleted {
-				err = tx.ProjectionDelete(sub, k)
-			} else {
-				err = tx.ProjectionPut(sub, k, w.value)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return tx.SetApplied(sub, c.AggregateType, c.AggregateID, c.Version, uint32(d.Index))
-	})
+	}
+	return tx.SetApplied(sub, c.AggregateType, c.AggregateID, c.Version, uint32(d.Index))
 }
 
 // callKV is the key/value port of one call: writes are buffered, reads see
@@ -296,7 +266,7 @@ func (pi projectionInvoker) Invoke(ctx context.Context, d subscription.Delivery)
 		if _, f := Call(ctx, pi.mod, &env, d.Timeout, sandbox.Ports{KV: kv}); f != nil {
 			return f
 		}
-		err := pi.p.apply(ctx, pi.sub, kv, &d)
+		err := pi.p.commits.apply(ctx, pi.sub, kv, &d)
 		switch {
 		case err == nil:
 			return nil
@@ -305,9 +275,6 @@ func (pi projectionInvoker) Invoke(ctx context.Context, d subscription.Delivery)
 		case errors.Is(err, errConflict):
 			return &retry.Failure{Reported: retry.ReportedBackpressure, Classes: []string{retry.ClassProjectionConflict},
 				Message: fmt.Sprintf("%v (%d runs)", err, run)}
-		case errors.Is(err, errBusy):
-			return &retry.Failure{Reported: retry.ReportedBackpressure, Classes: []string{retry.ClassProjectionBusy},
-				Message: err.Error() + "; nothing was applied"}
 		case errors.Is(err, ledger.ErrTooBig):
 			return &retry.Failure{Classes: []string{retry.ClassProjectionTooBig}, Message: err.Error()}
 		default:

@@ -271,8 +271,9 @@ func TestProjectionResetRebuilds(t *testing.T) {
 	}
 }
 
-// The invoker itself: a full bulkhead refuses the call as backpressure and
-// applies nothing; a free one applies it; a redelivery is skipped.
+// The invoker itself: a call that finds the store busy waits for it and
+// applies once it is free; one whose attempt ends while it waits applies
+// nothing and fails as the attempt's end; a redelivery is skipped.
 func TestProjectionInvoker(t *testing.T) {
 	t.Parallel()
 	e := newProjEnv(t, 1)
@@ -282,31 +283,45 @@ func TestProjectionInvoker(t *testing.T) {
 	d := subscription.Delivery{Subscription: summarySub, Handler: "onOrder", Attempt: 1, Commit: commit, Timeout: 10 * time.Second,
 		InvocationKey: subscription.InvocationKey(summarySub, commit, 0)}
 	tests := []struct {
-		name       string
-		holdWriter bool
-		wantClass  string // "": success
-		want       orderSummary
+		name      string
+		busy      bool   // the store is held until the call waits for it
+		endsFirst bool   // the attempt's context ends while the call waits
+		wantClass string // "": success
+		want      orderSummary
 	}{
-		{"bulkhead full", true, retry.ClassProjectionBusy, orderSummary{}},
-		{"applied", false, "", orderSummary{1, 0, 5}},
-		{"redelivered", false, "", orderSummary{1, 0, 5}},
+		{"store busy, the attempt ends first", true, true, retry.ClassCanceled, orderSummary{}},
+		{"store busy, then free", true, false, "", orderSummary{1, 0, 5}},
+		{"redelivered", false, false, "", orderSummary{1, 0, 5}},
 	}
 	for _, tc := range tests {
-		if tc.holdWriter && !e.proj.Acquire() {
-			t.Fatal("the only writer is busy")
+		ctx, cancel := context.WithCancel(context.Background())
+		release := func() {}
+		if tc.busy {
+			release = holdStore(t, e.store)
 		}
-		f := inv.Invoke(context.Background(), d)
-		if tc.holdWriter {
-			e.proj.Release()
+		result := make(chan *retry.Failure, 1)
+		go func() { result <- inv.Invoke(ctx, d) }()
+		if tc.busy {
+			projEventually(t, tc.name+": the call waits for the store", func() bool { return e.proj.Waiting() == 1 })
 		}
+		if tc.endsFirst {
+			cancel()
+		}
+		var f *retry.Failure
+		if tc.endsFirst {
+			f = <-result
+			release()
+		} else {
+			release()
+			f = <-result
+		}
+		cancel()
+		projEventually(t, tc.name+": the store has nothing left to apply", func() bool { return e.proj.Waiting() == 0 })
 		switch {
 		case tc.wantClass == "" && f != nil:
 			t.Errorf("%s: %v", tc.name, f)
-		case tc.wantClass != "" && (f == nil || f.Classes[0] != tc.wantClass || f.Reported != retry.ReportedBackpressure):
-			t.Errorf("%s: %+v, want %s reported as backpressure", tc.name, f, tc.wantClass)
-		}
-		if d := retry.Classify(f, &retry.Policy{}, nil); f != nil && d.Class != retry.Backpressure {
-			t.Errorf("%s: classified %+v, want backpressure", tc.name, d)
+		case tc.wantClass != "" && (f == nil || f.Classes[0] != tc.wantClass):
+			t.Errorf("%s: %+v, want %s", tc.name, f, tc.wantClass)
 		}
 		if got := e.summary("dee"); got != tc.want {
 			t.Errorf("%s: summary %+v, want %+v", tc.name, got, tc.want)
