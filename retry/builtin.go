@@ -53,8 +53,9 @@ const (
 	// ClassInvalidCommand: a saga sent a command whose payload is not JSON (default: recoverable).
 	ClassInvalidCommand = "berth.InvalidCommand"
 
-	// ClassProjectionBusy: every writer of the query store was busy (the bulkhead,
-	// subscription.projection-writers) (reported backpressure).
+	// ClassProjectionBusy is retired: the query store's writes are group-committed and a busy store
+	// makes a call wait rather than fail, so the host no longer gives it. It stays a builtin so that
+	// classifier rules naming it still load.
 	ClassProjectionBusy = "berth.ProjectionBusy"
 	// ClassProjectionConflict: keys the call read were changed by another call (another aggregate) before
 	// its writes could be applied, on every run of the attempt (reported backpressure).
@@ -143,7 +144,7 @@ func Builtins() []Builtin {
 		{Name: ClassInvalidCommand, Default: Recoverable, GivenBy: gw,
 			Meaning: "a command whose payload is not JSON"},
 		{Name: ClassProjectionBusy, Default: Backpressure, Reported: ReportedBackpressure, GivenBy: store,
-			Meaning: "every writer of the query store was busy (`subscription.projection-writers`)"},
+			Meaning: "retired: no longer given (a busy query store makes a call wait for its group commit); kept so that rules naming it still load"},
 		{Name: ClassProjectionConflict, Default: Backpressure, Reported: ReportedBackpressure, GivenBy: store,
 			Meaning: "keys the call read were changed by another aggregate's call on every run of the attempt"},
 		{Name: ClassProjectionTooBig, Default: Recoverable, GivenBy: store,
