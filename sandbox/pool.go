@@ -20,9 +20,9 @@ import (
 type pool struct {
 	create       func(ctx context.Context, deadline time.Time) (*instance, error)
 	stale        func(*instance) bool // made on a tier its module has left: close, never reuse
-	cap          int              // instances at most, in use, being made or idle
-	recycleBytes uint64           // an instance this large after a call is closed
-	now          func() time.Time // the sandbox's clock, for idle times
+	cap          int                  // instances at most, in use, being made or idle
+	recycleBytes uint64               // an instance this large after a call is closed
+	now          func() time.Time     // the sandbox's clock, for idle times
 
 	// One lock guards the slots and the idle list together, so that taking
 	// and returning an instance each touch one shared cache line once.

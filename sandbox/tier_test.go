@@ -15,7 +15,7 @@ import (
 // the compiled tier through a sandbox that compiles before Load returns; on
 // the interpreter through a fresh cache (a miss), its switch held by the
 // gate and its background compile cancelled.
-func onTier(t *testing.T, name, pkg string, cfg Config, mc ModuleConfig) *Module {
+func onTier(t testing.TB, name, pkg string, cfg Config, mc ModuleConfig) *Module {
 	t.Helper()
 	var m *Module
 	if name == TierCompiled {
