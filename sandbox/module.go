@@ -85,7 +85,8 @@ type Stats struct {
 	// and because they sat idle past Config.IdleTimeout.
 	ClosedFailed, ClosedMemory, ClosedIdle int64
 	// ClosedTierUp counts the interpreter instances closed once the
-	// module's compiled code was ready (each as it came back from its call).
+	// module's compiled code was ready: each as it came back from its call,
+	// or when a call reached it idle (the idle release counts the others).
 	ClosedTierUp int64
 }
 

@@ -82,15 +82,27 @@ func (p *pool) acquire(ctx context.Context, deadline time.Time) (*instance, erro
 }
 
 // takeLocked takes an idle instance, or makes one (by deadline, when not
-// zero), for a caller that holds a slot; it unlocks p.mu.
+// zero), for a caller that holds a slot; it unlocks p.mu. An idle instance
+// made on a tier its module has left is closed on the way, not used.
 func (p *pool) takeLocked(ctx context.Context, deadline time.Time) (*instance, error) {
-	if n := len(p.idle); n > 0 {
+	var stale []*instance
+	defer func() {
+		for _, inst := range stale {
+			inst.close()
+		}
+	}()
+	for n := len(p.idle); n > 0; n-- {
 		inst := p.idle[n-1]
 		// Clear the slot: the backing array outlives the slice, and a stale
 		// pointer there kept a closed instance's memory (up to its limit)
 		// reachable until another instance was put in the same slot.
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
+		if p.stale(inst) {
+			p.counts.tierUp++
+			stale = append(stale, inst)
+			continue
+		}
 		p.mu.Unlock()
 		return inst, nil
 	}
@@ -158,8 +170,9 @@ func (p *pool) releaseLocked() {
 // out, out of memory) is closed, never reused; so is one whose memory grew
 // to recycleBytes or more, since its memory would never shrink, and one made
 // on a tier its module has left (the interpreter, once compiled code is
-// ready). The tier is read under p.mu, so that an instance put back as its
-// module tiers up is either seen stale here or dropped by dropStale.
+// ready). Instances idle when the module tiers up stay until a call reaches
+// them (takeLocked closes them then) or the idle release does: the switch
+// changes no instance counts of its own accord.
 func (p *pool) put(inst *instance, broken bool) {
 	var mem uint32
 	if !broken {
@@ -212,10 +225,6 @@ func (p *pool) add(inst *instance) {
 func (p *pool) releaseIdle(cutoff time.Time) {
 	p.drop(func(inst *instance) bool { return inst.lastUsed.Before(cutoff) }, &p.counts.idle)
 }
-
-// dropStale closes the idle instances made on a tier the module has left;
-// those in use are closed when they come back (put).
-func (p *pool) dropStale() { p.drop(p.stale, &p.counts.tierUp) }
 
 // drop closes the idle instances that match, counting them in count (a
 // field of p.counts, written under p.mu).

@@ -77,8 +77,9 @@ func (m *Module) stale(inst *instance) bool { return inst.tier != m.tier.Load() 
 func compileWorkers() int { return max(2, goruntime.GOMAXPROCS(0)/2) }
 
 // tierUp compiles the module with the optimizing compiler on rt and, when
-// that is done, moves new instances onto the compiled code and closes the
-// idle interpreter instances. It ends early, without switching, when ctx is
+// that is done, moves new instances onto the compiled code (interpreter
+// instances are closed as they come back from a call, or when a call
+// reaches them idle). It ends early, without switching, when ctx is
 // cancelled (the module or the sandbox closing). A failed compile, which
 // should not happen to a module the interpreter accepted, is logged, and
 // the module stays on the interpreter.
@@ -104,5 +105,4 @@ func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
 	m.s.marks.mark(m.cacheKey)
 	m.tier.Store(&tier{name: TierCompiled, rt: rt})
 	from.interp.release()
-	m.pool.dropStale()
 }
