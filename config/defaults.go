@@ -57,6 +57,7 @@ func Default() *Config {
 			RecycleMemoryPercent: DefaultRecycleMemoryPercent,
 			MaxOutput:            DefaultMaxOutput,
 			MaxResponse:          DefaultMaxResponse,
+			TierUp:               true,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -226,6 +227,9 @@ recycle-memory-percent = 50
 max-output = "16KiB"
 # Largest body of an outbound HTTP response a guest receives.
 max-response = "1MiB"
+# A module not in the compilation cache starts on the interpreter at once (calls run slower) and is
+# compiled in the background; false compiles it first (seconds for a Go guest) before it is ready.
+tier-up = true
 
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
 # is resumed or skipped by an operator. Deliveries are queued durably, retried, and signed with an

@@ -139,6 +139,10 @@ type SandboxConfig struct {
 	MaxOutput Size `toml:"max-output"`
 	// MaxResponse caps the body of an outbound HTTP response (default 1MiB).
 	MaxResponse Size `toml:"max-response"`
+	// TierUp starts a module that is not in the compilation cache on the interpreter at once and
+	// compiles it in the background, switching when the compile is done (default true); false compiles
+	// before the module is ready, as a cold start's first call then runs at full speed.
+	TierUp bool `toml:"tier-up"`
 }
 
 // Sandbox returns the settings for sandbox.New: [sandbox], with CacheDir <data-dir>/wasm-cache. The
@@ -154,7 +158,16 @@ func (c *Config) Sandbox() sandbox.Config {
 		// The file says a whole percentage; the sandbox takes a fraction.
 		RecycleMemoryFraction: float64(s.RecycleMemoryPercent) / 100,
 		MaxResponseBytes:      int64(s.MaxResponse),
+		Tiering:               tiering(s.TierUp),
 	}
+}
+
+// tiering is sandbox.Config.Tiering for sandbox.tier-up.
+func tiering(tierUp bool) sandbox.TieringMode {
+	if tierUp {
+		return sandbox.TierUp
+	}
+	return sandbox.CompiledOnly
 }
 
 func (s SandboxConfig) validate(p *problems, at keyPath) {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -77,6 +78,11 @@ func (c *compiler) get(ctx context.Context, key string, rt *runtime, wasm []byte
 			return e, nil
 		})
 		if err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+				// The flight was another caller's, who gave up (a module
+				// closed during its background compile): compile anew.
+				continue
+			}
 			return nil, err
 		}
 		if e := v.(*compiled); e.acquire() {
@@ -85,6 +91,9 @@ func (c *compiler) get(ctx context.Context, key string, rt *runtime, wasm []byte
 		// Evicted between compile and acquire: try again.
 	}
 }
+
+// cached says whether key's compiled module is in the cache now.
+func (c *compiler) cached(key string) bool { return c.cache.Contains(key) }
 
 // purge drops every cached module (each closes when its instances are gone).
 func (c *compiler) purge() { c.cache.Purge() }

@@ -15,7 +15,8 @@ import (
 type instance struct {
 	m              *Module
 	mod            api.Module
-	c              *compiled
+	tier           *tier     // the tier it was made on
+	c              *compiled // its compiled module, on that tier
 	alloc, handle  api.Function
 	stdout, stderr *boundedBuffer
 	lastUsed       time.Time // when it last went back to the pool, by the sandbox's clock
@@ -30,16 +31,17 @@ type instance struct {
 	scratch []byte
 }
 
-// newInstance instantiates the module, running the guest's _initialize
+// newInstance instantiates the module on its current tier, running the guest's _initialize
 // (Go's runtime and package init) under the module's init deadline, or the
 // deadline of the call it is made for when that is earlier (zero: none).
 func (m *Module) newInstance(ctx context.Context, deadline time.Time) (*instance, error) {
-	c, err := m.s.comp.get(ctx, m.cacheKey, m.rt, m.code)
+	t, c, err := m.compiledFor(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
 	}
 	inst := &instance{
 		m:      m,
+		tier:   t,
 		c:      c,
 		stdout: &boundedBuffer{max: m.s.cfg.MaxOutputBytes},
 		stderr: &boundedBuffer{max: m.s.cfg.MaxOutputBytes},
@@ -62,7 +64,7 @@ func (m *Module) newInstance(ctx context.Context, deadline time.Time) (*instance
 	if !deadline.IsZero() && deadline.Before(own) {
 		own = deadline
 	}
-	mod, err := m.rt.r.InstantiateModule(inst.begin(ctx, nil, Ports{}, own), c.cm, cfg)
+	mod, err := t.rt.r.InstantiateModule(inst.begin(ctx, nil, Ports{}, own), c.cm, cfg)
 	inst.finish()
 	expired := inst.cs.expired.Load()
 	inst.end()
@@ -100,7 +102,7 @@ func (inst *instance) begin(ctx context.Context, ev *abi.Event, ports Ports, own
 			inst.timer.Reset(time.Until(own))
 		}
 	}
-	if !inst.m.rt.key.closeOnDone {
+	if !inst.tier.rt.key.closeOnDone {
 		inst.ctx.Context = ctx
 		return &inst.ctx
 	}

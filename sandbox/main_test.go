@@ -46,7 +46,16 @@ func wasmOf(t testing.TB, pkg string) []byte {
 	return b
 }
 
+// newSandbox returns a sandbox whose modules start compiled: the pool's
+// tests count instances, which a tier-up at a moment of its own would close.
+// openSandbox leaves cfg.Tiering as given.
 func newSandbox(t testing.TB, cfg Config) *Sandbox {
+	t.Helper()
+	cfg.Tiering = CompiledOnly
+	return openSandbox(t, cfg)
+}
+
+func openSandbox(t testing.TB, cfg Config) *Sandbox {
 	t.Helper()
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = cacheDir

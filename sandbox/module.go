@@ -51,10 +51,17 @@ type Module struct {
 	code     []byte // what is compiled: the upload, rewritten by the loop guard
 	guard    string // how deadlines stop guest code in this module
 	cacheKey string
-	rt       *runtime
 	cfg      ModuleConfig
 	desc     abi.Description
 	pool     *pool
+
+	// tier is what new instances are made from; the background compile
+	// (tierUp) is its one writer after Load. stopTierUp cancels that
+	// compile, tierDone is closed when it has ended (nil: none started).
+	tier       atomic.Pointer[tier]
+	stopTierUp context.CancelFunc
+	tierDone   chan struct{}
+	closed     atomic.Bool
 
 	created, live, peak atomic.Int64 // instance counts, for Stats and tests
 }
@@ -77,6 +84,10 @@ type Stats struct {
 	// exceeded, canceled), because their memory reached RecycleMemoryBytes,
 	// and because they sat idle past Config.IdleTimeout.
 	ClosedFailed, ClosedMemory, ClosedIdle int64
+	// ClosedTierUp counts the interpreter instances closed once the
+	// module's compiled code was ready: each as it came back from its call,
+	// or when a call reached it idle (the idle release counts the others).
+	ClosedTierUp int64
 }
 
 // Stats returns the module's instance counts.
@@ -118,6 +129,13 @@ var wasmMagic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 
 // Load validates, compiles and describes a module. Errors wrap ErrNotWasm,
 // ErrInvalidModule or ErrABI with a message that names the problem.
+//
+// Under Config.Tiering's default, a module whose compiled code is not cached
+// is compiled for wazero's interpreter, which takes a fraction of the
+// optimizing compile, and Load returns with it; the optimizing compile runs
+// in the background and the module's pool moves onto it when it is done
+// (Module.Tier). A cached module (in memory, or on disk from an earlier
+// run) starts compiled.
 func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleConfig) (*Module, error) {
 	if !bytes.HasPrefix(wasm, wasmMagic) {
 		if bytes.HasPrefix(wasm, wasmMagic[:4]) {
@@ -135,39 +153,90 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 		return nil, err
 	}
 	m.code, m.guard = code, guard
-	m.rt, err = s.runtimeFor(ctx, runtimeKey{memoryPages: mc.MemoryLimitPages, closeOnDone: guard == guardCloseOnDone})
-	if err != nil {
-		return nil, err
-	}
 	m.cacheKey = fmt.Sprintf("%s/%d/%s", m.sha256, mc.MemoryLimitPages, guard)
-
-	c, err := s.comp.get(ctx, m.cacheKey, m.rt, m.code)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
-	}
-	err = checkShape(c.cm.ImportedFunctions(), c.cm.ExportedFunctions())
-	c.release()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrABI, err)
-	}
-
-	inst, err := m.newInstance(ctx, time.Time{})
+	key := runtimeKey{memoryPages: mc.MemoryLimitPages, closeOnDone: guard == guardCloseOnDone}
+	compiledRT, err := s.runtimeFor(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if m.desc, err = describe(ctx, inst); err != nil {
-		inst.close()
-		return nil, fmt.Errorf("%w: %v", ErrABI, err)
+	start := &tier{name: TierCompiled, rt: compiledRT}
+	tierUp := s.cfg.Tiering == TierUp && !s.comp.cached(m.cacheKey) && !s.marks.has(m.cacheKey)
+	if tierUp {
+		if start, err = s.interpreterTier(ctx, key, m.code); err != nil {
+			return nil, err
+		}
 	}
-	m.pool.add(inst)
+	m.tier.Store(start)
+	if err := m.start(ctx); err != nil {
+		if start.interp != nil {
+			start.interp.release()
+		}
+		return nil, err
+	}
+	if tierUp {
+		bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		m.stopTierUp, m.tierDone = cancel, make(chan struct{})
+		go m.tierUp(bg, compiledRT, start)
+	}
 	s.modules.Store(m, struct{}{})
 	return m, nil
 }
 
-// Close releases the module's instances; calls in flight finish first.
+// interpreterTier compiles code for wazero's interpreter, in a runtime like
+// the compiler's of key.
+func (s *Sandbox) interpreterTier(ctx context.Context, key runtimeKey, code []byte) (*tier, error) {
+	key.interpreter = true
+	rt, err := s.runtimeFor(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := rt.r.CompileModule(ctx, code)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
+	}
+	return &tier{name: TierInterpreter, rt: rt, interp: &compiled{cm: cm, refs: 1}}, nil
+}
+
+// start checks the module's shape on its first tier, makes its first
+// instance and asks it for the module's description.
+func (m *Module) start(ctx context.Context) error {
+	_, c, err := m.compiledFor(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidModule, err)
+	}
+	err = checkShape(c.cm.ImportedFunctions(), c.cm.ExportedFunctions())
+	c.release()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrABI, err)
+	}
+	inst, err := m.newInstance(ctx, time.Time{})
+	if err != nil {
+		return err
+	}
+	if m.desc, err = describe(ctx, inst); err != nil {
+		inst.close()
+		return fmt.Errorf("%w: %v", ErrABI, err)
+	}
+	m.pool.add(inst)
+	return nil
+}
+
+// Close releases the module's instances; calls in flight finish first. A
+// background compile still running is cancelled, and has ended when Close
+// returns.
 func (m *Module) Close(context.Context) error {
+	if m.closed.Swap(true) {
+		return nil
+	}
 	m.s.modules.Delete(m)
+	if m.tierDone != nil {
+		m.stopTierUp()
+		<-m.tierDone
+	}
 	m.pool.close()
+	if t := m.tier.Load(); t.interp != nil {
+		t.interp.release()
+	}
 	return nil
 }
 

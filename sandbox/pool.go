@@ -19,9 +19,10 @@ import (
 // longer than the call that needed it.
 type pool struct {
 	create       func(ctx context.Context, deadline time.Time) (*instance, error)
-	cap          int              // instances at most, in use, being made or idle
-	recycleBytes uint64           // an instance this large after a call is closed
-	now          func() time.Time // the sandbox's clock, for idle times
+	stale        func(*instance) bool // made on a tier its module has left: close, never reuse
+	cap          int                  // instances at most, in use, being made or idle
+	recycleBytes uint64               // an instance this large after a call is closed
+	now          func() time.Time     // the sandbox's clock, for idle times
 
 	// One lock guards the slots and the idle list together, so that taking
 	// and returning an instance each touch one shared cache line once.
@@ -42,11 +43,11 @@ type waiter struct {
 
 // closeCounts counts the instances the pool closed, by reason.
 type closeCounts struct {
-	failed, memory, idle int64
+	failed, memory, idle, tierUp int64
 }
 
-func newPool(size int, recycleBytes uint64, now func() time.Time, create func(context.Context, time.Time) (*instance, error)) *pool {
-	return &pool{create: create, cap: size, recycleBytes: recycleBytes, now: now}
+func newPool(size int, recycleBytes uint64, now func() time.Time, create func(context.Context, time.Time) (*instance, error), stale func(*instance) bool) *pool {
+	return &pool{create: create, stale: stale, cap: size, recycleBytes: recycleBytes, now: now}
 }
 
 // acquire returns an idle instance or one made by create, waiting for a free
@@ -81,15 +82,27 @@ func (p *pool) acquire(ctx context.Context, deadline time.Time) (*instance, erro
 }
 
 // takeLocked takes an idle instance, or makes one (by deadline, when not
-// zero), for a caller that holds a slot; it unlocks p.mu.
+// zero), for a caller that holds a slot; it unlocks p.mu. An idle instance
+// made on a tier its module has left is closed on the way, not used.
 func (p *pool) takeLocked(ctx context.Context, deadline time.Time) (*instance, error) {
-	if n := len(p.idle); n > 0 {
+	var stale []*instance
+	defer func() {
+		for _, inst := range stale {
+			inst.close()
+		}
+	}()
+	for n := len(p.idle); n > 0; n-- {
 		inst := p.idle[n-1]
 		// Clear the slot: the backing array outlives the slice, and a stale
 		// pointer there kept a closed instance's memory (up to its limit)
 		// reachable until another instance was put in the same slot.
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
+		if p.stale(inst) {
+			p.counts.tierUp++
+			stale = append(stale, inst)
+			continue
+		}
 		p.mu.Unlock()
 		return inst, nil
 	}
@@ -155,7 +168,11 @@ func (p *pool) releaseLocked() {
 
 // put returns an instance after a call. A broken instance (trapped, timed
 // out, out of memory) is closed, never reused; so is one whose memory grew
-// to recycleBytes or more, since its memory would never shrink.
+// to recycleBytes or more, since its memory would never shrink, and one made
+// on a tier its module has left (the interpreter, once compiled code is
+// ready). Instances idle when the module tiers up stay until a call reaches
+// them (takeLocked closes them then) or the idle release does: the switch
+// changes no instance counts of its own accord.
 func (p *pool) put(inst *instance, broken bool) {
 	var mem uint32
 	if !broken {
@@ -174,6 +191,9 @@ func (p *pool) put(inst *instance, broken bool) {
 		p.counts.failed++
 	case !keep:
 		p.counts.memory++
+	case p.stale(inst):
+		keep = false
+		p.counts.tierUp++
 	default:
 		inst.lastUsed = now
 		inst.memBytes = mem
@@ -203,21 +223,27 @@ func (p *pool) add(inst *instance) {
 
 // releaseIdle closes the instances last used before the cutoff.
 func (p *pool) releaseIdle(cutoff time.Time) {
+	p.drop(func(inst *instance) bool { return inst.lastUsed.Before(cutoff) }, &p.counts.idle)
+}
+
+// drop closes the idle instances that match, counting them in count (a
+// field of p.counts, written under p.mu).
+func (p *pool) drop(match func(*instance) bool, count *int64) {
 	p.mu.Lock()
-	var stale []*instance
+	var gone []*instance
 	keep := p.idle[:0]
 	for _, inst := range p.idle {
-		if inst.lastUsed.Before(cutoff) {
-			stale = append(stale, inst)
+		if match(inst) {
+			gone = append(gone, inst)
 		} else {
 			keep = append(keep, inst)
 		}
 	}
 	clear(p.idle[len(keep):])
 	p.idle = keep
-	p.counts.idle += int64(len(stale))
+	*count += int64(len(gone))
 	p.mu.Unlock()
-	for _, inst := range stale {
+	for _, inst := range gone {
 		inst.close()
 	}
 }
@@ -239,7 +265,7 @@ func (p *pool) stats(st *Stats) {
 		st.IdleMemoryBytes += uint64(inst.memBytes)
 		st.MaxIdleMemoryBytes = max(st.MaxIdleMemoryBytes, uint64(inst.memBytes))
 	}
-	st.ClosedFailed, st.ClosedMemory, st.ClosedIdle = p.counts.failed, p.counts.memory, p.counts.idle
+	st.ClosedFailed, st.ClosedMemory, st.ClosedIdle, st.ClosedTierUp = p.counts.failed, p.counts.memory, p.counts.idle, p.counts.tierUp
 	st.RecycleMemoryBytes = p.recycleBytes
 }
 

@@ -8,12 +8,16 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
-// runtimeKey selects a wazero runtime: the memory limit and the close-on-
-// done switch are runtime-wide settings in wazero, so modules that differ in
-// them need runtimes of their own. Modules alike share one.
+// runtimeKey selects a wazero runtime: the memory limit, the close-on-done
+// switch and the engine (interpreter or compiler) are runtime-wide settings
+// in wazero, so modules that differ in them need runtimes of their own.
+// Modules alike share one. Both tiers of a module get the same limit and
+// switch, and the same host functions: a deadline, the loop guard and the
+// memory limit hold alike on either.
 type runtimeKey struct {
 	memoryPages uint32
 	closeOnDone bool
+	interpreter bool
 }
 
 // runtime is a wazero runtime with WASI and the berth host module in it.
@@ -32,10 +36,12 @@ func (s *Sandbox) runtimeFor(ctx context.Context, key runtimeKey) (*runtime, err
 	if rt, ok := s.runtimes[key]; ok {
 		return rt, nil
 	}
-	rc := wazero.NewRuntimeConfigCompiler().
-		WithMemoryLimitPages(key.memoryPages).
-		WithCloseOnContextDone(key.closeOnDone)
-	if s.cache != nil {
+	rc := wazero.NewRuntimeConfigCompiler()
+	if key.interpreter {
+		rc = wazero.NewRuntimeConfigInterpreter()
+	}
+	rc = rc.WithMemoryLimitPages(key.memoryPages).WithCloseOnContextDone(key.closeOnDone)
+	if s.cache != nil && !key.interpreter {
 		rc = rc.WithCompilationCache(s.cache)
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, rc)

@@ -62,6 +62,16 @@ type Config struct {
 	// DeadlinesLoopGuard, falling back to DeadlinesCloseOnDone for modules
 	// the loop guard cannot rewrite).
 	Deadlines DeadlineMode
+	// Tiering selects how a module whose compiled code is not cached starts
+	// (default TierUp: on the interpreter at once, compiled in the
+	// background; CompiledOnly: compiled before Load returns).
+	Tiering TieringMode
+
+	// tierUpGate, when set (by this package's tests), holds each module's
+	// switch to compiled code, after its background compile, until it is
+	// closed: a test keeps a module on the interpreter, or picks the moment
+	// of the switch.
+	tierUpGate <-chan struct{}
 }
 
 // DefaultRecycleMemoryFraction is Config.RecycleMemoryFraction's default:
@@ -124,6 +134,7 @@ type Sandbox struct {
 	cfg    Config
 	cache  wazero.CompilationCache // shared by every runtime; nil without CacheDir
 	guards *guardStore             // the loop guard's rewrites; nil without CacheDir
+	marks  *compiledMarks          // which modules the on-disk cache holds; nil without CacheDir
 	comp   *compiler
 
 	mu       sync.Mutex
@@ -146,6 +157,7 @@ func New(cfg Config) (*Sandbox, error) {
 		}
 		s.cache = cache
 		s.guards = newGuardStore(cfg.CacheDir)
+		s.marks = newCompiledMarks(cfg.CacheDir)
 	}
 	comp, err := newCompiler(cfg.CompiledModules)
 	if err != nil {
@@ -220,7 +232,7 @@ func (s *Sandbox) releaseIdle() {
 // newPool returns the pool of module m, whose memory limit is limitPages.
 func (s *Sandbox) newPool(m *Module, limitPages uint32) *pool {
 	limit := float64(limitPages) * wasmPageSize
-	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.Clock, m.newInstance)
+	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.Clock, m.newInstance, m.stale)
 }
 
 // Modules returns the modules loaded and not closed, by name (a module

@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	goruntime "runtime"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// The tiers a module's instances run on.
+const (
+	// TierInterpreter is wazero's interpreter: the module is ready in a
+	// fraction of the compile's time, and each call is slower.
+	TierInterpreter = "interpreter"
+	// TierCompiled is wazero's optimizing compiler: machine code.
+	TierCompiled = "compiled"
+)
+
+// TieringMode selects how a module whose compiled code is not cached starts.
+type TieringMode int
+
+const (
+	// TierUp (the default) starts a module on the interpreter at once and
+	// compiles it in the background; when the compile is done, new
+	// instances run the compiled code and interpreter instances are closed
+	// as they come back from their calls. A module whose compiled code is
+	// cached (in memory, or on disk from an earlier run) starts compiled.
+	TierUp TieringMode = iota
+	// CompiledOnly compiles every module before Load returns: a cold start
+	// pays the whole compile (seconds for a Go guest), the first call runs
+	// at full speed.
+	CompiledOnly
+)
+
+// tier is what a module's new instances are made from: a runtime and, on
+// the interpreter, the module compiled for it. The compiled tier's module
+// lives in the sandbox's compilation cache instead (interp is nil).
+type tier struct {
+	name   string
+	rt     *runtime
+	interp *compiled // the module holds one reference until it tiers up or closes
+}
+
+// Tier says which tier the module's new instances run on: TierInterpreter
+// until its background compile is done, then TierCompiled.
+func (m *Module) Tier() string { return m.tier.Load().name }
+
+// compiledFor returns the tier new instances are made on and a reference
+// to its compiled module, which the caller must release.
+func (m *Module) compiledFor(ctx context.Context) (*tier, *compiled, error) {
+	for {
+		t := m.tier.Load()
+		if t.interp == nil {
+			c, err := m.s.comp.get(ctx, m.cacheKey, t.rt, m.code)
+			return t, c, err
+		}
+		if t.interp.acquire() {
+			return t, t.interp, nil
+		}
+		if m.tier.Load() == t {
+			// Released without a switch: the module was closed.
+			return nil, nil, ErrClosed
+		}
+		// Tiered up between the load and the acquire: take the new tier.
+	}
+}
+
+// stale says whether inst runs on a tier the module has left; such an
+// instance is closed when it comes back from its call, never reused.
+func (m *Module) stale(inst *instance) bool { return inst.tier != m.tier.Load() }
+
+// compileWorkers is how many goroutines the background compile uses. wazero
+// looks at the context's cancellation only when it compiles with more than
+// one, so at least two, that closing a module mid-compile ends the compile;
+// at most half the processors, so that calls on the interpreter go on.
+func compileWorkers() int { return max(2, goruntime.GOMAXPROCS(0)/2) }
+
+// tierUp compiles the module with the optimizing compiler on rt and, when
+// that is done, moves new instances onto the compiled code (interpreter
+// instances are closed as they come back from a call, or when a call
+// reaches them idle). It ends early, without switching, when ctx is
+// cancelled (the module or the sandbox closing). A failed compile, which
+// should not happen to a module the interpreter accepted, is logged, and
+// the module stays on the interpreter.
+func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
+	defer close(m.tierDone)
+	c, err := m.s.comp.get(experimental.WithCompilationWorkers(ctx, compileWorkers()), m.cacheKey, rt, m.code)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+			m.s.cfg.Logger.Error("background compile failed; the module stays on the interpreter", "module", m.name, "err", err.Error())
+		}
+		return
+	}
+	c.release() // the cache keeps its reference; each instance takes its own
+	if gate := m.s.cfg.tierUpGate; gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	m.s.marks.mark(m.cacheKey)
+	m.tier.Store(&tier{name: TierCompiled, rt: rt})
+	from.interp.release()
+}

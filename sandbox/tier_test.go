@@ -1,0 +1,201 @@
+package sandbox
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
+)
+
+// onTier loads pkg so that it runs on the named tier for the whole test: on
+// the compiled tier through a sandbox that compiles before Load returns; on
+// the interpreter through a fresh cache (a miss), its switch held by the
+// gate and its background compile cancelled.
+func onTier(t testing.TB, name, pkg string, cfg Config, mc ModuleConfig) *Module {
+	t.Helper()
+	var m *Module
+	if name == TierCompiled {
+		m = load(t, newSandbox(t, cfg), pkg, mc)
+	} else {
+		cfg.CacheDir, cfg.tierUpGate = t.TempDir(), make(chan struct{})
+		m = load(t, openSandbox(t, cfg), pkg, mc)
+		m.stopTierUp()
+		<-m.tierDone
+	}
+	if got := m.Tier(); got != name {
+		t.Fatalf("module on tier %q, want %q", got, name)
+	}
+	return m
+}
+
+var tiers = []string{TierInterpreter, TierCompiled}
+
+// TestTiersKeepTheSandboxRules runs the same calls on both tiers: ordinary
+// calls succeed; a spinning or sleeping guest is stopped at the deadline,
+// the sandbox's or the caller's, under the loop guard and under
+// close-on-done, as a Timeout; a guest that grows past its memory limit is
+// MemoryExceeded.
+func TestTiersKeepTheSandboxRules(t *testing.T) {
+	const d = 150 * time.Millisecond
+	callerDeadline := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeoutCause(context.Background(), d, errAttempt)
+	}
+	background := func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
+	tests := []struct {
+		name      string
+		pkg       string
+		deadlines DeadlineMode
+		guard     string
+		mc        ModuleConfig
+		ev        func() *abi.Event
+		ctx       func() (context.Context, context.CancelFunc)
+		timeout   time.Duration
+		want      OutcomeKind
+	}{
+		{"no-op handler", "samples/misbehaving", DeadlinesLoopGuard, guardLoop, ModuleConfig{},
+			func() *abi.Event { return &abi.Event{Handler: "echo", InvocationKey: "k"} }, background, 10 * time.Second, Success},
+		{"bench handler", "samples/bench", DeadlinesLoopGuard, guardLoop, ModuleConfig{},
+			orderPlaced, background, 10 * time.Second, Success},
+		{"spinner, the sandbox's deadline", "samples/misbehaving", DeadlinesLoopGuard, guardLoop, ModuleConfig{},
+			func() *abi.Event { return &abi.Event{Handler: "spinner", InvocationKey: "k"} }, background, d, Timeout},
+		{"spinner, the caller's deadline", "samples/misbehaving", DeadlinesLoopGuard, guardLoop, ModuleConfig{},
+			func() *abi.Event { return &abi.Event{Handler: "spinner", InvocationKey: "k"} }, callerDeadline, 0, Timeout},
+		{"sleeper, the caller's deadline", "samples/misbehaving", DeadlinesLoopGuard, guardLoop, ModuleConfig{},
+			func() *abi.Event { return &abi.Event{Handler: "sleeper", InvocationKey: "k"} }, callerDeadline, 0, Timeout},
+		{"spinner under close-on-done", "samples/misbehaving", DeadlinesCloseOnDone, guardCloseOnDone, ModuleConfig{},
+			func() *abi.Event { return &abi.Event{Handler: "spinner", InvocationKey: "k"} }, callerDeadline, 0, Timeout},
+		{"memory hog", "samples/misbehaving", DeadlinesLoopGuard, guardLoop, ModuleConfig{MemoryLimitPages: 512},
+			func() *abi.Event { return &abi.Event{Handler: "memoryHog", InvocationKey: "k"} }, background, time.Minute, MemoryExceeded},
+	}
+	for _, tier := range tiers {
+		for _, tt := range tests {
+			t.Run(tier+"/"+tt.name, func(t *testing.T) {
+				m := onTier(t, tier, tt.pkg, Config{Deadlines: tt.deadlines}, tt.mc)
+				if got := m.DeadlineGuard(); got != tt.guard {
+					t.Fatalf("deadline guard %q, want %q", got, tt.guard)
+				}
+				ctx, cancel := tt.ctx()
+				defer cancel()
+				o := m.Invoke(ctx, tt.ev(), tt.timeout)
+				if o.Kind != tt.want {
+					t.Fatalf("outcome %v (%s), want %v", o.Kind, o.Error(), tt.want)
+				}
+				if tt.want == Timeout && !strings.Contains(o.Message, "deadline") {
+					t.Errorf("message %q", o.Message)
+				}
+				if st := m.Stats(); tt.want != Success && st.ClosedFailed != 1 {
+					t.Errorf("ClosedFailed %d, want 1: a failed call's instance is closed", st.ClosedFailed)
+				}
+			})
+		}
+	}
+}
+
+// TestTierUpSwitches checks that a module loaded on a cache miss starts on
+// the interpreter, moves to compiled code when its background compile is
+// done (its idle interpreter instance is closed when the next call reaches
+// it), and that the next sandbox over the same cache starts it compiled.
+func TestTierUpSwitches(t *testing.T) {
+	dir := t.TempDir()
+	m := load(t, openSandbox(t, Config{CacheDir: dir}), "samples/bench", ModuleConfig{})
+	if got := m.Tier(); got != TierInterpreter {
+		t.Fatalf("tier %q right after a cache miss, want %q", got, TierInterpreter)
+	}
+	if o := m.Invoke(context.Background(), orderPlaced(), 10*time.Second); o.Kind != Success {
+		t.Fatalf("first call: %v (%s)", o.Kind, o.Error())
+	}
+	<-m.tierDone
+	if got := m.Tier(); got != TierCompiled {
+		t.Fatalf("tier %q after the background compile, want %q", got, TierCompiled)
+	}
+	if st := m.Stats(); st.ClosedTierUp != 0 || st.Idle != 1 {
+		t.Fatalf("after the switch: %+v, want the interpreter instance idle still", st)
+	}
+	if o := m.Invoke(context.Background(), orderPlaced(), 10*time.Second); o.Kind != Success {
+		t.Fatalf("call after the switch: %v (%s)", o.Kind, o.Error())
+	}
+	if st := m.Stats(); st.ClosedTierUp != 1 || st.Created != 2 || st.Live != 1 || st.Idle != 1 {
+		t.Fatalf("after a compiled call: %+v, want the interpreter instance closed and a compiled one idle", st)
+	}
+
+	again := load(t, openSandbox(t, Config{CacheDir: dir}), "samples/bench", ModuleConfig{})
+	if got := again.Tier(); got != TierCompiled || again.tierDone != nil {
+		t.Fatalf("over a filled cache: tier %q (background compile %v), want %q and none", got, again.tierDone != nil, TierCompiled)
+	}
+}
+
+// TestCallInFlightAcrossTierUp checks that a call running on an interpreter
+// instance when the module switches completes, and that its instance is
+// closed when it comes back, not reused.
+func TestCallInFlightAcrossTierUp(t *testing.T) {
+	arrived, answer := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(arrived)
+		<-answer
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	gate := make(chan struct{})
+	s := openSandbox(t, Config{CacheDir: t.TempDir(), tierUpGate: gate})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{
+		AllowedHosts: []string{addr},
+		Config:       map[string]string{"blackhole-url": srv.URL + "/"},
+	})
+	done := make(chan Outcome)
+	go func() {
+		done <- m.Invoke(context.Background(), &abi.Event{Handler: "hostCallBlocker", InvocationKey: "k"}, time.Minute)
+	}()
+	<-arrived // the call is in flight, on the interpreter
+	close(gate)
+	<-m.tierDone
+	if got := m.Tier(); got != TierCompiled {
+		t.Fatalf("tier %q, want %q", got, TierCompiled)
+	}
+	if st := m.Stats(); st.Live != 1 || st.ClosedTierUp != 0 {
+		t.Fatalf("during the call: %+v, want its instance alive", st)
+	}
+	close(answer)
+	if o := <-done; o.Kind != Success {
+		t.Fatalf("the call across the switch: %v (%s)", o.Kind, o.Error())
+	}
+	if st := m.Stats(); st.Live != 0 || st.Idle != 0 || st.ClosedTierUp != 1 {
+		t.Fatalf("after the call: %+v, want its interpreter instance closed", st)
+	}
+}
+
+// TestCloseDuringBackgroundCompile checks that closing the module, or the
+// sandbox, while the background compile runs cancels it: the compile's
+// goroutine has ended when Close returns, and the module never switches.
+func TestCloseDuringBackgroundCompile(t *testing.T) {
+	for _, what := range []string{"module", "sandbox"} {
+		t.Run(what, func(t *testing.T) {
+			s := openSandbox(t, Config{CacheDir: t.TempDir()})
+			m := load(t, s, "samples/bench", ModuleConfig{})
+			if what == "module" {
+				m.Close(context.Background())
+			} else {
+				s.Close(context.Background())
+			}
+			select {
+			case <-m.tierDone:
+			default:
+				t.Fatal("Close returned with the background compile still running")
+			}
+			if got := m.Tier(); got != TierInterpreter {
+				t.Errorf("tier %q after Close, want %q", got, TierInterpreter)
+			}
+			// The compile of a Go guest takes a second or more, Close came
+			// at once: had it run to its end, the cache would hold it.
+			if s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey) {
+				t.Error("the background compile ran to its end: it was not cancelled")
+			}
+			if o := m.Invoke(context.Background(), orderPlaced(), time.Second); o.Kind != Trap || !strings.Contains(o.Message, "closed") {
+				t.Errorf("a call after Close: %v (%s), want a trap naming the closed module", o.Kind, o.Error())
+			}
+		})
+	}
+}
