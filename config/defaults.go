@@ -57,7 +57,7 @@ func Default() *Config {
 			RecycleMemoryPercent: DefaultRecycleMemoryPercent,
 			MaxOutput:            DefaultMaxOutput,
 			MaxResponse:          DefaultMaxResponse,
-			TierUp:               true,
+			TierUp:               false,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -227,9 +227,10 @@ recycle-memory-percent = 50
 max-output = "16KiB"
 # Largest body of an outbound HTTP response a guest receives.
 max-response = "1MiB"
-# A module not in the compilation cache starts on the interpreter at once (calls run slower) and is
-# compiled in the background; false compiles it first (seconds for a Go guest) before it is ready.
-tier-up = true
+# true: a module not in the compilation cache starts on the interpreter at once and is compiled in the
+# background. Calls on the interpreter run 14-23x slower, so a handler with a tight timeout can time out
+# (and be charged for it) until the switch. false (the default) compiles it first (seconds for a Go guest).
+tier-up = false
 
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
 # is resumed or skipped by an operator. Deliveries are queued durably, retried, and signed with an

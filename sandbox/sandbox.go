@@ -63,8 +63,8 @@ type Config struct {
 	// the loop guard cannot rewrite).
 	Deadlines DeadlineMode
 	// Tiering selects how a module whose compiled code is not cached starts
-	// (default TierUp: on the interpreter at once, compiled in the
-	// background; CompiledOnly: compiled before Load returns).
+	// (default CompiledOnly: compiled before Load returns; TierUp: on the
+	// interpreter at once, compiled in the background).
 	Tiering TieringMode
 
 	// tierUpGate, when set (by this package's tests), holds each module's

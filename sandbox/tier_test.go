@@ -21,7 +21,7 @@ func onTier(t testing.TB, name, pkg string, cfg Config, mc ModuleConfig) *Module
 	if name == TierCompiled {
 		m = load(t, newSandbox(t, cfg), pkg, mc)
 	} else {
-		cfg.CacheDir, cfg.tierUpGate = t.TempDir(), make(chan struct{})
+		cfg.CacheDir, cfg.Tiering, cfg.tierUpGate = t.TempDir(), TierUp, make(chan struct{})
 		m = load(t, openSandbox(t, cfg), pkg, mc)
 		m.stopTierUp()
 		<-m.tierDone
@@ -101,7 +101,7 @@ func TestTiersKeepTheSandboxRules(t *testing.T) {
 // it), and that the next sandbox over the same cache starts it compiled.
 func TestTierUpSwitches(t *testing.T) {
 	dir := t.TempDir()
-	m := load(t, openSandbox(t, Config{CacheDir: dir}), "samples/bench", ModuleConfig{})
+	m := load(t, openSandbox(t, Config{CacheDir: dir, Tiering: TierUp}), "samples/bench", ModuleConfig{})
 	if got := m.Tier(); got != TierInterpreter {
 		t.Fatalf("tier %q right after a cache miss, want %q", got, TierInterpreter)
 	}
@@ -122,7 +122,7 @@ func TestTierUpSwitches(t *testing.T) {
 		t.Fatalf("after a compiled call: %+v, want the interpreter instance closed and a compiled one idle", st)
 	}
 
-	again := load(t, openSandbox(t, Config{CacheDir: dir}), "samples/bench", ModuleConfig{})
+	again := load(t, openSandbox(t, Config{CacheDir: dir, Tiering: TierUp}), "samples/bench", ModuleConfig{})
 	if got := again.Tier(); got != TierCompiled || again.tierDone != nil {
 		t.Fatalf("over a filled cache: tier %q (background compile %v), want %q and none", got, again.tierDone != nil, TierCompiled)
 	}
@@ -140,7 +140,7 @@ func TestCallInFlightAcrossTierUp(t *testing.T) {
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	gate := make(chan struct{})
-	s := openSandbox(t, Config{CacheDir: t.TempDir(), tierUpGate: gate})
+	s := openSandbox(t, Config{CacheDir: t.TempDir(), Tiering: TierUp, tierUpGate: gate})
 	m := load(t, s, "samples/misbehaving", ModuleConfig{
 		AllowedHosts: []string{addr},
 		Config:       map[string]string{"blackhole-url": srv.URL + "/"},
@@ -173,7 +173,7 @@ func TestCallInFlightAcrossTierUp(t *testing.T) {
 func TestCloseDuringBackgroundCompile(t *testing.T) {
 	for _, what := range []string{"module", "sandbox"} {
 		t.Run(what, func(t *testing.T) {
-			s := openSandbox(t, Config{CacheDir: t.TempDir()})
+			s := openSandbox(t, Config{CacheDir: t.TempDir(), Tiering: TierUp})
 			m := load(t, s, "samples/bench", ModuleConfig{})
 			if what == "module" {
 				m.Close(context.Background())
