@@ -126,3 +126,55 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkAttemptDeadline measures an attempt's deadline alone: made, read
+// the way a no-op call reads it (Deadline, then Err after the call), and
+// ended. WithTimeoutCause is how the engine made it before attemptCtx;
+// parallel runs one goroutine per core under the same run context, as the
+// workers of a subscription do.
+//
+//	go test -run '^$' -bench BenchmarkAttemptDeadline -count 6 ./subscription/
+func BenchmarkAttemptDeadline(b *testing.B) {
+	kinds := []struct {
+		name    string
+		attempt func(run context.Context) bool
+	}{
+		{"WithTimeoutCause", func(run context.Context) bool {
+			ctx, cancel := context.WithTimeoutCause(run, time.Minute, ErrAttemptTimeout)
+			ctx.Deadline()
+			timedOut := run.Err() == nil && context.Cause(ctx) == ErrAttemptTimeout
+			cancel()
+			return timedOut
+		}},
+		{"attemptCtx", func(run context.Context) bool {
+			ctx := newAttemptCtx(run, RealClock(), time.Minute)
+			ctx.Deadline()
+			timedOut := ctx.timedOut()
+			ctx.end()
+			return timedOut
+		}},
+	}
+	for _, k := range kinds {
+		run, cancel := context.WithCancel(context.Background())
+		b.Run(k.name+"/serial", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if k.attempt(run) {
+					b.Fatal("timed out")
+				}
+			}
+		})
+		b.Run(k.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if k.attempt(run) {
+						b.Error("timed out")
+						return
+					}
+				}
+			})
+		})
+		cancel()
+	}
+}

@@ -61,8 +61,10 @@ func (r *run) partitionOf(k aggKey) *partition {
 //     worker waiting out a systemic pause or an operator's pause (awaitTurn)
 //     or writing its park keeps its slot: nobody else could deliver either.
 //   - An aggregate is in ready (a.queued) or held by a worker, never both;
-//     schedule and fill start workers while running+slotWaiters < limit.
-//     Every release closes slotFreed.
+//     schedule and fill start workers while running+slotWaiters < limit;
+//     a worker that gives its slot back hands it on to the first ready
+//     aggregate fill would start, and delivers it itself. Every release
+//     closes slotFreed while anyone counts in slotWaiters.
 //   - Backpressure lowers limit (halving it, at least 1) without taking a
 //     slot from anyone: running may exceed limit until workers see it after
 //     their current commit and stop; each success raises limit by one, up to
@@ -170,6 +172,7 @@ func (p *partition) schedule(a *aggState) {
 	p.ready = append(p.ready, a)
 }
 
+// startLocked gives a a slot and a worker; p.mu held.
 func (p *partition) startLocked(a *aggState) {
 	a.running = true
 	p.running++
@@ -179,17 +182,30 @@ func (p *partition) startLocked(a *aggState) {
 
 // fill starts ready aggregates while slots are free; p.mu held.
 func (p *partition) fill() {
+	for a := p.takeReady(); a != nil; a = p.takeReady() {
+		p.r.wg.Add(1)
+		go p.work(a)
+	}
+}
+
+// takeReady gives the slot fill would start the first ready aggregate in
+// to that aggregate and returns it, or returns nil while no slot is free or
+// none is ready; p.mu held. The caller runs it: fill in a new worker, a
+// worker that has just given its own slot back in itself (work).
+func (p *partition) takeReady() *aggState {
 	for p.running+p.slotWaiters < p.limit && len(p.ready) > 0 {
 		a := p.ready[0]
 		p.ready[0] = nil
 		p.ready = p.ready[1:]
 		a.queued = false
 		if a.mode == modeLive && len(a.queue) > 0 && !a.running {
-			p.startLocked(a)
-		} else {
-			p.forget(a)
+			a.running = true
+			p.running++
+			return a
 		}
+		p.forget(a)
 	}
+	return nil
 }
 
 // forget drops the state of an aggregate that has nothing left to remember;
@@ -202,7 +218,10 @@ func (p *partition) forget(a *aggState) {
 
 // work handles an aggregate's queued commits in order while it holds a slot.
 // It yields the slot after each commit when others wait, so that one busy
-// aggregate cannot starve its neighbours.
+// aggregate cannot starve its neighbours. A worker that gives its slot back
+// goes on with the ready aggregate the slot goes to, if any, rather than
+// leave it to a new goroutine: with more aggregates than slots, that was a
+// goroutine, and the growth of its stack, per commit.
 func (p *partition) work(a *aggState) {
 	defer p.r.wg.Done()
 	for handled := 0; ; handled++ {
@@ -216,10 +235,15 @@ func (p *partition) work(a *aggState) {
 				a.queued = true
 				p.ready = append(p.ready, a)
 			}
+			next := p.takeReady()
 			p.fill()
 			p.forget(a)
 			p.mu.Unlock()
-			return
+			if next == nil {
+				return
+			}
+			a, handled = next, -1
+			continue
 		}
 		c := a.queue[0]
 		a.queue[0] = eventlog.Commit{}
@@ -251,7 +275,13 @@ func (p *partition) lowerConcurrency() {
 }
 
 // slotFreedLocked wakes aggregates waiting to take a slot again; p.mu held.
+// Only waitOff waits on slotFreed, and it counts itself in slotWaiters
+// before it looks, so with none counted there is nobody to wake (and no
+// channel to make for every slot given back).
 func (p *partition) slotFreedLocked() {
+	if p.slotWaiters == 0 {
+		return
+	}
 	close(p.slotFreed)
 	p.slotFreed = make(chan struct{})
 }
