@@ -9,7 +9,7 @@ import "github.com/berthhq/berth/eventlog"
 // slot, for the partition to hand it the next aggregate it gives a slot to
 // (idle). Goroutines cost a start and the growth of their stack into the
 // depth of a delivery; with a goroutine per aggregate given a slot, that
-// was about a sixth of the engine's CPU per event (docs/BENCHMARKS.md).
+// was nearly a quarter of the engine's CPU per event (docs/BENCHMARKS.md).
 //
 // At most max workers of a partition wait at once (idle plus those handed
 // an aggregate they have not taken yet, so that handoff, of capacity max,
