@@ -161,8 +161,8 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 // caller's to see: such an attempt is not counted at all. A panic in the
 // invoker is a failure of class retry.ClassPanic, not a crash of the engine.
 func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Failure) {
-	actx, cancel, timedOut := withClockTimeout(ctx, r.e.clock, d.Timeout)
-	defer cancel()
+	actx := newAttemptCtx(ctx, r.e.clock, d.Timeout)
+	defer actx.end()
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
@@ -171,7 +171,7 @@ func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Fai
 		}()
 		f = inv.Invoke(actx, d)
 	}()
-	if timedOut() {
+	if actx.timedOut() {
 		msg := fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)
 		switch {
 		case f == nil:

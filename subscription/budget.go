@@ -35,6 +35,24 @@ type budgetHints struct {
 
 // hinted reports whether k may have a recorded budget.
 func (r *run) hinted(k string) bool {
+	h := r.loadHints()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.keys[k]
+}
+
+// mayHaveBudget is hinted for an aggregate, on the path of every delivery:
+// while no budget is recorded (the list is empty), it answers without
+// building the aggregate's budget key.
+func (r *run) mayHaveBudget(k aggKey) bool {
+	h := r.loadHints()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.keys) > 0 && h.keys[budgetKey(k)]
+}
+
+// loadHints reads the list once per run.
+func (r *run) loadHints() *budgetHints {
 	h := &r.budgets
 	h.once.Do(func() {
 		h.keys = map[string]bool{}
@@ -51,9 +69,7 @@ func (r *run) hinted(k string) bool {
 			}
 		}
 	})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.keys[k]
+	return h
 }
 
 // writeHints stores the list; call with r.budgets.mu held, in tx.
@@ -96,7 +112,7 @@ type storedBudget struct {
 // loadBudget restores what was spent on event (version, idx) before a
 // restart; a budget of another event of the aggregate is stale and ignored.
 func (r *run) loadBudget(k aggKey, version uint64, idx int, st *attempts) {
-	if !r.hinted(budgetKey(k)) {
+	if !r.mayHaveBudget(k) {
 		return
 	}
 	var b []byte

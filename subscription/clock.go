@@ -2,7 +2,6 @@ package subscription
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -235,65 +234,5 @@ func sleep(ctx context.Context, c Clock, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-// ErrAttemptTimeout is the cause (context.Cause) of an attempt's context
-// that ended at the attempt's timeout. It wraps context.DeadlineExceeded,
-// which is also what the context's Err reports, so an invoker can tell its
-// attempt's deadline from a cancellation by ctx.Err() alone.
-var ErrAttemptTimeout = fmt.Errorf("subscription: the attempt ran past its timeout: %w", context.DeadlineExceeded)
-
-// timeoutCtx is a context whose deadline is measured on a Clock, so that a
-// FakeClock can time an attempt out without the test sleeping. It reports
-// context.DeadlineExceeded like context.WithTimeout does, with cause
-// ErrAttemptTimeout.
-type timeoutCtx struct {
-	context.Context
-	deadline time.Time
-	mu       sync.Mutex
-	expired  bool
-}
-
-func (c *timeoutCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-
-func (c *timeoutCtx) Err() error {
-	c.mu.Lock()
-	expired := c.expired
-	c.mu.Unlock()
-	if expired {
-		return context.DeadlineExceeded
-	}
-	return c.Context.Err()
-}
-
-// withClockTimeout returns a context that ends d from now on clock c, a
-// cancel func, and a func reporting whether the timeout (not the parent)
-// ended it. It is the attempt's one deadline (see run.invoke): the context
-// reports context.DeadlineExceeded with cause ErrAttemptTimeout when it
-// passes, and context.Canceled only when the parent is cancelled.
-func withClockTimeout(parent context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc, func() bool) {
-	if _, ok := c.(realClock); ok {
-		// The standard library's timer is cheaper and what downstream code
-		// expects; the clock indirection only matters for tests.
-		ctx, cancel := context.WithTimeoutCause(parent, d, ErrAttemptTimeout)
-		return ctx, cancel, func() bool {
-			return parent.Err() == nil && context.Cause(ctx) == ErrAttemptTimeout
-		}
-	}
-	inner, cancel := context.WithCancelCause(parent)
-	tc := &timeoutCtx{Context: inner, deadline: c.Now().Add(d)}
-	t := c.AfterFunc(d, func() {
-		tc.mu.Lock()
-		if inner.Err() == nil {
-			tc.expired = true
-		}
-		tc.mu.Unlock()
-		cancel(ErrAttemptTimeout)
-	})
-	return tc, func() { t.Stop(); cancel(context.Canceled) }, func() bool {
-		tc.mu.Lock()
-		defer tc.mu.Unlock()
-		return tc.expired && parent.Err() == nil
 	}
 }

@@ -9,7 +9,10 @@
 // under it), subscription.life (read-held by an operator's call throughout),
 // the aggregate's key lock, run.budgets.mu, subscription.cpMu, partition.mu,
 // tracker.mu. The scheduler's, the gate's, the key-lock table's and the
-// Detector's mutexes are leaves, held only over their own fields, and the
+// Detector's mutexes are leaves, held only over their own fields; an
+// attempt's context's (attemptctx.go) is held over its own fields and the
+// making of its child context and timer, beneath nothing of the engine's;
+// and the
 // ledger's locks are beneath everything: a transaction may start with any of
 // these held.
 //

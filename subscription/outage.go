@@ -111,6 +111,12 @@ func (r *run) refundOutage(p *partition, a *aggState, version uint64, idx int, s
 // recognised meanwhile calls onOutage.
 func (p *partition) waitGate(ctx context.Context, onOutage func()) error {
 	for {
+		if p.r.s.gate.isOpen() {
+			// Nothing to wait for (every attempt comes here): no outage
+			// signal to take, no select.
+			onOutage()
+			return ctx.Err()
+		}
 		outage := p.outageSignal()
 		onOutage() // one recognised before the signal was taken
 		select {

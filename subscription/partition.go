@@ -61,8 +61,12 @@ func (r *run) partitionOf(k aggKey) *partition {
 //     worker waiting out a systemic pause or an operator's pause (awaitTurn)
 //     or writing its park keeps its slot: nobody else could deliver either.
 //   - An aggregate is in ready (a.queued) or held by a worker, never both;
-//     schedule and fill start workers while running+slotWaiters < limit.
-//     Every release closes slotFreed.
+//     schedule and fill start workers while running+slotWaiters < limit;
+//     a worker that gives its slot back hands it on to the first ready
+//     aggregate fill would start, and delivers it itself; a worker with
+//     none waits (holding no slot) to be handed the next one started
+//     (worker.go). Every release closes slotFreed while anyone counts in
+//     slotWaiters.
 //   - Backpressure lowers limit (halving it, at least 1) without taking a
 //     slot from anyone: running may exceed limit until workers see it after
 //     their current commit and stop; each success raises limit by one, up to
@@ -80,8 +84,12 @@ type partition struct {
 	// by the neighbours it let go ahead.
 	slotWaiters int
 	slotFreed   chan struct{} // closed and replaced when a slot frees
-	limit       int           // current concurrency (lowered by backpressure)
-	max         int           // configured concurrency
+	// idle counts the workers waiting, with no slot, for handoff to give
+	// them the next aggregate started (worker.go).
+	idle    int
+	handoff chan *aggState // capacity max
+	limit   int            // current concurrency (lowered by backpressure)
+	max     int            // configured concurrency
 
 	// Systemic pause: while paused, only one attempt at a time runs (the
 	// probe), after a backoff that grows with each failed probe.
@@ -111,6 +119,7 @@ func newPartition(r *run, idx int) *partition {
 		r: r, idx: idx, aggs: map[aggKey]*aggState{},
 		limit: r.e.opts.Concurrency, max: r.e.opts.Concurrency,
 		changed: make(chan struct{}), slotFreed: make(chan struct{}), outageCh: make(chan struct{}),
+		handoff:  make(chan *aggState, r.e.opts.Concurrency),
 		detector: retry.NewDetector(r.e.opts.Systemic),
 	}
 }
@@ -170,75 +179,11 @@ func (p *partition) schedule(a *aggState) {
 	p.ready = append(p.ready, a)
 }
 
-func (p *partition) startLocked(a *aggState) {
-	a.running = true
-	p.running++
-	p.r.wg.Add(1)
-	go p.work(a)
-}
-
-// fill starts ready aggregates while slots are free; p.mu held.
-func (p *partition) fill() {
-	for p.running+p.slotWaiters < p.limit && len(p.ready) > 0 {
-		a := p.ready[0]
-		p.ready[0] = nil
-		p.ready = p.ready[1:]
-		a.queued = false
-		if a.mode == modeLive && len(a.queue) > 0 && !a.running {
-			p.startLocked(a)
-		} else {
-			p.forget(a)
-		}
-	}
-}
-
 // forget drops the state of an aggregate that has nothing left to remember;
 // p.mu held.
 func (p *partition) forget(a *aggState) {
 	if a.mode == modeLive && !a.running && !a.queued && len(a.queue) == 0 && a.floor == 0 {
 		delete(p.aggs, a.key)
-	}
-}
-
-// work handles an aggregate's queued commits in order while it holds a slot.
-// It yields the slot after each commit when others wait, so that one busy
-// aggregate cannot starve its neighbours.
-func (p *partition) work(a *aggState) {
-	defer p.r.wg.Done()
-	for handled := 0; ; handled++ {
-		p.mu.Lock()
-		if a.mode != modeLive || len(a.queue) == 0 || p.r.ctx.Err() != nil ||
-			p.running > p.limit || (handled > 0 && (len(p.ready) > 0 || p.slotWaiters > 0)) {
-			a.running = false
-			p.running--
-			p.slotFreedLocked()
-			if a.mode == modeLive && len(a.queue) > 0 && p.r.ctx.Err() == nil {
-				a.queued = true
-				p.ready = append(p.ready, a)
-			}
-			p.fill()
-			p.forget(a)
-			p.mu.Unlock()
-			return
-		}
-		c := a.queue[0]
-		a.queue[0] = eventlog.Commit{}
-		a.queue = a.queue[1:]
-		p.mu.Unlock()
-
-		switch p.r.handleCommit(p, a, c, 0, true) {
-		case outcomeHandled:
-			p.r.finished(c.Position)
-		case outcomeParked:
-			// park finished the position and made the aggregate held.
-		case outcomeCancelled:
-			p.mu.Lock()
-			a.running = false
-			p.running--
-			p.slotFreedLocked()
-			p.mu.Unlock()
-			return
-		}
 	}
 }
 
@@ -251,7 +196,13 @@ func (p *partition) lowerConcurrency() {
 }
 
 // slotFreedLocked wakes aggregates waiting to take a slot again; p.mu held.
+// Only waitOff waits on slotFreed, and it counts itself in slotWaiters
+// before it looks, so with none counted there is nobody to wake (and no
+// channel to make for every slot given back).
 func (p *partition) slotFreedLocked() {
+	if p.slotWaiters == 0 {
+		return
+	}
 	close(p.slotFreed)
 	p.slotFreed = make(chan struct{})
 }
