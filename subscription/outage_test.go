@@ -172,9 +172,10 @@ func TestOutageKeepsChargesItDidNotCount(t *testing.T) {
 func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	var down atomic.Bool
 	down.Store(true)
-	release := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	rec := newRecorder(nil, func(d Delivery, n int) *retry.Failure {
 		if d.Commit.AggregateID == "a" && n == 2 {
+			close(started)
 			<-release // in flight while b and c fail
 		}
 		if down.Load() {
@@ -191,6 +192,11 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
 	eventually(t, "a's budget recorded", func() bool { return e.storedFailures("a") == 1 })
 	e.advance() // a's backoff: its second attempt starts and waits
+	select {    // in flight before b and c fail, or the outage would refund a in its backoff
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a's second attempt did not start")
+	}
 	e.append("Order", "b")
 	e.append("Order", "c")
 	eventually(t, "the partition to pause", func() bool {
