@@ -192,7 +192,8 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
 	eventually(t, "a's budget recorded", func() bool { return e.storedFailures("a") == 1 })
 	e.advance() // a's backoff: its second attempt starts and waits
-	select {    // in flight before b and c fail, or the outage would refund a in its backoff
+	// In flight before b and c fail, or the outage would refund a in its backoff.
+	select {
 	case <-started:
 	case <-time.After(10 * time.Second):
 		t.Fatal("a's second attempt did not start")
