@@ -12,7 +12,7 @@ import (
 type sandboxCollector struct {
 	sb *sandbox.Sandbox
 
-	instances, memory, maxMemory, limit, closed *prometheus.Desc
+	instances, memory, maxMemory, limit, closed, compiled *prometheus.Desc
 }
 
 func newSandboxCollector(sb *sandbox.Sandbox) *sandboxCollector {
@@ -23,13 +23,14 @@ func newSandboxCollector(sb *sandbox.Sandbox) *sandboxCollector {
 		memory:    prometheus.NewDesc("berth_sandbox_instance_memory_bytes", "Linear memory held by the module's idle instances, summed.", mod, nil),
 		maxMemory: prometheus.NewDesc("berth_sandbox_instance_memory_max_bytes", "Linear memory of the module's largest idle instance.", mod, nil),
 		limit:     prometheus.NewDesc("berth_sandbox_memory_limit_bytes", "The module's memory limit per instance.", mod, nil),
-		closed:    prometheus.NewDesc("berth_sandbox_instances_closed_total", "Instances closed, by reason: failed (trap, timeout, memory exceeded), memory (grown to sandbox.recycle-memory-percent of the limit), idle (sandbox.idle-timeout).", []string{"module", "reason"}, nil),
+		closed:    prometheus.NewDesc("berth_sandbox_instances_closed_total", "Instances closed, by reason: failed (trap, timeout, memory exceeded), memory (grown to sandbox.recycle-memory-percent of the limit), idle (sandbox.idle-timeout), tier-up (an interpreter instance after the module's compiled code was ready).", []string{"module", "reason"}, nil),
+		compiled:  prometheus.NewDesc("berth_sandbox_module_compiled", "1 when the module runs compiled code, 0 while it (or the version it replaces) runs on the interpreter (sandbox.tier-up).", mod, nil),
 	}
 }
 
 // Describe sends the descriptors.
 func (c *sandboxCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.instances, c.memory, c.maxMemory, c.limit, c.closed} {
+	for _, d := range []*prometheus.Desc{c.instances, c.memory, c.maxMemory, c.limit, c.closed, c.compiled} {
 		ch <- d
 	}
 }
@@ -37,9 +38,12 @@ func (c *sandboxCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads every module's pool.
 func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 	byName := map[string]*sandbox.Stats{}
+	compiled := map[string]bool{}
 	var names []string
 	for _, m := range c.sb.Modules() {
 		st := m.Stats()
+		c, seen := compiled[m.Name()]
+		compiled[m.Name()] = (c || !seen) && m.Tier() == sandbox.TierCompiled
 		sum, ok := byName[m.Name()]
 		if !ok {
 			byName[m.Name()] = &st
@@ -54,6 +58,7 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 		sum.ClosedFailed += st.ClosedFailed
 		sum.ClosedMemory += st.ClosedMemory
 		sum.ClosedIdle += st.ClosedIdle
+		sum.ClosedTierUp += st.ClosedTierUp
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -65,11 +70,20 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.memory, float64(st.IdleMemoryBytes), name)
 		gauge(c.maxMemory, float64(st.MaxIdleMemoryBytes), name)
 		gauge(c.limit, float64(st.MemoryLimitBytes), name)
+		gauge(c.compiled, b2f(compiled[name]), name)
 		for _, r := range []struct {
 			reason string
 			n      int64
-		}{{"failed", st.ClosedFailed}, {"memory", st.ClosedMemory}, {"idle", st.ClosedIdle}} {
+		}{{"failed", st.ClosedFailed}, {"memory", st.ClosedMemory}, {"idle", st.ClosedIdle}, {"tier-up", st.ClosedTierUp}} {
 			ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(r.n), name, r.reason)
 		}
 	}
+}
+
+// b2f is 1 for true, 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

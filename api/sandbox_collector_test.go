@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/wasm/abi"
@@ -108,11 +109,57 @@ func TestSandboxMetrics(t *testing.T) {
 			}
 		}
 	}
+	if got := value("berth_sandbox_module_compiled"); got != 1 {
+		t.Errorf("berth_sandbox_module_compiled %v, want 1 (compiled before Load returns by default)", got)
+	}
+	if got := value("berth_sandbox_instances_closed_total", "reason", "tier-up"); got != 0 {
+		t.Errorf("%v instances closed for tier-up, want 0", got)
+	}
 	if got := value("berth_sandbox_memory_limit_bytes"); got != 32<<20 {
 		t.Errorf("memory limit %v, want 32 MiB", got)
 	}
 	m.Close(ctx)
 	if _, ok := gathered(t, reg, "berth_sandbox_instances", mod); ok {
 		t.Error("a closed module is still reported")
+	}
+}
+
+// TestSandboxMetricsTier: under sandbox.tier-up a module missing from the
+// compilation cache reports berth_sandbox_module_compiled 0 while it runs on
+// the interpreter and 1 once its compiled code is ready, and never 1 before.
+func TestSandboxMetricsTier(t *testing.T) {
+	t.Parallel()
+	wasm, err := misbehavingWasm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Config{CacheDir: t.TempDir(), Tiering: sandbox.TierUp, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	m, err := sb.Load(context.Background(), "misbehaving", wasm, sandbox.ModuleConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newSandboxCollector(sb))
+	compiled := func() float64 {
+		v, ok := gathered(t, reg, "berth_sandbox_module_compiled", map[string]string{"module": "misbehaving"})
+		if !ok {
+			t.Fatal("no berth_sandbox_module_compiled")
+		}
+		return v
+	}
+	// A module only moves from the interpreter to compiled code, so a 1
+	// read before the tier means the tier is compiled already.
+	if g := compiled(); g == 1 && m.Tier() != sandbox.TierCompiled {
+		t.Fatalf("berth_sandbox_module_compiled 1 while the module is on %s", m.Tier())
+	}
+	checkfor.Cond(t, 2*time.Minute, 20*time.Millisecond, "the module's compiled code", func() bool {
+		return m.Tier() == sandbox.TierCompiled
+	})
+	if g := compiled(); g != 1 {
+		t.Fatalf("berth_sandbox_module_compiled %v once the module runs compiled, want 1", g)
 	}
 }
