@@ -19,17 +19,24 @@ const steadyStateCalls = 16384
 // pooled, less the heap once it is closed). wazero keeps linear memory in
 // the Go heap, so MiB-heap is the instance's resident size, its linear
 // memory included (with the slack of the buffer's growth). It also reports
-// how many instances the pool replaced for their growth.
+// how many instances the pool replaced for their growth, and the peaks
+// between calls: the largest linear memory the pooled instance held after
+// any call, and the heap it held then (measured when the peak is first
+// reached, against the same heap without it at the end).
 func BenchmarkSteadyStateMemory(b *testing.B) {
-	var linear, heap, recycled float64
+	var linear, heap, recycled, peakLinear, peakHeap float64
 	for b.Loop() {
 		s := newSandbox(b, Config{MaxInstances: 1})
 		m := load(b, s, "samples/bench", ModuleConfig{})
 		ev := orderPlaced()
 		ctx := context.Background()
+		var maxLinear, maxWith uint64
 		for range steadyStateCalls {
 			if o := m.Invoke(ctx, ev, 10*time.Second); o.Kind != Success {
 				b.Fatalf("%v: %s", o.Kind, o.Error())
+			}
+			if l := m.Stats().MaxIdleMemoryBytes; l > maxLinear {
+				maxLinear, maxWith = l, heapAfterGC()
 			}
 		}
 		st := m.Stats()
@@ -42,6 +49,8 @@ func BenchmarkSteadyStateMemory(b *testing.B) {
 		linear += float64(st.MaxIdleMemoryBytes)
 		heap += float64(with) - float64(without)
 		recycled += float64(st.ClosedMemory)
+		peakLinear += float64(maxLinear)
+		peakHeap += float64(maxWith) - float64(without)
 		if err := s.Close(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -50,4 +59,6 @@ func BenchmarkSteadyStateMemory(b *testing.B) {
 	b.ReportMetric(linear/n/(1<<20), "MiB-linear")
 	b.ReportMetric(heap/n/(1<<20), "MiB-heap")
 	b.ReportMetric(recycled/n, "recycled")
+	b.ReportMetric(peakLinear/n/(1<<20), "MiB-linear-peak")
+	b.ReportMetric(peakHeap/n/(1<<20), "MiB-heap-peak")
 }
