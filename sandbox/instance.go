@@ -21,6 +21,7 @@ type instance struct {
 	stdout, stderr *boundedBuffer
 	lastUsed       time.Time // when it last went back to the pool, by the sandbox's clock
 	memBytes       uint32    // its linear memory then, for Stats
+	newBytes       uint32    // its linear memory when made, after _initialize: what growth is measured from
 
 	// Per-call state, reused by every call the instance serves.
 	cs      callState
@@ -76,6 +77,7 @@ func (m *Module) newInstance(ctx context.Context, deadline time.Time) (*instance
 		return nil, fmt.Errorf("%w: instantiate: %v%s", ErrABI, err, stderrNote(inst.stderr.take()))
 	}
 	inst.mod = mod
+	inst.newBytes = inst.memoryBytes()
 	m.instanceOpened()
 	inst.alloc = mod.ExportedFunction(abi.ExportAlloc)
 	inst.handle = mod.ExportedFunction(abi.ExportHandle)

@@ -79,10 +79,15 @@ type Stats struct {
 	// the memory at which an instance is closed after its call instead of
 	// going back to the pool (Config.RecycleMemoryFraction of the limit).
 	MemoryLimitBytes, RecycleMemoryBytes uint64
+	// RecycleGrowth is the growth at which an instance is closed after its
+	// call: its memory this many times what it had when made
+	// (Config.RecycleGrowth; 0: never for growth alone).
+	RecycleGrowth float64
 	// ClosedFailed, ClosedMemory and ClosedIdle count the instances closed
 	// since load because their call failed (trap, timeout, memory
-	// exceeded, canceled), because their memory reached RecycleMemoryBytes,
-	// and because they sat idle past Config.IdleTimeout.
+	// exceeded, canceled), because their memory reached RecycleMemoryBytes
+	// or grew to RecycleGrowth times its fresh size, and because they sat
+	// idle past Config.IdleTimeout.
 	ClosedFailed, ClosedMemory, ClosedIdle int64
 	// ClosedTierUp counts the interpreter instances closed once the
 	// module's compiled code was ready: each as it came back from its call,

@@ -14,15 +14,20 @@ import (
 // WebAssembly memory only grows: an instance keeps the most its guest ever
 // needed until it is closed. So the pool closes, instead of keeping, an
 // instance whose memory after a call reached recycleBytes (an instance at
-// its memory limit among them), and the janitor closes instances idle past
-// the idle timeout; a burst of calls or a hostile guest pins no memory for
-// longer than the call that needed it.
+// its memory limit among them) or grew to recycleGrowth times what it had
+// when it was made, and the janitor closes instances idle past the idle
+// timeout; a burst of calls or a hostile guest pins no memory for longer
+// than the call that needed it, and a guest whose heap creeps up call after
+// call (a Go guest's does) starts again from its fresh size.
 type pool struct {
 	create       func(ctx context.Context, deadline time.Time) (*instance, error)
 	stale        func(*instance) bool // made on a tier its module has left: close, never reuse
 	cap          int                  // instances at most, in use, being made or idle
 	recycleBytes uint64               // an instance this large after a call is closed
-	now          func() time.Time     // the sandbox's clock, for idle times
+	// recycleGrowth: an instance whose memory after a call is this many
+	// times its memory when made is closed (0: never, for growth alone).
+	recycleGrowth float64
+	now           func() time.Time // the sandbox's clock, for idle times
 
 	// One lock guards the slots and the idle list together, so that taking
 	// and returning an instance each touch one shared cache line once.
@@ -46,8 +51,8 @@ type closeCounts struct {
 	failed, memory, idle, tierUp int64
 }
 
-func newPool(size int, recycleBytes uint64, now func() time.Time, create func(context.Context, time.Time) (*instance, error), stale func(*instance) bool) *pool {
-	return &pool{create: create, stale: stale, cap: size, recycleBytes: recycleBytes, now: now}
+func newPool(size int, recycleBytes uint64, recycleGrowth float64, now func() time.Time, create func(context.Context, time.Time) (*instance, error), stale func(*instance) bool) *pool {
+	return &pool{create: create, stale: stale, cap: size, recycleBytes: recycleBytes, recycleGrowth: recycleGrowth, now: now}
 }
 
 // acquire returns an idle instance or one made by create, waiting for a free
@@ -168,7 +173,8 @@ func (p *pool) releaseLocked() {
 
 // put returns an instance after a call. A broken instance (trapped, timed
 // out, out of memory) is closed, never reused; so is one whose memory grew
-// to recycleBytes or more, since its memory would never shrink, and one made
+// to recycleBytes or more, or to recycleGrowth times its size when made,
+// since its memory would never shrink, and one made
 // on a tier its module has left (the interpreter, once compiled code is
 // ready). Instances idle when the module tiers up stay until a call reaches
 // them (takeLocked closes them then) or the idle release does: the switch
@@ -179,7 +185,7 @@ func (p *pool) put(inst *instance, broken bool) {
 		mem = inst.memoryBytes() // no call runs on inst now: safe to read
 	}
 	var now time.Time
-	keep := !broken && uint64(mem) < p.recycleBytes
+	keep := !broken && uint64(mem) < p.recycleBytes && !p.grown(inst, mem)
 	if keep {
 		now = p.now()
 	}
@@ -204,6 +210,12 @@ func (p *pool) put(inst *instance, broken bool) {
 	if !keep {
 		inst.close()
 	}
+}
+
+// grown reports whether an instance whose memory is now mem has grown past
+// the pool's recycleGrowth over its memory when it was made.
+func (p *pool) grown(inst *instance, mem uint32) bool {
+	return p.recycleGrowth > 0 && float64(mem) >= p.recycleGrowth*float64(inst.newBytes)
 }
 
 // add puts a fresh instance into the idle list without a call (the probe
@@ -267,6 +279,7 @@ func (p *pool) stats(st *Stats) {
 	}
 	st.ClosedFailed, st.ClosedMemory, st.ClosedIdle, st.ClosedTierUp = p.counts.failed, p.counts.memory, p.counts.idle, p.counts.tierUp
 	st.RecycleMemoryBytes = p.recycleBytes
+	st.RecycleGrowth = p.recycleGrowth
 }
 
 // close closes the idle instances; instances in use close when put back,
