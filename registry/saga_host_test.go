@@ -187,6 +187,18 @@ func (h *sagaHost) parked(t *testing.T, order string) *ledger.Record {
 	return rec
 }
 
+// awaitBackoff waits for the gateway's first ReserveStock request and then
+// for the engine to wait on clock before its next attempt.
+func awaitBackoff(t *testing.T, g *fakeGateway, clock *subscription.FakeClock) {
+	t.Helper()
+	sagaEventually(t, "the first request", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal("the engine does not wait:", err)
+	}
+}
+
 // sagaEventually polls cond every 5ms until it holds or 20s have passed.
 func sagaEventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -363,12 +375,7 @@ timeout = "200ms"
 		clock := subscription.NewFakeClock(time.Now())
 		h := newSagaHost(t, wasm, cache, gateways(g), clock)
 		h.place(t, "o-1", order)
-		sagaEventually(t, "the first request", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := clock.BlockUntil(ctx, 1); err != nil {
-			t.Fatal("the engine does not wait:", err)
-		}
+		awaitBackoff(t, g, clock)
 		wait, _ := clock.NextFire()
 		if wait < 30*time.Second {
 			t.Errorf("the engine waits %v, want at least the Retry-After of 30s", wait)
@@ -397,12 +404,7 @@ timeout = "200ms"
 		clock := subscription.NewFakeClock(time.Now())
 		h := newSagaHost(t, wasm, cache, gateways(g), clock)
 		h.place(t, "o-1", order)
-		sagaEventually(t, "the first request", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := clock.BlockUntil(ctx, 1); err != nil {
-			t.Fatal("the engine does not wait:", err)
-		}
+		awaitBackoff(t, g, clock)
 		if wait, _ := clock.NextFire(); wait != retry.MaxRetryAfter {
 			t.Errorf("the engine waits %v, want retry.MaxRetryAfter (%v)", wait, retry.MaxRetryAfter)
 		}
