@@ -26,6 +26,36 @@ func (t *badgerTx) SetCheckpoint(subscription string, position uint64) error {
 	return t.set("SetCheckpoint", key(kindCheckpoint, subscription), u64(position))
 }
 
+// PartitionCheckpoint returns one partition's checkpoint and whether one is
+// stored (0, false if not).
+func (t *badgerTx) PartitionCheckpoint(subscription string, partition int) (uint64, bool, error) {
+	if err := t.checkRead("PartitionCheckpoint"); err != nil {
+		return 0, false, err
+	}
+	if partition < 0 {
+		return 0, false, fmt.Errorf("%w: PartitionCheckpoint: partition %d is negative", ErrInvalid, partition)
+	}
+	v, ok, err := t.getUint64(partitionKey(subscription, partition))
+	if err != nil {
+		return 0, false, fmt.Errorf("ledger: checkpoint of %q partition %d: %w", subscription, partition, err)
+	}
+	return v, ok, nil
+}
+
+// SetPartitionCheckpoint stores one partition's checkpoint, replacing any.
+func (t *badgerTx) SetPartitionCheckpoint(subscription string, partition int, position uint64) error {
+	if err := t.checkWrite("SetPartitionCheckpoint"); err != nil {
+		return err
+	}
+	switch {
+	case subscription == "":
+		return fmt.Errorf("%w: SetPartitionCheckpoint: subscription is empty", ErrInvalid)
+	case partition < 0:
+		return fmt.Errorf("%w: SetPartitionCheckpoint: partition %d is negative", ErrInvalid, partition)
+	}
+	return t.set("SetPartitionCheckpoint", partitionKey(subscription, partition), u64(position))
+}
+
 // Meta returns a copy of the value stored for the subscription under key,
 // ErrNotFound if there is none.
 func (t *badgerTx) Meta(subscription, k string) ([]byte, error) {

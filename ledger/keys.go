@@ -11,6 +11,7 @@ import (
 // sharing a key or a key prefix.
 //
 //	'c' lp(subscription)                              -> checkpoint(8)
+//	'q' lp(subscription) partition(4)                 -> partition checkpoint(8)
 //	'm' lp(subscription) lp(key)                      -> meta value
 //	'r' lp(subscription) lp(aggType) lp(aggID)        -> Record as JSON
 //	'k' lp(subscription) lp(state)                    -> count(8)
@@ -37,6 +38,7 @@ import (
 // record); nothing reads it, and Open deletes it (dropRetiredDue).
 const (
 	kindCheckpoint = 'c'
+	kindPartition  = 'q'
 	kindMeta       = 'm'
 	kindRecord     = 'r'
 	kindRetiredDue = 'd' // only in older stores; Open deletes it
@@ -109,4 +111,8 @@ func parseRecordKey(k []byte) (sub, aggType, aggID string, err error) {
 
 func noticeKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{kindNotice}, seq)
+}
+
+func partitionKey(subscription string, partition int) []byte {
+	return binary.BigEndian.AppendUint32(key(kindPartition, subscription), uint32(partition))
 }

@@ -185,6 +185,15 @@ type Tx interface {
 	// was handled (or held for a parked aggregate). 0 when none is stored.
 	Checkpoint(subscription string) (uint64, bool, error)
 	SetCheckpoint(subscription string, position uint64) error
+	// PartitionCheckpoint returns the checkpoint of one partition of the
+	// subscription (partition from 0): every commit of that partition below
+	// it was handled or held. Partitions move between hosts, so each keeps
+	// its own; the subscription's Checkpoint is kept beside them. 0, false
+	// when none is stored.
+	PartitionCheckpoint(subscription string, partition int) (uint64, bool, error)
+	// SetPartitionCheckpoint stores one partition's checkpoint, replacing
+	// any. partition must not be negative.
+	SetPartitionCheckpoint(subscription string, partition int, position uint64) error
 
 	// Meta reads and writes small per-subscription state (paused, …).
 	Meta(subscription, key string) ([]byte, error) // ErrNotFound

@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 		fn   func(t *testing.T, open Opener)
 	}{
 		{"Checkpoint", testCheckpoint},
+		{"PartitionCheckpoint", testPartitionCheckpoint},
 		{"Meta", testMeta},
 		{"Rollback", testRollback},
 		{"ViewIsReadOnly", testViewReadOnly},

@@ -41,6 +41,57 @@ func testCheckpoint(t *testing.T, open Opener) {
 	})
 }
 
+// testPartitionCheckpoint: each partition of each subscription keeps its own
+// checkpoint, apart from the subscription's.
+func testPartitionCheckpoint(t *testing.T, open Opener) {
+	s := openNew(t, open)
+	update(t, s, func(tx ledger.Tx) error {
+		if _, ok, err := tx.PartitionCheckpoint("sub-a", 0); err != nil || ok {
+			t.Fatalf("PartitionCheckpoint of a new subscription: ok %v, err %v", ok, err)
+		}
+		for p, pos := range []uint64{4, 0, 1 << 62} {
+			if err := tx.SetPartitionCheckpoint("sub-a", p, pos); err != nil {
+				return err
+			}
+		}
+		if err := tx.SetPartitionCheckpoint("sub-b", 1, 9); err != nil {
+			return err
+		}
+		return tx.SetCheckpoint("sub-a", 2)
+	})
+	view(t, s, func(tx ledger.Tx) error {
+		for p, want := range []uint64{4, 0, 1 << 62} {
+			if got, ok, err := tx.PartitionCheckpoint("sub-a", p); err != nil || !ok || got != want {
+				t.Errorf("sub-a partition %d = %d, %v, %v; want %d, true, nil", p, got, ok, err, want)
+			}
+		}
+		if _, ok, _ := tx.PartitionCheckpoint("sub-a", 3); ok {
+			t.Error("sub-a partition 3 has a checkpoint it was never given")
+		}
+		if got, ok, _ := tx.PartitionCheckpoint("sub-b", 1); !ok || got != 9 {
+			t.Errorf("sub-b partition 1 = %d, %v; want 9", got, ok)
+		}
+		if _, ok, _ := tx.PartitionCheckpoint("sub-b", 0); ok {
+			t.Error("sub-b partition 0 has a checkpoint it was never given")
+		}
+		if got, _, _ := tx.Checkpoint("sub-a"); got != 2 {
+			t.Errorf("sub-a's own checkpoint = %d, want 2 (partitions apart)", got)
+		}
+		if _, _, err := tx.PartitionCheckpoint("sub-a", -1); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("negative partition: %v, want ErrInvalid", err)
+		}
+		return nil
+	})
+	err := s.Update(context.Background(), func(tx ledger.Tx) error { return tx.SetPartitionCheckpoint("", 0, 1) })
+	if !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("SetPartitionCheckpoint without a subscription: %v, want ErrInvalid", err)
+	}
+	err = s.Update(context.Background(), func(tx ledger.Tx) error { return tx.SetPartitionCheckpoint("sub-a", -2, 1) })
+	if !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("SetPartitionCheckpoint of a negative partition: %v, want ErrInvalid", err)
+	}
+}
+
 func testMeta(t *testing.T, open Opener) {
 	s := openNew(t, open)
 	view(t, s, func(tx ledger.Tx) error {
