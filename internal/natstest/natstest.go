@@ -1,0 +1,204 @@
+// Package natstest runs real NATS servers with JetStream inside a test
+// process: a single node, or a cluster of several, each on its own free
+// ports and its own store under t.TempDir(), shut down by t.Cleanup. Tests of
+// the JetStream backends and of a Berth deployment across hosts use it;
+// nothing else imports it, so the host binary does not link nats-server.
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// readyTimeout bounds how long a server may take to accept connections (and,
+// in a cluster, to elect its JetStream meta leader).
+const readyTimeout = 30 * time.Second
+
+// Node is one NATS server of a test.
+type Node struct {
+	t     testing.TB
+	opts  server.Options
+	srv   *server.Server
+	index int
+}
+
+// URL returns the client URL of the node, e.g. nats://127.0.0.1:40001.
+func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.opts.Port) }
+
+// Server returns the running server (nil after Shutdown).
+func (n *Node) Server() *server.Server { return n.srv }
+
+// Name returns the node's server name (n1, n2, … in a cluster; n1 alone).
+func (n *Node) Name() string { return n.opts.ServerName }
+
+// Shutdown stops the node as a crash would leave it: its store stays on
+// disk, and Restart starts it again on the same ports and store.
+func (n *Node) Shutdown() {
+	if n.srv != nil {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+		n.srv = nil
+	}
+}
+
+// Restart starts a node that Shutdown stopped, on the same ports and store.
+func (n *Node) Restart() {
+	n.t.Helper()
+	if n.srv != nil {
+		n.t.Fatalf("natstest: restart of %s, which is running", n.Name())
+	}
+	n.start()
+}
+
+func (n *Node) start() {
+	n.t.Helper()
+	opts := n.opts // NewServer keeps and changes what it is given
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		n.t.Fatalf("natstest: server %s: %v", n.Name(), err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(readyTimeout) {
+		srv.Shutdown()
+		n.t.Fatalf("natstest: server %s not ready within %v", n.Name(), readyTimeout)
+	}
+	n.srv = srv
+}
+
+// Cluster is a set of nodes: one alone (RunServer) or a JetStream cluster
+// (RunCluster).
+type Cluster struct {
+	Nodes []*Node
+}
+
+// URLs returns every node's client URL, comma separated, as nats.Connect
+// takes them.
+func (c *Cluster) URLs() string {
+	us := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		us[i] = n.URL()
+	}
+	return strings.Join(us, ",")
+}
+
+// RunServer starts one NATS server with JetStream on a free port and a store
+// in a temporary directory; it is shut down when the test ends.
+func RunServer(t testing.TB) *Node {
+	t.Helper()
+	n := &Node{t: t, opts: baseOptions(t, "n1")}
+	n.start()
+	t.Cleanup(n.Shutdown)
+	return n
+}
+
+// RunCluster starts a JetStream cluster of size nodes (3 for replicas of 3),
+// each with its own client and route ports and store, routed to one another,
+// and waits until it has elected a meta leader. Every node is shut down when
+// the test ends.
+func RunCluster(t testing.TB, size int) *Cluster {
+	t.Helper()
+	if size < 2 {
+		t.Fatalf("natstest: a cluster of %d nodes; use RunServer for one", size)
+	}
+	routePorts := freePorts(t, size)
+	routes := make([]*url.URL, size)
+	for i, p := range routePorts {
+		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)}
+	}
+	c := &Cluster{}
+	for i := range size {
+		opts := baseOptions(t, fmt.Sprintf("n%d", i+1))
+		opts.Cluster = server.ClusterOpts{Name: "berth-test", Host: "127.0.0.1", Port: routePorts[i]}
+		opts.Routes = routes
+		c.Nodes = append(c.Nodes, &Node{t: t, opts: opts, index: i})
+	}
+	// Start them all before waiting on any: a node of a JetStream cluster is
+	// ready only once it sees the others.
+	errs := make(chan error, size)
+	for _, n := range c.Nodes {
+		go func() {
+			opts := n.opts
+			srv, err := server.NewServer(&opts)
+			if err != nil {
+				errs <- fmt.Errorf("server %s: %w", n.Name(), err)
+				return
+			}
+			srv.Start()
+			n.srv = srv
+			errs <- nil
+		}()
+	}
+	for range size {
+		if err := <-errs; err != nil {
+			t.Fatalf("natstest: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range c.Nodes {
+			n.Shutdown()
+		}
+	})
+	for _, n := range c.Nodes {
+		if !n.srv.ReadyForConnections(readyTimeout) {
+			t.Fatalf("natstest: server %s not ready within %v", n.Name(), readyTimeout)
+		}
+	}
+	c.WaitForMetaLeader(t)
+	return c
+}
+
+// WaitForMetaLeader waits until the running nodes agree on a JetStream meta
+// leader (after a start, or after a node was shut down or restarted).
+func (c *Cluster) WaitForMetaLeader(t testing.TB) {
+	t.Helper()
+	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader", func() bool {
+		for _, n := range c.Nodes {
+			if n.srv != nil && n.srv.JetStreamIsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func baseOptions(t testing.TB, name string) server.Options {
+	return server.Options{
+		ServerName: name,
+		Host:       "127.0.0.1",
+		Port:       freePorts(t, 1)[0],
+		JetStream:  true,
+		StoreDir:   t.TempDir(),
+		NoLog:      true,
+		NoSigs:     true,
+		// Large enough for a commit or a ledger transaction of the tests.
+		MaxPayload: 8 << 20,
+	}
+}
+
+// freePorts returns n ports that were free a moment ago. A node restarted by
+// Restart needs the same port again, so ports are chosen here rather than by
+// the server (RANDOM_PORT).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	ls := make([]net.Listener, n)
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("natstest: free port: %v", err)
+		}
+		ls[i] = l
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}

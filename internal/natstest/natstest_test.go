@@ -1,0 +1,78 @@
+package natstest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// streamRoundTrip creates a stream with replicas and publishes and reads one
+// message on it.
+func streamRoundTrip(t *testing.T, urls string, replicas int) {
+	t.Helper()
+	nc, err := nats.Connect(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: replicas})
+	if err != nil {
+		t.Fatalf("create stream R%d: %v", replicas, err)
+	}
+	ack, err := js.Publish(ctx, "t.a", []byte("hello"))
+	if err != nil || ack.Sequence != 1 {
+		t.Fatalf("publish: %v, %+v", err, ack)
+	}
+	m, err := s.GetMsg(ctx, 1)
+	if err != nil || string(m.Data) != "hello" {
+		t.Fatalf("get: %v, %q", err, m.Data)
+	}
+}
+
+func TestRunServer(t *testing.T) {
+	n := RunServer(t)
+	streamRoundTrip(t, n.URL(), 1)
+	n.Shutdown()
+	n.Restart()
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(t.Context(), "T")
+	if err != nil {
+		t.Fatalf("the stream did not survive a restart: %v", err)
+	}
+	if m, err := s.GetMsg(t.Context(), 1); err != nil || string(m.Data) != "hello" {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+func TestRunCluster(t *testing.T) {
+	c := RunCluster(t, 3)
+	streamRoundTrip(t, c.URLs(), 3)
+	// A node down: the R3 stream still takes writes.
+	c.Nodes[0].Shutdown()
+	c.WaitForMetaLeader(t)
+	nc, err := nats.Connect(c.URLs(), nats.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	checkfor.Cond(t, 20*time.Second, 50*time.Millisecond, "a publish with a node down", func() bool {
+		_, err := js.Publish(t.Context(), "t.b", []byte("still"))
+		return err == nil
+	})
+	c.Nodes[0].Restart()
+	c.WaitForMetaLeader(t)
+}
