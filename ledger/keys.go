@@ -12,6 +12,7 @@ import (
 //
 //	'c' lp(subscription)                              -> checkpoint(8)
 //	'q' lp(subscription) partition(4)                 -> partition checkpoint(8)
+//	'o' lp(subscription) partition(4)                 -> owner epoch(8) host
 //	'm' lp(subscription) lp(key)                      -> meta value
 //	'r' lp(subscription) lp(aggType) lp(aggID)        -> Record as JSON
 //	'k' lp(subscription) lp(state)                    -> count(8)
@@ -39,6 +40,7 @@ import (
 const (
 	kindCheckpoint = 'c'
 	kindPartition  = 'q'
+	kindOwner      = 'o'
 	kindMeta       = 'm'
 	kindRecord     = 'r'
 	kindRetiredDue = 'd' // only in older stores; Open deletes it
@@ -115,4 +117,8 @@ func noticeKey(seq uint64) []byte {
 
 func partitionKey(subscription string, partition int) []byte {
 	return binary.BigEndian.AppendUint32(key(kindPartition, subscription), uint32(partition))
+}
+
+func ownerKey(subscription string, partition int) []byte {
+	return binary.BigEndian.AppendUint32(key(kindOwner, subscription), uint32(partition))
 }

@@ -27,6 +27,10 @@ var (
 	// ErrTooBig means a transaction grew larger than the store can commit at
 	// once. Nothing of it is committed; split the work over transactions.
 	ErrTooBig = errors.New("ledger: transaction too big")
+	// ErrFenced means a transaction was fenced off: the partition it acts
+	// for is owned by another host or a later epoch (see Tx.Fence). Nothing
+	// of it is committed; its host must stop working on that partition.
+	ErrFenced = errors.New("ledger: fenced")
 )
 
 // State is where a parked aggregate stands.
@@ -194,6 +198,22 @@ type Tx interface {
 	// SetPartitionCheckpoint stores one partition's checkpoint, replacing
 	// any. partition must not be negative.
 	SetPartitionCheckpoint(subscription string, partition int, position uint64) error
+
+	// PartitionOwner returns the host that last claimed the partition and
+	// the epoch of its claim ("", 0 when none has).
+	PartitionOwner(subscription string, partition int) (host string, epoch uint64, err error)
+	// ClaimPartition makes host the partition's owner at epoch, which must
+	// be greater than the stored epoch (ErrFenced otherwise: someone claimed
+	// it since). A host that takes a partition over claims it before it
+	// writes anything for it.
+	ClaimPartition(subscription string, partition int, host string, epoch uint64) error
+	// Fence fails the transaction with ErrFenced (and fails its commit, even
+	// if the closure ignores the error) unless host at epoch is the
+	// partition's owner. A host calls it in every transaction it writes for
+	// a partition, so that one that lost the partition cannot write for it:
+	// on a store shared by several hosts, a claim that commits first makes
+	// every later commit fenced by the old epoch fail.
+	Fence(subscription string, partition int, host string, epoch uint64) error
 
 	// Meta reads and writes small per-subscription state (paused, …).
 	Meta(subscription, key string) ([]byte, error) // ErrNotFound

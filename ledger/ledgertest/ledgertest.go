@@ -29,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"Checkpoint", testCheckpoint},
 		{"PartitionCheckpoint", testPartitionCheckpoint},
+		{"PartitionOwner", testPartitionOwner},
 		{"Meta", testMeta},
 		{"Rollback", testRollback},
 		{"ViewIsReadOnly", testViewReadOnly},
