@@ -46,7 +46,25 @@ func toWireRecord(r *ledger.Record) wire.ParkedRecord {
 		Version: r.Version, Index: r.Index, Position: r.Position, Error: toWireError(r.Error),
 		Attempts: r.Attempts, ParkedRetries: r.ParkedRetries, FirstFailure: r.FirstFailure, LastFailure: r.LastFailure,
 		State: string(r.State), NextRetry: r.NextRetry, WaitReason: r.WaitReason,
-		History: mapSlice(r.History, toWireEntry), InvocationKey: r.InvocationKey}
+		History: mapSlice(inOrder(r.History), toWireEntry), InvocationKey: r.InvocationKey}
+}
+
+// inOrder returns a record's history oldest first. The ledger stores a first
+// park's entry before the attempts that led to it (its first entry is the one
+// it never drops, ledger.Record.AddHistory), so that entry moves behind the
+// attempts that follow it; everything after is in the order it happened.
+func inOrder(h []ledger.Entry) []ledger.Entry {
+	if len(h) < 2 || h[0].Action != "parked" {
+		return h
+	}
+	j := 1
+	for j < len(h) && h[j].Action == "attempt" {
+		j++
+	}
+	out := make([]ledger.Entry, 0, len(h))
+	out = append(out, h[1:j]...)
+	out = append(out, h[0])
+	return append(out, h[j:]...)
 }
 
 func toWireError(e ledger.ErrorInfo) wire.ErrorInfo {

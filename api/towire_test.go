@@ -203,3 +203,40 @@ func TestWireStatesFromLedger(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryInOrder: a record's history reaches the API oldest first,
+// although the ledger keeps a first park's entry ahead of its attempts.
+func TestHistoryInOrder(t *testing.T) {
+	e := func(action string) ledger.Entry { return ledger.Entry{Action: action} }
+	actions := func(h []ledger.Entry) string {
+		var s []string
+		for _, x := range h {
+			s = append(s, x.Action)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, tc := range []struct{ stored, want string }{
+		{"", ""},
+		{"parked", "parked"},
+		{"parked,attempt,attempt,attempt", "attempt,attempt,attempt,parked"},
+		{"parked,attempt,attempt,retry,retries-spent,resume,resumed", "attempt,attempt,parked,retry,retries-spent,resume,resumed"},
+		// Truncated (the first attempts dropped): the park is the oldest left.
+		{"parked,retry,retry", "parked,retry,retry"},
+		// A record parked again after a resume appended in order already.
+		{"parked,attempt,resume,attempt,parked", "attempt,parked,resume,attempt,parked"},
+		{"attempt,parked", "attempt,parked"},
+	} {
+		var stored []ledger.Entry
+		if tc.stored != "" {
+			for _, a := range strings.Split(tc.stored, ",") {
+				stored = append(stored, e(a))
+			}
+		}
+		if got := actions(inOrder(stored)); got != tc.want {
+			t.Errorf("inOrder(%s) = %s, want %s", tc.stored, got, tc.want)
+		}
+		if got := actions(stored); got != tc.stored {
+			t.Errorf("inOrder changed what it was given: %s", got)
+		}
+	}
+}

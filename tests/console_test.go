@@ -42,12 +42,13 @@ func TestConsoleResume(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(h.URL+"/console/"),
 		chromedp.WaitVisible(row),
+		chromedp.WaitVisible(row+" .held:not(:empty)"),
 		chromedp.WaitVisible(sub),
 	); err != nil {
 		t.Fatalf("open the console: %v", err)
 	}
 	rowText, subText := text(row), text(sub)
-	for _, want := range []string{"Order o-c1", "v1", "does not know buyer ghost", "UnknownBuyer"} {
+	for _, want := range []string{"Order o-c1", "version 1, event 1", "holds back nothing later", "does not know buyer ghost", "UnknownBuyer"} {
 		if !strings.Contains(rowText, want) {
 			t.Errorf("parked row %q should show %q", rowText, want)
 		}
@@ -61,7 +62,7 @@ func TestConsoleResume(t *testing.T) {
 		t.Fatalf("unfold the history: %v", err)
 	}
 	eventually(t, 5*time.Second, "the unfolded history", func() bool {
-		return strings.Contains(text(row+" details.history ol"), "parked #1") &&
+		return strings.Contains(text(row+" details.history ol"), "parked after 1 attempt") &&
 			strings.Contains(text(row+" details.history .detail"), "stopped at: OrderShipped")
 	})
 	screenshot(t, ctx, "console-parked.png")

@@ -1,0 +1,168 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestConsoleOperatorMorning drives the ops console in headless Chromium at
+// 800 px wide, on a host that needs a token, with 30 aggregates parked: the
+// page asks for a token, keeps it for the session only, pages and filters
+// the parked list, says when a resumed aggregate fails again, shows what a
+// skip passes over before it does it, pauses and unpauses a subscription,
+// and turns its actions off when the host stops answering.
+func TestConsoleOperatorMorning(t *testing.T) {
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry + authAndLimits})
+	h.token = adminToken
+	h.uploadNotifier(t, 201)
+	svc.set("ghost", behaviour{Unknown: true})
+	const parkedN = 30
+	for i := 1; i <= parkedN; i++ {
+		h.appendShipped(t, fmt.Sprintf("o-p%02d", i), "ghost")
+	}
+	eventually(t, 60*time.Second, "30 aggregates parked", func() bool {
+		var page struct {
+			Records []parkedRecord `json:"records"`
+		}
+		r := h.request("GET", "/v1/parked?limit=100", nil)
+		if r.Status != 200 {
+			return false
+		}
+		r.JSON(t, &page)
+		return len(page.Records) == parkedN
+	})
+
+	ctx := newBrowser(t, 120*time.Second, chromedp.WindowSize(800, 900))
+	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+	eval := func(js string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", js, err)
+		}
+		return s
+	}
+	change := func(id string) {
+		t.Helper()
+		eval(`document.getElementById("` + id + `").dispatchEvent(new Event("change")); "ok"`)
+	}
+	rows := func() int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#parked tbody tr").length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// Without a token the page says to sign in, not that the host is down.
+	run("open the console", chromedp.Navigate(h.URL+"/console/"), chromedp.WaitVisible(chromedp.CSS("#banner")))
+	eventually(t, 10*time.Second, "the sign-in banner", func() bool {
+		return strings.Contains(text("#banner"), "Sign in with a token")
+	})
+	// A token an older console kept in local storage moves to session storage.
+	eval(`localStorage.setItem("berth-token", "` + adminToken + `"); "ok"`)
+	run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#parked tbody tr[data-id="o-p01"]`)))
+	if got := eval(`String(localStorage.getItem("berth-token")) + "|" + sessionStorage.getItem("berth-token")`); got != "null|"+adminToken {
+		t.Errorf("local|session storage = %q, want the token in session storage only", got)
+	}
+	if hidden := eval(`String(document.getElementById("banner").hidden)`); hidden != "true" {
+		t.Errorf("the banner stays up after signing in: %q", text("#banner"))
+	}
+
+	// Paging: 25 a page, then the other 5; no fixed cap.
+	run("25 a page", chromedp.SetValue(chromedp.CSS("#f-limit"), "25"))
+	change("f-limit")
+	eventually(t, 10*time.Second, "a page of 25", func() bool { return rows() == 25 })
+	run("next page", chromedp.Click(chromedp.CSS("#next-page")))
+	eventually(t, 10*time.Second, "page 2 with 5 rows", func() bool { return rows() == 5 && text("#page") == "page 2" })
+	if eval(`String(document.getElementById("next-page").disabled)`) != "true" {
+		t.Error("next is enabled on the last page")
+	}
+	run("previous page", chromedp.Click(chromedp.CSS("#prev-page")))
+	eventually(t, 10*time.Second, "page 1 again", func() bool { return rows() == 25 && text("#page") == "page 1" })
+
+	// Filters go to the server: another aggregate type shows nothing.
+	run("filter by type", chromedp.SendKeys(chromedp.CSS("#f-type"), "Invoice"))
+	change("f-type")
+	eventually(t, 10*time.Second, "nothing of type Invoice", func() bool {
+		return rows() == 0 && eval(`String(document.getElementById("parked-empty").hidden)`) == "false"
+	})
+	eval(`document.getElementById("f-type").value = ""; "ok"`) // SetValue cannot set an empty value
+	change("f-type")
+	eventually(t, 10*time.Second, "the first page back", func() bool { return rows() == 25 })
+
+	// At 800 px nothing spills out of the page sideways.
+	if got := eval(`String(document.documentElement.scrollWidth <= window.innerWidth)`); got != "true" {
+		t.Errorf("the page is wider than the 800 px window: scrollWidth %s, innerWidth %s",
+			eval(`String(document.documentElement.scrollWidth)`), eval(`String(window.innerWidth)`))
+	}
+	// And the parked table fits its section: no sideways scrolling to reach
+	// the buttons.
+	if got := eval(`(() => { const s = document.querySelector("#parked").parentElement; return s.scrollWidth + " " + s.clientWidth; })()`); func() bool {
+		var sw, cw int
+		fmt.Sscan(got, &sw, &cw)
+		return sw > cw
+	}() {
+		t.Errorf("the parked table scrolls sideways at 800 px (scrollWidth, clientWidth: %s)", got)
+	}
+	screenshot(t, ctx, "console-800px.png")
+
+	// A resume that fails again says so.
+	row := func(id string) string { return `#parked tbody tr[data-type="Order"][data-id="` + id + `"]` }
+	run("resume o-p01", chromedp.Click(chromedp.CSS(row("o-p01")+" button.resume")))
+	eventually(t, 30*time.Second, "the console to say o-p01 failed again", func() bool {
+		return strings.Contains(text("#status"), "Order o-p01 was resumed but failed again: the notification service does not know buyer ghost")
+	})
+
+	// Skip says what it passes over before it does it, and passes exactly that.
+	eval(`window.confirmed = ""; window.confirm = m => { window.confirmed = m; return true; }; "ok"`)
+	run("skip o-p02", chromedp.WaitVisible(chromedp.CSS(row("o-p02")+" .held:not(:empty)")),
+		chromedp.Click(chromedp.CSS(row("o-p02")+" button.skip")),
+		chromedp.WaitNotPresent(chromedp.CSS(row("o-p02"))))
+	if msg := eval(`window.confirmed`); !strings.Contains(msg, "Skip Order o-p02: version 1 (1 commit) will not be handled") {
+		t.Errorf("the skip's confirmation reads %q", msg)
+	}
+	eventually(t, 20*time.Second, "o-p02 to leave the ledger", func() bool {
+		return h.request("GET", parkedPath("o-p02"), nil).Status == 404
+	})
+
+	// Pause and unpause from the subscriptions table.
+	sub := `#subs tbody tr[data-name="` + subName + `"]`
+	run("pause", chromedp.Click(chromedp.CSS(sub+" button.pause")), chromedp.WaitVisible(chromedp.CSS(sub+" button.unpause")))
+	if st := h.subscription(t); st.State != "paused" {
+		t.Errorf("after Pause the host says %q", st.State)
+	}
+	run("unpause", chromedp.Click(chromedp.CSS(sub+" button.unpause")), chromedp.WaitVisible(chromedp.CSS(sub+" button.pause")))
+	if st := h.subscription(t); st.State != "running" {
+		t.Errorf("after Unpause the host says %q", st.State)
+	}
+
+	// The host goes away: the page says so and every action is off.
+	h.Stop()
+	eventually(t, 15*time.Second, "the unreachable banner", func() bool {
+		return strings.Contains(text("#banner"), "Host unreachable since")
+	})
+	if got := eval(`String([...document.querySelectorAll("button.action")].every(b => b.disabled)) + " " + document.querySelectorAll("button.action").length`); !strings.HasPrefix(got, "true ") || got == "true 0" {
+		t.Errorf("with the host down, action buttons disabled / count: %s", got)
+	}
+	screenshot(t, ctx, "console-unreachable.png")
+}
