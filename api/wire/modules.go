@@ -9,15 +9,15 @@ type ModuleInfo struct {
 	Version int `json:"version"`
 	// RolledBackFrom is, when this version is a rollback, the version whose
 	// bytes it deployed again.
-	RolledBackFrom int `json:"rolledBackFrom,omitempty"`
-	SHA256        string        `json:"sha256"` // of the .wasm bytes, hex
-	Size          int           `json:"size"`   // bytes of the .wasm
-	Uploaded      time.Time     `json:"uploaded"`
-	Processor     string        `json:"processor"`
-	Kind          string        `json:"kind"`  // reactor, saga or projection
-	Start         string        `json:"start"` // where a new subscription starts: default, beginning or end
-	Handlers      []HandlerInfo `json:"handlers"`
-	Subscriptions []string      `json:"subscriptions"` // one per handler
+	RolledBackFrom int           `json:"rolledBackFrom,omitempty"`
+	SHA256         string        `json:"sha256"` // of the .wasm bytes, hex
+	Size           int           `json:"size"`   // bytes of the .wasm
+	Uploaded       time.Time     `json:"uploaded"`
+	Processor      string        `json:"processor"`
+	Kind           string        `json:"kind"`  // reactor, saga or projection
+	Start          string        `json:"start"` // where a new subscription starts: default, beginning or end
+	Handlers       []HandlerInfo `json:"handlers"`
+	Subscriptions  []string      `json:"subscriptions"` // one per handler
 	// DeadlineGuard says how the sandbox enforces the handler timeout for
 	// this module.
 	DeadlineGuard string `json:"deadlineGuard"`
