@@ -65,3 +65,41 @@ func (s *Server) deleteModule(c echo.Context) error {
 	}
 	return c.NoContent(http.StatusNoContent)
 }
+
+func (s *Server) moduleVersions(c echo.Context) error {
+	name := c.Param("name")
+	vs, err := s.deps.Modules.Versions(name)
+	switch {
+	case errors.Is(err, registry.ErrInvalidName):
+		return badRequest("invalid-name", "%v", err)
+	case errors.Is(err, registry.ErrUnknownModule):
+		return notFound("no module named %q, and no kept version of one", name)
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusOK, wire.ModuleVersionList{Module: name, Versions: mapSlice(vs, toWireVersion)})
+}
+
+func (s *Server) rollbackModule(c echo.Context) error {
+	var req wire.RollbackRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Version == nil || *req.Version < 1 {
+		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
+			Detail: "version is required: the kept version to deploy again (GET /v1/modules/{name}/versions lists them)", Field: "version"}
+	}
+	name := c.Param("name")
+	info, err := s.deps.Modules.Rollback(c.Request().Context(), name, *req.Version)
+	switch {
+	case errors.Is(err, registry.ErrInvalidName):
+		return badRequest("invalid-name", "%v", err)
+	case errors.Is(err, registry.ErrUnknownVersion):
+		return notFound("%v", err)
+	case errors.Is(err, registry.ErrConflict):
+		return problem(http.StatusConflict, "conflict", err.Error())
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusOK, toWireModule(info))
+}

@@ -123,6 +123,8 @@ func (s *Server) routeTable() []route {
 		{get, "/v1/modules", s.listModules, reader, none, reads},
 		{get, "/v1/modules/:name", s.getModule, reader, none, reads},
 		{del, "/v1/modules/:name", s.deleteModule, deployer, none, writes},
+		{get, "/v1/modules/:name/versions", s.moduleVersions, reader, none, reads},
+		{post, "/v1/modules/:name/rollback", s.rollbackModule, deployer, jsonBody, writes},
 
 		{post, "/v1/events", s.appendEvents, deployer, jsonBody, writes},
 		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader, none, reads},

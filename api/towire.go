@@ -19,13 +19,18 @@ import (
 // one as [], as the answers always were.
 
 func toWireModule(in registry.Info) wire.ModuleInfo {
-	out := wire.ModuleInfo{Name: in.Name, SHA256: in.SHA256, Size: in.Size, Uploaded: in.Uploaded,
+	out := wire.ModuleInfo{Name: in.Name, Version: in.Version, RolledBackFrom: in.RolledBackFrom, SHA256: in.SHA256, Size: in.Size, Uploaded: in.Uploaded,
 		Processor: in.Processor, Kind: in.Kind, Start: in.Start, Subscriptions: in.Subscriptions,
 		DeadlineGuard: in.DeadlineGuard}
 	out.Handlers = mapSlice(in.Handlers, func(h registry.HandlerInfo) wire.HandlerInfo {
 		return wire.HandlerInfo{Name: h.Name, EventTypes: h.EventTypes, Subscription: h.Subscription}
 	})
 	return out
+}
+
+func toWireVersion(v registry.VersionInfo) wire.ModuleVersion {
+	return wire.ModuleVersion{Version: v.Version, SHA256: v.SHA256, Size: v.Size, Uploaded: v.Uploaded,
+		RolledBackFrom: v.RolledBackFrom, Current: v.Current}
 }
 
 func toWireCommit(c eventlog.Commit) wire.Commit {

@@ -166,10 +166,10 @@ func TestWireSubscriptionGolden(t *testing.T) {
 
 // TestWireModuleGolden: a module answers with the JSON it always had.
 func TestWireModuleGolden(t *testing.T) {
-	info := registry.Info{Name: "m", SHA256: strings.Repeat("ab", 32), Size: 1234, Uploaded: time.Date(2026, 12, 3, 8, 30, 0, 5, time.UTC),
+	info := registry.Info{Name: "m", Version: 3, RolledBackFrom: 1, SHA256: strings.Repeat("ab", 32), Size: 1234, Uploaded: time.Date(2026, 12, 3, 8, 30, 0, 5, time.UTC),
 		Processor: "P", Kind: "saga", Start: "end", Subscriptions: []string{"P.h"}, DeadlineGuard: "loopguard",
 		Handlers: []registry.HandlerInfo{{Name: "h", EventTypes: []string{"A", "B"}, Subscription: "P.h"}, {Name: "onRejected"}}}
-	want := `{"name":"m","sha256":"` + strings.Repeat("ab", 32) + `","size":1234,"uploaded":"2026-12-03T08:30:00.000000005Z",` +
+	want := `{"name":"m","version":3,"rolledBackFrom":1,"sha256":"` + strings.Repeat("ab", 32) + `","size":1234,"uploaded":"2026-12-03T08:30:00.000000005Z",` +
 		`"processor":"P","kind":"saga","start":"end","handlers":[{"name":"h","eventTypes":["A","B"],"subscription":"P.h"},` +
 		`{"name":"onRejected","eventTypes":null}],"subscriptions":["P.h"],"deadlineGuard":"loopguard"}`
 	got, err := json.Marshal(toWireModule(info))

@@ -71,6 +71,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 				`berth.toml:2: subscription.parked.max-retries: -2: must be at least 1, or -1 for none`,
 				`berth.toml:3: subscription.parked.first-delay: "PT1Y": ISO-8601`,
 			}},
+		{"module-versions", "[store]\nmodule-versions = 0\n",
+			[]string{`berth.toml:2: store.module-versions: 0: must be from 1 (only the current version) to 1000`}},
 		{"systemic", "[subscription.systemic]\naggregates = 1\n",
 			[]string{`berth.toml:2: subscription.systemic.aggregates: 1: must be at least 2`}},
 		{"partitions", "[subscription]\npartitions = 0\nconcurrency = 100000\n",

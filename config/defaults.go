@@ -21,7 +21,7 @@ func Default() *Config {
 			ShutdownTimeout: DefaultShutdownTimeout,
 			AllowedHosts:    []string{},
 		},
-		Store: StoreConfig{MinFree: DefaultMinFree},
+		Store: StoreConfig{MinFree: DefaultMinFree, ModuleVersions: DefaultModuleVersions},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
 			Concurrency:        DefaultConcurrency,
@@ -101,6 +101,8 @@ allowed-hosts = []
 # Free space the data directory's filesystem keeps: below it, writes are refused with 507 (reads go on)
 # and the host does not start. At least 384MiB (two memtable files and their flushes); "0B" turns it off.
 min-free = "512MiB"
+# Versions of each module kept for rollback (PUT keeps the old ones), the current one included; 1 keeps none older.
+module-versions = 10
 
 # Bearer tokens. With none, the server listens on loopback only and every request is allowed.
 # Roles: reader (read), operator (read; resume, skip, pause), deployer (read; modules and events), admin.

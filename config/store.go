@@ -21,11 +21,20 @@ type StoreConfig struct {
 	// writes (appends, ledger writes, module uploads) are refused with 507 Insufficient Storage while
 	// reads go on, writes resume when space returns, and the host refuses to start. "0B" turns it off.
 	MinFree Size `toml:"min-free"`
+	// ModuleVersions is how many versions of each module are kept for rollback, the current one included
+	// (default 10; 1 keeps only the current one). Older ones are removed at the next upload.
+	ModuleVersions int `toml:"module-versions"`
 }
+
+// DefaultModuleVersions is the default of store.module-versions.
+const DefaultModuleVersions = 10
 
 func (s StoreConfig) validate(p *problems, at keyPath) {
 	if s.MinFree < 0 {
 		p.add(at.key("min-free"), fmt.Sprintf("%q", s.MinFree.String()), "must not be negative")
+	}
+	if s.ModuleVersions < 1 || s.ModuleVersions > 1000 {
+		p.add(at.key("module-versions"), fmt.Sprint(s.ModuleVersions), "must be from 1 (only the current version) to 1000")
 	}
 }
 

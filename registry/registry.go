@@ -72,16 +72,18 @@ type HandlerInfo struct {
 
 // Info describes a deployed module.
 type Info struct {
-	Name          string        `json:"name"`
-	SHA256        string        `json:"sha256"`
-	Size          int           `json:"size"`
-	Uploaded      time.Time     `json:"uploaded"`
-	Processor     string        `json:"processor"`
-	Kind          string        `json:"kind"`
-	Start         string        `json:"start"`
-	Handlers      []HandlerInfo `json:"handlers"`
-	Subscriptions []string      `json:"subscriptions"`
-	DeadlineGuard string        `json:"deadlineGuard"`
+	Name           string        `json:"name"`
+	Version        int           `json:"version"`                  // numbers the module's uploads from 1
+	RolledBackFrom int           `json:"rolledBackFrom,omitempty"` // the version a rollback deployed again
+	SHA256         string        `json:"sha256"`
+	Size           int           `json:"size"`
+	Uploaded       time.Time     `json:"uploaded"`
+	Processor      string        `json:"processor"`
+	Kind           string        `json:"kind"`
+	Start          string        `json:"start"`
+	Handlers       []HandlerInfo `json:"handlers"`
+	Subscriptions  []string      `json:"subscriptions"`
+	DeadlineGuard  string        `json:"deadlineGuard"`
 }
 
 // Open loads every stored module and adds its subscriptions to the engine
@@ -114,9 +116,29 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 	return r, nil
 }
 
-// Put deploys (or updates) the module name from its bytes. Nothing is
-// stored and the running version stays when the bytes do not load.
+// Put deploys (or updates) the module name from its bytes, as its next
+// version. Nothing is stored and the running version stays when the bytes do
+// not load.
 func (r *Registry) Put(ctx context.Context, name string, wasm []byte) (Info, bool, error) {
+	return r.put(ctx, name, wasm, 0)
+}
+
+// Rollback deploys again the bytes of a kept version of the module, as its
+// next version (whose RolledBackFrom says which). The module may have been
+// deleted since: a rollback brings it back.
+func (r *Registry) Rollback(ctx context.Context, name string, version int) (Info, error) {
+	if err := validName(name); err != nil {
+		return Info{}, err
+	}
+	_, wasm, err := r.store.version(name, version)
+	if err != nil {
+		return Info{}, err
+	}
+	info, _, err := r.put(ctx, name, wasm, version)
+	return info, err
+}
+
+func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBackFrom int) (Info, bool, error) {
 	if err := validName(name); err != nil {
 		return Info{}, false, err
 	}
@@ -134,8 +156,9 @@ func (r *Registry) Put(ctx context.Context, name string, wasm []byte) (Info, boo
 		}
 	}
 	old := r.mods[name]
-	d := &deployed{stored: stored{Name: name, SHA256: mod.SHA256(), Size: len(wasm), Uploaded: time.Now().UTC()}, mod: mod}
-	if err := r.store.put(d.stored, wasm); err != nil {
+	d := &deployed{stored: stored{Name: name, SHA256: mod.SHA256(), Size: len(wasm), Uploaded: time.Now().UTC(),
+		RolledBackFrom: rolledBackFrom}, mod: mod}
+	if err := r.storeVersion(&d.stored, old, wasm); err != nil {
 		mod.Close(ctx)
 		return Info{}, false, fmt.Errorf("registry: store %s: %w", name, err)
 	}
@@ -147,6 +170,83 @@ func (r *Registry) Put(ctx context.Context, name string, wasm []byte) (Info, boo
 		old.mod.Close(ctx) // calls in flight on the old code finish first
 	}
 	return d.info(), old == nil, nil
+}
+
+// storeVersion numbers s after every version kept (and the current one),
+// keeps it among the versions and makes it current. A current version stored
+// before versions were kept is kept first, so it can be rolled back to.
+func (r *Registry) storeVersion(s *stored, old *deployed, wasm []byte) error {
+	if err := r.store.space.Check(); err != nil {
+		return fmt.Errorf("registry: module %s not stored: %w", s.Name, err)
+	}
+	keep := r.keepVersions()
+	last, err := r.store.lastVersion(s.Name)
+	if err != nil {
+		return err
+	}
+	if old != nil && old.Version > last {
+		cur, err := os.ReadFile(r.store.wasmPath(s.Name))
+		if err != nil {
+			return err
+		}
+		if err := r.store.putVersion(old.stored, cur, keep); err != nil {
+			return err
+		}
+		last = old.Version
+	}
+	s.Version = last + 1
+	if err := r.store.putVersion(*s, wasm, keep); err != nil {
+		return err
+	}
+	return r.store.put(*s, wasm)
+}
+
+// keepVersions is store.module-versions as configured now (a reload applies
+// from the next upload): how many versions of a module are kept, the current
+// one included.
+func (r *Registry) keepVersions() int {
+	if n := r.opts.Config().Store.ModuleVersions; n > 0 {
+		return n
+	}
+	return DefaultKeepVersions
+}
+
+// Versions describes the kept versions of a module, oldest first; the last
+// is the current one unless the module was deleted. ErrUnknownModule when
+// none is kept and none is deployed.
+func (r *Registry) Versions(name string) ([]VersionInfo, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept, err := r.store.versions(name)
+	if err != nil {
+		return nil, fmt.Errorf("registry: versions of %s: %w", name, err)
+	}
+	cur, deployed := r.mods[name]
+	if deployed && (len(kept) == 0 || kept[len(kept)-1].Version < cur.Version) {
+		kept = append(kept, cur.stored) // stored before versions were kept
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownModule, name)
+	}
+	out := make([]VersionInfo, len(kept))
+	for i, s := range kept {
+		out[i] = VersionInfo{Version: s.Version, SHA256: s.SHA256, Size: s.Size, Uploaded: s.Uploaded,
+			RolledBackFrom: s.RolledBackFrom, Current: deployed && s.Version == cur.Version}
+	}
+	return out, nil
+}
+
+// VersionInfo describes one kept version of a module.
+type VersionInfo struct {
+	Version        int
+	SHA256         string
+	Size           int
+	Uploaded       time.Time
+	RolledBackFrom int  // the version a rollback deployed again; 0 for an upload
+	Current        bool // the deployed version
 }
 
 // subscribe points each handler's subscription at d's code: new ones are
@@ -334,7 +434,8 @@ func (r *Registry) ModuleOf(subscriptionName string) string {
 
 // Delete undeploys a module. Its subscriptions keep their checkpoints and
 // parked aggregates, and their events wait, until a module serving them is
-// deployed again.
+// deployed again. Its kept versions stay: Rollback deploys one again, and a
+// new upload numbers after them.
 func (r *Registry) Delete(ctx context.Context, name string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -355,7 +456,8 @@ func (r *Registry) Delete(ctx context.Context, name string) error {
 
 func (d *deployed) info() Info {
 	desc := d.mod.Description()
-	in := Info{Name: d.Name, SHA256: d.SHA256, Size: d.Size, Uploaded: d.Uploaded, Processor: desc.Processor,
+	in := Info{Name: d.Name, Version: d.Version, RolledBackFrom: d.RolledBackFrom,
+		SHA256: d.SHA256, Size: d.Size, Uploaded: d.Uploaded, Processor: desc.Processor,
 		Kind: desc.Kind.String(), Start: desc.Start.String(), DeadlineGuard: d.mod.DeadlineGuard()}
 	for _, h := range desc.Handlers {
 		hi := HandlerInfo{Name: h.Name, EventTypes: h.EventTypes}

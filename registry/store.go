@@ -3,7 +3,6 @@ package registry
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,12 +11,20 @@ import (
 	"github.com/berthhq/berth/internal/diskspace"
 )
 
-// stored is a module as kept on disk: <dir>/<name>.wasm and <name>.json.
+// stored is a module as kept on disk: <dir>/<name>.wasm and <name>.json
+// (the current version), and each kept version under <dir>/versions
+// (versions.go).
 type stored struct {
 	Name     string    `json:"name"`
 	SHA256   string    `json:"sha256"`
 	Size     int       `json:"size"`
 	Uploaded time.Time `json:"uploaded"`
+	// Version numbers the module's uploads from 1; 0 in modules stored
+	// before versions were kept (read as 1).
+	Version int `json:"version,omitempty"`
+	// RolledBackFrom is, for a version made by a rollback, the version whose
+	// bytes it deployed again.
+	RolledBackFrom int `json:"rolledBackFrom,omitempty"`
 }
 
 // fileStore keeps module bytes durably: each file is written to a temporary
@@ -40,9 +47,6 @@ func (fs fileStore) put(s stored, wasm []byte) error {
 	meta, err := json.Marshal(s)
 	if err != nil {
 		return err
-	}
-	if err := fs.space.Check(); err != nil {
-		return fmt.Errorf("registry: module %s not stored: %w", s.Name, err)
 	}
 	if err := writeAtomic(wasmPath, wasm); err != nil {
 		return err
@@ -77,13 +81,12 @@ func (fs fileStore) list() ([]stored, [][]byte, error) {
 			continue
 		}
 		wasmPath, metaPath := fs.paths(name)
-		b, err := os.ReadFile(metaPath)
+		s, err := readMeta(metaPath)
 		if err != nil {
 			return nil, nil, err
 		}
-		var s stored
-		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", metaPath, err)
+		if s.Version == 0 {
+			s.Version = 1
 		}
 		code, err := os.ReadFile(wasmPath)
 		if err != nil {

@@ -1,0 +1,159 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/berthhq/berth/config"
+)
+
+// DefaultKeepVersions is how many versions of a module the registry keeps,
+// the current one included, when store.module-versions is not set (0).
+const DefaultKeepVersions = config.DefaultModuleVersions
+
+// ErrUnknownVersion: the module has no kept version of that number.
+var ErrUnknownVersion = errors.New("unknown module version")
+
+// Versions are kept beside the current module, one directory per module:
+//
+//	<dir>/versions/<name>/<version>.wasm and <version>.json
+//
+// (names are letters, digits, '-' and '_', so no name is "versions" with a
+// ".json" of its own, and list skips directories). Every upload writes its
+// version there before it becomes current, so the newest kept version is
+// always the current one, or a newer one whose upload did not finish — a
+// crash between the two leaves the old current in place, and the next upload
+// numbers past it.
+func (fs fileStore) versionDir(name string) string { return filepath.Join(fs.dir, "versions", name) }
+
+func (fs fileStore) versionPaths(name string, version int) (wasm, meta string) {
+	base := filepath.Join(fs.versionDir(name), strconv.Itoa(version))
+	return base + ".wasm", base + ".json"
+}
+
+// putVersion keeps s (its Version set) and its bytes, then removes the
+// oldest versions beyond keep.
+func (fs fileStore) putVersion(s stored, wasm []byte, keep int) error {
+	if err := os.MkdirAll(fs.versionDir(s.Name), 0o755); err != nil {
+		return err
+	}
+	wasmPath, metaPath := fs.versionPaths(s.Name, s.Version)
+	meta, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(wasmPath, wasm); err != nil {
+		return err
+	}
+	fs.space.Wrote(int64(len(wasm)))
+	if err := writeAtomic(metaPath, meta); err != nil {
+		return err
+	}
+	return fs.prune(s.Name, keep)
+}
+
+// versionNumbers returns the numbers of the kept versions of name, oldest
+// first.
+func (fs fileStore) versionNumbers(name string) ([]int, error) {
+	entries, err := os.ReadDir(fs.versionDir(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.Atoi(base); err == nil && v > 0 {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// versions returns the kept versions of name, oldest first.
+func (fs fileStore) versions(name string) ([]stored, error) {
+	nums, err := fs.versionNumbers(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]stored, 0, len(nums))
+	for _, v := range nums {
+		_, metaPath := fs.versionPaths(name, v)
+		s, err := readMeta(metaPath)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// version returns one kept version and its bytes.
+func (fs fileStore) version(name string, version int) (stored, []byte, error) {
+	wasmPath, metaPath := fs.versionPaths(name, version)
+	s, err := readMeta(metaPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return stored{}, nil, fmt.Errorf("%w: %s has no version %d", ErrUnknownVersion, name, version)
+	}
+	if err != nil {
+		return stored{}, nil, err
+	}
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return stored{}, nil, err
+	}
+	return s, wasm, nil
+}
+
+// lastVersion returns the highest version number kept for name (0 if none).
+func (fs fileStore) lastVersion(name string) (int, error) {
+	nums, err := fs.versionNumbers(name)
+	if err != nil || len(nums) == 0 {
+		return 0, err
+	}
+	return nums[len(nums)-1], nil
+}
+
+// prune removes the oldest versions of name beyond keep.
+func (fs fileStore) prune(name string, keep int) error {
+	nums, err := fs.versionNumbers(name)
+	if err != nil {
+		return err
+	}
+	for len(nums) > keep {
+		wasmPath, metaPath := fs.versionPaths(name, nums[0])
+		// The meta file goes first: without it the bytes are not a version.
+		if err := os.Remove(metaPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if err := os.Remove(wasmPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		nums = nums[1:]
+	}
+	return nil
+}
+
+func readMeta(path string) (stored, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return stored{}, err
+	}
+	var s stored
+	if err := json.Unmarshal(b, &s); err != nil {
+		return stored{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
