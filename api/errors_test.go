@@ -55,6 +55,8 @@ func TestBadInput(t *testing.T) {
 
 		// GET /v1/aggregates/{type}/{id}/events
 		{"aggregate: unknown", req{method: "GET", path: "/v1/aggregates/Order/o-404/events"}, 404, "not-found", "", "Order/o-404"},
+		{"parked: failedAfter not a time", req{method: "GET", path: "/v1/parked?failedAfter=yesterday"}, 400, "invalid-query", "failedAfter", `"yesterday"`},
+		{"parked: failedBefore not RFC 3339", req{method: "GET", path: "/v1/parked?failedBefore=2026-12-03"}, 400, "invalid-query", "failedBefore", "RFC 3339"},
 		{"aggregate: from not a number", req{method: "GET", path: "/v1/aggregates/Order/o-1/events?from=abc"}, 400, "invalid-query", "from", `"abc"`},
 		{"aggregate: from negative", req{method: "GET", path: "/v1/aggregates/Order/o-1/events?from=-1"}, 400, "invalid-query", "from", `"-1"`},
 		{"aggregate: limit zero", req{method: "GET", path: "/v1/aggregates/Order/o-1/events?limit=0"}, 400, "invalid-query", "limit", "1 to 1000"},

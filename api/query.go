@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -53,4 +54,18 @@ func checkQuery(route string, allowed []string) echo.MiddlewareFunc {
 func queryProblem(field, detail string) *Problem {
 	return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: http.StatusText(http.StatusBadRequest),
 		Status: http.StatusBadRequest, Detail: detail, Field: field}
+}
+
+// queryTime reads raw, the query parameter name, as an RFC 3339 time (zero
+// when it is absent); anything else is a 400 naming it.
+func queryTime(name, raw string) (time.Time, error) {
+	if raw == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return time.Time{}, &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
+			Detail: name + " must be an RFC 3339 time such as 2026-12-03T08:00:00Z, got " + strconv.Quote(raw), Field: name}
+	}
+	return t, nil
 }

@@ -93,7 +93,14 @@ func (s *Server) listParked(c echo.Context) error {
 		return err
 	}
 	f := ledger.Filter{Subscription: c.QueryParam("subscription"), State: ledger.State(c.QueryParam("state")),
-		AggregateType: c.QueryParam("aggregateType"), After: c.QueryParam("after"), Limit: limit}
+		AggregateType: c.QueryParam("aggregateType"), Class: c.QueryParam("class"), Message: c.QueryParam("message"),
+		After: c.QueryParam("after"), Limit: limit}
+	if f.FailedAfter, err = queryTime("failedAfter", c.QueryParam("failedAfter")); err != nil {
+		return err
+	}
+	if f.FailedBefore, err = queryTime("failedBefore", c.QueryParam("failedBefore")); err != nil {
+		return err
+	}
 	switch f.State {
 	case "", ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming:
 	default:

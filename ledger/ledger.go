@@ -8,6 +8,8 @@ package ledger
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -137,8 +139,41 @@ type Filter struct {
 	Subscription  string // empty: all
 	State         State  // empty: all
 	AggregateType string // empty: all
-	After         string // cursor from a previous page; empty: from the start
-	Limit         int    // 0: 100
+	// Class selects records whose error's class chain holds it: the class
+	// itself or any class below it in the declared tree (a chain lists
+	// every ancestor). Empty: all.
+	Class string
+	// Message selects records whose error message holds it, ignoring case.
+	// Empty: all.
+	Message string
+	// FailedAfter and FailedBefore bound the first failure: at or after
+	// FailedAfter, before FailedBefore. Zero: unbounded.
+	FailedAfter, FailedBefore time.Time
+	After                     string // cursor from a previous page; empty: from the start
+	Limit                     int    // 0: 100
+}
+
+// Matches reports whether r passes f's conditions on its state and failure
+// (State, Class, Message, FailedAfter, FailedBefore). Every backend's
+// ListParked selects with it, so they agree; Subscription and AggregateType
+// a backend checks on the record's key (names are any bytes, and a record's
+// JSON holds only valid UTF-8).
+func (f Filter) Matches(r *Record) bool {
+	switch {
+	case f.State != "" && r.State != f.State,
+		f.Class != "" && !slices.Contains(r.Error.Classes, f.Class),
+		f.Message != "" && !containsFold(r.Error.Message, f.Message),
+		!f.FailedAfter.IsZero() && r.FirstFailure.Before(f.FailedAfter),
+		!f.FailedBefore.IsZero() && !r.FirstFailure.Before(f.FailedBefore):
+		return false
+	}
+	return true
+}
+
+// containsFold reports whether sub is within s, ignoring case (Unicode
+// simple folding, as strings.EqualFold).
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }
 
 // The types of Notification, in the order they happen to an aggregate.

@@ -71,7 +71,7 @@ func (t *badgerTx) ListParked(f Filter) ([]*Record, string, error) {
 		if err := json.Unmarshal(v, r); err != nil {
 			return nil, "", fmt.Errorf("ledger: ListParked: corrupt record %q: %w", item.Key(), err)
 		}
-		if f.State != "" && r.State != f.State {
+		if !f.Matches(r) {
 			continue
 		}
 		if len(out) == limit {

@@ -37,6 +37,30 @@ func TestConsoleOperatorMorning(t *testing.T) {
 		return len(page.Records) == parkedN
 	})
 
+	// The parked list filters by error class (a parent class takes its
+	// descendants), message text and first-failure time.
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{
+		{"class=UnknownBuyer", parkedN},
+		{"class=Notification", parkedN}, // UnknownBuyer's parent in the notifier's tree
+		{"class=Unknown", 0},
+		{"message=BUYER+GHOST", parkedN},
+		{"message=buyer+alice", 0},
+		{"failedAfter=" + future, 0},
+		{"failedBefore=" + future + "&class=Notification&message=ghost", parkedN},
+	} {
+		var page struct {
+			Records []parkedRecord `json:"records"`
+		}
+		h.must(200, "GET", "/v1/parked?limit=100&"+tc.query, nil).JSON(t, &page)
+		if len(page.Records) != tc.want {
+			t.Errorf("GET /v1/parked?%s: %d records, want %d", tc.query, len(page.Records), tc.want)
+		}
+	}
+
 	ctx := newBrowser(t, 120*time.Second, chromedp.WindowSize(800, 900))
 	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -109,6 +133,15 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	eval(`document.getElementById("f-type").value = ""; "ok"`) // SetValue cannot set an empty value
 	change("f-type")
 	eventually(t, 10*time.Second, "the first page back", func() bool { return rows() == 25 })
+	// By error class: one nobody has, then the notifier's parent class.
+	run("filter by class", chromedp.SendKeys(chromedp.CSS("#f-class"), "Downstream"))
+	change("f-class")
+	eventually(t, 10*time.Second, "nothing of class Downstream", func() bool { return rows() == 0 })
+	eval(`document.getElementById("f-class").value = "Notification"; "ok"`)
+	change("f-class")
+	eventually(t, 10*time.Second, "the class Notification's aggregates", func() bool { return rows() == 25 })
+	eval(`document.getElementById("f-class").value = ""; "ok"`)
+	change("f-class")
 
 	// At 800 px nothing spills out of the page sideways.
 	if got := eval(`String(document.documentElement.scrollWidth <= window.innerWidth)`); got != "true" {

@@ -422,6 +422,15 @@ function parkedQuery() {
   if (sub) q.set("subscription", sub);
   if (state) q.set("state", state);
   if (type) q.set("aggregateType", type);
+  const cls = document.getElementById("f-class").value.trim();
+  const message = document.getElementById("f-message").value.trim();
+  if (cls) q.set("class", cls);
+  if (message) q.set("message", message);
+  // datetime-local is the browser's local time; the API takes RFC 3339.
+  for (const [id, name] of [["f-after", "failedAfter"], ["f-before", "failedBefore"]]) {
+    const v = document.getElementById(id).value;
+    if (v) q.set(name, new Date(v).toISOString());
+  }
   q.set("limit", document.getElementById("f-limit").value);
   const after = cursors[cursors.length - 1];
   if (after) q.set("after", after);
@@ -437,7 +446,7 @@ function renderPager() {
 document.getElementById("next-page").addEventListener("click", () => { if (nextCursor) { cursors.push(nextCursor); refresh(); } });
 document.getElementById("prev-page").addEventListener("click", () => { if (cursors.length > 1) { cursors.pop(); refresh(); } });
 document.getElementById("filters").addEventListener("submit", e => e.preventDefault());
-for (const id of ["f-sub", "f-state", "f-type", "f-limit"]) {
+for (const id of ["f-sub", "f-state", "f-type", "f-class", "f-message", "f-after", "f-before", "f-limit"]) {
   document.getElementById(id).addEventListener("change", () => { cursors.length = 1; refresh(); });
 }
 

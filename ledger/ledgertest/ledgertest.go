@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 		{"PutParkedInvalid", testPutParkedInvalid},
 		{"ListParkedFilters", testListFilters},
 		{"ListParkedPaging", testListPaging},
+		{"ListParkedByFailure", testListByFailure},
 		{"CountParked", testCount},
 		{"History", testHistory},
 		{"Notifications", testNotifications},
