@@ -157,8 +157,8 @@ func (s *Server) getParked(c echo.Context) error {
 }
 
 // operatorWait bounds how long resume and skip wait for an aggregate that a
-// long-horizon retry is working on.
-const operatorWait = 10 * time.Second
+// long-horizon retry is working on (server.operator-wait).
+func (s *Server) operatorWait() time.Duration { return s.deps.Config().Server.OperatorWait.Std() }
 
 // readOperatorRequest reads the optional body of resume and skip.
 func readOperatorRequest(c echo.Context) (wire.OperatorRequest, error) {
@@ -177,7 +177,7 @@ func (s *Server) resumeParked(c echo.Context) error {
 	}
 	// A running long-horizon retry of the aggregate holds it for up to its
 	// timeout; the operator gets a 409 rather than a hanging request.
-	ctx, cancel := context.WithTimeout(c.Request().Context(), operatorWait)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
 	if err := s.deps.Engine.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), actor(c), req.Reason); err != nil {
 		// Resuming is repeatable: a record already resuming is no 404.
@@ -195,7 +195,7 @@ func (s *Server) skipParked(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), operatorWait)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
 	if err := s.deps.Engine.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {
 		return engineError(err)

@@ -19,6 +19,7 @@ func Default() *Config {
 			ReadTimeout:     DefaultReadTimeout,
 			WriteTimeout:    DefaultWriteTimeout,
 			ShutdownTimeout: DefaultShutdownTimeout,
+			OperatorWait:    DefaultOperatorWait,
 			AllowedHosts:    []string{},
 		},
 		Store: StoreConfig{MinFree: DefaultMinFree, ModuleVersions: DefaultModuleVersions},
@@ -93,6 +94,8 @@ read-timeout = "30s"
 write-timeout = "1m"
 # How long a stopping host waits for requests, handlers and its stores' last writes; past it, it exits 1.
 shutdown-timeout = "15s"
+# How long a resume or skip waits for an aggregate a long-horizon retry is working on; then 409.
+operator-wait = "10s"
 # More names a request's Host may carry, beside the address served (loopback names on loopback), e.g. a
 # reverse proxy's name. Names only, no port; "*" for any. Any other Host is refused (DNS rebinding).
 allowed-hosts = []

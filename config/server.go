@@ -19,6 +19,7 @@ const (
 	DefaultReadTimeout     = retry.Duration(30e9)
 	DefaultWriteTimeout    = retry.Duration(60e9)
 	DefaultShutdownTimeout = retry.Duration(15e9)
+	DefaultOperatorWait    = retry.Duration(10e9)
 )
 
 // ServerConfig is [server].
@@ -41,6 +42,9 @@ type ServerConfig struct {
 	// stores' last writes (flushing their memtables). Past it the host exits with status 1, naming what it
 	// could not flush; what was acknowledged is in the stores' write-ahead logs, replayed at the next start.
 	ShutdownTimeout retry.Duration `toml:"shutdown-timeout"`
+	// OperatorWait bounds how long a resume or skip waits for an aggregate that a long-horizon retry is
+	// working on (default 10s); past it the call answers 409 and changes nothing.
+	OperatorWait retry.Duration `toml:"operator-wait"`
 	// AllowedHosts are more names the API answers to in a request's Host header (default none), beside
 	// the address it serves (loopback names when it listens on loopback): the name of a reverse proxy
 	// or a DNS name of the machine. Names only, no port; "*" turns the Host check off. A request with
@@ -60,6 +64,7 @@ func (s ServerConfig) validate(p *problems, at keyPath) {
 	positiveDuration(p, at.key("read-timeout"), s.ReadTimeout)
 	positiveDuration(p, at.key("write-timeout"), s.WriteTimeout)
 	positiveDuration(p, at.key("shutdown-timeout"), s.ShutdownTimeout)
+	positiveDuration(p, at.key("operator-wait"), s.OperatorWait)
 	for i, h := range s.AllowedHosts {
 		if err := checkHostName(h); err != nil {
 			p.add(at.key("allowed-hosts").at(i), fmt.Sprintf("%q", h), "%v", err)

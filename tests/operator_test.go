@@ -145,3 +145,52 @@ func TestCrashDuringResume(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorWaitIsAKey: a resume that meets a long-horizon retry in
+// flight waits server.operator-wait for it, then answers 409 busy and
+// changes nothing; once the retry is done, the record's fate is the retry's.
+func TestOperatorWaitIsAKey(t *testing.T) {
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry + `
+[server]
+operator-wait = "400ms"
+
+[subscription.parked]
+first-delay = "100ms"
+max-delay = "100ms"
+`})
+	h.uploadNotifier(t, 201)
+	hold := make(chan struct{})
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(hold)
+		}
+	})
+	svc.set("ghost", behaviour{Fail: 1000}) // down: o-w spends its budget and parks, retrying
+	h.appendShipped(t, "o-w", "ghost")
+	h.waitParked(t, "o-w", 30*time.Second)
+	// The next call for o-w (a long-horizon retry) is held unanswered.
+	svc.set("ghost", behaviour{HoldKey: key("o-w", 1), Hold: hold})
+	before := svc.arrived(key("o-w", 1))
+	eventually(t, 20*time.Second, "a long-horizon retry of o-w in flight", func() bool { return svc.arrived(key("o-w", 1)) > before })
+	rec := h.must(200, "GET", parkedPath("o-w"), nil).Body
+
+	start := time.Now()
+	r := h.request("POST", parkedPath("o-w")+"/resume", map[string]string{"reason": "try"})
+	took := time.Since(start)
+	if r.Status != 409 || !strings.Contains(string(r.Body), "busy") {
+		t.Fatalf("resume during a retry: %s; want 409 busy", r)
+	}
+	if took < 400*time.Millisecond || took > 10*time.Second {
+		t.Errorf("the resume answered after %v; want server.operator-wait (400ms), not the old fixed 10s", took)
+	}
+	if got := h.must(200, "GET", parkedPath("o-w"), nil).Body; string(got) != string(rec) {
+		t.Errorf("the refused resume changed the record:\nbefore %s\nafter  %s", rec, got)
+	}
+	// The retry answers: it succeeds, and the aggregate leaves the ledger.
+	close(hold)
+	released = true
+	svc.waitNotified(t, key("o-w", 1), 20*time.Second)
+	eventually(t, 20*time.Second, "o-w resumed by its retry", func() bool { return h.request("GET", parkedPath("o-w"), nil).Status == 404 })
+}
