@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 )
@@ -13,6 +14,8 @@ import (
 //	'c' lp(subscription)                              -> checkpoint(8)
 //	'q' lp(subscription) partition(4)                 -> partition checkpoint(8)
 //	'o' lp(subscription) partition(4)                 -> owner epoch(8) host
+//	'j' id(8)                                         -> Job as JSON
+//	'x' "job-seq"                                     -> last job id(8)
 //	'm' lp(subscription) lp(key)                      -> meta value
 //	'r' lp(subscription) lp(aggType) lp(aggID)        -> Record as JSON
 //	'k' lp(subscription) lp(state)                    -> count(8)
@@ -41,6 +44,7 @@ const (
 	kindCheckpoint = 'c'
 	kindPartition  = 'q'
 	kindOwner      = 'o'
+	kindJob        = 'j'
 	kindMeta       = 'm'
 	kindRecord     = 'r'
 	kindRetiredDue = 'd' // only in older stores; Open deletes it
@@ -109,6 +113,12 @@ func parseRecordKey(k []byte) (sub, aggType, aggID string, err error) {
 		return "", "", "", errBadKey
 	}
 	return parts[0], parts[1], parts[2], nil
+}
+
+// Cursor returns the ListParked cursor that continues after the record of
+// (subscription, aggregateType, aggregateID), as a page ending on it would.
+func Cursor(subscription, aggregateType, aggregateID string) string {
+	return base64.RawURLEncoding.EncodeToString(recordKey(subscription, aggregateType, aggregateID))
 }
 
 func noticeKey(seq uint64) []byte {

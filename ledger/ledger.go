@@ -250,6 +250,16 @@ type Tx interface {
 	// every later commit fenced by the old epoch fail.
 	Fence(subscription string, partition int, host string, epoch uint64) error
 
+	// CreateJob stores a new bulk job under the next id (it sets j.ID).
+	CreateJob(j *Job) error
+	// PutJob replaces a stored job, ErrNotFound if there is none.
+	PutJob(j *Job) error
+	// Job returns one job, ErrNotFound if there is none.
+	Job(id uint64) (*Job, error)
+	// ListJobs returns up to limit (DefaultLimit when 0 or less) jobs with
+	// ids above after, oldest first.
+	ListJobs(after uint64, limit int) ([]*Job, error)
+
 	// Meta reads and writes small per-subscription state (paused, …).
 	Meta(subscription, key string) ([]byte, error) // ErrNotFound
 	SetMeta(subscription, key string, value []byte) error

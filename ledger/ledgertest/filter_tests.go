@@ -59,6 +59,9 @@ func testListByFailure(t *testing.T, open Opener) {
 				if next == "" {
 					break
 				}
+				if last := page[len(page)-1]; next != ledger.Cursor(last.Subscription, last.AggregateType, last.AggregateID) {
+					t.Errorf("%s: the next cursor is not ledger.Cursor of the page's last record", tc.name)
+				}
 				f.After = next
 			}
 			slices.Sort(got)

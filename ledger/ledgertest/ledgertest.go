@@ -39,6 +39,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListParkedFilters", testListFilters},
 		{"ListParkedPaging", testListPaging},
 		{"ListParkedByFailure", testListByFailure},
+		{"Jobs", testJobs},
 		{"CountParked", testCount},
 		{"History", testHistory},
 		{"Notifications", testNotifications},

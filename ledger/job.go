@@ -1,0 +1,205 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// JobState is where a bulk job stands.
+type JobState string
+
+const (
+	// JobRunning: the job is working through the records it matches.
+	JobRunning JobState = "running"
+	// JobDone: it reached the end of what it matches.
+	JobDone JobState = "done"
+	// JobCancelled: an operator cancelled it; what it did stays done.
+	JobCancelled JobState = "cancelled"
+)
+
+// Job actions.
+const (
+	JobResume = "resume"
+	JobSkip   = "skip"
+)
+
+// MaxJobFailures bounds the failures a job keeps (FailuresDropped counts the
+// rest).
+const MaxJobFailures = 100
+
+// JobFilter selects the parked records a job acts on: those of Filter's
+// conditions, in every subscription of Subscriptions (empty: all).
+type JobFilter struct {
+	Subscriptions []string  `json:"subscriptions,omitempty"`
+	State         State     `json:"state,omitempty"`
+	AggregateType string    `json:"aggregateType,omitempty"`
+	Class         string    `json:"class,omitempty"`
+	Message       string    `json:"message,omitempty"`
+	FailedAfter   time.Time `json:"failedAfter,omitzero"`
+	FailedBefore  time.Time `json:"failedBefore,omitzero"`
+}
+
+// Filter is the ledger.Filter of one subscription's page of the job's
+// records (empty subscription: every subscription).
+func (f JobFilter) Filter(subscription, after string, limit int) Filter {
+	return Filter{Subscription: subscription, State: f.State, AggregateType: f.AggregateType, Class: f.Class,
+		Message: f.Message, FailedAfter: f.FailedAfter, FailedBefore: f.FailedBefore, After: after, Limit: limit}
+}
+
+// JobFailure is one record a job could not act on.
+type JobFailure struct {
+	Time          time.Time `json:"time"`
+	Subscription  string    `json:"subscription"`
+	AggregateType string    `json:"aggregateType"`
+	AggregateID   string    `json:"aggregateId"`
+	Error         string    `json:"error"`
+}
+
+// JobCursor is how far a job got: the index in its subscriptions (all of
+// them: 0) and the ListParked cursor within it.
+type JobCursor struct {
+	Subscription int    `json:"subscription"`
+	After        string `json:"after,omitempty"`
+}
+
+// Job is a bulk resume or skip of the parked records a filter matches, kept
+// in the ledger so that it survives a restart. Its JSON is the store's
+// format; the REST API answers with a type of its own.
+type Job struct {
+	ID      uint64    `json:"id"` // assigned by CreateJob, increasing
+	Action  string    `json:"action"`
+	Filter  JobFilter `json:"filter"`
+	Actor   string    `json:"actor"`
+	Reason  string    `json:"reason"`
+	Rate    float64   `json:"rate"` // records a second at most
+	State   JobState  `json:"state"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Finished is when it became done or cancelled.
+	Finished time.Time `json:"finished,omitzero"`
+	// Matched is how many records the filter matched when the job was
+	// created.
+	Matched int `json:"matched"`
+	// Done and Failed count the records acted on and those that failed;
+	// Gone those that left the ledger before the job reached them (resolved
+	// by someone else, or by a retry).
+	Done            int          `json:"done"`
+	Failed          int          `json:"failed"`
+	Gone            int          `json:"gone"`
+	Failures        []JobFailure `json:"failures,omitempty"`
+	FailuresDropped int          `json:"failuresDropped,omitempty"`
+	Cursor          JobCursor    `json:"cursor"`
+}
+
+// AddFailure keeps f, at most MaxJobFailures of them.
+func (j *Job) AddFailure(f JobFailure) {
+	j.Failed++
+	if len(j.Failures) < MaxJobFailures {
+		j.Failures = append(j.Failures, f)
+	} else {
+		j.FailuresDropped++
+	}
+}
+
+func jobKey(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{kindJob}, id) }
+func jobSeqKey() []byte       { return []byte("xjob-seq") }
+
+func validJob(j *Job) error {
+	switch {
+	case j.Action != JobResume && j.Action != JobSkip:
+		return fmt.Errorf("%w: job action %q (want resume or skip)", ErrInvalid, j.Action)
+	case j.State != JobRunning && j.State != JobDone && j.State != JobCancelled:
+		return fmt.Errorf("%w: job state %q", ErrInvalid, j.State)
+	case j.Filter.State != "" && !validState(j.Filter.State):
+		return fmt.Errorf("%w: job filter state %q", ErrInvalid, j.Filter.State)
+	case !(j.Rate > 0):
+		return fmt.Errorf("%w: job rate %v must be above 0", ErrInvalid, j.Rate)
+	}
+	return nil
+}
+
+// CreateJob stores j under the next job id, which it sets.
+func (t *badgerTx) CreateJob(j *Job) error {
+	const op = "CreateJob"
+	if err := t.checkWrite(op); err != nil {
+		return err
+	}
+	if err := validJob(j); err != nil {
+		return err
+	}
+	last, _, err := t.getUint64(jobSeqKey())
+	if err != nil {
+		return t.fail(op, err)
+	}
+	j.ID = last + 1
+	if err := t.putJob(op, j); err != nil {
+		return err
+	}
+	return t.set(op, jobSeqKey(), u64(j.ID))
+}
+
+// PutJob replaces a stored job (ErrNotFound if there is none).
+func (t *badgerTx) PutJob(j *Job) error {
+	const op = "PutJob"
+	if err := t.checkWrite(op); err != nil {
+		return err
+	}
+	if err := validJob(j); err != nil {
+		return err
+	}
+	if _, err := t.get(jobKey(j.ID)); err != nil {
+		return t.fail(op, fmt.Errorf("job %d: %w", j.ID, err))
+	}
+	return t.putJob(op, j)
+}
+
+func (t *badgerTx) putJob(op string, j *Job) error {
+	v, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, op, err)
+	}
+	return t.set(op, jobKey(j.ID), v)
+}
+
+// Job returns one job, ErrNotFound if there is none.
+func (t *badgerTx) Job(id uint64) (*Job, error) {
+	if err := t.checkRead("Job"); err != nil {
+		return nil, err
+	}
+	v, err := t.get(jobKey(id))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: job %d: %w", id, err)
+	}
+	j := new(Job)
+	if err := json.Unmarshal(v, j); err != nil {
+		return nil, fmt.Errorf("ledger: corrupt job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// ListJobs returns up to limit (DefaultLimit when 0 or less) jobs with ids
+// above after, oldest first.
+func (t *badgerTx) ListJobs(after uint64, limit int) ([]*Job, error) {
+	if err := t.checkRead("ListJobs"); err != nil {
+		return nil, err
+	}
+	limit = limitOr(limit)
+	if after == ^uint64(0) {
+		return nil, nil
+	}
+	var out []*Job
+	err := t.scan([]byte{kindJob}, jobKey(after+1), func(k, v []byte) (bool, error) {
+		j := new(Job)
+		if err := json.Unmarshal(v, j); err != nil {
+			return false, fmt.Errorf("corrupt job %q: %w", k, err)
+		}
+		out = append(out, j)
+		return len(out) < limit, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: ListJobs: %w", err)
+	}
+	return out, nil
+}
