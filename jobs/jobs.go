@@ -1,0 +1,322 @@
+// Package jobs runs an operator's bulk actions: resume or skip every parked
+// aggregate a filter matches, as a durable job kept in the ledger. A job
+// acts on one record at a time at a rate limit (so a bulk resume after an
+// outage does not flood the service that was down), each action being the
+// engine's single resume or skip, so per-aggregate order and the spec's
+// resume semantics are unchanged. Its progress (a cursor in the ledger's key
+// order and its counts) is written after every record, so a host that
+// stops, or crashes, goes on where it was when it starts again; a record
+// acted on just before a crash is met again and counted as gone.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/subscription"
+)
+
+// Errors of the runner.
+var (
+	// ErrInvalid: a job's spec is malformed (action, rate, a subscription
+	// that does not exist).
+	ErrInvalid = errors.New("invalid job")
+	// ErrNotFound: no job has that id.
+	ErrNotFound = errors.New("no such job")
+	// ErrFinished: the job is done or cancelled already.
+	ErrFinished = errors.New("job finished")
+)
+
+// Engine is what a job acts through: the subscription engine's single
+// resume and skip.
+type Engine interface {
+	Resume(ctx context.Context, sub, aggregateType, aggregateID, actor, reason string) error
+	Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, actor, reason string) error
+	Subscriptions() []string
+}
+
+// Options configure a Runner. Zero values are defaults.
+type Options struct {
+	Ledger ledger.Store
+	Engine Engine
+	// Clock paces jobs (default: real time).
+	Clock subscription.Clock
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// ItemTimeout bounds one resume or skip (a long-horizon retry in flight
+	// holds its aggregate); default 10s. Read at each record, so a reload
+	// applies.
+	ItemTimeout func() time.Duration
+}
+
+// Spec asks for a job.
+type Spec struct {
+	Action string // ledger.JobResume or ledger.JobSkip
+	Filter ledger.JobFilter
+	Actor  string
+	Reason string
+	Rate   float64 // records a second, above 0
+}
+
+// Runner creates, runs and cancels jobs. It is safe for concurrent use.
+type Runner struct {
+	opts Options
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[uint64]context.CancelFunc // jobs with a goroutine
+	changed chan struct{}                 // closed and replaced when a job's stored state changes
+}
+
+// pageSize is how many records a job reads from the ledger at once.
+const pageSize = 100
+
+// Open starts a runner and goes on with every job left running.
+func Open(ctx context.Context, opts Options) (*Runner, error) {
+	if opts.Clock == nil {
+		opts.Clock = subscription.RealClock()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ItemTimeout == nil {
+		opts.ItemTimeout = func() time.Duration { return 10 * time.Second }
+	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r := &Runner{opts: opts, ctx: rctx, stop: stop, running: map[uint64]context.CancelFunc{}, changed: make(chan struct{})}
+	var left []*ledger.Job
+	err := opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+		var after uint64
+		for {
+			page, err := tx.ListJobs(after, 0)
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			for _, j := range page {
+				if j.State == ledger.JobRunning {
+					left = append(left, j)
+				}
+			}
+			after = page[len(page)-1].ID
+		}
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	for _, j := range left {
+		opts.Logger.Info("job goes on", "job", j.ID, "action", j.Action, "done", j.Done, "matched", j.Matched)
+		r.start(j)
+	}
+	return r, nil
+}
+
+// Close stops every job's goroutine (the jobs stay running in the ledger,
+// and the next Open goes on with them) and waits for them, or for ctx.
+func (r *Runner) Close(ctx context.Context) error {
+	r.stop()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Runner) checkSpec(s Spec) error {
+	switch {
+	case s.Action != ledger.JobResume && s.Action != ledger.JobSkip:
+		return fmt.Errorf("%w: action %q: want resume or skip", ErrInvalid, s.Action)
+	case !(s.Rate > 0):
+		return fmt.Errorf("%w: rate %v: want records a second above 0", ErrInvalid, s.Rate)
+	case s.Filter.State != "" && s.Filter.State != ledger.StateRetrying && s.Filter.State != ledger.StateWaiting &&
+		s.Filter.State != ledger.StateResuming:
+		return fmt.Errorf("%w: state %q: want retrying, waiting or resuming", ErrInvalid, s.Filter.State)
+	}
+	known := r.opts.Engine.Subscriptions()
+	for _, sub := range s.Filter.Subscriptions {
+		if !slices.Contains(known, sub) {
+			return fmt.Errorf("%w: no subscription %q", ErrInvalid, sub)
+		}
+	}
+	return nil
+}
+
+// subscriptionsOf returns the subscriptions a filter pages through, one
+// after the other ("" for all of them at once).
+func subscriptionsOf(f ledger.JobFilter) []string {
+	if len(f.Subscriptions) == 0 {
+		return []string{""}
+	}
+	return f.Subscriptions
+}
+
+// DryRun counts the records spec would act on now and returns up to sample
+// of them; nothing changes.
+func (r *Runner) DryRun(ctx context.Context, s Spec, sample int) (int, []*ledger.Record, error) {
+	if err := r.checkSpec(s); err != nil {
+		return 0, nil, err
+	}
+	return r.match(ctx, s.Filter, sample)
+}
+
+func (r *Runner) match(ctx context.Context, f ledger.JobFilter, sample int) (int, []*ledger.Record, error) {
+	n := 0
+	var some []*ledger.Record
+	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+		for _, sub := range subscriptionsOf(f) {
+			after := ""
+			for {
+				page, next, err := tx.ListParked(f.Filter(sub, after, 1000))
+				if err != nil {
+					return err
+				}
+				n += len(page)
+				for _, rec := range page {
+					if len(some) < sample {
+						some = append(some, rec)
+					}
+				}
+				if next == "" {
+					break
+				}
+				after = next
+			}
+		}
+		return nil
+	})
+	return n, some, err
+}
+
+// Create stores a new job for spec, counted, and starts it.
+func (r *Runner) Create(ctx context.Context, s Spec) (*ledger.Job, error) {
+	if err := r.checkSpec(s); err != nil {
+		return nil, err
+	}
+	matched, _, err := r.match(ctx, s.Filter, 0)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: count: %w", err)
+	}
+	now := r.opts.Clock.Now().UTC()
+	j := &ledger.Job{Action: s.Action, Filter: s.Filter, Actor: s.Actor, Reason: s.Reason, Rate: s.Rate,
+		State: ledger.JobRunning, Created: now, Updated: now, Matched: matched}
+	if err := r.opts.Ledger.Update(ctx, func(tx ledger.Tx) error { return tx.CreateJob(j) }); err != nil {
+		return nil, fmt.Errorf("jobs: store: %w", err)
+	}
+	r.opts.Logger.Info("job created", "job", j.ID, "action", j.Action, "matched", matched, "rate", j.Rate,
+		"actor", j.Actor, "reason", j.Reason)
+	r.start(j)
+	return j, nil
+}
+
+// Get returns one job as stored.
+func (r *Runner) Get(ctx context.Context, id uint64) (*ledger.Job, error) {
+	var j *ledger.Job
+	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+		var err error
+		j, err = tx.Job(id)
+		return err
+	})
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return j, err
+}
+
+// List returns up to limit jobs with ids above after, oldest first.
+func (r *Runner) List(ctx context.Context, after uint64, limit int) ([]*ledger.Job, error) {
+	var out []*ledger.Job
+	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+		var err error
+		out, err = tx.ListJobs(after, limit)
+		return err
+	})
+	return out, err
+}
+
+// Cancel stops a running job where it is; what it did stays done. It
+// returns the job as stored, cancelled.
+func (r *Runner) Cancel(ctx context.Context, id uint64, actor string) (*ledger.Job, error) {
+	r.mu.Lock()
+	stop := r.running[id]
+	r.mu.Unlock()
+	if stop != nil {
+		stop() // the job's goroutine writes nothing more once it sees this
+		r.waitStopped(ctx, id)
+	}
+	var j *ledger.Job
+	err := r.opts.Ledger.Update(ctx, func(tx ledger.Tx) error {
+		var err error
+		if j, err = tx.Job(id); err != nil {
+			return err
+		}
+		if j.State != ledger.JobRunning {
+			return fmt.Errorf("%w: job %d is %s", ErrFinished, id, j.State)
+		}
+		now := r.opts.Clock.Now().UTC()
+		j.State, j.Updated, j.Finished = ledger.JobCancelled, now, now
+		return tx.PutJob(j)
+	})
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+	case err != nil:
+		return nil, err
+	}
+	r.opts.Logger.Info("job cancelled", "job", id, "by", actor, "done", j.Done, "matched", j.Matched)
+	r.notify()
+	return j, nil
+}
+
+func (r *Runner) waitStopped(ctx context.Context, id uint64) {
+	for {
+		r.mu.Lock()
+		_, running := r.running[id]
+		ch := r.changed
+		r.mu.Unlock()
+		if !running {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Wait returns once the job is no longer running (done or cancelled), or ctx
+// is done. Tests and the CLI's --wait use it.
+func (r *Runner) Wait(ctx context.Context, id uint64) (*ledger.Job, error) {
+	for {
+		r.mu.Lock()
+		ch := r.changed
+		r.mu.Unlock()
+		j, err := r.Get(ctx, id)
+		if err != nil || j.State != ledger.JobRunning {
+			return j, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return j, ctx.Err()
+		}
+	}
+}
+
+func (r *Runner) notify() {
+	r.mu.Lock()
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}

@@ -1,0 +1,133 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/subscription"
+	"golang.org/x/time/rate"
+)
+
+// start runs j in a goroutine of its own.
+func (r *Runner) start(j *ledger.Job) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.mu.Lock()
+	r.running[j.ID] = cancel
+	r.mu.Unlock()
+	r.wg.Go(func() {
+		defer func() {
+			cancel()
+			r.mu.Lock()
+			delete(r.running, j.ID)
+			r.mu.Unlock()
+			r.notify()
+		}()
+		if err := r.run(ctx, j); err != nil && ctx.Err() == nil {
+			// The ledger refused a write (a full disk, say): the job stays
+			// running in the ledger and goes on at the next start.
+			r.opts.Logger.Error("job stopped; it goes on when the host starts again", "job", j.ID, "error", err)
+		}
+	})
+}
+
+// run works through j's records from its cursor, one at a time at its rate,
+// writing its progress after each.
+func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
+	lim := rate.NewLimiter(rate.Limit(j.Rate), 1)
+	subs := subscriptionsOf(j.Filter)
+	for j.Cursor.Subscription < len(subs) {
+		sub := subs[j.Cursor.Subscription]
+		var page []*ledger.Record
+		var next string
+		err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+			var err error
+			page, next, err = tx.ListParked(j.Filter.Filter(sub, j.Cursor.After, pageSize))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, rec := range page {
+			if err := r.pace(ctx, lim); err != nil {
+				return err
+			}
+			r.act(ctx, j, rec)
+			j.Cursor.After = ledger.Cursor(rec.Subscription, rec.AggregateType, rec.AggregateID)
+			if err := r.save(ctx, j); err != nil {
+				return err
+			}
+		}
+		if next == "" {
+			j.Cursor = ledger.JobCursor{Subscription: j.Cursor.Subscription + 1}
+		}
+	}
+	now := r.opts.Clock.Now().UTC()
+	j.State, j.Finished = ledger.JobDone, now
+	if err := r.save(ctx, j); err != nil {
+		return err
+	}
+	r.opts.Logger.Info("job done", "job", j.ID, "action", j.Action, "done", j.Done, "failed", j.Failed,
+		"gone", j.Gone, "matched", j.Matched)
+	return nil
+}
+
+// pace waits for the limiter on the runner's clock.
+func (r *Runner) pace(ctx context.Context, lim *rate.Limiter) error {
+	now := r.opts.Clock.Now()
+	d := lim.ReserveN(now, 1).DelayFrom(now)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := r.opts.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// act resumes or skips one record, counting what came of it.
+func (r *Runner) act(ctx context.Context, j *ledger.Job, rec *ledger.Record) {
+	ictx, cancel := context.WithTimeout(ctx, r.opts.ItemTimeout())
+	defer cancel()
+	actor := "job " + strconv.FormatUint(j.ID, 10) + " (" + j.Actor + ")"
+	var err error
+	if j.Action == ledger.JobResume {
+		err = r.opts.Engine.Resume(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, actor, j.Reason)
+	} else {
+		err = r.opts.Engine.Skip(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, 0, actor, j.Reason)
+	}
+	switch {
+	case err == nil:
+		j.Done++
+	case errors.Is(err, subscription.ErrNotParked):
+		j.Gone++
+	case ctx.Err() != nil:
+		// Stopping or cancelled: the record is met again when the job goes on.
+	default:
+		msg := err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			msg = "busy: a long-horizon retry held the aggregate past server.operator-wait; run the job again for it"
+		}
+		j.AddFailure(ledger.JobFailure{Time: r.opts.Clock.Now().UTC(), Subscription: rec.Subscription,
+			AggregateType: rec.AggregateType, AggregateID: rec.AggregateID, Error: msg})
+	}
+}
+
+// save writes j's progress, unless it was cancelled meanwhile (Cancel
+// writes the cancelled job itself, after this goroutine stopped).
+func (r *Runner) save(ctx context.Context, j *ledger.Job) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	j.Updated = r.opts.Clock.Now().UTC()
+	err := r.opts.Ledger.Update(ctx, func(tx ledger.Tx) error { return tx.PutJob(j) })
+	if err == nil {
+		r.notify()
+	}
+	return err
+}
