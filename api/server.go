@@ -14,6 +14,7 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/sandbox"
@@ -38,6 +39,8 @@ type Deps struct {
 	// Disk is the data directory's free-space guard, reported by /healthz
 	// and /readyz (health.go); nil: not reported.
 	Disk *diskspace.Guard
+	// Jobs runs bulk resume and skip jobs (/v1/jobs).
+	Jobs *jobs.Runner
 }
 
 // Server is the REST API.
@@ -136,6 +139,10 @@ func (s *Server) routeTable() []route {
 		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody, writes},
 
 		{get, "/v1/parked", s.listParked, reader, none, reads},
+		{post, "/v1/jobs", s.createJob, operator, jsonBody, writes},
+		{get, "/v1/jobs", s.listJobs, reader, none, reads},
+		{get, "/v1/jobs/:id", s.getJob, reader, none, reads},
+		{post, "/v1/jobs/:id/cancel", s.cancelJob, operator, none, writes},
 		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader, none, reads},
 		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator, jsonBody, writes}, // optional
 		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator, jsonBody, writes},     // optional

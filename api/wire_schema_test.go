@@ -51,6 +51,12 @@ var wireSchemas = []struct {
 	{"ErrorInfo", wire.ErrorInfo{}, false},
 	{"HistoryEntry", wire.HistoryEntry{}, false},
 	{"ProjectionPage", wire.ProjectionPage{}, false},
+	{"JobFilter", wire.JobFilter{}, true},
+	{"JobRequest", wire.JobRequest{}, true},
+	{"JobDryRun", wire.JobDryRun{}, false},
+	{"JobFailure", wire.JobFailure{}, false},
+	{"Job", wire.Job{}, false},
+	{"JobList", wire.JobList{}, false},
 	{"ProjectionEntry", wire.ProjectionEntry{}, false},
 }
 
@@ -235,6 +241,8 @@ func schemaMatchesType(schema any, t reflect.Type) []string {
 		return want("boolean")
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return want("integer")
+	case t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32:
+		return want("number")
 	case t.Kind() == reflect.Slice:
 		if errs := want("array"); errs != nil {
 			return errs

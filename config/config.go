@@ -65,6 +65,8 @@ type Config struct {
 	// Webhooks is [[webhooks]]: endpoints told about parked, retries-spent, resumed and skipped
 	// aggregates (default: none).
 	Webhooks []Webhook `toml:"webhooks"`
+	// Jobs is [jobs]: the pace of operators' bulk resume and skip jobs.
+	Jobs JobsConfig `toml:"jobs"`
 	// Log is [log]: level and format of the host's logs.
 	Log LogConfig `toml:"log"`
 }
@@ -163,6 +165,7 @@ func (c *Config) validate() problems {
 	var p problems
 	c.Server.validate(&p, keyPath{{name: "server"}})
 	c.Store.validate(&p, keyPath{{name: "store"}})
+	c.Jobs.validate(&p, keyPath{{name: "jobs"}})
 	c.Auth.validate(&p, keyPath{{name: "auth"}})
 	if c.RequireLoopback() && c.Server.validListen() && !c.Server.loopback() {
 		p.add(keyPath{{name: "server"}, {name: "listen"}}, fmt.Sprintf("%q", c.Server.Listen),

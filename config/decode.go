@@ -78,6 +78,15 @@ func (d *decoder) value(p keyPath, v any, rv reflect.Value) {
 			return
 		}
 		rv.SetInt(n)
+	case reflect.Float64:
+		switch n := v.(type) {
+		case float64:
+			rv.SetFloat(n)
+		case int64: // 5 as well as 5.0
+			rv.SetFloat(float64(n))
+		default:
+			d.probs.add(p, render(v), "want a number, got %s", tomlType(v))
+		}
 	case reflect.Pointer:
 		// An optional value (a *bool): set, it is decoded; left out, it stays nil (inherited).
 		e := reflect.New(rv.Type().Elem())

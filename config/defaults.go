@@ -23,6 +23,7 @@ func Default() *Config {
 			AllowedHosts:    []string{},
 		},
 		Store: StoreConfig{MinFree: DefaultMinFree, ModuleVersions: DefaultModuleVersions},
+		Jobs:  JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
 			Concurrency:        DefaultConcurrency,
@@ -252,6 +253,13 @@ tier-up = false
 # name = "audit"
 # url = "https://audit.example.com/berth"
 # secret = "a-long-random-key"
+
+[jobs]
+# Records a second a bulk resume or skip job acts on unless it asks for another rate: each resume replays
+# an aggregate's events through its handler, so keep it gentle on the service an outage just hit.
+default-rate = 5.0
+# The highest rate a job may ask for.
+max-rate = 200.0
 
 [log]
 # The lowest level logged: debug, info, warn or error.

@@ -157,7 +157,7 @@ func (h *host) open(cfg *config.Config) error {
 		return fmt.Errorf("not starting: %w", err)
 	}
 	h.kit = kit
-	h.api = api.New(api.Deps{Config: kit.Config, Reload: h.reload, Modules: kit.Modules, Log: kit.Events, Engine: kit.Engine,
+	h.api = api.New(api.Deps{Config: kit.Config, Reload: h.reload, Modules: kit.Modules, Jobs: kit.Jobs, Log: kit.Events, Engine: kit.Engine,
 		Ledger: kit.Ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: kit.Sandbox, Disk: kit.Disk})
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
 		return err

@@ -24,6 +24,13 @@ func (h *Host) Close(ctx context.Context) error {
 		}
 		h.hooksWG.Wait()
 	}
+	if h.Jobs != nil {
+		// Before the engine: a job acts through it. Jobs stay running in the
+		// ledger and go on at the next start.
+		if err := h.Jobs.Close(ctx); err != nil {
+			h.log.Error("close jobs", "error", err)
+		}
+	}
 	if h.Engine != nil {
 		if err := h.Engine.Close(ctx); err != nil {
 			h.log.Error("close engine", "error", err)

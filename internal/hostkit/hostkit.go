@@ -18,10 +18,12 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/webhook"
 	"github.com/berthhq/berth/registry"
@@ -67,6 +69,8 @@ type Host struct {
 	Projections *registry.Projections
 	// Modules is the registry of deployed modules.
 	Modules *registry.Registry
+	// Jobs runs the operators' bulk resume and skip jobs.
+	Jobs *jobs.Runner
 	// Hooks delivers the webhooks, on goroutines of its own.
 	Hooks *webhook.Dispatcher
 
@@ -152,6 +156,10 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 	}
 	if err := h.Engine.Start(ctx); err != nil {
 		return &OpenError{Part: "engine", Err: err}
+	}
+	if h.Jobs, err = jobs.Open(ctx, jobs.Options{Ledger: h.Ledger, Engine: h.Engine, Clock: opts.Clock, Logger: h.log,
+		ItemTimeout: func() time.Duration { return h.Config().Server.OperatorWait.Std() }}); err != nil {
+		return &OpenError{Part: "jobs", Err: err}
 	}
 	h.startHooks(cfg)
 	return nil
