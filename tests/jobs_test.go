@@ -1,0 +1,121 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type jobView struct {
+	ID       uint64    `json:"id"`
+	State    string    `json:"state"`
+	Matched  int       `json:"matched"`
+	Done     int       `json:"done"`
+	Failed   int       `json:"failed"`
+	Gone     int       `json:"gone"`
+	Rate     float64   `json:"rate"`
+	Actor    string    `json:"actor"`
+	Created  time.Time `json:"created"`
+	Finished time.Time `json:"finished"`
+	Failures []struct {
+		AggregateID string `json:"aggregateId"`
+		Error       string `json:"error"`
+	} `json:"failures"`
+}
+
+func (h *hostProc) job(t *testing.T, id uint64) jobView {
+	t.Helper()
+	var j jobView
+	h.must(200, "GET", fmt.Sprintf("/v1/jobs/%d", id), nil).JSON(t, &j)
+	return j
+}
+
+// TestBulkResumeSurvivesACrash is the operator's morning: 1,000 aggregates
+// parked by one cause. A dry run counts them and shows a sample; a bulk
+// resume runs at its rate limit; the host is killed in the middle and
+// started again, and the job goes on where it was: every aggregate is
+// notified, the ledger is empty, and the job took at least as long as its
+// rate allows.
+func TestBulkResumeSurvivesACrash(t *testing.T) {
+	const n = 1000
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
+	h.uploadNotifier(t, 201)
+	svc.set("ghost", behaviour{Unknown: true})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				h.appendShipped(t, fmt.Sprintf("o-%04d", i), "ghost")
+			}
+		})
+	}
+	wg.Wait()
+	h.appendShipped(t, "other", "alice") // not parked: not the job's
+	eventually(t, 60*time.Second, "1,000 aggregates parked", func() bool {
+		st := h.subscription(t)
+		return st.Parked["waiting"] == n
+	})
+
+	post := func(body string) response {
+		return h.request("POST", "/v1/jobs", []byte(body), "Content-Type", "application/json")
+	}
+	// A dry run first: the count and a sample, nothing changed.
+	r := post(`{"action": "resume", "filter": {"class": "Notification", "message": "ghost"}, "dryRun": true}`)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"matched":1000`) || !strings.Contains(string(r.Body), `"aggregateId":"o-0000"`) {
+		t.Fatalf("dry run: %s", r.String()[:min(len(r.String()), 400)])
+	}
+	// Bad jobs are refused, naming the field.
+	for _, tc := range []struct{ body, field string }{
+		{`{"action": "resume", "filter": {}}`, "reason"},
+		{`{"action": "replay", "filter": {}, "reason": "x"}`, "action"},
+		{`{"action": "resume", "filter": {}, "reason": "x", "rate": 5000}`, "rate"},
+		{`{"action": "resume", "filter": {"subscriptions": ["Nope.h"]}, "reason": "x"}`, "Nope.h"},
+		{`{"action": "resume", "filter": {"state": "lost"}, "reason": "x"}`, "state"},
+	} {
+		if r := post(tc.body); r.Status != 400 || !strings.Contains(string(r.Body), tc.field) {
+			t.Errorf("POST /v1/jobs %s: %s; want 400 naming %s", tc.body, r, tc.field)
+		}
+	}
+	if st := h.subscription(t); st.Parked["waiting"] != n {
+		t.Fatalf("the dry run and refused jobs changed the ledger: %v", st.Parked)
+	}
+
+	svc.set("ghost", behaviour{}) // the service knows ghost now
+	var j jobView
+	r = post(`{"action": "resume", "filter": {"class": "UnknownBuyer"}, "reason": "ghost imported", "rate": 200}`)
+	if r.Status != 201 {
+		t.Fatalf("create the job: %s", r)
+	}
+	r.JSON(t, &j)
+	if j.Matched != n || j.State != "running" || j.Rate != 200 {
+		t.Fatalf("the job: %+v", j)
+	}
+	eventually(t, 30*time.Second, "the job a third of the way", func() bool { return h.job(t, j.ID).Done >= n/3 })
+	h.Kill()
+	h = h.restart(t)
+	eventually(t, 60*time.Second, "the job done after the restart", func() bool { return h.job(t, j.ID).State == "done" })
+	j = h.job(t, j.ID)
+	if j.Done+j.Gone != n || j.Failed != 0 || j.Done < n-10 {
+		t.Errorf("the finished job: done %d, gone %d, failed %d (%+v); want all %d", j.Done, j.Gone, j.Failed, j.Failures, n)
+	}
+	if took := j.Finished.Sub(j.Created); took < time.Duration(float64(n-1)/200*float64(time.Second)) {
+		t.Errorf("1,000 resumes at 200/s took %v: faster than the rate allows", took)
+	}
+	for i := range n {
+		svc.waitNotified(t, key(fmt.Sprintf("o-%04d", i), 1), 30*time.Second)
+	}
+	eventually(t, 30*time.Second, "the ledger to empty", func() bool { return len(h.parked(t)) == 0 })
+	if c := svc.notified(key("other", 1)); c != 1 {
+		t.Errorf("the aggregate outside the job was notified %d times", c)
+	}
+	// A finished job cannot be cancelled; the list shows it.
+	if r := h.request("POST", fmt.Sprintf("/v1/jobs/%d/cancel", j.ID), nil); r.Status != 409 {
+		t.Errorf("cancel a done job: %s", r)
+	}
+	if r := h.must(200, "GET", "/v1/jobs", nil); !strings.Contains(string(r.Body), fmt.Sprintf(`"id":%d`, j.ID)) {
+		t.Errorf("GET /v1/jobs: %s", r)
+	}
+}
