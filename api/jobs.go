@@ -64,14 +64,14 @@ func (s *Server) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var after uint64
+	var before uint64
 	if raw := c.QueryParam("after"); raw != "" {
-		if after, err = strconv.ParseUint(raw, 10, 64); err != nil {
+		if before, err = strconv.ParseUint(raw, 10, 64); err != nil {
 			return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
 				Detail: "after must be the next of a previous page (a job id), got " + strconv.Quote(raw), Field: "after"}
 		}
 	}
-	list, err := s.deps.Jobs.List(c.Request().Context(), after, limit+1)
+	list, err := s.deps.Jobs.Recent(c.Request().Context(), before, limit+1)
 	if err != nil {
 		return err
 	}

@@ -233,15 +233,31 @@ func (r *Runner) Get(ctx context.Context, id uint64) (*ledger.Job, error) {
 	return j, err
 }
 
-// List returns up to limit jobs with ids above after, oldest first.
-func (r *Runner) List(ctx context.Context, after uint64, limit int) ([]*ledger.Job, error) {
+// Recent returns up to limit jobs with ids below before (0: any), newest
+// first. It reads every job: operators create jobs by the dozen, not the
+// million.
+func (r *Runner) Recent(ctx context.Context, before uint64, limit int) ([]*ledger.Job, error) {
 	var out []*ledger.Job
 	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
-		var err error
-		out, err = tx.ListJobs(after, limit)
-		return err
+		var after uint64
+		for {
+			page, err := tx.ListJobs(after, 1000)
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			for _, j := range page {
+				if before == 0 || j.ID < before {
+					out = append(out, j)
+				}
+			}
+			after = page[len(page)-1].ID
+		}
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out[:min(limit, len(out))], nil
 }
 
 // Cancel stops a running job where it is; what it did stays done. It

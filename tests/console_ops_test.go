@@ -178,6 +178,25 @@ func TestConsoleOperatorMorning(t *testing.T) {
 		return h.request("GET", parkedPath("o-p02"), nil).Status == 404
 	})
 
+	// A bulk skip of what the filters match: the page asks the host for the
+	// count first (a dry run) and says it before anything changes.
+	eval(`document.getElementById("f-class").value = "UnknownBuyer"; "ok"`)
+	change("f-class")
+	eval(`window.prompted = ""; window.prompt = m => { window.prompted = m; return "ghost is a test buyer"; }; "ok"`)
+	run("skip all", chromedp.Click(chromedp.CSS("#bulk-skip")))
+	eventually(t, 10*time.Second, "the bulk skip's prompt", func() bool { return eval(`window.prompted`) != "" })
+	if msg := eval(`window.prompted`); !strings.Contains(msg, "Skip 29 parked aggregates (class UnknownBuyer)") {
+		t.Errorf("the bulk skip asked %q; want the dry run's count, 29 (30 parked, one skipped), and the filter", msg)
+	}
+	eventually(t, 30*time.Second, "the bulk job done in the jobs table", func() bool {
+		s := text("#jobs tbody")
+		return strings.Contains(s, "29 of 29") && strings.Contains(s, "done") && strings.Contains(s, "ghost is a test buyer")
+	})
+	eventually(t, 10*time.Second, "the parked list empty", func() bool { return rows() == 0 })
+	if n := len(h.parked(t)); n != 0 {
+		t.Errorf("%d still parked after the bulk skip", n)
+	}
+
 	// Pause and unpause from the subscriptions table.
 	sub := `#subs tbody tr[data-name="` + subName + `"]`
 	run("pause", chromedp.Click(chromedp.CSS(sub+" button.pause")), chromedp.WaitVisible(chromedp.CSS(sub+" button.unpause")))

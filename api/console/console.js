@@ -455,8 +455,9 @@ async function refresh() {
   if (busy) { again = true; return; }
   busy = true;
   try {
-    const [parked, subs] = await Promise.all([api("GET", parkedQuery()), api("GET", "/v1/subscriptions")]);
+    const [parked, subs, jobs] = await Promise.all([api("GET", parkedQuery()), api("GET", "/v1/subscriptions"), api("GET", "/v1/jobs?limit=20")]);
     setConnection("ok");
+    renderJobs(jobs.jobs || []);
     nextCursor = parked.next || "";
     renderParked(parked.records || []);
     renderSubs(subs.subscriptions || []);
@@ -475,3 +476,97 @@ async function refresh() {
 
 refresh();
 setInterval(refresh, 2000);
+
+// Bulk jobs: the filters above, as a job's filter.
+function jobFilter() {
+  const f = {};
+  const sub = document.getElementById("f-sub").value;
+  if (sub) f.subscriptions = [sub];
+  for (const [id, key] of [["f-state", "state"], ["f-type", "aggregateType"], ["f-class", "class"], ["f-message", "message"]]) {
+    const v = document.getElementById(id).value.trim();
+    if (v) f[key] = v;
+  }
+  for (const [id, key] of [["f-after", "failedAfter"], ["f-before", "failedBefore"]]) {
+    const v = document.getElementById(id).value;
+    if (v) f[key] = new Date(v).toISOString();
+  }
+  return f;
+}
+
+function describeFilter(f) {
+  const parts = [];
+  if (f.subscriptions) parts.push(`subscription ${f.subscriptions.join(", ")}`);
+  if (f.state) parts.push(`state ${f.state}`);
+  if (f.aggregateType) parts.push(`type ${f.aggregateType}`);
+  if (f.class) parts.push(`class ${f.class}`);
+  if (f.message) parts.push(`message “${f.message}”`);
+  if (f.failedAfter) parts.push(`first failed after ${new Date(f.failedAfter).toLocaleString()}`);
+  if (f.failedBefore) parts.push(`first failed before ${new Date(f.failedBefore).toLocaleString()}`);
+  return parts.join(", ") || "everything parked";
+}
+
+// bulk asks the host what a job would act on (a dry run), says the count in
+// its confirmation, asks why, and creates the job.
+async function bulk(action, button) {
+  const filter = jobFilter();
+  button.disabled = true;
+  try {
+    const dry = await api("POST", "/v1/jobs", { action, filter, dryRun: true });
+    if (dry.matched === 0) { setStatus(`nothing parked matches ${describeFilter(filter)}`); return; }
+    const verb = action === "resume" ? "Resume" : "Skip";
+    const reason = prompt(`${verb} ${plural(dry.matched, "parked aggregate")} (${describeFilter(filter)})? ` +
+      `Say why (it is kept in each aggregate's history):`, "");
+    if (reason === null) return;
+    if (!reason.trim()) { setStatus(`${action} of ${dry.matched}: a reason is needed`, true); return; }
+    if (!confirm(`${verb} ${plural(dry.matched, "aggregate")}${action === "skip" ? ": their held events will not be handled" : ""}? ` +
+      `The host works through them at its default rate.`)) return;
+    const job = await api("POST", "/v1/jobs", { action, filter, reason: reason.trim() });
+    setStatus(`Job ${job.id}: ${action} of ${plural(job.matched, "aggregate")} started`);
+  } catch (e) {
+    setStatus(`bulk ${action} failed: ${describe(e)}`, true);
+  } finally {
+    button.disabled = connection !== "ok";
+  }
+  refresh();
+}
+
+document.getElementById("bulk-resume").addEventListener("click", e => bulk("resume", e.target));
+document.getElementById("bulk-skip").addEventListener("click", e => bulk("skip", e.target));
+
+function renderJobs(jobs) {
+  const body = document.querySelector("#jobs tbody");
+  body.replaceChildren();
+  document.getElementById("jobs-empty").hidden = jobs.length > 0;
+  for (const j of jobs) { // newest first, as the API lists them
+    const tr = document.createElement("tr");
+    tr.dataset.id = String(j.id);
+    cell(tr, `#${j.id} by ${j.actor}`, "name");
+    cell(tr, `${j.action}: “${j.reason}”`);
+    cell(tr, describeFilter(j.filter));
+    const progress = cell(tr, `${j.done + j.gone + j.failed} of ${j.matched}` + (j.failed ? `, ${j.failed} failed` : "") +
+      (j.gone ? `, ${j.gone} resolved meanwhile` : "") + ` · ${j.rate}/s`, "progress");
+    if (j.failures && j.failures.length) {
+      const f = document.createElement("div");
+      f.className = "classes";
+      f.textContent = j.failures.slice(0, 3).map(x => `${x.aggregateType} ${x.aggregateId}: ${x.error}`).join("; ");
+      progress.appendChild(f);
+    }
+    cell(tr, j.state, "state-" + j.state);
+    const actions = cell(tr, "", "actions");
+    if (j.state === "running") {
+      const b = document.createElement("button");
+      b.textContent = "Cancel";
+      b.className = "cancel action";
+      b.disabled = connection !== "ok";
+      b.addEventListener("click", async () => {
+        if (!confirm(`Cancel job ${j.id}? What it did stays done.`)) return;
+        b.disabled = true;
+        try { await api("POST", `/v1/jobs/${j.id}/cancel`); setStatus(`Job ${j.id} cancelled`); }
+        catch (e) { setStatus(`cancel of job ${j.id} failed: ${describe(e)}`, true); }
+        refresh();
+      });
+      actions.appendChild(b);
+    }
+    body.appendChild(tr);
+  }
+}

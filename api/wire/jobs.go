@@ -71,7 +71,7 @@ type Job struct {
 	FailuresDropped int          `json:"failuresDropped,omitempty"` // failures past the 100 kept
 }
 
-// JobList is the answer of GET /v1/jobs, oldest first.
+// JobList is the answer of GET /v1/jobs, newest first.
 type JobList struct {
 	Jobs []Job  `json:"jobs"`
 	Next string `json:"next"` // pass as after for the next page; "" on the last
