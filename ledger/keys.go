@@ -16,6 +16,11 @@ import (
 //	'o' lp(subscription) partition(4)                 -> owner epoch(8) host
 //	'j' id(8)                                         -> Job as JSON
 //	'x' "job-seq"                                     -> last job id(8)
+//	'u' seq(8)                                        -> AuditEntry as JSON
+//	'x' "audit-seq"                                   -> last audit seq(8)
+//	'h' lp(subscription) lp(aggType) lp(aggID) seq(8) -> Resolved as JSON
+//	'w' resolvedAt(8) seq(8)                          -> its 'h' key
+//	'x' "resolved-seq"                                -> last resolved seq(8)
 //	'm' lp(subscription) lp(key)                      -> meta value
 //	'r' lp(subscription) lp(aggType) lp(aggID)        -> Record as JSON
 //	'k' lp(subscription) lp(state)                    -> count(8)
@@ -45,16 +50,21 @@ const (
 	kindPartition  = 'q'
 	kindOwner      = 'o'
 	kindJob        = 'j'
-	kindMeta       = 'm'
-	kindRecord     = 'r'
-	kindRetiredDue = 'd' // only in older stores; Open deletes it
-	kindCount      = 'k'
-	kindNotice     = 'n'
-	kindSystem     = 'x'
-	kindGeneration = 'g'
-	kindProjection = 'p'
-	kindApplied    = 'a'
-	kindRetired    = 'z'
+	kindAudit      = 'u'
+	kindResolved   = 'h'
+	// kindResolvedTime orders resolved records by resolution time, for the
+	// retention sweep.
+	kindResolvedTime = 'w'
+	kindMeta         = 'm'
+	kindRecord       = 'r'
+	kindRetiredDue   = 'd' // only in older stores; Open deletes it
+	kindCount        = 'k'
+	kindNotice       = 'n'
+	kindSystem       = 'x'
+	kindGeneration   = 'g'
+	kindProjection   = 'p'
+	kindApplied      = 'a'
+	kindRetired      = 'z'
 )
 
 // layoutVersion is stored under formatKey; Open refuses another.

@@ -260,6 +260,22 @@ type Tx interface {
 	// ids above after, oldest first.
 	ListJobs(after uint64, limit int) ([]*Job, error)
 
+	// Audit appends an entry to the audit log (Seq assigned).
+	Audit(e AuditEntry) error
+	// AuditLog returns up to limit entries with Seq above after, oldest
+	// first.
+	AuditLog(after uint64, limit int) ([]AuditEntry, error)
+	// SweepAudit removes up to limit of the oldest entries from before
+	// before, and reports whether more remain.
+	SweepAudit(before time.Time, limit int) (more bool, err error)
+
+	// ListResolved returns a page of the records DeleteParked kept when
+	// their aggregates were resolved, and the cursor of the next page.
+	ListResolved(f ResolvedFilter) ([]*Resolved, string, error)
+	// SweepResolved removes up to limit of the records resolved before
+	// before, and reports whether more remain.
+	SweepResolved(before time.Time, limit int) (more bool, err error)
+
 	// Meta reads and writes small per-subscription state (paused, …).
 	Meta(subscription, key string) ([]byte, error) // ErrNotFound
 	SetMeta(subscription, key string, value []byte) error
@@ -269,6 +285,9 @@ type Tx interface {
 	// Parked returns one record, ErrNotFound if the aggregate is not parked.
 	Parked(subscription, aggregateType, aggregateID string) (*Record, error)
 	PutParked(r *Record) error
+	// DeleteParked removes a record, its aggregate being resolved, and
+	// keeps it among the resolved records (ListResolved) until the
+	// retention sweeps it.
 	DeleteParked(subscription, aggregateType, aggregateID string) error
 	// ListParked returns a page of records in key order and the cursor of the
 	// next page ("" at the end).

@@ -103,6 +103,13 @@ func (t *badgerTx) DeleteParked(subscription, aggregateType, aggregateID string)
 	if !found {
 		return fmt.Errorf("ledger: %s %q %s/%s: %w", op, subscription, aggregateType, aggregateID, ErrNotFound)
 	}
+	v, err := t.get(k)
+	if err != nil {
+		return t.fail(op, err)
+	}
+	if err := t.keepResolved(op, v); err != nil {
+		return err
+	}
 	if err := t.delete(op, k); err != nil {
 		return err
 	}

@@ -40,6 +40,8 @@ func Run(t *testing.T, open Opener) {
 		{"ListParkedPaging", testListPaging},
 		{"ListParkedByFailure", testListByFailure},
 		{"Jobs", testJobs},
+		{"Audit", testAudit},
+		{"Resolved", testResolved},
 		{"CountParked", testCount},
 		{"History", testHistory},
 		{"Notifications", testNotifications},
