@@ -22,8 +22,9 @@ func Default() *Config {
 			OperatorWait:    DefaultOperatorWait,
 			AllowedHosts:    []string{},
 		},
-		Store: StoreConfig{MinFree: DefaultMinFree, ModuleVersions: DefaultModuleVersions},
-		Jobs:  JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
+		Store: StoreConfig{MinFree: DefaultMinFree, ModuleVersions: DefaultModuleVersions,
+			ResolvedRetention: DefaultResolvedRetention, AuditRetention: DefaultAuditRetention},
+		Jobs: JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
 			Concurrency:        DefaultConcurrency,
@@ -107,6 +108,10 @@ allowed-hosts = []
 min-free = "512MiB"
 # Versions of each module kept for rollback (PUT keeps the old ones), the current one included; 1 keeps none older.
 module-versions = 10
+# How long a resumed or skipped aggregate's record, with its history, stays queryable (GET /v1/resolved).
+resolved-retention = "P7D"
+# How long the audit log (GET /v1/audit) keeps an entry.
+audit-retention = "P90D"
 
 # Bearer tokens. With none, the server listens on loopback only and every request is allowed.
 # Roles: reader (read), operator (read; resume, skip, pause), deployer (read; modules and events), admin.

@@ -2,6 +2,9 @@ package config
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/berthhq/berth/retry"
 
 	"github.com/berthhq/berth/internal/diskspace"
 )
@@ -24,7 +27,18 @@ type StoreConfig struct {
 	// ModuleVersions is how many versions of each module are kept for rollback, the current one included
 	// (default 10; 1 keeps only the current one). Older ones are removed at the next upload.
 	ModuleVersions int `toml:"module-versions"`
+	// ResolvedRetention is how long a resumed or skipped aggregate's record (its error, attempts and
+	// history: who resolved it and why) stays queryable at GET /v1/resolved (default 7 days).
+	ResolvedRetention retry.Duration `toml:"resolved-retention"`
+	// AuditRetention is how long the audit log keeps an entry (default 90 days).
+	AuditRetention retry.Duration `toml:"audit-retention"`
 }
+
+// Defaults of store.resolved-retention and store.audit-retention.
+const (
+	DefaultResolvedRetention = retry.Duration(7 * 24 * time.Hour)
+	DefaultAuditRetention    = retry.Duration(90 * 24 * time.Hour)
+)
 
 // DefaultModuleVersions is the default of store.module-versions.
 const DefaultModuleVersions = 10
@@ -33,6 +47,8 @@ func (s StoreConfig) validate(p *problems, at keyPath) {
 	if s.MinFree < 0 {
 		p.add(at.key("min-free"), fmt.Sprintf("%q", s.MinFree.String()), "must not be negative")
 	}
+	positiveDuration(p, at.key("resolved-retention"), s.ResolvedRetention)
+	positiveDuration(p, at.key("audit-retention"), s.AuditRetention)
 	if s.ModuleVersions < 1 || s.ModuleVersions > 1000 {
 		p.add(at.key("module-versions"), fmt.Sprint(s.ModuleVersions), "must be from 1 (only the current version) to 1000")
 	}

@@ -17,6 +17,10 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	h.closed = true
+	if h.stopRetention != nil {
+		h.stopRetention()
+		h.retentionWG.Wait()
+	}
 	if h.Hooks != nil {
 		h.stopHooks()
 		if err := h.Hooks.Close(ctx); err != nil {

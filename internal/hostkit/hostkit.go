@@ -80,6 +80,9 @@ type Host struct {
 
 	stopHooks context.CancelFunc
 	hooksWG   sync.WaitGroup
+	// stopRetention ends the retention sweep (retention.go).
+	stopRetention context.CancelFunc
+	retentionWG   sync.WaitGroup
 
 	closeMu sync.Mutex
 	closed  bool
@@ -162,6 +165,7 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 		return &OpenError{Part: "jobs", Err: err}
 	}
 	h.startHooks(cfg)
+	h.startRetention(opts.Clock)
 	return nil
 }
 
