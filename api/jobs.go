@@ -56,6 +56,8 @@ func (s *Server) createJob(c echo.Context) error {
 	if err != nil {
 		return jobError(err)
 	}
+	auditNote(c, auditReasonKey, "%s", req.Reason)
+	auditNote(c, auditDetailKey, "job %d: %s of %d matched", j.ID, j.Action, j.Matched)
 	return c.JSON(http.StatusCreated, toWireJob(j))
 }
 

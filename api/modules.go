@@ -32,6 +32,7 @@ func (s *Server) putModule(c echo.Context) error {
 	case err != nil:
 		return err
 	}
+	auditNote(c, auditDetailKey, "version %d, sha256 %s", info.Version, info.SHA256)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -101,5 +102,6 @@ func (s *Server) rollbackModule(c echo.Context) error {
 	case err != nil:
 		return err
 	}
+	auditNote(c, auditDetailKey, "version %d from version %d", info.Version, *req.Version)
 	return c.JSON(http.StatusOK, toWireModule(info))
 }

@@ -91,6 +91,9 @@ func New(deps Deps) *Server {
 		if r.guarded() {
 			mw = append(mw, s.guardDisk)
 		}
+		if changesState(r.method) {
+			mw = append(mw, s.audit(r))
+		}
 		e.Add(r.method, r.path, r.handler, mw...)
 	}
 	s.consoleRoutes()
@@ -139,6 +142,8 @@ func (s *Server) routeTable() []route {
 		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody, writes},
 
 		{get, "/v1/parked", s.listParked, reader, none, reads},
+		{get, "/v1/resolved", s.listResolved, reader, none, reads},
+		{get, "/v1/audit", s.listAudit, reader, none, reads},
 		{post, "/v1/jobs", s.createJob, operator, jsonBody, writes},
 		{get, "/v1/jobs", s.listJobs, reader, none, reads},
 		{get, "/v1/jobs/:id", s.getJob, reader, none, reads},

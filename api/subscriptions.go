@@ -67,6 +67,7 @@ func (s *Server) resetSubscription(c echo.Context) error {
 	if err := s.deps.Engine.Reset(c.Request().Context(), c.Param("name"), *req.Position); err != nil {
 		return engineError(err)
 	}
+	auditNote(c, auditDetailKey, "to position %d", *req.Position)
 	return s.getSubscription(c)
 }
 
@@ -177,6 +178,7 @@ func (s *Server) resumeParked(c echo.Context) error {
 	}
 	// A running long-horizon retry of the aggregate holds it for up to its
 	// timeout; the operator gets a 409 rather than a hanging request.
+	auditNote(c, auditReasonKey, "%s", req.Reason)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
 	if err := s.deps.Engine.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), actor(c), req.Reason); err != nil {
@@ -195,6 +197,7 @@ func (s *Server) skipParked(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	auditNote(c, auditReasonKey, "%s", req.Reason)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
 	if err := s.deps.Engine.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {

@@ -107,3 +107,17 @@ type OperatorRequest struct {
 	// this version (0: every event of the aggregate in the log now).
 	ThroughVersion uint64 `json:"throughVersion,omitempty"`
 }
+
+// ResolvedRecord is a parked aggregate's record kept after it was resumed or
+// skipped (GET /v1/resolved): its error, attempts and whole history, with
+// who resolved it and why as its last entries.
+type ResolvedRecord struct {
+	ParkedRecord
+	ResolvedAt time.Time `json:"resolvedAt"` // the time of its last history entry
+}
+
+// ResolvedPage is the answer of GET /v1/resolved.
+type ResolvedPage struct {
+	Records []ResolvedRecord `json:"records"`
+	Next    string           `json:"next"` // the cursor of the next page (pass it as after); "" on the last
+}
