@@ -24,7 +24,9 @@ func testAudit(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	s = openAt(t, open, dir)
-	update(t, s, func(tx ledger.Tx) error { return tx.Audit(ledger.AuditEntry{Action: "POST /v1/config/reload", Actor: "root"}) })
+	update(t, s, func(tx ledger.Tx) error {
+		return tx.Audit(ledger.AuditEntry{Action: "POST /v1/config/reload", Actor: "root"})
+	})
 	view(t, s, func(tx ledger.Tx) error {
 		all, err := tx.AuditLog(0, 0)
 		if err != nil || len(all) != 6 {
