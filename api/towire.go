@@ -74,7 +74,7 @@ func inOrder(h []ledger.Entry) []ledger.Entry {
 
 func toWireError(e ledger.ErrorInfo) wire.ErrorInfo {
 	return wire.ErrorInfo{Classes: e.Classes, Message: e.Message, Code: e.Code, Kind: e.Kind,
-		Class: e.Class, Reason: e.Reason, Undeclared: e.Undeclared}
+		Class: e.Class, Reason: e.Reason, Undeclared: e.Undeclared, Module: e.Module}
 }
 
 func toWireEntry(e ledger.Entry) wire.HistoryEntry {

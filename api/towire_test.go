@@ -19,7 +19,7 @@ import (
 func fullRecord() *ledger.Record {
 	t0 := time.Date(2026, 12, 3, 8, 30, 0, 123456789, time.UTC)
 	e := ledger.ErrorInfo{Classes: []string{"UnknownBuyer", "NotificationFailed"}, Message: "no buyer b-9", Code: "E42",
-		Kind: "recoverable", Class: "recoverable", Reason: "classifier rule 1: NotificationFailed", Undeclared: []string{"UnknownBuyer"}}
+		Kind: "recoverable", Class: "recoverable", Reason: "classifier rule 1: NotificationFailed", Undeclared: []string{"UnknownBuyer"}, Module: "shipment-notifier v3"}
 	return &ledger.Record{Subscription: "ShipmentNotifier.onOrderShipped", AggregateType: "Order", AggregateID: "o/1 %",
 		Version: 3, Index: 1, Position: 17, Error: e, Attempts: 5, ParkedRetries: 2,
 		FirstFailure: t0, LastFailure: t0.Add(time.Minute), State: ledger.StateWaiting, NextRetry: t0.Add(time.Hour),
@@ -32,11 +32,11 @@ func fullRecord() *ledger.Record {
 const fullRecordJSON = `{"subscription":"ShipmentNotifier.onOrderShipped","aggregateType":"Order","aggregateId":"o/1 %",` +
 	`"version":3,"index":1,"position":17,"error":{"classes":["UnknownBuyer","NotificationFailed"],"message":"no buyer b-9",` +
 	`"code":"E42","kind":"recoverable","class":"recoverable","reason":"classifier rule 1: NotificationFailed",` +
-	`"undeclared":["UnknownBuyer"]},"attempts":5,"parkedRetries":2,"firstFailure":"2026-12-03T08:30:00.123456789Z",` +
+	`"undeclared":["UnknownBuyer"],"module":"shipment-notifier v3"},"attempts":5,"parkedRetries":2,"firstFailure":"2026-12-03T08:30:00.123456789Z",` +
 	`"lastFailure":"2026-12-03T08:31:00.123456789Z","state":"waiting","nextRetry":"2026-12-03T09:30:00.123456789Z",` +
 	`"waitReason":"retries-spent","history":[{"time":"2026-12-03T08:30:00.123456789Z","action":"skip","attempt":5,` +
 	`"version":3,"error":{"classes":["UnknownBuyer","NotificationFailed"],"message":"no buyer b-9","code":"E42",` +
-	`"kind":"recoverable","class":"recoverable","reason":"classifier rule 1: NotificationFailed","undeclared":["UnknownBuyer"]},` +
+	`"kind":"recoverable","class":"recoverable","reason":"classifier rule 1: NotificationFailed","undeclared":["UnknownBuyer"],"module":"shipment-notifier v3"},` +
 	`"actor":"ops","reason":"why"}],"invocationKey":"ShipmentNotifier.onOrderShipped:Order/o%2F1%20%25@3:1"}`
 
 // TestFullRecordIsFull: a field added to the ledger's record must be set in

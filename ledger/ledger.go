@@ -64,6 +64,9 @@ type ErrorInfo struct {
 	// declare in its class tree (the host's and SDK's berth.* names aside):
 	// they were classified by the chain as the guest sent it.
 	Undeclared []string `json:"undeclared,omitempty"`
+	// Module is the module version that ran the failing attempt
+	// ("shipment-notifier v3"; empty in records written before it was kept).
+	Module string `json:"module,omitempty"`
 }
 
 // Entry is one line of a record's history.

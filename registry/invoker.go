@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/sandbox"
@@ -13,15 +14,29 @@ import (
 // processor's kind: a reactor's handler is a plain call; sagas and
 // projections add their ports' semantics around it.
 func (r *Registry) invokerFor(d *deployed, desc abi.Description, h abi.HandlerDesc) subscription.Invoker {
-	plain := wasmInvoker{mod: d.mod, handler: h.Name}
+	var inv subscription.Invoker = wasmInvoker{mod: d.mod, handler: h.Name}
 	switch desc.Kind {
 	case abi.KindSaga:
-		return r.sagaInvoker(d, desc, h)
+		inv = r.sagaInvoker(d, desc, h)
 	case abi.KindProjection:
-		return r.projectionInvoker(d, desc, h)
-	default:
-		return plain
+		inv = r.projectionInvoker(d, desc, h)
 	}
+	return versioned{inv: inv, module: fmt.Sprintf("%s v%d", d.Name, max(d.Version, 1))}
+}
+
+// versioned names the module version on every failure of its invoker, so a
+// parked record says which version failed (and a rollback can be chosen).
+type versioned struct {
+	inv    subscription.Invoker
+	module string
+}
+
+func (v versioned) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
+	f := v.inv.Invoke(ctx, d)
+	if f != nil && f.Module == "" {
+		f.Module = v.module
+	}
+	return f
 }
 
 // wasmInvoker runs one handler of a sandboxed module for the engine.

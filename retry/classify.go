@@ -104,6 +104,9 @@ type Failure struct {
 	RetryAfter time.Duration
 	// HTTP429 is set when the attempt saw an outbound 429 Too Many Requests.
 	HTTP429 bool
+	// Module names the module version that ran the attempt ("shipment-notifier v3"); empty for a
+	// failure no module's code produced. It is kept with the failure, not classified by.
+	Module string
 }
 
 // Error returns "<nearest class>: <message> [<code>]", leaving out what is empty.

@@ -211,7 +211,7 @@ func errorInfo(f *retry.Failure, d retry.Decision) ledger.ErrorInfo {
 	}
 	return ledger.ErrorInfo{
 		Classes: classifiedChain(f, d), Message: truncate(f.Message, 4096), Code: f.Code, Kind: kind,
-		Class: d.Class.String(), Reason: d.Reason, Undeclared: slices.Clone(d.Undeclared),
+		Class: d.Class.String(), Reason: d.Reason, Undeclared: slices.Clone(d.Undeclared), Module: f.Module,
 	}
 }
 

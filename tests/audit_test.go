@@ -30,6 +30,10 @@ func TestAuditAndResolvedHistory(t *testing.T) {
 	svc.set("ghost", behaviour{Unknown: true})
 	dep.appendShipped(t, "o/1", "ghost")
 	eventually(t, 20*time.Second, "o/1 parked", func() bool { return root.request("GET", parkedPath("o/1"), nil).Status == 200 })
+	// The record says which module version failed.
+	if rec := root.must(200, "GET", parkedPath("o/1"), nil); !strings.Contains(string(rec.Body), `"module":"`+moduleName+` v1"`) {
+		t.Errorf("the parked record does not name the module version that failed: %s", rec.Body)
+	}
 	svc.set("ghost", behaviour{})
 	root.must(202, "POST", parkedPath("o/1")+"/resume", map[string]string{"reason": "ghost imported"})
 	svc.waitNotified(t, key("o/1", 1), 20*time.Second)

@@ -48,7 +48,7 @@ func TestConsoleResume(t *testing.T) {
 		t.Fatalf("open the console: %v", err)
 	}
 	rowText, subText := text(row), text(sub)
-	for _, want := range []string{"Order o-c1", "version 1, event 1", "holds back nothing later", "does not know buyer ghost", "UnknownBuyer"} {
+	for _, want := range []string{"Order o-c1", "version 1, event 1", "holds back nothing later", "does not know buyer ghost", "UnknownBuyer", "in shipment-notifier v1"} {
 		if !strings.Contains(rowText, want) {
 			t.Errorf("parked row %q should show %q", rowText, want)
 		}

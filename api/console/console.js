@@ -190,10 +190,10 @@ function parkedRow(r, key, sig) {
   held.className = "held";
   at.appendChild(held);
   const err = cell(tr, r.error.message, "error");
-  if (r.error.code) {
+  if (r.error.code || r.error.module) {
     const c = document.createElement("div");
     c.className = "code";
-    c.textContent = `code ${r.error.code}`;
+    c.textContent = [r.error.code && `code ${r.error.code}`, r.error.module && `in ${r.error.module}`].filter(Boolean).join(" · ");
     err.appendChild(c);
   }
   if (r.error.classes && r.error.classes.length) {

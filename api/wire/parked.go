@@ -69,6 +69,10 @@ type ErrorInfo struct {
 	// Undeclared lists the classes of Classes the module does not declare
 	// in its class tree (berth.* names aside).
 	Undeclared []string `json:"undeclared,omitempty"`
+	// Module is the module version that ran the failing attempt, e.g.
+	// "shipment-notifier v3" (GET /v1/modules/{name}/versions lists them);
+	// empty in records parked before the host kept it.
+	Module string `json:"module,omitempty"`
 }
 
 // HistoryEntry is one line of a parked aggregate's history.
