@@ -78,6 +78,16 @@ func (d *decoder) value(p keyPath, v any, rv reflect.Value) {
 			return
 		}
 		rv.SetInt(n)
+	case reflect.Float64:
+		// A TOML integer is a number too: recycle-growth = 2 means 2.0.
+		switch x := v.(type) {
+		case float64:
+			rv.SetFloat(x)
+		case int64:
+			rv.SetFloat(float64(x))
+		default:
+			d.probs.add(p, render(v), "want a number, got %s", tomlType(v))
+		}
 	case reflect.Pointer:
 		// An optional value (a *bool): set, it is decoded; left out, it stays nil (inherited).
 		e := reflect.New(rv.Type().Elem())

@@ -55,6 +55,7 @@ func Default() *Config {
 			MaxInstances:         DefaultMaxInstances,
 			IdleTimeout:          DefaultIdleTimeout,
 			RecycleMemoryPercent: DefaultRecycleMemoryPercent,
+			RecycleGrowth:        DefaultRecycleGrowth,
 			MaxOutput:            DefaultMaxOutput,
 			MaxResponse:          DefaultMaxResponse,
 			TierUp:               false,
@@ -223,6 +224,10 @@ idle-timeout = "1m"
 # An instance whose memory grew to this percentage of its module's memory-limit is closed after its
 # call instead of being kept for the next (WebAssembly memory never shrinks); 1 to 100.
 recycle-memory-percent = 50
+# An instance whose memory grew to this many times its size when it was made is closed after its call
+# and replaced (a busy instance never goes idle, and a Go guest's heap creeps up); more than 1, or 0 for
+# never.
+recycle-growth = 1.25
 # What one call may write to stdout and to stderr; the rest is dropped.
 max-output = "16KiB"
 # Largest body of an outbound HTTP response a guest receives.
