@@ -104,6 +104,12 @@ type Failure struct {
 	RetryAfter time.Duration
 	// HTTP429 is set when the attempt saw an outbound 429 Too Many Requests.
 	HTTP429 bool
+	// Await, on a failure of ClassCanceled, says the host cut the attempt short for a condition of its
+	// own that ends when Await is closed: a module whose compiled code is still being made, on whose
+	// interpreter the attempt ran past its deadline (sandbox.ErrWarmingUp). Such an attempt is not the
+	// handler's, even though its deadline passed: it is not counted, and the event is delivered again
+	// once Await is closed (never sooner, so nothing spins on the condition).
+	Await <-chan struct{}
 }
 
 // Error returns "<nearest class>: <message> [<code>]", leaving out what is empty.

@@ -69,6 +69,29 @@ func (m *Module) compiledFor(ctx context.Context) (*tier, *compiled, error) {
 	}
 }
 
+// warmingUp returns, for a Timeout of a call on tier t (nil: it got no
+// instance, so the module's tier now), the channel closed when the module's
+// background compile has ended; nil when t is compiled, when no compile is
+// under way, or when the compile ended without a switch (it failed, or the
+// module closed): then the interpreter is what the module runs, and its
+// timeouts are the handler's.
+func (m *Module) warmingUp(t *tier) <-chan struct{} {
+	if t == nil {
+		t = m.tier.Load()
+	}
+	if t.interp == nil || m.tierDone == nil {
+		return nil
+	}
+	select {
+	case <-m.tierDone:
+		if m.tier.Load().interp != nil {
+			return nil
+		}
+	default:
+	}
+	return m.tierDone
+}
+
 // stale says whether inst runs on a tier the module has left; such an
 // instance is closed when it comes back from its call, never reused.
 func (m *Module) stale(inst *instance) bool { return inst.tier != m.tier.Load() }
