@@ -396,7 +396,7 @@ func TestSandbox(t *testing.T) {
 	s := c.Sandbox()
 	if s.CacheDir != filepath.Join("/var/lib/berth", "wasm-cache") || s.CompiledModules != 32 || s.MaxInstances != 8 ||
 		s.IdleTimeout != time.Minute || s.MaxOutputBytes != 64<<10 || s.MaxResponseBytes != 1<<20 ||
-		s.RecycleMemoryFraction != 0.5 || s.RecycleGrowth != 1.25 || s.Tiering != sandbox.CompiledOnly {
+		s.RecycleMemoryFraction != 0.5 || s.RecycleGrowth != 1.25 || s.Tiering != sandbox.TierUp {
 		t.Errorf("Sandbox() = %+v", s)
 	}
 	c, err = Parse([]byte("[sandbox]\nrecycle-memory-percent = 100\nidle-timeout = \"2s\"\n"), "berth.toml")
@@ -422,12 +422,12 @@ func TestSandbox(t *testing.T) {
 			t.Errorf("Sandbox() with recycle-growth %s: RecycleGrowth %v, want %v", g.text, s.RecycleGrowth, g.want)
 		}
 	}
-	c, err = Parse([]byte("[sandbox]\ntier-up = true\n"), "berth.toml")
+	c, err = Parse([]byte("[sandbox]\ntier-up = false\n"), "berth.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := c.Sandbox(); s.Tiering != sandbox.TierUp {
-		t.Errorf("Sandbox() with tier-up true: Tiering %v, want TierUp", s.Tiering)
+	if s := c.Sandbox(); s.Tiering != sandbox.CompiledOnly {
+		t.Errorf("Sandbox() with tier-up false: Tiering %v, want CompiledOnly", s.Tiering)
 	}
 }
 

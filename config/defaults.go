@@ -58,7 +58,7 @@ func Default() *Config {
 			RecycleGrowth:        DefaultRecycleGrowth,
 			MaxOutput:            DefaultMaxOutput,
 			MaxResponse:          DefaultMaxResponse,
-			TierUp:               false,
+			TierUp:               true,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -233,9 +233,10 @@ max-output = "16KiB"
 # Largest body of an outbound HTTP response a guest receives.
 max-response = "1MiB"
 # true: a module not in the compilation cache starts on the interpreter at once and is compiled in the
-# background. Calls on the interpreter run 14-23x slower, so a handler with a tight timeout can time out
-# (and be charged for it) until the switch. false (the default) compiles it first (seconds for a Go guest).
-tier-up = false
+# background. Calls on the interpreter run 14-80x slower; one that runs past its timeout there is not
+# charged, and is made again once the module runs compiled code. false compiles it first (seconds for a
+# Go guest) before the module handles anything.
+tier-up = true
 
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
 # is resumed or skipped by an operator. Deliveries are queued durably, retried, and signed with an

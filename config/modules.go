@@ -150,8 +150,9 @@ type SandboxConfig struct {
 	// MaxResponse caps the body of an outbound HTTP response (default 1MiB).
 	MaxResponse Size `toml:"max-response"`
 	// TierUp starts a module that is not in the compilation cache on the interpreter at once and
-	// compiles it in the background, switching when the compile is done (default true); false compiles
-	// before the module is ready, as a cold start's first call then runs at full speed.
+	// compiles it in the background, switching when the compile is done (default true); an attempt
+	// that runs past its timeout on the interpreter is not charged and is made again on compiled code.
+	// false compiles before the module is ready, as a cold start's first call then runs at full speed.
 	TierUp bool `toml:"tier-up"`
 }
 

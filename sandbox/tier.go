@@ -21,12 +21,11 @@ const (
 type TieringMode int
 
 const (
-	// CompiledOnly (the default) compiles every module before Load returns:
-	// a cold start pays the whole compile (seconds for a Go guest), and every
-	// call runs at full speed. It is the default because a call on the
-	// interpreter costs 14-23x one on compiled code: until the switch, a
-	// handler whose timeout fits its compiled speed could time out and be
-	// charged for it.
+	// CompiledOnly (the zero value) compiles every module before Load
+	// returns: a cold start pays the whole compile (seconds for a Go guest),
+	// and every call runs at full speed. (The host's sandbox.tier-up
+	// defaults to TierUp; a timeout on the interpreter is reported
+	// WarmingUp there, which the engine does not charge.)
 	CompiledOnly TieringMode = iota
 	// TierUp starts a module on the interpreter at once and compiles it in
 	// the background; when the compile is done, new instances run the
