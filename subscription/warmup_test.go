@@ -40,21 +40,28 @@ func (w *warmingInvoker) Invoke(ctx context.Context, d Delivery) *retry.Failure 
 	return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: "warming up: ran past its deadline on the interpreter", Await: w.ready}
 }
 
+// startWarming starts an engine on a fake clock whose one subscription runs
+// a warmingInvoker (compiled: what it does once ready) under a timeout of
+// 1s and maxAttempts, and appends one event to Order/id.
+func startWarming(t *testing.T, maxAttempts int, id string, compiled func(context.Context) *retry.Failure) (*env, *FakeClock, *warmingInvoker) {
+	clock := NewFakeClock(t0)
+	inv := &warmingInvoker{ready: make(chan struct{}), attempts: make(chan int, 8), compiled: compiled}
+	s := spec(sub, inv)
+	s.OverrideRetry = retry.Settings{MaxAttempts: maxAttempts, Timeout: time.Second}
+	e := newEnv(t, Options{}, s)
+	e.clock = clock
+	e.start()
+	e.append("Order", id)
+	return e, clock, inv
+}
+
 // An attempt whose deadline passes while the module warms up on the
 // interpreter is the host's, not the handler's: with a budget of one
 // attempt it neither parks nor spends it, nothing is written to the
 // ledger's budget, and the event is delivered again, at the same attempt
 // number, once the compiled tier is ready — not before.
 func TestWarmingUpTimeoutIsNotCounted(t *testing.T) {
-	clock := NewFakeClock(t0)
-	inv := &warmingInvoker{ready: make(chan struct{}), attempts: make(chan int, 8),
-		compiled: func(context.Context) *retry.Failure { return nil }}
-	s := spec(sub, inv)
-	s.OverrideRetry = retry.Settings{MaxAttempts: 1, Timeout: time.Second}
-	e := newEnv(t, Options{}, s)
-	e.clock = clock
-	e.start()
-	e.append("Order", "w")
+	e, clock, inv := startWarming(t, 1, "w", func(context.Context) *retry.Failure { return nil })
 	if a := <-inv.attempts; a != 1 {
 		t.Fatalf("first attempt numbered %d", a)
 	}
@@ -82,18 +89,10 @@ func TestWarmingUpTimeoutIsNotCounted(t *testing.T) {
 // charged once it runs compiled: the warm-up's attempt is not in its budget
 // or its record, the compiled ones are, as berth.Timeout.
 func TestGuestThatSpinsIsChargedOnceCompiled(t *testing.T) {
-	clock := NewFakeClock(t0)
-	inv := &warmingInvoker{ready: make(chan struct{}), attempts: make(chan int, 8),
-		compiled: func(ctx context.Context) *retry.Failure {
-			<-ctx.Done()
-			return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: "the call ran past its deadline"}
-		}}
-	s := spec(sub, inv)
-	s.OverrideRetry = retry.Settings{MaxAttempts: 2, Timeout: time.Second}
-	e := newEnv(t, Options{}, s)
-	e.clock = clock
-	e.start()
-	e.append("Order", "spin")
+	e, clock, inv := startWarming(t, 2, "spin", func(ctx context.Context) *retry.Failure {
+		<-ctx.Done()
+		return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: "the call ran past its deadline"}
+	})
 	<-inv.attempts
 	clock.Advance(time.Second) // the warm-up attempt's deadline
 	close(inv.ready)
