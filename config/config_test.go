@@ -107,6 +107,14 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 			[]string{`berth.toml:2: sandbox.recycle-memory-percent: 101: must be at most 100`}},
 		{"sandbox recycle percentage as a fraction", "[sandbox]\nrecycle-memory-percent = 0.5\n",
 			[]string{`berth.toml:2: sandbox.recycle-memory-percent: 0.5: want an integer, got a float`}},
+		{"sandbox recycle growth", "[sandbox]\nrecycle-growth = 1\n",
+			[]string{`berth.toml:2: sandbox.recycle-growth: 1: must be more than 1 (a factor of the instance's fresh memory), or 0 to turn it off`}},
+		{"sandbox recycle growth too large", "[sandbox]\nrecycle-growth = 1e6\n",
+			[]string{`berth.toml:2: sandbox.recycle-growth: 1e+06: must be at most 1000`}},
+		{"sandbox recycle growth not a number", "[sandbox]\nrecycle-growth = nan\n",
+			[]string{`berth.toml:2: sandbox.recycle-growth: nan: want a finite number`}},
+		{"sandbox recycle growth as a string", "[sandbox]\nrecycle-growth = \"1.5\"\n",
+			[]string{`berth.toml:2: sandbox.recycle-growth: "1.5": want a number, got a string`}},
 		{"dotted keys and inline tables", "server.listen = 1\nmodules = { m = { memory-limit = \"1000B\" } }\n",
 			[]string{
 				`berth.toml:1: server.listen: 1: want a string`,
@@ -394,7 +402,7 @@ func TestSandbox(t *testing.T) {
 	s := c.Sandbox()
 	if s.CacheDir != filepath.Join("/var/lib/berth", "wasm-cache") || s.CompiledModules != 32 || s.MaxInstances != 8 ||
 		s.IdleTimeout != time.Minute || s.MaxOutputBytes != 64<<10 || s.MaxResponseBytes != 1<<20 ||
-		s.RecycleMemoryFraction != 0.5 || s.Tiering != sandbox.CompiledOnly {
+		s.RecycleMemoryFraction != 0.5 || s.RecycleGrowth != 1.25 || s.Tiering != sandbox.TierUp {
 		t.Errorf("Sandbox() = %+v", s)
 	}
 	c, err = Parse([]byte("[sandbox]\nrecycle-memory-percent = 100\nidle-timeout = \"2s\"\n"), "berth.toml")
@@ -404,12 +412,28 @@ func TestSandbox(t *testing.T) {
 	if s := c.Sandbox(); s.RecycleMemoryFraction != 1 || s.IdleTimeout != 2*time.Second {
 		t.Errorf("Sandbox() with recycle-memory-percent 100, idle-timeout 2s = %+v", s)
 	}
-	c, err = Parse([]byte("[sandbox]\ntier-up = true\n"), "berth.toml")
+	for _, g := range []struct {
+		text string
+		want float64 // sandbox.Config.RecycleGrowth
+	}{
+		{"1.5", 1.5},
+		{"2", 2},  // an integer is a number too
+		{"0", -1}, // never: the sandbox's "off", not its default
+	} {
+		c, err = Parse([]byte("[sandbox]\nrecycle-growth = "+g.text+"\n"), "berth.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := c.Sandbox(); s.RecycleGrowth != g.want {
+			t.Errorf("Sandbox() with recycle-growth %s: RecycleGrowth %v, want %v", g.text, s.RecycleGrowth, g.want)
+		}
+	}
+	c, err = Parse([]byte("[sandbox]\ntier-up = false\n"), "berth.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := c.Sandbox(); s.Tiering != sandbox.TierUp {
-		t.Errorf("Sandbox() with tier-up true: Tiering %v, want TierUp", s.Tiering)
+	if s := c.Sandbox(); s.Tiering != sandbox.CompiledOnly {
+		t.Errorf("Sandbox() with tier-up false: Tiering %v, want CompiledOnly", s.Tiering)
 	}
 }
 

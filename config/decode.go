@@ -79,11 +79,12 @@ func (d *decoder) value(p keyPath, v any, rv reflect.Value) {
 		}
 		rv.SetInt(n)
 	case reflect.Float64:
-		switch n := v.(type) {
+		// A TOML integer is a number too: recycle-growth = 2 means 2.0.
+		switch x := v.(type) {
 		case float64:
-			rv.SetFloat(n)
-		case int64: // 5 as well as 5.0
-			rv.SetFloat(float64(n))
+			rv.SetFloat(x)
+		case int64:
+			rv.SetFloat(float64(x))
 		default:
 			d.probs.add(p, render(v), "want a number, got %s", tomlType(v))
 		}

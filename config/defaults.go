@@ -58,9 +58,10 @@ func Default() *Config {
 			MaxInstances:         DefaultMaxInstances,
 			IdleTimeout:          DefaultIdleTimeout,
 			RecycleMemoryPercent: DefaultRecycleMemoryPercent,
+			RecycleGrowth:        DefaultRecycleGrowth,
 			MaxOutput:            DefaultMaxOutput,
 			MaxResponse:          DefaultMaxResponse,
-			TierUp:               false,
+			TierUp:               true,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -234,14 +235,19 @@ idle-timeout = "1m"
 # An instance whose memory grew to this percentage of its module's memory-limit is closed after its
 # call instead of being kept for the next (WebAssembly memory never shrinks); 1 to 100.
 recycle-memory-percent = 50
+# An instance whose memory grew to this many times its size when it was made is closed after its call
+# and replaced (a busy instance never goes idle, and a Go guest's heap creeps up); more than 1, or 0 for
+# never.
+recycle-growth = 1.25
 # What one call may write to stdout and to stderr; the rest is dropped.
 max-output = "16KiB"
 # Largest body of an outbound HTTP response a guest receives.
 max-response = "1MiB"
 # true: a module not in the compilation cache starts on the interpreter at once and is compiled in the
-# background. Calls on the interpreter run 14-23x slower, so a handler with a tight timeout can time out
-# (and be charged for it) until the switch. false (the default) compiles it first (seconds for a Go guest).
-tier-up = false
+# background. Calls on the interpreter run 14-80x slower; one that runs past its timeout there is not
+# charged, and is made again once the module runs compiled code. false compiles it first (seconds for a
+# Go guest) before the module handles anything.
+tier-up = true
 
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
 # is resumed or skipped by an operator. Deliveries are queued durably, retried, and signed with an

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -29,8 +30,12 @@ const (
 	DefaultIdleTimeout     = retry.Duration(60e9)
 	// DefaultRecycleMemoryPercent is sandbox.DefaultRecycleMemoryFraction in percent.
 	DefaultRecycleMemoryPercent = 50
-	DefaultMaxOutput            = 16 * KiB
-	DefaultMaxResponse          = 1 * MiB
+	// DefaultRecycleGrowth is sandbox.DefaultRecycleGrowth, sandbox.recycle-growth's default.
+	DefaultRecycleGrowth = sandbox.DefaultRecycleGrowth
+	// MaxRecycleGrowth bounds sandbox.recycle-growth: beyond it the key would mean "never" in all but name.
+	MaxRecycleGrowth   = 1000
+	DefaultMaxOutput   = 16 * KiB
+	DefaultMaxResponse = 1 * MiB
 )
 
 // ModuleConfig is [modules.<name>]: what the operator sets for one module. A module without a table
@@ -135,13 +140,19 @@ type SandboxConfig struct {
 	// linear memory has grown to this percentage of its module's memory limit, 1 to 100 (default 50; 100
 	// closes only instances at the limit). WebAssembly memory never shrinks.
 	RecycleMemoryPercent int `toml:"recycle-memory-percent"`
+	// RecycleGrowth closes an instance after its call, instead of keeping it for the next, when its
+	// linear memory has grown to this many times its size when it was made (default 1.25; more than 1,
+	// or 0 never to recycle for growth alone). A busy instance never goes idle, and a Go guest's heap
+	// creeps up over many calls.
+	RecycleGrowth float64 `toml:"recycle-growth"`
 	// MaxOutput bounds what one call may write to stdout and to stderr; the rest is dropped (default 16KiB).
 	MaxOutput Size `toml:"max-output"`
 	// MaxResponse caps the body of an outbound HTTP response (default 1MiB).
 	MaxResponse Size `toml:"max-response"`
 	// TierUp starts a module that is not in the compilation cache on the interpreter at once and
-	// compiles it in the background, switching when the compile is done (default true); false compiles
-	// before the module is ready, as a cold start's first call then runs at full speed.
+	// compiles it in the background, switching when the compile is done (default true); an attempt
+	// that runs past its timeout on the interpreter is not charged and is made again on compiled code.
+	// false compiles before the module is ready, as a cold start's first call then runs at full speed.
 	TierUp bool `toml:"tier-up"`
 }
 
@@ -157,6 +168,7 @@ func (c *Config) Sandbox() sandbox.Config {
 		MaxOutputBytes:  int(s.MaxOutput),
 		// The file says a whole percentage; the sandbox takes a fraction.
 		RecycleMemoryFraction: float64(s.RecycleMemoryPercent) / 100,
+		RecycleGrowth:         recycleGrowth(s.RecycleGrowth),
 		MaxResponseBytes:      int64(s.MaxResponse),
 		Tiering:               tiering(s.TierUp),
 	}
@@ -170,11 +182,29 @@ func tiering(tierUp bool) sandbox.TieringMode {
 	return sandbox.CompiledOnly
 }
 
+// recycleGrowth is sandbox.Config.RecycleGrowth for sandbox.recycle-growth: the file's 0 ("never")
+// is the sandbox's negative, since the sandbox reads 0 as its own default.
+func recycleGrowth(g float64) float64 {
+	if g == 0 {
+		return -1
+	}
+	return g
+}
+
 func (s SandboxConfig) validate(p *problems, at keyPath) {
 	positiveInt(p, at.key("compiled-modules"), s.CompiledModules, 1<<16)
 	positiveInt(p, at.key("max-instances"), s.MaxInstances, 1<<16)
 	positiveDuration(p, at.key("idle-timeout"), s.IdleTimeout)
 	positiveInt(p, at.key("recycle-memory-percent"), s.RecycleMemoryPercent, 100)
+	switch g := s.RecycleGrowth; {
+	case g == 0:
+	case math.IsNaN(g) || math.IsInf(g, 0):
+		p.add(at.key("recycle-growth"), render(g), "want a finite number")
+	case g <= 1:
+		p.add(at.key("recycle-growth"), render(g), "must be more than 1 (a factor of the instance's fresh memory), or 0 to turn it off")
+	case g > MaxRecycleGrowth:
+		p.add(at.key("recycle-growth"), render(g), "must be at most %d", MaxRecycleGrowth)
+	}
 	positiveSize(p, at.key("max-output"), s.MaxOutput)
 	if s.MaxOutput > GiB {
 		p.add(at.key("max-output"), fmt.Sprintf("%q", s.MaxOutput.String()), "must be at most 1GiB")

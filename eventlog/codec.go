@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 )
 
 // A stored commit is a compact binary record (the position is its key):
@@ -100,8 +101,23 @@ func (d *decoder) bytes() []byte {
 	return v
 }
 
-// decodeCommit decodes the commit at pos from b, which it keeps: the event
-// payloads are sub-slices of b, so b must not be reused by the caller.
+// str returns a length-prefixed field as a string that shares the buffer's
+// bytes (no copy): decodeCommit's buffer is the commit's own and never
+// changes after it (see there).
+func (d *decoder) str() string {
+	v := d.bytes()
+	if len(v) == 0 {
+		return ""
+	}
+	return unsafe.String(&v[0], len(v))
+}
+
+// decodeCommit decodes the commit at pos from b, which it keeps: the
+// commit's strings and event payloads are views of b, not copies, so b is
+// the commit's from then on and must never be changed or reused (the
+// payloads are capacity-limited, so appending to one never writes into b).
+// Read gives it one copy of the stored value per commit; that copy is the
+// commit's only allocation besides its Events.
 func decodeCommit(pos uint64, b []byte) (Commit, error) {
 	if len(b) == 0 || b[0] != commitCodec {
 		return Commit{}, fmt.Errorf("%w at position %d: unknown codec", errCorrupt, pos)
@@ -111,9 +127,9 @@ func decodeCommit(pos uint64, b []byte) (Commit, error) {
 	sec := d.varint()
 	nsec := d.uvarint()
 	c.Time = time.Unix(sec, int64(nsec)).UTC()
-	c.AggregateType = string(d.bytes())
-	c.AggregateID = string(d.bytes())
-	c.OwnerID = string(d.bytes())
+	c.AggregateType = d.str()
+	c.AggregateID = d.str()
+	c.OwnerID = d.str()
 	n := d.uvarint()
 	if d.err == nil && n > uint64(len(d.b)) { // every event takes at least 2 bytes
 		d.err = errCorrupt
@@ -121,7 +137,7 @@ func decodeCommit(pos uint64, b []byte) (Commit, error) {
 	if d.err == nil {
 		c.Events = make([]Event, 0, n)
 		for i := uint64(0); i < n && d.err == nil; i++ {
-			c.Events = append(c.Events, Event{Type: string(d.bytes()), Payload: d.bytes()})
+			c.Events = append(c.Events, Event{Type: d.str(), Payload: d.bytes()})
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -43,11 +44,11 @@ func (b *Badger) Read(ctx context.Context, from uint64, limit int) ([]Commit, er
 
 	commits := make([]Commit, 0, limit)
 	err := b.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{
-			PrefetchValues: true,
-			PrefetchSize:   min(limit, 100),
-			Prefix:         []byte{kindPosition},
-		})
+		// No prefetch: a commit's value sits in the LSM tree with its key
+		// (the value threshold is far above a commit's size), so Badger's
+		// prefetch would only start a goroutine per item to copy what
+		// Value reads in place anyway; decodeItem makes the one copy.
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindPosition}})
 		defer it.Close()
 		for it.Seek(positionKey(from)); it.Valid() && len(commits) < cap(commits); it.Next() {
 			if len(commits)%ctxCheckEvery == ctxCheckEvery-1 {
@@ -87,11 +88,8 @@ func (b *Badger) ReadAggregate(ctx context.Context, aggregateType, aggregateID s
 	var commits []Commit
 	err := b.db.View(func(txn *badger.Txn) error {
 		prefix := aggregatePrefix(aggregateType, aggregateID)
-		it := txn.NewIterator(badger.IteratorOptions{
-			PrefetchValues: true,
-			PrefetchSize:   min(limit, 100),
-			Prefix:         prefix,
-		})
+		// The index's values are 8-byte positions: no prefetch (see Read).
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Seek(binary.BigEndian.AppendUint64(prefix, fromVersion)); it.Valid() && len(commits) < limit; it.Next() {
 			if len(commits)%ctxCheckEvery == ctxCheckEvery-1 {
@@ -127,12 +125,16 @@ func (b *Badger) ReadAggregate(ctx context.Context, aggregateType, aggregateID s
 	return commits, nil
 }
 
-func decodeItem(pos uint64, item *badger.Item) (Commit, error) {
-	v, err := item.ValueCopy(nil)
-	if err != nil {
-		return Commit{}, err
-	}
-	return decodeCommit(pos, v)
+// decodeItem decodes the commit item holds. The item's value is valid only
+// inside Value's callback (it is Badger's buffer, reused after Next), and
+// the commit outlives it: its one copy is made here, and decodeCommit takes
+// its strings and payloads from that copy.
+func decodeItem(pos uint64, item *badger.Item) (c Commit, err error) {
+	err = item.Value(func(v []byte) error {
+		c, err = decodeCommit(pos, bytes.Clone(v))
+		return err
+	})
+	return c, err
 }
 
 // readErr wraps a read failure, leaving context errors as they are.

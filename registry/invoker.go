@@ -79,7 +79,9 @@ func envelope(d *subscription.Delivery, handler string) abi.Event {
 // outcomes get the builtin classes (berth.Timeout, berth.Trap,
 // berth.MemoryExceeded), so that handlers and classifier rules can name them;
 // a call the host cancelled (shutdown, reset, removal; never a deadline) is
-// berth.Canceled, which the engine does not count.
+// berth.Canceled, which the engine does not count, and so is a timeout on
+// the interpreter tier while the module compiles (sandbox.ErrWarmingUp),
+// with retry.Failure.Await set to the end of the compile.
 func failureOf(o *sandbox.Outcome) *retry.Failure {
 	switch o.Kind {
 	case sandbox.Success:
@@ -105,6 +107,11 @@ func failureOf(o *sandbox.Outcome) *retry.Failure {
 		}
 		return f
 	case sandbox.Timeout:
+		if o.WarmingUp != nil {
+			// On the interpreter while the module compiles: the host's condition, not the
+			// handler's. The engine does not count it and delivers the event again on compiled code.
+			return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: o.Err().Error(), Await: o.WarmingUp}
+		}
 		return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: o.Message}
 	case sandbox.MemoryExceeded:
 		return &retry.Failure{Classes: []string{retry.ClassMemoryExceeded}, Message: o.Message}

@@ -3,6 +3,7 @@ package registry
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +50,13 @@ func TestFailureOf(t *testing.T) {
 	}
 	if f := failureOf(&sandbox.Outcome{Kind: sandbox.Success}); f != nil {
 		t.Errorf("success: %+v", f)
+	}
+	// A timeout on the interpreter while the module compiles is the host's: berth.Canceled, not
+	// counted, awaiting the compiled tier (the engine's side is subscription's TestWarmingUpTimeoutIsNotCounted).
+	ready := make(chan struct{})
+	f := failureOf(&sandbox.Outcome{Kind: sandbox.Timeout, Tier: sandbox.TierInterpreter, WarmingUp: ready, Message: "the call ran past its 1s deadline"})
+	if !slices.Equal(f.Classes, []string{retry.ClassCanceled}) || retry.AwaitsHost(f) != (<-chan struct{})(ready) ||
+		!strings.Contains(f.Message, sandbox.ErrWarmingUp.Error()) {
+		t.Errorf("timeout while warming up: %+v, want berth.Canceled awaiting the compiled tier", f)
 	}
 }

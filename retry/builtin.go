@@ -21,7 +21,9 @@ const (
 	// operator's action that stops a subscription's delivery (a reset, a module's removal). It is never
 	// counted against an aggregate's budget and never parks one: the engine drops such an attempt and
 	// delivers its event again ([IsCanceled]). An attempt that ran past its own timeout is ClassTimeout,
-	// never ClassCanceled.
+	// never ClassCanceled — unless it ran on the interpreter while its module compiled (sandbox.tier-up):
+	// that deadline says nothing of the handler, and the attempt is made again on compiled code
+	// ([Failure.Await]).
 	ClassCanceled = "berth.Canceled"
 	// ClassNoModule: no deployed module serves the subscription (reported systemic: its events wait).
 	ClassNoModule = "berth.NoModule"
@@ -122,7 +124,7 @@ func Builtins() []Builtin {
 		{Name: ClassMemoryExceeded, Default: Recoverable, GivenBy: host,
 			Meaning: "the guest needed more linear memory than its module's `memory-limit`"},
 		{Name: ClassCanceled, Uncounted: true, GivenBy: host,
-			Meaning: "the host stopped the call before its deadline (shutdown, reset, removal); the event is delivered again"},
+			Meaning: "the host stopped the call before its deadline (shutdown, reset, removal), or the call ran past its deadline on the interpreter while its module compiled (`sandbox.tier-up`); the event is delivered again (in the second case on compiled code)"},
 		{Name: ClassNoModule, Default: Systemic, Reported: ReportedSystemic, GivenBy: host,
 			Meaning: "no deployed module serves the subscription; its events wait until one is deployed"},
 		{Name: ClassConnectionRefused, Parent: ClassHostError, Default: Systemic, Reported: ReportedSystemic, GivenBy: sdk,

@@ -107,6 +107,12 @@ type Failure struct {
 	// Module names the module version that ran the attempt ("shipment-notifier v3"); empty for a
 	// failure no module's code produced. It is kept with the failure, not classified by.
 	Module string
+	// Await, on a failure of ClassCanceled, says the host cut the attempt short for a condition of its
+	// own that ends when Await is closed: a module whose compiled code is still being made, on whose
+	// interpreter the attempt ran past its deadline (sandbox.ErrWarmingUp). Such an attempt is not the
+	// handler's, even though its deadline passed: it is not counted, and the event is delivered again
+	// once Await is closed (never sooner, so nothing spins on the condition).
+	Await <-chan struct{}
 }
 
 // Error returns "<nearest class>: <message> [<code>]", leaving out what is empty.

@@ -57,20 +57,26 @@ func BenchmarkNoop(b *testing.B) {
 			}
 		}
 	})
+	callerDeadline := func() func(*Module, *abi.Event) Outcome {
+		attempt, cancel := context.WithTimeoutCause(ctx, time.Hour, errAttempt)
+		b.Cleanup(cancel)
+		return func(m *Module, ev *abi.Event) Outcome { return m.Invoke(attempt, ev, 0) }
+	}()
 	for _, c := range []struct {
-		name string
-		call func(m *Module, ev *abi.Event) Outcome
+		name   string
+		growth float64 // Config.RecycleGrowth; 0: the default
+		call   func(m *Module, ev *abi.Event) Outcome
 	}{
-		{"sandbox", func() func(*Module, *abi.Event) Outcome {
-			attempt, cancel := context.WithTimeoutCause(ctx, time.Hour, errAttempt)
-			b.Cleanup(cancel)
-			return func(m *Module, ev *abi.Event) Outcome { return m.Invoke(attempt, ev, 0) }
-		}()},
-		{"sandbox-own-deadline", func(m *Module, ev *abi.Event) Outcome { return m.Invoke(ctx, ev, attemptTimeout) }},
-		{"sandbox-engine-ctx", engineCall},
+		{"sandbox", 0, callerDeadline},
+		// The same, recycling at the former default's growth: what sandbox.recycle-growth's 1.25
+		// costs a call against 1.5.
+		{"sandbox-growth-1.5", 1.5, callerDeadline},
+		{"sandbox-own-deadline", 0, func(m *Module, ev *abi.Event) Outcome { return m.Invoke(ctx, ev, attemptTimeout) }},
+		{"sandbox-engine-ctx", 0, engineCall},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			m := load(b, newSandbox(b, Config{MaxInstances: 1}), "samples/bench", ModuleConfig{})
+			s := newSandbox(b, Config{MaxInstances: 1, RecycleGrowth: c.growth})
+			m := load(b, s, "samples/bench", ModuleConfig{})
 			ev := noopEvent()
 			b.ReportAllocs()
 			defer reportCPU(b)()
@@ -79,6 +85,7 @@ func BenchmarkNoop(b *testing.B) {
 					b.Fatalf("%v: %s", o.Kind, o.Error())
 				}
 			}
+			b.ReportMetric(float64(m.Stats().ClosedMemory), "recycled")
 		})
 	}
 }

@@ -15,6 +15,11 @@ var (
 	ErrClosed = errors.New("sandbox closed")
 )
 
+// ErrWarmingUp is what Outcome.Err wraps for a call that ran past its
+// deadline on the interpreter tier while the module's compiled code was
+// being made: the host's condition, not the handler's (Outcome.WarmingUp).
+var ErrWarmingUp = errors.New("the call ran on the interpreter while the module compiles")
+
 // errDeadline is the panic value host functions use to end a call whose
 // deadline passed; wazero turns it into the call's error.
 var errDeadline = errors.New("deadline exceeded")

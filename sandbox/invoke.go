@@ -58,6 +58,10 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 	if at := inst.cs.firedAt.Load(); o.Kind == Timeout && at != 0 {
 		o.Overrun = time.Since(time.Unix(0, at))
 	}
+	o.Tier = inst.tier.name
+	if o.Kind == Timeout {
+		o.WarmingUp = m.warmingUp(inst.tier)
+	}
 	o.Observed = inst.cs.observed
 	if o.Kind == Success {
 		o.Commands = inst.cs.commands
@@ -74,6 +78,11 @@ func (m *Module) noInstance(ctx context.Context, start, own time.Time, budget ti
 	o := Outcome{Kind: Trap, Message: "no instance: " + err.Error()}
 	if ctx.Err() != nil || (!own.IsZero() && !time.Now().Before(own)) {
 		o = m.expiredOutcome(ctx, budget, where)
+	}
+	if o.Kind == Timeout {
+		// Waited out its deadline for an instance: while the module warms
+		// up, the instances are the interpreter's, slow to come back.
+		o.WarmingUp = m.warmingUp(nil)
 	}
 	o.Duration = time.Since(start)
 	return o

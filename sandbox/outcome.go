@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,6 +76,31 @@ type Outcome struct {
 	// Commands are the commands a saga sent; the caller sends them only if
 	// Kind is Success.
 	Commands []abi.Command
+	// Tier is the tier the call ran on (TierInterpreter, TierCompiled); ""
+	// when it got no instance.
+	Tier string
+	// WarmingUp is set on a Timeout of a call that ran on the interpreter
+	// (or waited for an instance of it) while the module's background
+	// compile was under way (Config.Tiering TierUp): a deadline that fits
+	// the handler's compiled speed says nothing about the handler there.
+	// It is closed when that compile has ended: the module's new calls run
+	// compiled code (or, had the compile failed, the interpreter is all the
+	// module has, and a timeout there is not WarmingUp). Err wraps
+	// ErrWarmingUp for such an outcome.
+	WarmingUp <-chan struct{}
+}
+
+// Err returns the outcome as an error: nil for Success, one that wraps
+// ErrWarmingUp for a Timeout on the interpreter tier during warm-up (see
+// WarmingUp), else one that says what Error says.
+func (o *Outcome) Err() error {
+	switch {
+	case o.Kind == Success:
+		return nil
+	case o.WarmingUp != nil:
+		return fmt.Errorf("%w: %s", ErrWarmingUp, o.Message)
+	}
+	return errors.New(o.Error())
 }
 
 // Observed collects facts about a call's outbound requests.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -22,15 +23,27 @@ const steadyStateCalls = 16384
 // how many instances the pool replaced for their growth, and the peaks
 // between calls: the largest linear memory the pooled instance held after
 // any call, and the heap it held then (measured when the peak is first
-// reached, against the same heap without it at the end).
+// reached, against the same heap without it at the end). Each sub-benchmark
+// is one Config.RecycleGrowth; cpu-µs/call is the process's CPU time per
+// call over the whole run, replacements included: what a lower growth costs
+// in throughput.
 func BenchmarkSteadyStateMemory(b *testing.B) {
+	for _, growth := range []float64{1.25, 1.5} {
+		b.Run(fmt.Sprintf("growth=%v", growth), func(b *testing.B) { steadyStateMemory(b, growth) })
+	}
+}
+
+// steadyStateMemory is BenchmarkSteadyStateMemory for one RecycleGrowth.
+func steadyStateMemory(b *testing.B, growth float64) {
 	var linear, heap, recycled, peakLinear, peakHeap float64
+	var cpu time.Duration
 	for b.Loop() {
-		s := newSandbox(b, Config{MaxInstances: 1})
+		s := newSandbox(b, Config{MaxInstances: 1, RecycleGrowth: growth})
 		m := load(b, s, "samples/bench", ModuleConfig{})
 		ev := orderPlaced()
 		ctx := context.Background()
 		var maxLinear, maxWith uint64
+		start := cpuTime()
 		for range steadyStateCalls {
 			if o := m.Invoke(ctx, ev, 10*time.Second); o.Kind != Success {
 				b.Fatalf("%v: %s", o.Kind, o.Error())
@@ -39,6 +52,7 @@ func BenchmarkSteadyStateMemory(b *testing.B) {
 				maxLinear, maxWith = l, heapAfterGC()
 			}
 		}
+		cpu += cpuTime() - start
 		st := m.Stats()
 		if st.Idle != 1 {
 			b.Fatalf("idle instances = %d after the calls, want 1", st.Idle)
@@ -61,4 +75,5 @@ func BenchmarkSteadyStateMemory(b *testing.B) {
 	b.ReportMetric(recycled/n, "recycled")
 	b.ReportMetric(peakLinear/n/(1<<20), "MiB-linear-peak")
 	b.ReportMetric(peakHeap/n/(1<<20), "MiB-heap-peak")
+	b.ReportMetric(float64(cpu.Microseconds())/n/steadyStateCalls, "cpu-µs/call")
 }

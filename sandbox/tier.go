@@ -21,12 +21,11 @@ const (
 type TieringMode int
 
 const (
-	// CompiledOnly (the default) compiles every module before Load returns:
-	// a cold start pays the whole compile (seconds for a Go guest), and every
-	// call runs at full speed. It is the default because a call on the
-	// interpreter costs 14-23x one on compiled code: until the switch, a
-	// handler whose timeout fits its compiled speed could time out and be
-	// charged for it.
+	// CompiledOnly (the zero value) compiles every module before Load
+	// returns: a cold start pays the whole compile (seconds for a Go guest),
+	// and every call runs at full speed. (The host's sandbox.tier-up
+	// defaults to TierUp; a timeout on the interpreter is reported
+	// WarmingUp there, which the engine does not charge.)
 	CompiledOnly TieringMode = iota
 	// TierUp starts a module on the interpreter at once and compiles it in
 	// the background; when the compile is done, new instances run the
@@ -67,6 +66,29 @@ func (m *Module) compiledFor(ctx context.Context) (*tier, *compiled, error) {
 		}
 		// Tiered up between the load and the acquire: take the new tier.
 	}
+}
+
+// warmingUp returns, for a Timeout of a call on tier t (nil: it got no
+// instance, so the module's tier now), the channel closed when the module's
+// background compile has ended; nil when t is compiled, when no compile is
+// under way, or when the compile ended without a switch (it failed, or the
+// module closed): then the interpreter is what the module runs, and its
+// timeouts are the handler's.
+func (m *Module) warmingUp(t *tier) <-chan struct{} {
+	if t == nil {
+		t = m.tier.Load()
+	}
+	if t.interp == nil || m.tierDone == nil {
+		return nil
+	}
+	select {
+	case <-m.tierDone:
+		if m.tier.Load().interp != nil {
+			return nil
+		}
+	default:
+	}
+	return m.tierDone
 }
 
 // stale says whether inst runs on a tier the module has left; such an

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -197,5 +198,45 @@ func TestCloseDuringBackgroundCompile(t *testing.T) {
 				t.Errorf("a call after Close: %v (%s), want a trap naming the closed module", o.Kind, o.Error())
 			}
 		})
+	}
+}
+
+// TestTimeoutWhileWarmingUp checks what a call's outcome says of its tier:
+// a call that runs past its deadline on the interpreter while the module
+// compiles is a Timeout marked WarmingUp (Err wraps ErrWarmingUp), whose
+// channel is closed when the module runs compiled code; the same guest on
+// compiled code, or on an interpreter that is all its module has (the
+// compile ended without a switch), is a plain Timeout.
+func TestTimeoutWhileWarmingUp(t *testing.T) {
+	spin := func() *abi.Event { return &abi.Event{Handler: "spinner", InvocationKey: "k"} }
+	gate := make(chan struct{})
+	m := load(t, openSandbox(t, Config{CacheDir: t.TempDir(), Tiering: TierUp, tierUpGate: gate}), "samples/misbehaving", ModuleConfig{})
+
+	o := m.Invoke(context.Background(), spin(), 100*time.Millisecond)
+	if o.Kind != Timeout || o.Tier != TierInterpreter || o.WarmingUp == nil || !errors.Is(o.Err(), ErrWarmingUp) {
+		t.Fatalf("spinner on the interpreter: %v on %q, warming %v, err %v; want a Timeout on the interpreter, warming up",
+			o.Kind, o.Tier, o.WarmingUp != nil, o.Err())
+	}
+	select {
+	case <-o.WarmingUp:
+		t.Fatal("WarmingUp closed with the switch held")
+	default:
+	}
+	if o := m.Invoke(context.Background(), &abi.Event{Handler: "echo", InvocationKey: "k"}, 10*time.Second); o.Kind != Success || o.Tier != TierInterpreter || o.Err() != nil {
+		t.Fatalf("echo on the interpreter: %v on %q (%v)", o.Kind, o.Tier, o.Err())
+	}
+	close(gate)
+	<-o.WarmingUp
+	if got := m.Tier(); got != TierCompiled {
+		t.Fatalf("tier %q once WarmingUp is closed, want %q", got, TierCompiled)
+	}
+	c := m.Invoke(context.Background(), spin(), 100*time.Millisecond)
+	if c.Kind != Timeout || c.Tier != TierCompiled || c.WarmingUp != nil || errors.Is(c.Err(), ErrWarmingUp) {
+		t.Fatalf("spinner compiled: %v on %q, warming %v; want a plain Timeout on compiled code", c.Kind, c.Tier, c.WarmingUp != nil)
+	}
+
+	stuck := onTier(t, TierInterpreter, "samples/misbehaving", Config{}, ModuleConfig{})
+	if o := stuck.Invoke(context.Background(), spin(), 100*time.Millisecond); o.Kind != Timeout || o.Tier != TierInterpreter || o.WarmingUp != nil {
+		t.Fatalf("spinner on an interpreter with no compile to come: %v on %q, warming %v; want a plain Timeout", o.Kind, o.Tier, o.WarmingUp != nil)
 	}
 }

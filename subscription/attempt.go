@@ -83,6 +83,20 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 			}
 			return outcomeCancelled
 		}
+		if ready := retry.AwaitsHost(f); ready != nil {
+			// Cut short by the host for a condition of its own (the module
+			// warming up on the interpreter): like a cancelled attempt,
+			// nothing is counted or written, and the event is delivered
+			// again, once the condition has ended.
+			st.n--
+			if probe {
+				p.probeDone(false)
+			}
+			if r.awaitHost(ctx, ready, aggName, f) != nil {
+				return outcomeCancelled
+			}
+			continue
+		}
 		now := clock.Now()
 		if f == nil {
 			p.succeeded(aggName, now, probe)
@@ -157,7 +171,8 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 // interrupted has still overrun its budget), a failure with no class, or
 // one of retry.ClassCanceled (the invoker saw its context end, and it was
 // the deadline, not a cancellation). A failure with classes of its own keeps
-// them. The run's context being cancelled (shutdown, reset, removal) is the
+// them, and so does one the host cut short for a condition of its own
+// (retry.Failure.Await: the deadline passed on a module still warming up). The run's context being cancelled (shutdown, reset, removal) is the
 // caller's to see: such an attempt is not counted at all. A panic in the
 // invoker is a failure of class retry.ClassPanic, not a crash of the engine.
 func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Failure) {
@@ -171,7 +186,7 @@ func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Fai
 		}()
 		f = inv.Invoke(actx, d)
 	}()
-	if actx.timedOut() {
+	if actx.timedOut() && retry.AwaitsHost(f) == nil {
 		msg := fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)
 		switch {
 		case f == nil:
@@ -188,6 +203,19 @@ func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Fai
 		}
 	}
 	return f
+}
+
+// awaitHost waits, for an attempt the host cut short (retry.AwaitsHost),
+// until ready is closed; the run's context's error if it ends first.
+func (r *run) awaitHost(ctx context.Context, ready <-chan struct{}, agg string, f *retry.Failure) error {
+	r.e.logger.Info("attempt not counted: the host cut it short; it is made again when the host is ready",
+		"subscription", r.s.name, "aggregate", agg, "reason", f.Message)
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // errorInfo is a failure as the ledger keeps it; Kind names the host-side

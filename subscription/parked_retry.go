@@ -197,6 +197,14 @@ func (r *run) parkedRetry(k aggKey) {
 			Attempt:       rec.Attempts + 1, Commit: c, Index: int(rec.Index), Timeout: cur.parked.Timeout,
 		})
 	}
+	if ready := retry.AwaitsHost(f); ready != nil && ctx.Err() == nil {
+		// Cut short by the host (the module warming up): not counted; due
+		// again as soon as the host is ready.
+		if r.awaitHost(ctx, ready, k.String(), f) == nil {
+			r.e.sched.add(r.s.name, k, rec.NextRetry)
+			return
+		}
+	}
 	if ctx.Err() != nil {
 		// Stopped mid-attempt: not counted; due again after a restart.
 		r.e.sched.add(r.s.name, k, rec.NextRetry)

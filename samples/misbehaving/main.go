@@ -65,6 +65,23 @@ func init() {
 		grown = nil
 		return nil
 	})
+	// cruncher does the payload's {"n": n} rounds of arithmetic and succeeds:
+	// CPU work whose time depends on the tier it runs on (the interpreter's
+	// is many times the compiled code's), for tier-up's tests.
+	p.On("cruncher", "Crunch", func(c *berth.Context) error {
+		var in struct{ N int }
+		if err := c.Event.Decode(&in); err != nil {
+			return err
+		}
+		x := uint64(88172645463325252)
+		for range in.N {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+		}
+		c.Log.Info("crunched", "attempt", c.Attempt, "result", x)
+		return nil
+	})
 	p.On("panicker", "Panic", func(*berth.Context) error {
 		panic("the handler panicked on purpose")
 	})
