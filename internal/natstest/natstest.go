@@ -154,14 +154,22 @@ func RunCluster(t testing.TB, size int) *Cluster {
 	return c
 }
 
-// WaitForMetaLeader waits until the running nodes agree on a JetStream meta
-// leader (after a start, or after a node was shut down or restarted).
+// WaitForMetaLeader waits until the running nodes have a JetStream meta
+// leader that sees every running node as an online peer (after a start, or
+// after a node was shut down or restarted): before that, a stream of three
+// replicas may find "no suitable peers for placement".
 func (c *Cluster) WaitForMetaLeader(t testing.TB) {
 	t.Helper()
-	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader", func() bool {
+	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader seeing every running node", func() bool {
+		running := 0
+		for _, n := range c.Nodes {
+			if n.srv != nil {
+				running++
+			}
+		}
 		for _, n := range c.Nodes {
 			if n.srv != nil && n.srv.JetStreamIsLeader() {
-				return true
+				return len(n.srv.JetStreamClusterPeers()) >= running
 			}
 		}
 		return false
