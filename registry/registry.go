@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -47,19 +46,22 @@ type Options struct {
 	// free-space reserve (Put fails with its *diskspace.Error). Default
 	// (nil): no reserve.
 	Space *diskspace.Guard
+	// Store keeps the modules' bytes and versions. Default (nil): files
+	// in Dir.
+	Store ModuleStore
 }
 
 // Registry holds the deployed modules. It is safe for concurrent use.
 type Registry struct {
 	opts  Options
-	store fileStore
+	store ModuleStore
 
 	mu   sync.Mutex // serialises deploys; guards mods
 	mods map[string]*deployed
 }
 
 type deployed struct {
-	stored
+	StoredModule
 	mod *sandbox.Module
 }
 
@@ -93,11 +95,15 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("registry: %w", err)
+	if opts.Store == nil {
+		fs, err := NewFileStore(opts.Dir, opts.Space)
+		if err != nil {
+			return nil, fmt.Errorf("registry: %w", err)
+		}
+		opts.Store = fs
 	}
-	r := &Registry{opts: opts, store: fileStore{dir: opts.Dir, space: opts.Space}, mods: map[string]*deployed{}}
-	metas, codes, err := r.store.list()
+	r := &Registry{opts: opts, store: opts.Store, mods: map[string]*deployed{}}
+	metas, codes, err := r.store.Current(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
@@ -107,7 +113,7 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 			opts.Logger.Error("stored module does not load; its subscriptions wait", "module", meta.Name, "error", err)
 			continue
 		}
-		d := &deployed{stored: meta, mod: mod}
+		d := &deployed{StoredModule: meta, mod: mod}
 		if err := r.subscribe(ctx, d, nil); err != nil {
 			return nil, err
 		}
@@ -130,7 +136,7 @@ func (r *Registry) Rollback(ctx context.Context, name string, version int) (Info
 	if err := validName(name); err != nil {
 		return Info{}, err
 	}
-	_, wasm, err := r.store.version(name, version)
+	_, wasm, err := r.store.Load(ctx, name, version)
 	if err != nil {
 		return Info{}, err
 	}
@@ -156,9 +162,9 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 		}
 	}
 	old := r.mods[name]
-	d := &deployed{stored: stored{Name: name, SHA256: mod.SHA256(), Size: len(wasm), Uploaded: time.Now().UTC(),
+	d := &deployed{StoredModule: StoredModule{Name: name, SHA256: mod.SHA256(), Size: len(wasm), Uploaded: time.Now().UTC(),
 		RolledBackFrom: rolledBackFrom}, mod: mod}
-	if err := r.storeVersion(&d.stored, old, wasm); err != nil {
+	if err := r.storeVersion(ctx, &d.StoredModule, wasm); err != nil {
 		mod.Close(ctx)
 		return Info{}, false, fmt.Errorf("registry: store %s: %w", name, err)
 	}
@@ -172,33 +178,15 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 	return d.info(), old == nil, nil
 }
 
-// storeVersion numbers s after every version kept (and the current one),
-// keeps it among the versions and makes it current. A current version stored
-// before versions were kept is kept first, so it can be rolled back to.
-func (r *Registry) storeVersion(s *stored, old *deployed, wasm []byte) error {
-	if err := r.store.space.Check(); err != nil {
-		return fmt.Errorf("registry: module %s not stored: %w", s.Name, err)
-	}
-	keep := r.keepVersions()
-	last, err := r.store.lastVersion(s.Name)
+// storeVersion numbers s after every version name has had, and stores it
+// as the current one.
+func (r *Registry) storeVersion(ctx context.Context, s *StoredModule, wasm []byte) error {
+	last, err := r.store.LastVersion(ctx, s.Name)
 	if err != nil {
 		return err
 	}
-	if old != nil && old.Version > last {
-		cur, err := os.ReadFile(r.store.wasmPath(s.Name))
-		if err != nil {
-			return err
-		}
-		if err := r.store.putVersion(old.stored, cur, keep); err != nil {
-			return err
-		}
-		last = old.Version
-	}
 	s.Version = last + 1
-	if err := r.store.putVersion(*s, wasm, keep); err != nil {
-		return err
-	}
-	return r.store.put(*s, wasm)
+	return r.store.Store(ctx, *s, wasm, r.keepVersions())
 }
 
 // keepVersions is store.module-versions as configured now (a reload applies
@@ -220,14 +208,11 @@ func (r *Registry) Versions(name string) ([]VersionInfo, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	kept, err := r.store.versions(name)
+	kept, err := r.store.Versions(context.Background(), name)
 	if err != nil {
 		return nil, fmt.Errorf("registry: versions of %s: %w", name, err)
 	}
 	cur, deployed := r.mods[name]
-	if deployed && (len(kept) == 0 || kept[len(kept)-1].Version < cur.Version) {
-		kept = append(kept, cur.stored) // stored before versions were kept
-	}
 	if len(kept) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownModule, name)
 	}
@@ -376,7 +361,7 @@ func (r *Registry) Reconfigure(ctx context.Context) error {
 	defer r.mu.Unlock()
 	var errs []error
 	for name, d := range r.mods {
-		wasm, err := os.ReadFile(r.store.wasmPath(name))
+		_, wasm, err := r.store.Load(ctx, name, d.Version)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -386,7 +371,7 @@ func (r *Registry) Reconfigure(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("module %s: %w", name, err))
 			continue
 		}
-		nd := &deployed{stored: d.stored, mod: mod}
+		nd := &deployed{StoredModule: d.StoredModule, mod: mod}
 		if err := r.subscribe(ctx, nd, d); err != nil {
 			errs = append(errs, err)
 			continue
@@ -443,7 +428,7 @@ func (r *Registry) Delete(ctx context.Context, name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownModule, name)
 	}
-	if err := r.store.remove(name); err != nil {
+	if err := r.store.Remove(ctx, name); err != nil {
 		return fmt.Errorf("registry: remove %s: %w", name, err)
 	}
 	for _, sub := range subscriptionNames(d.mod.Description()) {

@@ -1,8 +1,10 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +16,7 @@ import (
 // stored is a module as kept on disk: <dir>/<name>.wasm and <name>.json
 // (the current version), and each kept version under <dir>/versions
 // (versions.go).
-type stored struct {
+type StoredModule struct {
 	Name     string    `json:"name"`
 	SHA256   string    `json:"sha256"`
 	Size     int       `json:"size"`
@@ -27,22 +29,42 @@ type stored struct {
 	RolledBackFrom int `json:"rolledBackFrom,omitempty"`
 }
 
-// fileStore keeps module bytes durably: each file is written to a temporary
-// name, synced and renamed, so a crash leaves the old version or the new one,
-// never half of either. A write is refused (with the guard's
-// *diskspace.Error) while the data directory is below its reserve.
+// fileStore keeps module bytes durably under one directory: each file is
+// written to a temporary name, synced and renamed, so a crash leaves the old
+// version or the new one, never half of either. A write is refused (with the
+// guard's *diskspace.Error) while the data directory is below its reserve.
 type fileStore struct {
 	dir   string
 	space *diskspace.Guard
 }
 
-func (fs fileStore) wasmPath(name string) string { w, _ := fs.paths(name); return w }
+// NewFileStore returns the ModuleStore kept in dir (the host uses
+// <data>/modules): <name>.wasm and <name>.json are the current version, each
+// kept version is under versions/<name>/. space, if not nil, refuses writes
+// below the data directory's reserve.
+func NewFileStore(dir string, space *diskspace.Guard) (ModuleStore, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return fileStore{dir: dir, space: space}, nil
+}
 
 func (fs fileStore) paths(name string) (wasm, meta string) {
 	return filepath.Join(fs.dir, name+".wasm"), filepath.Join(fs.dir, name+".json")
 }
 
-func (fs fileStore) put(s stored, wasm []byte) error {
+// Store keeps the version, then makes it current. A current version stored
+// before versions were kept is kept first, so that it can be rolled back to.
+func (fs fileStore) Store(_ context.Context, s StoredModule, wasm []byte, keep int) error {
+	if err := fs.space.Check(); err != nil {
+		return fmt.Errorf("registry: module %s not stored: %w", s.Name, err)
+	}
+	if err := fs.keepOldCurrent(s.Name, keep); err != nil {
+		return err
+	}
+	if err := fs.putVersion(s, wasm, keep); err != nil {
+		return err
+	}
 	wasmPath, metaPath := fs.paths(s.Name)
 	meta, err := json.Marshal(s)
 	if err != nil {
@@ -55,7 +77,42 @@ func (fs fileStore) put(s stored, wasm []byte) error {
 	return writeAtomic(metaPath, meta)
 }
 
-func (fs fileStore) remove(name string) error {
+// keepOldCurrent keeps the current version of name among the versions if it
+// is not (a module stored by a host that kept no versions).
+func (fs fileStore) keepOldCurrent(name string, keep int) error {
+	cur, wasm, ok, err := fs.current(name)
+	if err != nil || !ok {
+		return err
+	}
+	last, err := fs.lastKept(name)
+	if err != nil || cur.Version <= last {
+		return err
+	}
+	return fs.putVersion(cur, wasm, keep)
+}
+
+// current reads name's current version, if any.
+func (fs fileStore) current(name string) (StoredModule, []byte, bool, error) {
+	wasmPath, metaPath := fs.paths(name)
+	s, err := readMeta(metaPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return StoredModule{}, nil, false, nil
+	}
+	if err != nil {
+		return StoredModule{}, nil, false, err
+	}
+	if s.Version == 0 {
+		s.Version = 1 // stored before versions were kept
+	}
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return StoredModule{}, nil, false, err
+	}
+	return s, wasm, true, nil
+}
+
+// Remove removes the current files; the kept versions stay.
+func (fs fileStore) Remove(_ context.Context, name string) error {
 	wasmPath, metaPath := fs.paths(name)
 	// The meta file goes first: without it the bytes are not a module.
 	if err := os.Remove(metaPath); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -67,33 +124,27 @@ func (fs fileStore) remove(name string) error {
 	return nil
 }
 
-// list returns every stored module with its bytes.
-func (fs fileStore) list() ([]stored, [][]byte, error) {
+// Current returns every stored module with its bytes.
+func (fs fileStore) Current(context.Context) ([]StoredModule, [][]byte, error) {
 	entries, err := os.ReadDir(fs.dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	var metas []stored
+	var metas []StoredModule
 	var codes [][]byte
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || e.IsDir() {
 			continue
 		}
-		wasmPath, metaPath := fs.paths(name)
-		s, err := readMeta(metaPath)
+		s, code, ok, err := fs.current(name)
 		if err != nil {
 			return nil, nil, err
 		}
-		if s.Version == 0 {
-			s.Version = 1
+		if ok {
+			metas = append(metas, s)
+			codes = append(codes, code)
 		}
-		code, err := os.ReadFile(wasmPath)
-		if err != nil {
-			return nil, nil, err
-		}
-		metas = append(metas, s)
-		codes = append(codes, code)
 	}
 	return metas, codes, nil
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ func (fs fileStore) versionPaths(name string, version int) (wasm, meta string) {
 
 // putVersion keeps s (its Version set) and its bytes, then removes the
 // oldest versions beyond keep.
-func (fs fileStore) putVersion(s stored, wasm []byte, keep int) error {
+func (fs fileStore) putVersion(s StoredModule, wasm []byte, keep int) error {
 	if err := os.MkdirAll(fs.versionDir(s.Name), 0o755); err != nil {
 		return err
 	}
@@ -82,13 +83,14 @@ func (fs fileStore) versionNumbers(name string) ([]int, error) {
 	return out, nil
 }
 
-// versions returns the kept versions of name, oldest first.
-func (fs fileStore) versions(name string) ([]stored, error) {
+// Versions returns the kept versions of name, oldest first, and a current
+// one stored before versions were kept.
+func (fs fileStore) Versions(_ context.Context, name string) ([]StoredModule, error) {
 	nums, err := fs.versionNumbers(name)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]stored, 0, len(nums))
+	out := make([]StoredModule, 0, len(nums)+1)
 	for _, v := range nums {
 		_, metaPath := fs.versionPaths(name, v)
 		s, err := readMeta(metaPath)
@@ -97,33 +99,60 @@ func (fs fileStore) versions(name string) ([]stored, error) {
 		}
 		out = append(out, s)
 	}
+	cur, _, ok, err := fs.current(name)
+	if err != nil {
+		return nil, err
+	}
+	if ok && (len(out) == 0 || out[len(out)-1].Version < cur.Version) {
+		out = append(out, cur)
+	}
 	return out, nil
 }
 
-// version returns one kept version and its bytes.
-func (fs fileStore) version(name string, version int) (stored, []byte, error) {
+// Load returns one kept version and its bytes, or the current one by its
+// number.
+func (fs fileStore) Load(_ context.Context, name string, version int) (StoredModule, []byte, error) {
 	wasmPath, metaPath := fs.versionPaths(name, version)
 	s, err := readMeta(metaPath)
 	if errors.Is(err, os.ErrNotExist) {
-		return stored{}, nil, fmt.Errorf("%w: %s has no version %d", ErrUnknownVersion, name, version)
+		if cur, wasm, ok, cerr := fs.current(name); cerr == nil && ok && cur.Version == version {
+			return cur, wasm, nil
+		}
+		return StoredModule{}, nil, fmt.Errorf("%w: %s has no version %d", ErrUnknownVersion, name, version)
 	}
 	if err != nil {
-		return stored{}, nil, err
+		return StoredModule{}, nil, err
 	}
 	wasm, err := os.ReadFile(wasmPath)
 	if err != nil {
-		return stored{}, nil, err
+		return StoredModule{}, nil, err
 	}
 	return s, wasm, nil
 }
 
-// lastVersion returns the highest version number kept for name (0 if none).
-func (fs fileStore) lastVersion(name string) (int, error) {
+// lastKept returns the highest version number kept for name (0 if none).
+func (fs fileStore) lastKept(name string) (int, error) {
 	nums, err := fs.versionNumbers(name)
 	if err != nil || len(nums) == 0 {
 		return 0, err
 	}
 	return nums[len(nums)-1], nil
+}
+
+// LastVersion returns the highest version name has had: kept, or current.
+func (fs fileStore) LastVersion(_ context.Context, name string) (int, error) {
+	last, err := fs.lastKept(name)
+	if err != nil {
+		return 0, err
+	}
+	cur, _, ok, err := fs.current(name)
+	if err != nil {
+		return 0, err
+	}
+	if ok && cur.Version > last {
+		last = cur.Version
+	}
+	return last, nil
 }
 
 // prune removes the oldest versions of name beyond keep.
@@ -146,14 +175,14 @@ func (fs fileStore) prune(name string, keep int) error {
 	return nil
 }
 
-func readMeta(path string) (stored, error) {
+func readMeta(path string) (StoredModule, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return stored{}, err
+		return StoredModule{}, err
 	}
-	var s stored
+	var s StoredModule
 	if err := json.Unmarshal(b, &s); err != nil {
-		return stored{}, fmt.Errorf("%s: %w", path, err)
+		return StoredModule{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
