@@ -1,0 +1,264 @@
+// Package jetstream keeps Berth's modules and their versions in a NATS
+// JetStream object store, shared by every host of a deployment: an upload on
+// any host is stored once, and every other host learns of it from Watch and
+// deploys it too. It implements registry.ModuleStore and registry.Watcher.
+//
+// Objects: "v/<name>/<version>" holds a version's bytes, its
+// registry.StoredModule as JSON in the object's metadata; "c/<name>" holds
+// the StoredModule of the module's current version (deleting it removes the
+// module; its versions stay). A version is stored before it becomes current,
+// so a host that dies in between leaves the old current one.
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/berthhq/berth/registry"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options configure a Store. Zero values are defaults.
+type Options struct {
+	// Bucket is the object store's name (default "BERTH_MODULES").
+	Bucket string
+	// Replicas of the bucket: 1 or 3 (default 1).
+	Replicas int
+	// Timeout bounds opening the bucket (default 10s).
+	Timeout time.Duration
+}
+
+// Store is the module store in a JetStream object store.
+type Store struct {
+	obj jetstream.ObjectStore
+}
+
+var (
+	_ registry.ModuleStore = (*Store)(nil)
+	_ registry.Watcher     = (*Store)(nil)
+)
+
+// metaKey is the object metadata key holding a version's StoredModule.
+const metaKey = "berth-module"
+
+// Open opens (creating if needed) the bucket on nc.
+func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
+	if opts.Bucket == "" {
+		opts.Bucket = "BERTH_MODULES"
+	}
+	if opts.Replicas == 0 {
+		opts.Replicas = 1
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("modules: jetstream: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: opts.Bucket, Replicas: opts.Replicas,
+		Description: "Berth modules and their versions"})
+	if err != nil {
+		return nil, fmt.Errorf("modules: object store %s: %w", opts.Bucket, err)
+	}
+	return &Store{obj: obj}, nil
+}
+
+func versionName(name string, v int) string { return "v/" + name + "/" + strconv.Itoa(v) }
+func currentName(name string) string        { return "c/" + name }
+
+// Store keeps the version, makes it current, and removes the oldest beyond
+// keep.
+func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte, keep int) error {
+	meta, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if _, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: versionName(m.Name, m.Version),
+		Metadata: map[string]string{metaKey: string(meta)}}, bytes.NewReader(wasm)); err != nil {
+		return fmt.Errorf("modules: store %s v%d: %w", m.Name, m.Version, err)
+	}
+	if _, err := s.obj.PutBytes(ctx, currentName(m.Name), meta); err != nil {
+		return fmt.Errorf("modules: make %s v%d current: %w", m.Name, m.Version, err)
+	}
+	vs, err := s.Versions(ctx, m.Name)
+	if err != nil {
+		return err
+	}
+	for len(vs) > keep {
+		if err := s.obj.Delete(ctx, versionName(m.Name, vs[0].Version)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return fmt.Errorf("modules: prune %s v%d: %w", m.Name, vs[0].Version, err)
+		}
+		vs = vs[1:]
+	}
+	return nil
+}
+
+// list returns the infos of the objects whose names start with prefix.
+func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInfo, error) {
+	all, err := s.obj.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("modules: list: %w", err)
+	}
+	var out []*jetstream.ObjectInfo
+	for _, o := range all {
+		if strings.HasPrefix(o.Name, prefix) && !o.Deleted {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) currentOf(ctx context.Context, name string) (registry.StoredModule, bool, error) {
+	b, err := s.obj.GetBytes(ctx, currentName(name))
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return registry.StoredModule{}, false, nil
+	}
+	if err != nil {
+		return registry.StoredModule{}, false, fmt.Errorf("modules: current %s: %w", name, err)
+	}
+	var m registry.StoredModule
+	if err := json.Unmarshal(b, &m); err != nil {
+		return registry.StoredModule{}, false, fmt.Errorf("modules: current %s: %w", name, err)
+	}
+	return m, true, nil
+}
+
+// Current returns every current module and its bytes.
+func (s *Store) Current(ctx context.Context) ([]registry.StoredModule, [][]byte, error) {
+	infos, err := s.list(ctx, "c/")
+	if err != nil {
+		return nil, nil, err
+	}
+	var metas []registry.StoredModule
+	var codes [][]byte
+	for _, o := range infos {
+		cur, ok, err := s.currentOf(ctx, strings.TrimPrefix(o.Name, "c/"))
+		if err != nil || !ok {
+			if err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		_, wasm, err := s.Load(ctx, cur.Name, cur.Version)
+		if err != nil {
+			return nil, nil, err
+		}
+		metas = append(metas, cur)
+		codes = append(codes, wasm)
+	}
+	return metas, codes, nil
+}
+
+// Load returns a kept version and its bytes.
+func (s *Store) Load(ctx context.Context, name string, version int) (registry.StoredModule, []byte, error) {
+	info, err := s.obj.GetInfo(ctx, versionName(name, version))
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return registry.StoredModule{}, nil, fmt.Errorf("%w: %s has no version %d", registry.ErrUnknownVersion, name, version)
+	}
+	if err != nil {
+		return registry.StoredModule{}, nil, fmt.Errorf("modules: %s v%d: %w", name, version, err)
+	}
+	m, err := metaOf(info)
+	if err != nil {
+		return registry.StoredModule{}, nil, err
+	}
+	wasm, err := s.obj.GetBytes(ctx, info.Name)
+	if err != nil {
+		return registry.StoredModule{}, nil, fmt.Errorf("modules: %s v%d: %w", name, version, err)
+	}
+	return m, wasm, nil
+}
+
+func metaOf(info *jetstream.ObjectInfo) (registry.StoredModule, error) {
+	var m registry.StoredModule
+	if err := json.Unmarshal([]byte(info.Metadata[metaKey]), &m); err != nil {
+		return m, fmt.Errorf("modules: object %s: bad metadata: %w", info.Name, err)
+	}
+	return m, nil
+}
+
+// Versions returns name's kept versions, oldest first.
+func (s *Store) Versions(ctx context.Context, name string) ([]registry.StoredModule, error) {
+	infos, err := s.list(ctx, "v/"+name+"/")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]registry.StoredModule, 0, len(infos))
+	for _, o := range infos {
+		m, err := metaOf(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b registry.StoredModule) int { return a.Version - b.Version })
+	return out, nil
+}
+
+// LastVersion returns the highest version kept or current.
+func (s *Store) LastVersion(ctx context.Context, name string) (int, error) {
+	vs, err := s.Versions(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	last := 0
+	if len(vs) > 0 {
+		last = vs[len(vs)-1].Version
+	}
+	cur, ok, err := s.currentOf(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	if ok && cur.Version > last {
+		last = cur.Version
+	}
+	return last, nil
+}
+
+// Remove makes name current no more.
+func (s *Store) Remove(ctx context.Context, name string) error {
+	if err := s.obj.Delete(ctx, currentName(name)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("modules: remove %s: %w", name, err)
+	}
+	return nil
+}
+
+// Watch calls changed with the name of each module whose current version is
+// stored or removed (by any host, this one included) until ctx is done.
+func (s *Store) Watch(ctx context.Context, changed func(name string)) error {
+	w, err := s.obj.Watch(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("modules: watch: %w", err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case info, ok := <-w.Updates():
+			if !ok {
+				return errors.New("modules: watch ended")
+			}
+			if info == nil {
+				continue
+			}
+			if name, ok := strings.CutPrefix(info.Name, "c/"); ok {
+				changed(name)
+			}
+		}
+	}
+}

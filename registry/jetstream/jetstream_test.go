@@ -1,0 +1,94 @@
+package jetstream_test
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/registry"
+	jsmodules "github.com/berthhq/berth/registry/jetstream"
+	"github.com/berthhq/berth/registry/storetest"
+	"github.com/nats-io/nats.go"
+)
+
+func connect(t *testing.T, urls string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func bucket(name string) string {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("M%x", h.Sum64())
+}
+
+func suite(t *testing.T, urls string, replicas int) {
+	nc := connect(t, urls)
+	storetest.Run(t, func(t *testing.T, name string) registry.ModuleStore {
+		s, err := jsmodules.Open(context.Background(), nc, jsmodules.Options{Bucket: bucket(name), Replicas: replicas})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// TestObjectStore runs the ModuleStore contract suite on one NATS node and
+// on a three-node cluster with three replicas.
+func TestObjectStore(t *testing.T) {
+	t.Run("R1", func(t *testing.T) { suite(t, natstest.RunServer(t).URL(), 1) })
+	t.Run("R3", func(t *testing.T) { suite(t, natstest.RunCluster(t, 3).URLs(), 3) })
+}
+
+// TestWatchSeesAnotherHost: a module stored or removed through one host's
+// store is told to the other's watcher.
+func TestWatchSeesAnotherHost(t *testing.T) {
+	n := natstest.RunServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := jsmodules.Open(ctx, connect(t, n.URL()), jsmodules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := jsmodules.Open(ctx, connect(t, n.URL()), jsmodules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	go b.Watch(ctx, func(name string) { mu.Lock(); seen = append(seen, name); mu.Unlock() })
+	// The watcher starts after Watch subscribed; store until it sees one.
+	checkfor.Cond(t, 10*time.Second, 50*time.Millisecond, "b to see a's upload", func() bool {
+		if err := a.Store(ctx, registry.StoredModule{Name: "m", Version: 1, SHA256: "x", Size: 1}, []byte{0}, 10); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0 && seen[len(seen)-1] == "m"
+	})
+	mu.Lock()
+	before := len(seen)
+	mu.Unlock()
+	if err := a.Remove(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Cond(t, 10*time.Second, 20*time.Millisecond, "b to see a's removal", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > before
+	})
+	metas, _, err := b.Current(ctx)
+	if err != nil || len(metas) != 0 {
+		t.Errorf("b's current modules after the removal: %+v, %v", metas, err)
+	}
+}
