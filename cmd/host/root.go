@@ -242,6 +242,7 @@ func (a *app) helpCmd(root *cobra.Command) *cobra.Command {
 				}
 				return usageError{msg: msg}
 			}
+			cmd.InitDefaultHelpFlag() // as on COMMAND --help, whose flags list -h
 			return cmd.Help()
 		},
 	}
