@@ -1,9 +1,12 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/berthhq/berth/internal/buildinfo"
 )
 
 // TestAuth runs requests with the tokens of authTOML: a missing or unknown
@@ -100,7 +103,8 @@ func (h *testHost) doHeader(r req, key, value string) response {
 
 // TestHealthAndMetrics: /healthz and /readyz answer without auth; /readyz
 // is a 503 problem while the host starts; /metrics is the Prometheus text
-// format with the request counter by route and code.
+// format with the request counter by route and code, and berth_build_info
+// naming the running build.
 func TestHealthAndMetrics(t *testing.T) {
 	t.Parallel()
 	h := newHost(t, "")
@@ -119,12 +123,15 @@ func TestHealthAndMetrics(t *testing.T) {
 		t.Fatalf("metrics: %d %s", r.status, r.header.Get("Content-Type"))
 	}
 	body := string(r.body)
+	build := buildinfo.Read()
 	for _, want := range []string{
 		"# TYPE berth_http_requests_total counter",
 		`berth_http_requests_total{code="200",route="/healthz"} 1`,
 		`berth_http_requests_total{code="404",route="/v1/modules/:name"} 1`,
 		`berth_http_requests_total{code="201",route="/v1/events"} 1`,
 		"berth_events_appended_total 1",
+		"# TYPE berth_build_info gauge",
+		fmt.Sprintf(`berth_build_info{goversion=%q,revision=%q,version=%q} 1`, build.GoVersion, build.Revision, build.Version),
 		"go_goroutines",
 	} {
 		if !strings.Contains(body, want) {

@@ -44,7 +44,7 @@ func (s *Server) createJob(c echo.Context) error {
 	if req.DryRun {
 		n, sample, err := s.deps.Jobs.DryRun(ctx, spec, dryRunSample)
 		if err != nil {
-			return jobError(err)
+			return s.jobError(c, err)
 		}
 		out := wire.JobDryRun{Matched: n, Sample: make([]wire.ParkedRecord, len(sample))}
 		for i, r := range sample {
@@ -54,7 +54,7 @@ func (s *Server) createJob(c echo.Context) error {
 	}
 	j, err := s.deps.Jobs.Create(ctx, spec)
 	if err != nil {
-		return jobError(err)
+		return s.jobError(c, err)
 	}
 	auditNote(c, auditReasonKey, "%s", req.Reason)
 	auditNote(c, auditDetailKey, "job %d: %s of %d matched", j.ID, j.Action, j.Matched)
@@ -105,7 +105,7 @@ func (s *Server) getJob(c echo.Context) error {
 	}
 	j, err := s.deps.Jobs.Get(c.Request().Context(), id)
 	if err != nil {
-		return jobError(err)
+		return s.jobError(c, err)
 	}
 	return c.JSON(http.StatusOK, toWireJob(j))
 }
@@ -117,13 +117,13 @@ func (s *Server) cancelJob(c echo.Context) error {
 	}
 	j, err := s.deps.Jobs.Cancel(c.Request().Context(), id, actor(c))
 	if err != nil {
-		return jobError(err)
+		return s.jobError(c, err)
 	}
 	return c.JSON(http.StatusOK, toWireJob(j))
 }
 
 // jobError maps the runner's sentinels to problems.
-func jobError(err error) error {
+func (s *Server) jobError(c echo.Context, err error) error {
 	switch {
 	case errors.Is(err, jobs.ErrInvalid):
 		return invalidRequest("filter", "%v", err)
@@ -132,7 +132,7 @@ func jobError(err error) error {
 	case errors.Is(err, jobs.ErrFinished):
 		return problem(http.StatusConflict, "finished", err.Error())
 	}
-	return engineError(err)
+	return s.engineError(c, err)
 }
 
 func fromWireJobFilter(f wire.JobFilter) ledger.JobFilter {

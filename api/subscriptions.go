@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api/wire"
+	"github.com/berthhq/berth/internal/suggest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 	"github.com/labstack/echo/v4"
@@ -36,21 +37,21 @@ func (s *Server) listSubscriptions(c echo.Context) error {
 func (s *Server) getSubscription(c echo.Context) error {
 	st, err := s.deps.Engine.Status(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return engineError(err)
+		return s.engineError(c, err)
 	}
 	return c.JSON(http.StatusOK, s.subscriptionJSON(st, true))
 }
 
 func (s *Server) pauseSubscription(c echo.Context) error {
 	if err := s.deps.Engine.Pause(c.Request().Context(), c.Param("name")); err != nil {
-		return engineError(err)
+		return s.engineError(c, err)
 	}
 	return s.getSubscription(c)
 }
 
 func (s *Server) unpauseSubscription(c echo.Context) error {
 	if err := s.deps.Engine.Unpause(c.Request().Context(), c.Param("name")); err != nil {
-		return engineError(err)
+		return s.engineError(c, err)
 	}
 	return s.getSubscription(c)
 }
@@ -65,17 +66,18 @@ func (s *Server) resetSubscription(c echo.Context) error {
 			Detail: "position is required: 1 replays from the beginning, head+1 skips to the end", Field: "position"}
 	}
 	if err := s.deps.Engine.Reset(c.Request().Context(), c.Param("name"), *req.Position); err != nil {
-		return engineError(err)
+		return s.engineError(c, err)
 	}
 	auditNote(c, auditDetailKey, "to position %d", *req.Position)
 	return s.getSubscription(c)
 }
 
-// engineError maps the engine's sentinels to problems.
-func engineError(err error) error {
+// engineError maps the engine's sentinels to problems; c's name parameter
+// is the subscription the request named.
+func (s *Server) engineError(c echo.Context, err error) error {
 	switch {
 	case errors.Is(err, subscription.ErrUnknownSubscription):
-		return notFound("%v", err)
+		return s.unknownSubscription(c.Param("name"))
 	case errors.Is(err, subscription.ErrNotParked):
 		return notFound("%v", err)
 	case errors.Is(err, subscription.ErrBadPosition), errors.Is(err, subscription.ErrBadVersion):
@@ -86,6 +88,22 @@ func engineError(err error) error {
 		return problem(http.StatusServiceUnavailable, "unavailable", err.Error())
 	}
 	return err
+}
+
+// unknownSubscription is the 404 for a subscription the engine does not
+// have, with the nearest name it has, so that every client (the CLI, the
+// console, curl) gets the same "did you mean" from the one place that knows
+// the names.
+func (s *Server) unknownSubscription(name string) *Problem {
+	names := s.deps.Engine.Subscriptions()
+	sort.Strings(names)
+	switch near := suggest.Closest(name, names); {
+	case near != "":
+		return notFound("unknown subscription %q; did you mean %q?", name, near)
+	case len(names) == 0:
+		return notFound("unknown subscription %q: the host has none (pushing a module adds its subscriptions)", name)
+	}
+	return notFound("unknown subscription %q", name)
 }
 
 func (s *Server) listParked(c echo.Context) error {
@@ -133,7 +151,7 @@ func (s *Server) getParked(c echo.Context) error {
 	ctx := c.Request().Context()
 	rec, err := s.deps.Engine.Parked(ctx, c.Param("name"), c.Param("type"), c.Param("id"))
 	if err != nil {
-		return engineError(err)
+		return s.engineError(c, err)
 	}
 	// With the record, what an operator needs to decide between resume and
 	// skip: the event it stopped at, as appended (absent if the log no
@@ -187,7 +205,7 @@ func (s *Server) resumeParked(c echo.Context) error {
 			perr == nil && rec.State == ledger.StateResuming {
 			return c.JSON(http.StatusAccepted, wire.Status{Status: wire.StatusResuming})
 		}
-		return engineError(err)
+		return s.engineError(c, err)
 	}
 	return c.JSON(http.StatusAccepted, wire.Status{Status: wire.StatusResuming})
 }
@@ -201,7 +219,7 @@ func (s *Server) skipParked(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
 	if err := s.deps.Engine.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {
-		return engineError(err)
+		return s.engineError(c, err)
 	}
 	return c.JSON(http.StatusAccepted, wire.Status{Status: wire.StatusSkipped})
 }

@@ -1,11 +1,8 @@
 package tests
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"net/url"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -23,18 +20,7 @@ var oddIDs = []string{
 // standard output, standard error and exit code.
 func cli(t *testing.T, h *hostProc, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(hostBin, append([]string{"--server", h.URL}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return stdout.String(), stderr.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run host %v: %v", args, err)
-	}
-	return stdout.String(), stderr.String(), 0
+	return berth(t, nil, append([]string{"--server", h.URL}, args...)...)
 }
 
 // parkedPath is the REST path of the record of Order id.

@@ -10,7 +10,8 @@ import (
 )
 
 // TestStartup starts the host without --config, which writes the commented
-// default berth.toml into the data directory and serves; and with a bad
+// default berth.toml into the data directory, logs that it did, and serves;
+// and with a bad
 // file, which it refuses at start naming the key and its line.
 func TestStartup(t *testing.T) {
 	t.Run("default config", func(t *testing.T) {
@@ -33,6 +34,9 @@ func TestStartup(t *testing.T) {
 		h.must(200, "GET", "/v1/subscriptions", nil).JSON(t, &subs)
 		if len(subs.Subscriptions) != 0 {
 			t.Errorf("a new host has subscriptions: %+v", subs)
+		}
+		if !strings.Contains(h.Stderr(), "wrote the default configuration") || !strings.Contains(h.Stderr(), filepath.Join(data, "berth.toml")) {
+			t.Errorf("the first start does not say it wrote %s:\n%s", filepath.Join(data, "berth.toml"), h.Stderr())
 		}
 		if !strings.Contains(h.Stderr(), "loopback only") {
 			t.Errorf("with no token the host should say it listens on loopback only")

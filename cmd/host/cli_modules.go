@@ -7,7 +7,39 @@ import (
 	"strings"
 
 	"github.com/berthhq/berth/api/wire"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+func (a *app) modulesCmd() *cobra.Command {
+	rm := a.verb("remove NAME", "Remove a module and its subscriptions", 1, nil, modulesRemove)
+	rm.Aliases, rm.SuggestFor = []string{"rm"}, []string{"delete", "del"}
+	return a.group("modules", []string{"mod", "mods"}, "Deploy, list, show and remove modules",
+		a.verb("push NAME FILE.wasm", "Upload a module (create or update)", 2, nil, modulesPush),
+		ls(a.verb("list", "List the deployed modules", 0, nil, modulesList)),
+		a.verb("show NAME", "Show a module: its processor, handlers and subscriptions", 1, nil, modulesShow),
+		rm)
+}
+
+func (a *app) eventsCmd() *cobra.Command {
+	return a.group("events", []string{"ev"}, "Append events",
+		a.verb("append (--type AGG_TYPE --id AGG_ID EVENT_TYPE[=JSON]... | --file BODY.json)",
+			"Append a commit of events to an aggregate", -1, eventsFlags, eventsAppend))
+}
+
+// ls gives a list verb its short alias.
+func ls(c *cobra.Command) *cobra.Command {
+	c.Aliases = append(c.Aliases, "ls")
+	return c
+}
+
+func eventsFlags(fs *pflag.FlagSet, o *options) {
+	fs.StringVar(&o.aggType, "type", "", "aggregate type `AGG_TYPE` (required unless --file)")
+	fs.StringVar(&o.aggID, "id", "", "aggregate id `AGG_ID` (required unless --file)")
+	fs.StringVar(&o.owner, "owner", "", "owner `O` of the aggregate (ownerId)")
+	fs.Var(&o.expectedVersion, "expected-version", "append only if the aggregate is at this version (0: a new aggregate)")
+	fs.StringVar(&o.file, "file", "", "send `BODY.json` as the whole POST /v1/events body instead")
+}
 
 func modulesPush(x *invocation, args []string) error {
 	name, file := args[0], args[1]
@@ -19,7 +51,7 @@ func modulesPush(x *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	var info wire.ModuleInfo
@@ -39,7 +71,7 @@ func modulesList(x *invocation, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	var list wire.ModuleList
@@ -50,7 +82,7 @@ func modulesList(x *invocation, _ []string) error {
 		fmt.Fprintln(x.stdout, "no modules deployed")
 		return nil
 	}
-	t := newTable(x.stdout, "NAME", "PROCESSOR", "KIND", "SUBSCRIPTIONS", "SIZE", "SHA256", "UPLOADED")
+	t := x.table("NAME", "PROCESSOR", "KIND", "SUBSCRIPTIONS", "SIZE", "SHA256", "UPLOADED")
 	for _, m := range list.Modules {
 		t.row(m.Name, orDash(m.Processor), orDash(m.Kind), orDash(strings.Join(m.Subscriptions, ", ")),
 			byteSize(m.Size), shortHash(m.SHA256), timestamp(m.Uploaded))
@@ -63,7 +95,7 @@ func modulesShow(x *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	var info wire.ModuleInfo
@@ -91,7 +123,7 @@ func showModule(x *invocation, m wire.ModuleInfo) error {
 		return nil
 	}
 	fmt.Fprintln(x.stdout, "\nhandlers:")
-	t := newTable(x.stdout, "  HANDLER", "EVENT TYPES", "SUBSCRIPTION")
+	t := x.table("  HANDLER", "EVENT TYPES", "SUBSCRIPTION")
 	for _, h := range m.Handlers {
 		t.row("  "+h.Name, orDash(strings.Join(h.EventTypes, ", ")), orDash(h.Subscription))
 	}
@@ -102,7 +134,7 @@ func modulesRemove(x *invocation, args []string) error {
 	if err := x.client.deleteModule(x.ctx, args[0]); err != nil {
 		return err
 	}
-	if !x.opts.json { // the server answers 204 with no body: nothing to print for --json
+	if !x.global.json { // the server answers 204 with no body: nothing to print for --json
 		fmt.Fprintf(x.stdout, "removed module %s\n", args[0])
 	}
 	return nil
@@ -133,7 +165,7 @@ func eventsAppend(x *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	var res wire.AppendResult
@@ -147,7 +179,7 @@ func eventsAppend(x *invocation, args []string) error {
 
 // appendRequestFrom builds the request from the flags and EVENT_TYPE[=JSON]
 // arguments (no JSON: null data).
-func appendRequestFrom(o options, args []string) (wire.AppendRequest, error) {
+func appendRequestFrom(o *options, args []string) (wire.AppendRequest, error) {
 	req := wire.AppendRequest{AggregateType: o.aggType, AggregateID: o.aggID, OwnerID: o.owner}
 	if o.aggType == "" || o.aggID == "" {
 		return req, usagef("--type and --id are required (or --file with the whole request)")

@@ -8,7 +8,44 @@ import (
 	"strings"
 
 	"github.com/berthhq/berth/api/wire"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+func (a *app) parkedCmd() *cobra.Command {
+	return a.group("parked", []string{"park"}, "List, show, resume and skip parked aggregates",
+		ls(a.verb("list",
+			"List parked aggregates (every page unless --limit or --after)", 0, parkedListFlags, parkedList)),
+		a.verb("show SUB TYPE ID", "Show a parked aggregate: its error, the event it stopped at, its history", 3, nil, parkedShow),
+		a.verb("resume SUB TYPE ID", "Deliver a parked aggregate's held events again, from the one it stopped at", 3, resumeFlags, parkedResume),
+		a.verb("skip SUB TYPE ID", "Skip a parked aggregate's held events (all, or through a version)", 3, skipFlags, parkedSkip))
+}
+
+func parkedListFlags(fs *pflag.FlagSet, o *options) {
+	fs.StringVar(&o.subscription, "subscription", "", "only subscription `SUB`")
+	fs.StringVar(&o.state, "state", "", "only `STATE`: retrying, waiting or resuming")
+	fs.StringVar(&o.aggregateType, "aggregate-type", "", "only aggregate type `TYPE`")
+	fs.IntVar(&o.limit, "limit", 0, "read one page of at most `N` records (default: every page)")
+	fs.StringVar(&o.after, "after", "", "read the page after `CURSOR` (from a previous --limit)")
+}
+
+func resumeFlags(fs *pflag.FlagSet, o *options) {
+	fs.StringVar(&o.reason, "reason", "", "the reason `R`, kept in the record's history (left out: none is recorded; given, it must not be blank)")
+}
+
+func skipFlags(fs *pflag.FlagSet, o *options) {
+	resumeFlags(fs, o)
+	fs.Uint64Var(&o.throughVersion, "through-version", 0, "skip the events up to version `N` only (default: every held event)")
+}
+
+// reason is the --reason to send: left out, none; given blank, a usage
+// error, since an operator who wrote --reason meant to say why.
+func (x *invocation) reason() (string, error) {
+	if f := x.flags.Lookup("reason"); f != nil && f.Changed && strings.TrimSpace(x.opts.reason) == "" {
+		return "", usagef("--reason is blank: say why (it is kept in the record's history), or leave --reason out")
+	}
+	return x.opts.reason, nil
+}
 
 // parkedPage is one answer of GET /v1/parked, its records kept as sent.
 type parkedPage struct {
@@ -43,14 +80,14 @@ func parkedList(x *invocation, _ []string) error {
 		all.Records = append(all.Records, page.Records...)
 		all.Next = page.Next
 		if onePage || page.Next == "" || page.Next == q.After { // the last test guards against a cursor that does not move
-			if pages == 0 && x.opts.json {
+			if pages == 0 && x.global.json {
 				return x.printJSON(firstRaw) // one page: the server's answer as is
 			}
 			break
 		}
 		q.After = page.Next
 	}
-	if x.opts.json { // every page, merged in the same shape
+	if x.global.json { // every page, merged in the same shape
 		if all.Records == nil {
 			all.Records = []json.RawMessage{}
 		}
@@ -69,17 +106,17 @@ func parkedList(x *invocation, _ []string) error {
 	if len(records) == 0 {
 		fmt.Fprintln(x.stdout, "no parked aggregates")
 	} else {
-		t := newTable(x.stdout, "SUBSCRIPTION", "AGGREGATE", "STOPPED AT", "STATE", "ATTEMPTS", "RETRIES", "NEXT RETRY", "ERROR")
+		t := x.table("SUBSCRIPTION", "AGGREGATE", "STOPPED AT", "STATE", "ATTEMPTS", "RETRIES", "NEXT RETRY", "ERROR")
 		for _, r := range records {
 			t.row(r.Subscription, r.AggregateType+"/"+r.AggregateID, "v"+u(r.Version), string(r.State),
-				strconv.Itoa(r.Attempts), strconv.Itoa(r.ParkedRetries), x.nextRetry(r), truncate(errorText(r.Error), 60))
+				strconv.Itoa(r.Attempts), strconv.Itoa(r.ParkedRetries), x.nextRetry(r), errorText(r.Error))
 		}
 		if err := t.flush(); err != nil {
 			return err
 		}
 	}
 	if all.Next != "" {
-		fmt.Fprintf(x.stderr, "more records: host parked list --after %s\n", all.Next)
+		fmt.Fprintf(x.stderr, "more records: berth parked list --after %s\n", all.Next)
 	}
 	return nil
 }
@@ -121,7 +158,7 @@ func parkedShow(x *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	var d wire.ParkedRecordDetail
@@ -174,7 +211,7 @@ func parkedShow(x *invocation, args []string) error {
 	history := slices.Clone(r.History)
 	slices.SortStableFunc(history, func(a, b wire.HistoryEntry) int { return a.Time.Compare(b.Time) })
 	fmt.Fprintln(x.stdout, "\nhistory:")
-	t := newTable(x.stdout, "  TIME", "ACTION", "ATTEMPT", "VERSION", "ACTOR", "REASON", "ERROR")
+	t := x.table("  TIME", "ACTION", "ATTEMPT", "VERSION", "ACTOR", "REASON", "ERROR")
 	for _, h := range history {
 		attempt, version, errText := "-", "-", "-"
 		if h.Attempt > 0 {
@@ -184,49 +221,58 @@ func parkedShow(x *invocation, args []string) error {
 			version = u(h.Version)
 		}
 		if h.Error != nil {
-			errText = truncate(errorText(*h.Error), 60)
+			errText = errorText(*h.Error)
 		}
-		t.row("  "+timestamp(h.Time), h.Action, attempt, version, orDash(h.Actor), truncate(orDash(h.Reason), 40), errText)
+		t.row("  "+timestamp(h.Time), h.Action, attempt, version, orDash(h.Actor), orDash(h.Reason), errText)
 	}
 	return t.flush()
 }
 
 func parkedResume(x *invocation, args []string) error {
 	sub, typ, id := args[0], args[1], args[2]
-	raw, err := x.client.resume(x.ctx, sub, typ, id, x.opts.reason)
+	reason, err := x.reason()
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	raw, err := x.client.resume(x.ctx, sub, typ, id, reason)
+	if err != nil {
+		return err
+	}
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	fmt.Fprintf(x.stdout, "resumed %s/%s in %s: its held events are delivered again, in order, from the one it stopped at%s\n",
-		typ, id, sub, reasonSuffix(x.opts.reason))
+		typ, id, sub, reasonSuffix(reason))
 	return nil
 }
 
 func parkedSkip(x *invocation, args []string) error {
 	sub, typ, id := args[0], args[1], args[2]
-	raw, err := x.client.skip(x.ctx, sub, typ, id, x.opts.throughVersion, x.opts.reason)
+	reason, err := x.reason()
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	raw, err := x.client.skip(x.ctx, sub, typ, id, x.opts.throughVersion, reason)
+	if err != nil {
+		return err
+	}
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	if v := x.opts.throughVersion; v > 0 {
 		fmt.Fprintf(x.stdout, "skipped %s/%s in %s through version %d: later events are delivered in order%s\n",
-			typ, id, sub, v, reasonSuffix(x.opts.reason))
+			typ, id, sub, v, reasonSuffix(reason))
 	} else {
 		fmt.Fprintf(x.stdout, "skipped %s/%s in %s: every event it held back is skipped and it rejoins live delivery%s\n",
-			typ, id, sub, reasonSuffix(x.opts.reason))
+			typ, id, sub, reasonSuffix(reason))
 	}
 	return nil
 }
 
+// reasonSuffix says which reason the record's history keeps.
 func reasonSuffix(reason string) string {
 	if reason == "" {
-		return ""
+		return " (no reason recorded: --reason R keeps one in the record's history)"
 	}
 	return " (reason: " + reason + ")"
 }

@@ -8,7 +8,22 @@ import (
 	"strings"
 
 	"github.com/berthhq/berth/api/wire"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+func (a *app) subscriptionsCmd() *cobra.Command {
+	return a.group("subscriptions", []string{"subs", "sub"}, "List, show, pause, unpause and reset subscriptions",
+		ls(a.verb("list", "List the subscriptions with their lag and parked counts", 0, nil, subsList)),
+		a.verb("show NAME", "Show a subscription: checkpoint, retry settings, partitions", 1, nil, subsShow),
+		a.verb("pause NAME", "Pause a subscription (its events wait)", 1, nil, subsPause),
+		a.verb("unpause NAME", "Unpause a subscription", 1, nil, subsUnpause),
+		a.verb("reset NAME --position N", "Move a subscription's checkpoint: it delivers from position N next", 1, resetFlags, subsReset))
+}
+
+func resetFlags(fs *pflag.FlagSet, o *options) {
+	fs.Var(&o.position, "position", "position to deliver from next (required; 1 replays from the beginning)")
+}
 
 // stateSummary is the subscription's state with its partitions that are not
 // running, e.g. "running (2 partitions paused)".
@@ -41,7 +56,7 @@ func subsList(x *invocation, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	var list wire.SubscriptionList
@@ -52,7 +67,7 @@ func subsList(x *invocation, _ []string) error {
 		fmt.Fprintln(x.stdout, "no subscriptions (push a module to add some)")
 		return nil
 	}
-	t := newTable(x.stdout, "NAME", "MODULE", "STATE", "CHECKPOINT", "HEAD", "LAG", "RETRYING", "WAITING", "RESUMING")
+	t := x.table("NAME", "MODULE", "STATE", "CHECKPOINT", "HEAD", "LAG", "RETRYING", "WAITING", "RESUMING")
 	for _, s := range list.Subscriptions {
 		t.row(s.Name, orDash(s.Module), stateSummary(s), u(s.Checkpoint), u(s.Head), u(s.Lag),
 			strconv.Itoa(s.Parked[wire.StateRetrying]), strconv.Itoa(s.Parked[wire.StateWaiting]), strconv.Itoa(s.Parked[wire.StateResuming]))
@@ -90,7 +105,7 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 	if err != nil {
 		return err
 	}
-	if x.opts.json {
+	if x.global.json {
 		return x.printJSON(raw)
 	}
 	var s wire.Subscription
@@ -124,7 +139,7 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 
 	if len(s.Retry) > 0 {
 		fmt.Fprintln(x.stdout, "\nretry:")
-		t := newTable(x.stdout, "  SETTING", "VALUE", "FROM")
+		t := x.table("  SETTING", "VALUE", "FROM")
 		for _, k := range slices.Sorted(maps.Keys(s.Retry)) {
 			t.row("  "+k, settingValue(s.Retry[k].Value), orDash(s.Retry[k].Source))
 		}
@@ -143,14 +158,14 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 	if len(busy) == 0 {
 		return nil
 	}
-	t := newTable(x.stdout, "  PARTITION", "STATE", "ACTIVE", "HELD", "CONCURRENCY", "PAUSED SINCE", "NEXT PROBE", "REASON")
+	t := x.table("  PARTITION", "STATE", "ACTIVE", "HELD", "CONCURRENCY", "PAUSED SINCE", "NEXT PROBE", "REASON")
 	for _, p := range busy {
 		since := "-"
 		if !p.PausedSince.IsZero() {
 			since = timestamp(p.PausedSince)
 		}
 		t.row("  "+strconv.Itoa(p.Index), p.State, strconv.Itoa(p.Active), strconv.Itoa(p.Held), strconv.Itoa(p.Concurrency),
-			since, relative(p.NextProbe, x.now), truncate(orDash(p.PauseReason), 60))
+			since, relative(p.NextProbe, x.now), orDash(p.PauseReason))
 	}
 	return t.flush()
 }

@@ -18,22 +18,27 @@ import (
 
 // client talks to a running host over its REST API: one method per call.
 // Every method returns the server's JSON body as is; callers decode what
-// they show with the API's own types (package api/wire), never the host's. A non-2xx answer is a *problemError, a request that never got
-// an answer an *unreachableError.
+// they show with the API's own types (package api/wire), never the host's.
+// A non-2xx answer is a *problemError, a request that never got an answer
+// an *unreachableError.
 type client struct {
 	base  string // scheme://host[:port][/prefix], no trailing slash
 	token string // sent as Authorization: Bearer when not empty
 	hc    *http.Client
 }
 
-// newClient checks server (an http or https URL) and returns a client for it.
+// newClient checks server (host:port, or an http or https URL) and returns
+// a client for it; host:port means http://host:port.
 func newClient(server, token string, timeout time.Duration) (*client, error) {
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
 	u, err := url.Parse(server)
 	if err != nil {
-		return nil, fmt.Errorf("--server %q is not a URL: %v", server, err)
+		return nil, fmt.Errorf("--server %q is not host:port or a URL: %v", server, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--server %q must be an http:// or https:// URL with a host", server)
+		return nil, fmt.Errorf("--server %q must be an http:// or https:// URL with a host, or host:port", server)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("--server %q must not have a query or a fragment", server)
@@ -118,7 +123,7 @@ func (c *client) do(ctx context.Context, method, p string, query url.Values, con
 		return 0, nil, err
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
-	req.Header.Set("User-Agent", "berth-host-cli")
+	req.Header.Set("User-Agent", "berth-cli")
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

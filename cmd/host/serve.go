@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,18 +18,40 @@ import (
 	"github.com/berthhq/berth/api"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/spf13/cobra"
 )
 
-// serve runs the host until SIGINT or SIGTERM; SIGHUP reloads the config.
-func serve(args []string) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	configPath := fs.String("config", "", "configuration file (default: <data>/berth.toml, written with commented defaults if missing)")
-	dataDir := fs.String("data", "", "data directory (overrides server.data-dir)")
-	listen := fs.String("listen", "", "listen address (overrides server.listen)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+func (a *app) serveCmd() *cobra.Command {
+	var configPath, dataDir, listen string
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the host",
+		Long: `Run the host until SIGINT or SIGTERM (a clean shutdown, within server.shutdown-timeout);
+SIGHUP reloads the configuration file (a file that does not validate is refused and the
+running configuration stays). Without --config, the host reads <data>/berth.toml, and on
+the first start writes it there with every key commented, and logs that it did.
+The operator verbs reach it at --listen (default server.listen, 127.0.0.1:8080): give
+them --server host:port or $BERTH_SERVER.
+Exit codes: 0 after a clean shutdown, 1 when it cannot start or its shutdown did not
+finish, 2 for a bad flag.`,
+		Args: exactArgs(0),
+		RunE: func(*cobra.Command, []string) error {
+			if code := serve(configPath, dataDir, listen); code != 0 {
+				return exitError{code}
+			}
+			return nil
+		},
 	}
-	h, err := start(*configPath, *dataDir, *listen)
+	c.Flags().StringVar(&configPath, "config", "", "configuration `FILE` (default: <data>/berth.toml, written with commented defaults if missing)")
+	c.Flags().StringVar(&dataDir, "data", "", "data directory `DIR` (overrides server.data-dir)")
+	c.Flags().StringVar(&listen, "listen", "", "listen address `HOST:PORT` (overrides server.listen)")
+	return c
+}
+
+// serve runs the host until SIGINT or SIGTERM; SIGHUP reloads the config.
+// It returns the exit code.
+func serve(configPath, dataDir, listen string) int {
+	h, err := start(configPath, dataDir, listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "berth:", err)
 		return 1
@@ -92,6 +113,7 @@ func start(configPath, dataDir, listen string) (*host, error) {
 			c.Server.Listen = listen
 		}
 	}
+	wrote := false // the first start writes the commented default file, and says so
 	if configPath == "" {
 		dir := dataDir
 		if dir == "" {
@@ -105,6 +127,7 @@ func start(configPath, dataDir, listen string) (*host, error) {
 			if err := os.WriteFile(configPath, config.DefaultTOML(), 0o644); err != nil {
 				return nil, err
 			}
+			wrote = true
 		}
 	}
 	cfg, err := loadConfig(configPath, overrides)
@@ -114,6 +137,9 @@ func start(configPath, dataDir, listen string) (*host, error) {
 	h := &host{configPath: configPath, overrides: overrides}
 	h.level.Set(cfg.Log.SlogLevel())
 	h.log = newLogger(cfg, &h.level)
+	if wrote {
+		h.log.Info("wrote the default configuration, every key commented: edit it, then send SIGHUP or restart", "file", configPath)
+	}
 	h.log.Info("configuration loaded", "file", configPath)
 	if cfg.RequireLoopback() {
 		h.log.Warn("no auth tokens are configured: every request is allowed, so the server listens on loopback only; add [[auth.tokens]] to serve other hosts", "listen", cfg.Server.Listen)

@@ -9,8 +9,15 @@ import (
 	"unicode/utf8"
 )
 
+// wrapWidth is the widest a table cell grows before it wraps onto more
+// lines (unless --wide): an error message is never cut off.
+const wrapWidth = 60
+
 // table writes aligned columns; call flush when done.
-type table struct{ tw *tabwriter.Writer }
+type table struct {
+	tw    *tabwriter.Writer
+	width int // wrap cells wider than this; 0: never
+}
 
 func newTable(w io.Writer, header ...string) *table {
 	t := &table{tw: tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)}
@@ -20,16 +27,60 @@ func newTable(w io.Writer, header ...string) *table {
 	return t
 }
 
-// row writes one line; tabs and newlines in a cell are flattened so that
-// they cannot break the alignment.
+// wrapAt makes the rows written from now on wrap cells wider than width
+// characters onto continuation lines, under their column.
+func (t *table) wrapAt(width int) { t.width = width }
+
+// row writes one row; tabs and newlines in a cell are flattened so that
+// they cannot break the alignment, and a cell wider than the table's width
+// goes on over as many lines as it needs.
 func (t *table) row(cells ...string) {
+	lines := make([][]string, len(cells))
+	height := 1
 	for i, c := range cells {
-		cells[i] = oneLine(c)
+		lines[i] = wrap(oneLine(c), t.width)
+		height = max(height, len(lines[i]))
 	}
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	for l := range height {
+		line := make([]string, len(cells))
+		for i := range cells {
+			if l < len(lines[i]) {
+				line[i] = lines[i][l]
+			}
+		}
+		fmt.Fprintln(t.tw, strings.Join(line, "\t"))
+	}
 }
 
 func (t *table) flush() error { return t.tw.Flush() }
+
+// wrap breaks s into lines of at most width characters, at spaces where it
+// can and within a word longer than width where it must; width 0 keeps s
+// whole.
+func wrap(s string, width int) []string {
+	if width <= 0 || utf8.RuneCountInString(s) <= width {
+		return []string{s}
+	}
+	var lines []string
+	var cur []rune
+	for _, word := range strings.Fields(s) {
+		w := []rune(word)
+		if len(cur) > 0 && len(cur)+1+len(w) > width {
+			lines, cur = append(lines, string(cur)), nil
+		}
+		if len(cur) > 0 {
+			cur = append(cur, ' ')
+		}
+		cur = append(cur, w...)
+		for len(cur) > width {
+			lines, cur = append(lines, string(cur[:width])), cur[width:]
+		}
+	}
+	if len(cur) > 0 {
+		lines = append(lines, string(cur))
+	}
+	return lines
+}
 
 // keyValues writes a "key:  value" block with the values aligned.
 type keyValues struct{ t *table }
