@@ -26,6 +26,16 @@ type options struct {
 	aggregateType string
 	after         string
 	limit         int
+	class         string
+	message       string
+	failedAfter   string
+	failedBefore  string
+	ndjson        bool
+	// jobs
+	subscriptions []string
+	rate          float64
+	yes, dryRun   bool
+	wait          bool
 	// subscriptions reset
 	position optUint
 	// events append
@@ -65,6 +75,7 @@ func (o *optUint) Type() string { return "N" }
 type invocation struct {
 	ctx            context.Context
 	opts           *options
+	stdin          io.Reader // a confirmation's answer
 	global         clientFlags
 	flags          *pflag.FlagSet // the verb's, to tell a flag given empty from one left out
 	client         *client
@@ -137,7 +148,7 @@ func (a *app) invocation(cmd *cobra.Command, o *options) (*invocation, error) {
 	}
 	a.server = c.base
 	return &invocation{ctx: context.Background(), opts: o, global: g, flags: cmd.Flags(), client: c,
-		stdout: a.stdout, stderr: a.stderr, now: time.Now()}, nil
+		stdin: a.stdin, stdout: a.stdout, stderr: a.stderr, now: time.Now()}, nil
 }
 
 // printJSON writes the server's JSON as is, ending with a newline.

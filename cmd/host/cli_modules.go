@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/berthhq/berth/api/wire"
@@ -18,6 +19,8 @@ func (a *app) modulesCmd() *cobra.Command {
 		a.verb("push NAME FILE.wasm", "Upload a module (create or update)", 2, nil, modulesPush),
 		ls(a.verb("list", "List the deployed modules", 0, nil, modulesList)),
 		a.verb("show NAME", "Show a module: its processor, handlers and subscriptions", 1, nil, modulesShow),
+		a.verb("versions NAME", "List a module's kept versions, oldest first", 1, nil, modulesVersions),
+		a.verb("rollback NAME VERSION", "Deploy a kept version of a module again, as its next version", 2, nil, modulesRollback),
 		rm)
 }
 
@@ -208,4 +211,50 @@ func appendRequestFrom(o *options, args []string) (wire.AppendRequest, error) {
 		req.Events = append(req.Events, wire.EventInput{Type: typ, Data: json.RawMessage(data)})
 	}
 	return req, nil
+}
+
+func modulesVersions(x *invocation, args []string) error {
+	raw, err := x.client.get(x.ctx, apiPath("modules", args[0], "versions"), nil)
+	if err != nil {
+		return err
+	}
+	if x.global.json {
+		return x.printJSON(raw)
+	}
+	var list wire.ModuleVersionList
+	if err := decode(raw, &list); err != nil {
+		return err
+	}
+	t := x.table("VERSION", "UPLOADED", "SHA256", "SIZE", "")
+	for _, v := range list.Versions {
+		note := ""
+		if v.Current {
+			note = "current"
+		}
+		if v.RolledBackFrom > 0 {
+			note = strings.TrimSpace(note + fmt.Sprintf(" (rollback to v%d)", v.RolledBackFrom))
+		}
+		t.row(fmt.Sprintf("v%d", v.Version), timestamp(v.Uploaded), v.SHA256[:min(12, len(v.SHA256))], fmt.Sprint(v.Size), note)
+	}
+	return t.flush()
+}
+
+func modulesRollback(x *invocation, args []string) error {
+	v, err := strconv.Atoi(strings.TrimPrefix(args[1], "v"))
+	if err != nil || v < 1 {
+		return usagef("VERSION must be a version number such as 3 (or v3), not %q", args[1])
+	}
+	raw, err := x.client.postJSON(x.ctx, apiPath("modules", args[0], "rollback"), wire.RollbackRequest{Version: &v})
+	if err != nil {
+		return err
+	}
+	if x.global.json {
+		return x.printJSON(raw)
+	}
+	var info wire.ModuleInfo
+	if err := decode(raw, &info); err != nil {
+		return err
+	}
+	fmt.Fprintf(x.stdout, "module %s v%d runs the code of v%d (sha256 %s)\n", info.Name, info.Version, info.RolledBackFrom, info.SHA256)
+	return nil
 }

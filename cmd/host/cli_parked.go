@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,13 +19,16 @@ func (a *app) parkedCmd() *cobra.Command {
 			"List parked aggregates (every page unless --limit or --after)", 0, parkedListFlags, parkedList)),
 		a.verb("show SUB TYPE ID", "Show a parked aggregate: its error, the event it stopped at, its history", 3, nil, parkedShow),
 		a.verb("resume SUB TYPE ID", "Deliver a parked aggregate's held events again, from the one it stopped at", 3, resumeFlags, parkedResume),
-		a.verb("skip SUB TYPE ID", "Skip a parked aggregate's held events (all, or through a version)", 3, skipFlags, parkedSkip))
+		a.verb("skip SUB TYPE ID", "Skip a parked aggregate's held events (all, or through a version)", 3, skipFlags, parkedSkip),
+		a.verb("resolved [SUB [TYPE [ID]]]", "List the records of resumed and skipped aggregates, kept store.resolved-retention", -1, nil, parkedResolved))
 }
 
 func parkedListFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.subscription, "subscription", "", "only subscription `SUB`")
 	fs.StringVar(&o.state, "state", "", "only `STATE`: retrying, waiting or resuming")
 	fs.StringVar(&o.aggregateType, "aggregate-type", "", "only aggregate type `TYPE`")
+	filterFlags(fs, o)
+	fs.BoolVar(&o.ndjson, "ndjson", false, "write each record as one JSON line, page by page as they come (for large exports)")
 	fs.IntVar(&o.limit, "limit", 0, "read one page of at most `N` records (default: every page)")
 	fs.StringVar(&o.after, "after", "", "read the page after `CURSOR` (from a previous --limit)")
 }
@@ -61,7 +65,11 @@ func parkedList(x *invocation, _ []string) error {
 	if o.limit < 0 {
 		return usagef("--limit must be 1 or more")
 	}
-	q := parkedQuery{Subscription: o.subscription, State: o.state, AggregateType: o.aggregateType, After: o.after, Limit: o.limit}
+	if err := checkTimes(o); err != nil {
+		return err
+	}
+	q := parkedQuery{Subscription: o.subscription, State: o.state, AggregateType: o.aggregateType, Class: o.class,
+		Message: o.message, FailedAfter: o.failedAfter, FailedBefore: o.failedBefore, After: o.after, Limit: o.limit}
 	onePage := o.limit > 0 || o.after != ""
 	var all parkedPage
 	var firstRaw []byte
@@ -76,6 +84,18 @@ func parkedList(x *invocation, _ []string) error {
 		}
 		if pages == 0 {
 			firstRaw = raw
+		}
+		if o.ndjson {
+			for _, r := range page.Records {
+				if _, err := fmt.Fprintf(x.stdout, "%s\n", r); err != nil {
+					return err
+				}
+			}
+			if onePage || page.Next == "" || page.Next == q.After {
+				return nil
+			}
+			q.After = page.Next
+			continue
 		}
 		all.Records = append(all.Records, page.Records...)
 		all.Next = page.Next
@@ -275,4 +295,60 @@ func reasonSuffix(reason string) string {
 		return " (no reason recorded: --reason R keeps one in the record's history)"
 	}
 	return " (reason: " + reason + ")"
+}
+
+func parkedResolved(x *invocation, args []string) error {
+	if len(args) > 3 {
+		return usagef("want at most SUB TYPE ID, got %d arguments", len(args))
+	}
+	q := url.Values{"limit": {"1000"}}
+	for i, k := range []string{"subscription", "aggregateType", "aggregateId"} {
+		if i < len(args) {
+			q.Set(k, args[i])
+		}
+	}
+	var all []wire.ResolvedRecord
+	for {
+		raw, err := x.client.get(x.ctx, apiPath("resolved"), q)
+		if err != nil {
+			return err
+		}
+		var page wire.ResolvedPage
+		if err := decode(raw, &page); err != nil {
+			return err
+		}
+		if x.global.json {
+			for _, r := range page.Records {
+				b, err := json.Marshal(r)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(x.stdout, "%s\n", b)
+			}
+		}
+		all = append(all, page.Records...)
+		if page.Next == "" || page.Next == q.Get("after") {
+			break
+		}
+		q.Set("after", page.Next)
+	}
+	if x.global.json {
+		return nil
+	}
+	if len(all) == 0 {
+		fmt.Fprintln(x.stdout, "no resolved records")
+		return nil
+	}
+	t := x.table("SUBSCRIPTION", "AGGREGATE", "RESOLVED", "HOW", "BY", "REASON", "ERROR")
+	for _, r := range all {
+		how, by, why := "-", "-", "-"
+		for i := len(r.History) - 1; i >= 0; i-- {
+			if e := r.History[i]; e.Action == "resume" || e.Action == "skip" || e.Action == "resumed" {
+				how, by, why = e.Action, orDash(e.Actor), orDash(e.Reason)
+				break
+			}
+		}
+		t.row(r.Subscription, r.AggregateType+"/"+r.AggregateID, timestamp(r.ResolvedAt), how, by, why, errorText(r.Error))
+	}
+	return t.flush()
 }

@@ -13,16 +13,23 @@ package main
 import (
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(runWith(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
-// run runs a command line and returns the process exit code (see
-// `berth help exit-codes`); env reads the environment.
+// run runs a command line with nothing to read on stdin and returns the
+// process exit code (see `berth help exit-codes`); env reads the
+// environment.
 func run(args []string, stdout, stderr io.Writer, env func(string) string) int {
-	a := &app{args: args, stdout: stdout, stderr: stderr, env: env}
+	return runWith(args, strings.NewReader(""), stdout, stderr, env)
+}
+
+// runWith is run with stdin, where a confirmation is read.
+func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) string) int {
+	a := &app{args: args, stdin: stdin, stdout: stdout, stderr: stderr, env: env}
 	cmd, err := a.newRoot().ExecuteC()
 	return a.exit(cmd, err)
 }
