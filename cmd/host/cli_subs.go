@@ -119,9 +119,19 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 	kv.add("name", "%s", s.Name)
 	kv.add("module", "%s", orDash(s.Module))
 	kv.add("state", "%s", stateSummary(s))
-	kv.add("checkpoint", "%d (durable %d)", s.Checkpoint, s.DurableCheckpoint)
-	kv.add("head", "%d", s.Head)
-	kv.add("lag", "%d", s.Lag)
+	// The checkpoint is the next position to deliver, so a subscription
+	// that is caught up is one past the head.
+	kv.add("checkpoint", "%d: the next position to deliver (written: %d, where a restart goes on)", s.Checkpoint, s.DurableCheckpoint)
+	if s.Head == 0 {
+		kv.add("head", "0: the log is empty")
+	} else {
+		kv.add("head", "%d: the log's last position", s.Head)
+	}
+	if s.Lag == 0 {
+		kv.add("lag", "0: caught up")
+	} else {
+		kv.add("lag", "%d %s not yet delivered", s.Lag, plural(int(s.Lag), "commit"))
+	}
 	var parked []string
 	for _, st := range wire.ParkedStates() {
 		parked = append(parked, fmt.Sprintf("%d %s", s.Parked[st], st))
@@ -130,7 +140,7 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 	pr := s.ParkedRetries
 	retries := strconv.Itoa(pr.MaxRetries)
 	if pr.MaxRetries < 0 {
-		retries = "none"
+		retries = "none (subscription.parked.max-retries = -1): a parked aggregate waits for an operator"
 	}
 	kv.add("parked retries", "%s, first after %s, up to %s apart, %s each", retries, pr.FirstDelay, pr.MaxDelay, pr.Timeout)
 	if err := kv.flush(); err != nil {
