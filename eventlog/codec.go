@@ -25,8 +25,10 @@ const commitCodec = 1
 
 var errCorrupt = errors.New("eventlog: corrupt commit")
 
-// encodeCommit appends the stored form of c (Position excluded) to b.
-func encodeCommit(b []byte, c *Commit) []byte {
+// AppendCommit appends the stored form of c (Position excluded) to b. Every
+// Log implementation stores commits in this form, so that a commit reads back
+// the same from each.
+func AppendCommit(b []byte, c *Commit) []byte {
 	b = append(b, commitCodec)
 	b = binary.AppendUvarint(b, c.Version)
 	b = binary.AppendVarint(b, c.Time.Unix())
@@ -43,8 +45,8 @@ func encodeCommit(b []byte, c *Commit) []byte {
 	return b
 }
 
-// encodedSize is an upper bound of len(encodeCommit(nil, c)).
-func encodedSize(c *Commit) int {
+// EncodedSize is an upper bound of len(AppendCommit(nil, c)).
+func EncodedSize(c *Commit) int {
 	n := 1 + 3*binary.MaxVarintLen64 + 4*binary.MaxVarintLen64 + len(c.AggregateType) + len(c.AggregateID) + len(c.OwnerID)
 	for _, e := range c.Events {
 		n += 2*binary.MaxVarintLen64 + len(e.Type) + len(e.Payload)
@@ -100,9 +102,10 @@ func (d *decoder) bytes() []byte {
 	return v
 }
 
-// decodeCommit decodes the commit at pos from b, which it keeps: the event
-// payloads are sub-slices of b, so b must not be reused by the caller.
-func decodeCommit(pos uint64, b []byte) (Commit, error) {
+// DecodeCommit decodes the commit at pos from b, which it keeps: the event
+// payloads are sub-slices of b, so b must not be reused by the caller. A
+// malformed b is an error naming pos.
+func DecodeCommit(pos uint64, b []byte) (Commit, error) {
 	if len(b) == 0 || b[0] != commitCodec {
 		return Commit{}, fmt.Errorf("%w at position %d: unknown codec", errCorrupt, pos)
 	}

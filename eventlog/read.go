@@ -13,13 +13,6 @@ import (
 // context.
 const ctxCheckEvery = 64
 
-func readLimit(limit int) int {
-	if limit <= 0 {
-		return DefaultReadLimit
-	}
-	return limit
-}
-
 // Read returns up to limit commits (DefaultReadLimit when limit <= 0) with
 // Position >= from, in position order; from 0 reads from the start. All
 // commits come from one snapshot of the log.
@@ -31,7 +24,7 @@ func (b *Badger) Read(ctx context.Context, from uint64, limit int) ([]Commit, er
 		return nil, err
 	}
 	defer b.life.RUnlock()
-	limit = readLimit(limit)
+	limit = ReadLimit(limit)
 	if from == 0 {
 		from = 1
 	}
@@ -82,7 +75,7 @@ func (b *Badger) ReadAggregate(ctx context.Context, aggregateType, aggregateID s
 		return nil, err
 	}
 	defer b.life.RUnlock()
-	limit = readLimit(limit)
+	limit = ReadLimit(limit)
 
 	var commits []Commit
 	err := b.db.View(func(txn *badger.Txn) error {
@@ -132,7 +125,7 @@ func decodeItem(pos uint64, item *badger.Item) (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
-	return decodeCommit(pos, v)
+	return DecodeCommit(pos, v)
 }
 
 // readErr wraps a read failure, leaving context errors as they are.
