@@ -155,13 +155,22 @@ func RunCluster(t testing.TB, size int) *Cluster {
 }
 
 // WaitForMetaLeader waits until the running nodes agree on a JetStream meta
-// leader (after a start, or after a node was shut down or restarted).
+// leader (after a start, or after a node was shut down or restarted) and the
+// leader counts every running node as a JetStream peer with current stats:
+// until then, a stream with as many replicas as nodes fails to be placed
+// ("no suitable peers for placement").
 func (c *Cluster) WaitForMetaLeader(t testing.TB) {
 	t.Helper()
-	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader", func() bool {
+	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader that sees every running node", func() bool {
+		running := 0
+		for _, n := range c.Nodes {
+			if n.srv != nil {
+				running++
+			}
+		}
 		for _, n := range c.Nodes {
 			if n.srv != nil && n.srv.JetStreamIsLeader() {
-				return true
+				return len(n.srv.JetStreamClusterPeers()) == running
 			}
 		}
 		return false

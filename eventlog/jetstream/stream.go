@@ -1,0 +1,98 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// formatKey and formatValue mark a stream as a Berth event log in its
+// metadata: the commit codec and the subject layout (Shards). Open refuses a
+// stream of the same name without them, which holds something else.
+const (
+	formatKey   = "berth.eventlog"
+	formatValue = "commit-codec=1 shards=256"
+)
+
+// streamConfig is the configuration Open creates the stream with: file
+// storage, no limits (a limit would delete commits, leaving gaps in the
+// positions), deletes, purges and rollups denied, direct gets allowed (reads
+// are direct gets) and new messages refused rather than old ones dropped if
+// someone adds a limit later.
+func (l *Log) streamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        l.opts.Stream,
+		Description: "Berth event log: one message per commit; the stream sequence is the commit's position",
+		Subjects:    []string{allSubjects(l.opts.Prefix)},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew,
+		MaxMsgs:     -1,
+		MaxBytes:    -1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    l.opts.Replicas,
+		Duplicates:  l.opts.DuplicateWindow,
+		DenyDelete:  true,
+		DenyPurge:   true,
+		AllowDirect: true,
+		Metadata:    map[string]string{formatKey: formatValue},
+	}
+}
+
+// ensureStream returns the stream, creating it when there is none, or an
+// error naming every way an existing one does not fit.
+func (l *Log) ensureStream(ctx context.Context) (jetstream.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.RequestTimeout)
+	defer cancel()
+	s, err := l.js.Stream(ctx, l.opts.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = l.js.CreateStream(ctx, l.streamConfig())
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			// Another host created it meanwhile, with another config: check
+			// what it made.
+			s, err = l.js.Stream(ctx, l.opts.Stream)
+		}
+	}
+	if err != nil {
+		return nil, l.fail(ctx, "open", err)
+	}
+	if diffs := l.incompatible(s.CachedInfo().Config); len(diffs) > 0 {
+		return nil, fmt.Errorf("eventlog/jetstream: stream %s exists with an incompatible configuration: %s",
+			l.opts.Stream, strings.Join(diffs, "; "))
+	}
+	return s, nil
+}
+
+// incompatible lists how cfg differs from what the log needs.
+func (l *Log) incompatible(cfg jetstream.StreamConfig) []string {
+	var d []string
+	if got := cfg.Metadata[formatKey]; got != formatValue {
+		d = append(d, fmt.Sprintf("metadata %s is %q, want %q (not a Berth event log, or another format)", formatKey, got, formatValue))
+	}
+	if want := []string{allSubjects(l.opts.Prefix)}; !slices.Equal(cfg.Subjects, want) {
+		d = append(d, fmt.Sprintf("subjects %q, want %q", cfg.Subjects, want))
+	}
+	if cfg.Replicas != l.opts.Replicas {
+		d = append(d, fmt.Sprintf("replicas %d, want %d", cfg.Replicas, l.opts.Replicas))
+	}
+	if cfg.Retention != jetstream.LimitsPolicy {
+		d = append(d, fmt.Sprintf("retention %s, want limits", cfg.Retention))
+	}
+	if cfg.MaxMsgs > 0 || cfg.MaxBytes > 0 || cfg.MaxAge > 0 || cfg.MaxMsgsPerSubject > 0 {
+		d = append(d, fmt.Sprintf("limits (max msgs %d, max bytes %d, max age %v, max msgs per subject %d) would delete commits",
+			cfg.MaxMsgs, cfg.MaxBytes, cfg.MaxAge, cfg.MaxMsgsPerSubject))
+	}
+	if !cfg.DenyDelete || !cfg.DenyPurge || cfg.AllowRollup {
+		d = append(d, "deletes, purges or rollups are allowed (they would leave gaps in the positions)")
+	}
+	if !cfg.AllowDirect {
+		d = append(d, "direct gets are not allowed")
+	}
+	if cfg.Mirror != nil || cfg.Sealed {
+		d = append(d, "the stream is a mirror or sealed")
+	}
+	return d
+}
