@@ -55,8 +55,8 @@ func (l *Log) Append(ctx context.Context, req eventlog.AppendRequest) (eventlog.
 				eventlog.ErrInvalid, len(c.Events), len(data), limit)
 		}
 		pos, err := l.publish(ctx, subj, id, data, last)
-		switch code := apiCode(err); {
-		case code == jetstream.JSErrCodeStreamWrongLastSequence || code == jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+		switch {
+		case wrongLastSeq(err):
 			// Another append came first (or the first read was behind): read
 			// the leader's answer and decide again.
 			current = true
@@ -85,29 +85,61 @@ func (l *Log) lastCommit(ctx context.Context, subj, aggregateType, aggregateID s
 }
 
 // publish sends the commit expecting lastSeq to be the last sequence on its
-// subject and returns its position. A publish whose acknowledgement does
-// not come within RequestTimeout is sent again, up to PublishAttempts
-// times: the stream stores it once (the Nats-Msg-Id is the same) and
-// answers a repeat with the first one's sequence.
+// subject and returns its position.
 func (l *Log) publish(ctx context.Context, subj, id string, data []byte, lastSeq uint64) (uint64, error) {
+	return l.deliver(ctx, commitMsg(l.opts.Stream, subj, id, data, lastSeq), lastSeq, false)
+}
+
+// commitMsg is the message of a commit: its Nats-Msg-Id, and the stream and
+// last subject sequence it expects.
+func commitMsg(stream, subj, id string, data []byte, lastSeq uint64) *nats.Msg {
 	msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, id)
-	msg.Header.Set(jetstream.ExpectedStreamHeader, l.opts.Stream)
+	msg.Header.Set(jetstream.ExpectedStreamHeader, stream)
 	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(lastSeq, 10))
+	return msg
+}
+
+// deliver publishes msg until it is acknowledged. One whose acknowledgement
+// does not come within RequestTimeout is sent again (resent), up to
+// PublishAttempts times. The stream may refuse a repeat of a stored message
+// for its stale expected sequence before it looks at the Nats-Msg-Id (a
+// single server does), so a refused repeat asks whether the first message
+// stored after lastSeq on the subject is this one — the only message that
+// can follow lastSeq there while the expectation holds — and returns its
+// position if so.
+func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent bool) (uint64, error) {
+	id := msg.Header.Get(jetstream.MsgIDHeader)
 	for attempt := 1; ; attempt++ {
 		rctx, cancel := l.request(ctx)
 		ack, err := l.js.PublishMsg(rctx, msg)
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			return ack.Sequence, nil
-		}
-		if ctx.Err() != nil || attempt >= l.opts.PublishAttempts || !lostAck(err) {
-			if lostAck(err) {
-				err = fmt.Errorf("%w (after %d attempts; the commit may or may not be stored)", err, attempt)
+		case resent && wrongLastSeq(err):
+			m, ok, gerr := l.next(ctx, msg.Subject, lastSeq+1, true)
+			if gerr != nil {
+				return 0, fmt.Errorf("%w (a repeat of a publish whose acknowledgement was lost was refused, and looking for the first: %w)", err, gerr)
+			}
+			if ok && m.msgID == id {
+				return m.seq, nil
 			}
 			return 0, err
+		case ctx.Err() != nil || !lostAck(err):
+			return 0, err
+		case attempt >= l.opts.PublishAttempts:
+			return 0, fmt.Errorf("%w (after %d attempts; the commit may or may not be stored)", err, attempt)
 		}
+		resent = true
 	}
+}
+
+// wrongLastSeq reports whether the stream refused a publish because the
+// subject's last sequence was not the one it expected.
+func wrongLastSeq(err error) bool {
+	code := apiCode(err)
+	return code == jetstream.JSErrCodeStreamWrongLastSequence || code == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 // lostAck reports whether err means the publish may not have reached the

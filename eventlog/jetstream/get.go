@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
 // stored is a message of the stream as the log reads it: its sequence (the
-// commit's position) and its data (the encoded commit).
+// commit's position), its data (the encoded commit) and the Nats-Msg-Id it
+// was published with.
 type stored struct {
-	seq  uint64
-	data []byte
+	seq   uint64
+	data  []byte
+	msgID string
 }
 
 // last returns the last message on subj (found false if there is none).
@@ -49,7 +52,7 @@ func found(m *jetstream.RawStreamMsg, err error) (stored, bool, error) {
 	case err != nil:
 		return stored{}, false, err
 	}
-	return stored{seq: m.Sequence, data: m.Data}, true, nil
+	return stored{seq: m.Sequence, data: m.Data, msgID: m.Header.Get(jetstream.MsgIDHeader)}, true, nil
 }
 
 // batch returns up to n messages on subj from seq on, in one
@@ -99,6 +102,7 @@ type msgGetResponse struct {
 	Error   *jetstream.APIError `json:"error,omitempty"`
 	Message *struct {
 		Sequence uint64 `json:"seq"`
+		Header   []byte `json:"hdrs,omitempty"`
 		Data     []byte `json:"data,omitempty"`
 	} `json:"message,omitempty"`
 }
@@ -127,5 +131,13 @@ func (l *Log) leaderGet(ctx context.Context, req msgGetRequest) (stored, bool, e
 	case resp.Message == nil:
 		return stored{}, false, errors.New("stream message get: answer without a message")
 	}
-	return stored{seq: resp.Message.Sequence, data: resp.Message.Data}, true, nil
+	m := stored{seq: resp.Message.Sequence, data: resp.Message.Data}
+	if len(resp.Message.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Header)
+		if err != nil {
+			return stored{}, false, fmt.Errorf("stream message get: headers of position %d: %w", m.seq, err)
+		}
+		m.msgID = h.Get(jetstream.MsgIDHeader)
+	}
+	return m, true, nil
 }

@@ -64,7 +64,9 @@ var _ eventlog.Log = (*Log)(nil)
 
 // Open opens the log in the stream opts names over nc, creating the stream
 // if there is none, and refusing (with an error naming each difference) one
-// whose configuration does not fit (stream.go). nc stays the caller's.
+// whose configuration does not fit (stream.go). Open is bounded by ctx's
+// deadline or, without one, each of its requests by RequestTimeout. nc
+// stays the caller's.
 func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
+	"time"
 
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/eventlog/jetstream"
@@ -37,7 +38,11 @@ func optionsFor(name string, replicas int) jetstream.Options {
 // own, as another host's would be.
 func opener(urls string, replicas int) logtest.Opener {
 	return func(t *testing.T, name string) eventlog.Log {
-		l, err := jetstream.Open(context.Background(), connect(t, urls), optionsFor(name, replicas))
+		// The suite opens its logs all at once; creating sixteen replicated
+		// streams on two shared cores (and under -race) takes a while.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		l, err := jetstream.Open(ctx, connect(t, urls), optionsFor(name, replicas))
 		if err != nil {
 			t.Fatalf("open %s: %v", name, err)
 		}

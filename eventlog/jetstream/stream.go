@@ -45,15 +45,15 @@ func (l *Log) streamConfig() jetstream.StreamConfig {
 // ensureStream returns the stream, creating it when there is none, or an
 // error naming every way an existing one does not fit.
 func (l *Log) ensureStream(ctx context.Context) (jetstream.Stream, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.opts.RequestTimeout)
+	rctx, cancel := l.openRequest(ctx)
 	defer cancel()
-	s, err := l.js.Stream(ctx, l.opts.Stream)
+	s, err := l.js.Stream(rctx, l.opts.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = l.js.CreateStream(ctx, l.streamConfig())
+		s, err = l.js.CreateStream(rctx, l.streamConfig())
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			// Another host created it meanwhile, with another config: check
 			// what it made.
-			s, err = l.js.Stream(ctx, l.opts.Stream)
+			s, err = l.js.Stream(rctx, l.opts.Stream)
 		}
 	}
 	if err != nil {
@@ -81,9 +81,21 @@ func (l *Log) incompatible(cfg jetstream.StreamConfig) []string {
 	if cfg.Retention != jetstream.LimitsPolicy {
 		d = append(d, fmt.Sprintf("retention %s, want limits", cfg.Retention))
 	}
-	if cfg.MaxMsgs > 0 || cfg.MaxBytes > 0 || cfg.MaxAge > 0 || cfg.MaxMsgsPerSubject > 0 {
-		d = append(d, fmt.Sprintf("limits (max msgs %d, max bytes %d, max age %v, max msgs per subject %d) would delete commits",
-			cfg.MaxMsgs, cfg.MaxBytes, cfg.MaxAge, cfg.MaxMsgsPerSubject))
+	var limits []string
+	for _, lim := range []struct {
+		name string
+		set  bool
+		v    any
+	}{
+		{"max msgs", cfg.MaxMsgs > 0, cfg.MaxMsgs}, {"max bytes", cfg.MaxBytes > 0, cfg.MaxBytes},
+		{"max age", cfg.MaxAge > 0, cfg.MaxAge}, {"max msgs per subject", cfg.MaxMsgsPerSubject > 0, cfg.MaxMsgsPerSubject},
+	} {
+		if lim.set {
+			limits = append(limits, fmt.Sprintf("%s %v", lim.name, lim.v))
+		}
+	}
+	if len(limits) > 0 {
+		d = append(d, "limits ("+strings.Join(limits, ", ")+") would delete commits")
 	}
 	if !cfg.DenyDelete || !cfg.DenyPurge || cfg.AllowRollup {
 		d = append(d, "deletes, purges or rollups are allowed (they would leave gaps in the positions)")

@@ -15,9 +15,9 @@ import (
 // nats.go recreates an ordered consumer that a server restart or a lost
 // heartbeat broke, from the last sequence it delivered.
 func (l *Log) startWatch(ctx context.Context, head uint64) error {
-	ctx, cancel := l.request(ctx)
+	rctx, cancel := l.openRequest(ctx)
 	defer cancel()
-	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	cons, err := l.stream.OrderedConsumer(rctx, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   head + 1,
 		HeadersOnly:   true,
