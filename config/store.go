@@ -21,12 +21,19 @@ type StoreConfig struct {
 	// writes (appends, ledger writes, module uploads) are refused with 507 Insufficient Storage while
 	// reads go on, writes resume when space returns, and the host refuses to start. "0B" turns it off.
 	MinFree Size `toml:"min-free"`
+	// Backend is where the event log is kept: "badger" (the default, in the data directory) or
+	// "jetstream" (a NATS JetStream stream, [store.jetstream], shared by every host pointed at it). The
+	// ledger stays in the data directory either way, for now. Changing it needs a restart.
+	Backend string `toml:"backend"`
+	// JetStream is [store.jetstream], used when Backend is "jetstream".
+	JetStream JetStreamConfig `toml:"jetstream"`
 }
 
 func (s StoreConfig) validate(p *problems, at keyPath) {
 	if s.MinFree < 0 {
 		p.add(at.key("min-free"), fmt.Sprintf("%q", s.MinFree.String()), "must not be negative")
 	}
+	s.validateBackend(p, at)
 }
 
 // DiskOptions returns the settings of the guard of the data directory's free space

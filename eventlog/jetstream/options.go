@@ -59,6 +59,14 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 )
 
+// Check returns an error naming the first field of o out of range (after
+// defaults), nil when Open would accept o: for a configuration to refuse at
+// load what Open would refuse later.
+func (o Options) Check() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 // withDefaults returns o with its defaults filled in, or an error naming the
 // first field out of range.
 func (o Options) withDefaults() (Options, error) {
