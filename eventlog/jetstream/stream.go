@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -63,7 +64,36 @@ func (l *Log) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 		return nil, fmt.Errorf("eventlog/jetstream: stream %s exists with an incompatible configuration: %s",
 			l.opts.Stream, strings.Join(diffs, "; "))
 	}
+	if err := l.awaitLeader(rctx, s); err != nil {
+		return nil, l.fail(ctx, "open: waiting for the stream's leader", err)
+	}
 	return s, nil
+}
+
+// awaitLeader returns once the replicated stream has elected a leader: a
+// stream just created, or one whose leader's server is gone, answers no
+// publish until then, and an Open that returned before would hand its
+// caller "no responders" for its first appends.
+func (l *Log) awaitLeader(ctx context.Context, s jetstream.Stream) error {
+	if l.opts.Replicas == 1 {
+		return nil
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		info, err := s.Info(ctx)
+		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return err
+		case <-tick.C:
+		}
+	}
 }
 
 // incompatible lists how cfg differs from what the log needs.
