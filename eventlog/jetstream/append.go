@@ -111,9 +111,11 @@ func commitMsg(stream, subj, id string, data []byte, lastSeq uint64) *nats.Msg {
 func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent bool) (uint64, error) {
 	id := msg.Header.Get(jetstream.MsgIDHeader)
 	for attempt := 1; ; attempt++ {
-		rctx, cancel := l.request(ctx)
-		ack, err := l.js.PublishMsg(rctx, msg)
-		cancel()
+		var ack *jetstream.PubAck
+		err := l.untilAnswered(ctx, func(rctx context.Context) (err error) {
+			ack, err = l.js.PublishMsg(rctx, msg)
+			return err
+		})
 		switch {
 		case err == nil:
 			return ack.Sequence, nil

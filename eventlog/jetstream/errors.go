@@ -16,6 +16,31 @@ func (l *Log) request(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, l.opts.RequestTimeout)
 }
 
+// noResponderPause is how long a request that no server answered waits
+// before it is sent again.
+const noResponderPause = 50 * time.Millisecond
+
+// untilAnswered runs f with the context of one request (RequestTimeout)
+// again and again while no server answers it at all ("no responders"): a
+// replicated stream electing a leader, or a replica catching up before it
+// serves direct gets, answers nobody for a moment. Any other outcome, or the
+// request's time running out, ends it.
+func (l *Log) untilAnswered(ctx context.Context, f func(rctx context.Context) error) error {
+	rctx, cancel := l.request(ctx)
+	defer cancel()
+	for {
+		err := f(rctx)
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return err
+		}
+		select {
+		case <-rctx.Done():
+			return err
+		case <-time.After(noResponderPause):
+		}
+	}
+}
+
 // openRequest returns the context of a request of Open: ctx itself when
 // it has a deadline (creating a replicated stream may take a while, and the
 // caller knows how long it will wait), else ctx bounded by RequestTimeout.

@@ -25,24 +25,30 @@ type stored struct {
 // every acknowledged append; without, any replica may answer a direct get,
 // and a follower may be a little behind. A stream of one replica answers
 // current either way.
-func (l *Log) last(ctx context.Context, subj string, current bool) (stored, bool, error) {
-	rctx, cancel := l.request(ctx)
-	defer cancel()
-	if current && l.opts.Replicas > 1 {
-		return l.leaderGet(rctx, msgGetRequest{LastFor: subj})
-	}
-	return found(l.stream.GetLastMsgForSubject(rctx, subj))
+func (l *Log) last(ctx context.Context, subj string, current bool) (m stored, ok bool, err error) {
+	err = l.untilAnswered(ctx, func(rctx context.Context) error {
+		if current && l.opts.Replicas > 1 {
+			m, ok, err = l.leaderGet(rctx, msgGetRequest{LastFor: subj})
+		} else {
+			m, ok, err = found(l.stream.GetLastMsgForSubject(rctx, subj))
+		}
+		return err
+	})
+	return m, ok, err
 }
 
 // next returns the first message on subj (which may hold wildcards) at or
 // after seq, as last does.
-func (l *Log) next(ctx context.Context, subj string, seq uint64, current bool) (stored, bool, error) {
-	rctx, cancel := l.request(ctx)
-	defer cancel()
-	if current && l.opts.Replicas > 1 {
-		return l.leaderGet(rctx, msgGetRequest{Seq: seq, NextFor: subj})
-	}
-	return found(l.stream.GetMsg(rctx, seq, jetstream.WithGetMsgSubject(subj)))
+func (l *Log) next(ctx context.Context, subj string, seq uint64, current bool) (m stored, ok bool, err error) {
+	err = l.untilAnswered(ctx, func(rctx context.Context) error {
+		if current && l.opts.Replicas > 1 {
+			m, ok, err = l.leaderGet(rctx, msgGetRequest{Seq: seq, NextFor: subj})
+		} else {
+			m, ok, err = found(l.stream.GetMsg(rctx, seq, jetstream.WithGetMsgSubject(subj)))
+		}
+		return err
+	})
+	return m, ok, err
 }
 
 func found(m *jetstream.RawStreamMsg, err error) (stored, bool, error) {
@@ -59,32 +65,33 @@ func found(m *jetstream.RawStreamMsg, err error) (stored, bool, error) {
 // batched direct get: any replica may answer, so on a replicated stream the
 // answer may end early (read.go completes it). It ends early too where the
 // server's byte budget for one batch runs out.
-func (l *Log) batch(ctx context.Context, seq uint64, subj string, n int) ([]stored, error) {
-	rctx, cancel := l.request(ctx)
-	defer cancel()
+func (l *Log) batch(ctx context.Context, seq uint64, subj string, n int) (out []stored, err error) {
 	opts := []jetstreamext.GetBatchOpt{jetstreamext.GetBatchSeq(max(seq, 1))}
 	// The stream holds nothing but the log: a batch of all of it needs no
 	// filter, which saves the server matching every subject.
 	if subj != allSubjects(l.opts.Prefix) {
 		opts = append(opts, jetstreamext.GetBatchSubject(subj))
 	}
-	msgs, err := jetstreamext.GetBatch(rctx, l.js, l.opts.Stream, n, opts...)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]stored, 0, min(n, 256))
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			break
-		}
+	err = l.untilAnswered(ctx, func(rctx context.Context) error {
+		out = make([]stored, 0, min(n, 256))
+		msgs, err := jetstreamext.GetBatch(rctx, l.js, l.opts.Stream, n, opts...)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, stored{seq: m.Sequence, data: m.Data})
-	}
-	// The iterator ends quietly when the request's deadline passes: that is
-	// a timeout, not the end of the log.
-	if err := rctx.Err(); err != nil {
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, stored{seq: m.Sequence, data: m.Data, msgID: m.Header.Get(jetstream.MsgIDHeader)})
+		}
+		// The iterator ends quietly when the request's deadline passes:
+		// that is a timeout, not the end of the log.
+		return rctx.Err()
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil

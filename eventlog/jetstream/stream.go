@@ -50,7 +50,7 @@ func (l *Log) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 	defer cancel()
 	s, err := l.js.Stream(rctx, l.opts.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = l.js.CreateStream(rctx, l.streamConfig())
+		s, err = l.create(rctx)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			// Another host created it meanwhile, with another config: check
 			// what it made.
@@ -92,6 +92,27 @@ func (l *Log) awaitLeader(ctx context.Context, s jetstream.Stream) error {
 			}
 			return err
 		case <-tick.C:
+		}
+	}
+}
+
+// errCodeNoPlacement is JetStream's "no suitable peers for placement"
+// (JSClusterNoPeersErrF), which nats.go has no name for.
+const errCodeNoPlacement jetstream.ErrorCode = 10005
+
+// create creates the stream. A cluster still forming may refuse to place
+// it for a moment ("no suitable peers for placement, peer offline"): that
+// is tried again while rctx lasts, and the last refusal returned.
+func (l *Log) create(rctx context.Context) (jetstream.Stream, error) {
+	for {
+		s, err := l.js.CreateStream(rctx, l.streamConfig())
+		if apiCode(err) != errCodeNoPlacement {
+			return s, err
+		}
+		select {
+		case <-rctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

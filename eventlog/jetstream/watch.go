@@ -43,9 +43,11 @@ func (l *Log) Head(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	defer l.leave()
-	rctx, cancel := l.request(ctx)
-	defer cancel()
-	info, err := l.stream.Info(rctx)
+	var info *jetstream.StreamInfo
+	err := l.untilAnswered(ctx, func(rctx context.Context) (err error) {
+		info, err = l.stream.Info(rctx)
+		return err
+	})
 	if err != nil {
 		return 0, l.fail(ctx, "head", err)
 	}

@@ -156,9 +156,11 @@ func RunCluster(t testing.TB, size int) *Cluster {
 
 // WaitForMetaLeader waits until the running nodes agree on a JetStream meta
 // leader (after a start, or after a node was shut down or restarted) and the
-// leader counts every running node as a JetStream peer with current stats:
-// until then, a stream with as many replicas as nodes fails to be placed
-// ("no suitable peers for placement").
+// leader counts every running node as a JetStream peer with current stats,
+// and every running node's view of the meta group is current (as
+// nats-server's own tests wait): until then, a stream with as many replicas
+// as nodes fails to be placed ("no suitable peers for placement") or waits
+// long for its first leader.
 func (c *Cluster) WaitForMetaLeader(t testing.TB) {
 	t.Helper()
 	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader that sees every running node", func() bool {
@@ -166,6 +168,11 @@ func (c *Cluster) WaitForMetaLeader(t testing.TB) {
 		for _, n := range c.Nodes {
 			if n.srv != nil {
 				running++
+			}
+		}
+		for _, n := range c.Nodes {
+			if n.srv != nil && !n.srv.JetStreamIsCurrent() {
+				return false
 			}
 		}
 		for _, n := range c.Nodes {
