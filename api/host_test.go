@@ -73,7 +73,7 @@ type testHost struct {
 	kit        *hostkit.Host
 	cfg        hostConfig
 	configPath string
-	events     *eventlog.Badger
+	events     eventlog.Log
 	ledger     *ledger.Badger
 	engine     *subscription.Engine
 	modules    *registry.Registry

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/berthhq/berth/eventlog/jetstream"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -23,7 +24,11 @@ func Default() *Config {
 			AllowedHosts:    []string{},
 		},
 		Store: StoreConfig{MinFree: DefaultMinFree, ModuleVersions: DefaultModuleVersions,
-			ResolvedRetention: DefaultResolvedRetention, AuditRetention: DefaultAuditRetention},
+			ResolvedRetention: DefaultResolvedRetention, AuditRetention: DefaultAuditRetention,
+			Backend: BackendBadger, JetStream: JetStreamConfig{
+			URLs: []string{DefaultNATSURL}, Stream: jetstream.DefaultStream, SubjectPrefix: jetstream.DefaultPrefix,
+			Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout,
+			}},
 		Jobs: JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
@@ -79,8 +84,9 @@ const defaultTOML = `# Berth host configuration (berth.toml).
 # Durations are written like 500ms, 2s, 1m 30s or PT2S; sizes like 512KiB, 32MiB, 1GiB or a byte count.
 # The reference of every key is docs/config.md. Reload with SIGHUP or POST /v1/config/reload: a bad file
 # is refused and the running configuration stays; server.listen, server.data-dir, server.read-timeout,
-# server.write-timeout, subscription.partitions, .concurrency, .checkpoint-every, .checkpoint-interval,
-# subscription.systemic.*, sandbox.* and log.format need a restart.
+# server.write-timeout, store.backend, store.jetstream.*, subscription.partitions, .concurrency,
+# .checkpoint-every, .checkpoint-interval, subscription.systemic.*, sandbox.* and log.format need a
+# restart.
 
 [server]
 # Address of the REST API, host:port. Without a token in [[auth.tokens]] it must be a loopback address.
@@ -113,6 +119,33 @@ module-versions = 10
 resolved-retention = "P7D"
 # How long the audit log (GET /v1/audit) keeps an entry.
 audit-retention = "P90D"
+# Where the event log is kept: "badger" (in the data directory) or "jetstream" (the NATS JetStream
+# stream of store.jetstream, shared by every host pointed at it). The ledger stays in the data directory.
+backend = "badger"
+
+# The NATS connection and stream of the event log when store.backend is "jetstream". Every host of one
+# deployment names the same stream, subject-prefix and replicas.
+[store.jetstream]
+# NATS servers to connect to; the client moves to another when one fails.
+urls = ["nats://127.0.0.1:4222"]
+# A NATS .creds file (user JWT and nkey seed); "" for none.
+credentials-file = ""
+# A file holding a user nkey seed; "" for none. Not with credentials-file.
+nkey-seed-file = ""
+# PEM file of the CAs the servers' certificates are checked against; setting it asks for TLS.
+tls-ca-file = ""
+# Client certificate, PEM, for servers that ask for one; with tls-key-file.
+tls-cert-file = ""
+# The client certificate's key, PEM.
+tls-key-file = ""
+# The JetStream stream of the event log.
+stream = "BERTH_EVENTS"
+# First tokens of every commit's subject, <prefix>.<shard>.<type>.<id>.
+subject-prefix = "berth.events"
+# NATS servers keeping the stream: 1, or 3 to outlive one server.
+replicas = 1
+# How long connecting to a server, and each request to NATS, may take.
+connect-timeout = "5s"
 
 # Bearer tokens. With none, the server listens on loopback only and every request is allowed.
 # Roles: reader (read), operator (read; resume, skip, pause), deployer (read; modules and events), admin.

@@ -32,6 +32,12 @@ type StoreConfig struct {
 	ResolvedRetention retry.Duration `toml:"resolved-retention"`
 	// AuditRetention is how long the audit log keeps an entry (default 90 days).
 	AuditRetention retry.Duration `toml:"audit-retention"`
+	// Backend is where the event log is kept: "badger" (the default, in the data directory) or
+	// "jetstream" (a NATS JetStream stream, [store.jetstream], shared by every host pointed at it). The
+	// ledger stays in the data directory either way, for now. Changing it needs a restart.
+	Backend string `toml:"backend"`
+	// JetStream is [store.jetstream], used when Backend is "jetstream".
+	JetStream JetStreamConfig `toml:"jetstream"`
 }
 
 // Defaults of store.resolved-retention and store.audit-retention.
@@ -52,6 +58,7 @@ func (s StoreConfig) validate(p *problems, at keyPath) {
 	if s.ModuleVersions < 1 || s.ModuleVersions > 1000 {
 		p.add(at.key("module-versions"), fmt.Sprint(s.ModuleVersions), "must be from 1 (only the current version) to 1000")
 	}
+	s.validateBackend(p, at)
 }
 
 // DiskOptions returns the settings of the guard of the data directory's free space

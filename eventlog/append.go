@@ -3,54 +3,11 @@ package eventlog
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
-
-// nullPayload is what an event with an empty payload is stored with.
-var nullPayload = []byte("null")
-
-// validate checks req and returns the events to store: an empty Payload
-// (nil or zero length) is accepted and stored as JSON null, so that a reader
-// always gets valid JSON.
-func validate(req *AppendRequest) ([]Event, error) {
-	if len(req.Events) == 0 {
-		return nil, ErrEmptyCommit
-	}
-	switch {
-	case req.AggregateType == "":
-		return nil, fmt.Errorf("%w: aggregate type is empty", ErrInvalid)
-	case req.AggregateID == "":
-		return nil, fmt.Errorf("%w: aggregate id is empty", ErrInvalid)
-	case len(req.AggregateType) > MaxNameLen:
-		return nil, fmt.Errorf("%w: aggregate type is %d bytes, more than %d", ErrInvalid, len(req.AggregateType), MaxNameLen)
-	case len(req.AggregateID) > MaxNameLen:
-		return nil, fmt.Errorf("%w: aggregate id is %d bytes, more than %d", ErrInvalid, len(req.AggregateID), MaxNameLen)
-	case len(req.OwnerID) > MaxNameLen:
-		return nil, fmt.Errorf("%w: owner id is %d bytes, more than %d", ErrInvalid, len(req.OwnerID), MaxNameLen)
-	case req.ExpectedVersion < AnyVersion:
-		return nil, fmt.Errorf("%w: expected version %d is below AnyVersion", ErrInvalid, req.ExpectedVersion)
-	}
-	events := make([]Event, len(req.Events))
-	for i, e := range req.Events {
-		switch {
-		case e.Type == "":
-			return nil, fmt.Errorf("%w: event %d: type is empty", ErrInvalid, i)
-		case len(e.Type) > MaxNameLen:
-			return nil, fmt.Errorf("%w: event %d: type is %d bytes, more than %d", ErrInvalid, i, len(e.Type), MaxNameLen)
-		case len(e.Payload) == 0:
-			e.Payload = nullPayload
-		case !json.Valid(e.Payload):
-			return nil, fmt.Errorf("%w: event %d (%s): payload is not valid JSON", ErrInvalid, i, e.Type)
-		}
-		events[i] = e
-	}
-	return events, nil
-}
 
 // Append validates req, checks the aggregate's version and writes the commit
 // at the next position. The returned commit is what Read will return: Time
@@ -62,7 +19,7 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 	if err := ctx.Err(); err != nil {
 		return Commit{}, err
 	}
-	events, err := validate(&req)
+	c, err := NewCommit(req)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -70,18 +27,6 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 		return Commit{}, err
 	}
 	defer b.life.RUnlock()
-
-	t := req.Time
-	if t.IsZero() {
-		t = time.Now()
-	}
-	c := Commit{
-		AggregateType: req.AggregateType,
-		AggregateID:   req.AggregateID,
-		OwnerID:       req.OwnerID,
-		Time:          t.Round(0).UTC(),
-		Events:        events,
-	}
 	vkey := versionKey(req.AggregateType, req.AggregateID)
 
 	b.appendMu.Lock()
@@ -99,13 +44,12 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 	if err != nil {
 		return Commit{}, fmt.Errorf("eventlog: append: %w", err)
 	}
-	if req.ExpectedVersion != AnyVersion && uint64(req.ExpectedVersion) != current {
-		return Commit{}, fmt.Errorf("%w: %s %q is at version %d, expected %d",
-			ErrVersionConflict, req.AggregateType, req.AggregateID, current, req.ExpectedVersion)
+	if err := CheckVersion(&req, current); err != nil {
+		return Commit{}, err
 	}
 	c.Version = current + 1
 	c.Position = b.head.Load() + 1
-	value := encodeCommit(make([]byte, 0, encodedSize(&c)), &c)
+	value := AppendCommit(make([]byte, 0, EncodedSize(&c)), &c)
 	pkey, akey := positionKey(c.Position), aggregateKey(c.AggregateType, c.AggregateID, c.Version)
 	err = errors.Join(
 		txn.Set(pkey, value),
@@ -117,7 +61,7 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 	}
 	switch {
 	case errors.Is(err, badger.ErrTxnTooBig):
-		return Commit{}, fmt.Errorf("%w: commit of %d events is too large for one transaction (raise MemTableSize)", ErrInvalid, len(events))
+		return Commit{}, fmt.Errorf("%w: commit of %d events is too large for one transaction (raise MemTableSize)", ErrInvalid, len(c.Events))
 	case err != nil:
 		return Commit{}, fmt.Errorf("eventlog: append: %w", err)
 	}

@@ -26,8 +26,10 @@ const commitCodec = 1
 
 var errCorrupt = errors.New("eventlog: corrupt commit")
 
-// encodeCommit appends the stored form of c (Position excluded) to b.
-func encodeCommit(b []byte, c *Commit) []byte {
+// AppendCommit appends the stored form of c (Position excluded) to b. Every
+// Log implementation stores commits in this form, so that a commit reads back
+// the same from each.
+func AppendCommit(b []byte, c *Commit) []byte {
 	b = append(b, commitCodec)
 	b = binary.AppendUvarint(b, c.Version)
 	b = binary.AppendVarint(b, c.Time.Unix())
@@ -44,8 +46,8 @@ func encodeCommit(b []byte, c *Commit) []byte {
 	return b
 }
 
-// encodedSize is an upper bound of len(encodeCommit(nil, c)).
-func encodedSize(c *Commit) int {
+// EncodedSize is an upper bound of len(AppendCommit(nil, c)).
+func EncodedSize(c *Commit) int {
 	n := 1 + 3*binary.MaxVarintLen64 + 4*binary.MaxVarintLen64 + len(c.AggregateType) + len(c.AggregateID) + len(c.OwnerID)
 	for _, e := range c.Events {
 		n += 2*binary.MaxVarintLen64 + len(e.Type) + len(e.Payload)
@@ -102,7 +104,7 @@ func (d *decoder) bytes() []byte {
 }
 
 // str returns a length-prefixed field as a string that shares the buffer's
-// bytes (no copy): decodeCommit's buffer is the commit's own and never
+// bytes (no copy): DecodeCommit's buffer is the commit's own and never
 // changes after it (see there).
 func (d *decoder) str() string {
 	v := d.bytes()
@@ -112,13 +114,13 @@ func (d *decoder) str() string {
 	return unsafe.String(&v[0], len(v))
 }
 
-// decodeCommit decodes the commit at pos from b, which it keeps: the
+// DecodeCommit decodes the commit at pos from b, which it keeps: the
 // commit's strings and event payloads are views of b, not copies, so b is
 // the commit's from then on and must never be changed or reused (the
 // payloads are capacity-limited, so appending to one never writes into b).
-// Read gives it one copy of the stored value per commit; that copy is the
+// A malformed b is an error naming pos. The Badger log's Read gives it one copy of the stored value per commit; that copy is the
 // commit's only allocation besides its Events.
-func decodeCommit(pos uint64, b []byte) (Commit, error) {
+func DecodeCommit(pos uint64, b []byte) (Commit, error) {
 	if len(b) == 0 || b[0] != commitCodec {
 		return Commit{}, fmt.Errorf("%w at position %d: unknown codec", errCorrupt, pos)
 	}

@@ -15,11 +15,11 @@ func TestCodecRoundTrip(t *testing.T) {
 			Events: []Event{{Type: "A", Payload: []byte(`1`)}, {Type: "B", Payload: []byte(`[1,2]`)}}},
 	}
 	for _, c := range tests {
-		b := encodeCommit(nil, &c)
-		if len(b) > encodedSize(&c) {
-			t.Fatalf("encoded %d bytes, bound %d", len(b), encodedSize(&c))
+		b := AppendCommit(nil, &c)
+		if len(b) > EncodedSize(&c) {
+			t.Fatalf("encoded %d bytes, bound %d", len(b), EncodedSize(&c))
 		}
-		got, err := decodeCommit(c.Position, b)
+		got, err := DecodeCommit(c.Position, b)
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
@@ -29,12 +29,12 @@ func TestCodecRoundTrip(t *testing.T) {
 		}
 		// Appending to a decoded payload must not clobber what follows it.
 		_ = append(got.Events[0].Payload, 'x')
-		if again, _ := decodeCommit(c.Position, b); string(again.Events[0].Payload) != string(c.Events[0].Payload) {
+		if again, _ := DecodeCommit(c.Position, b); string(again.Events[0].Payload) != string(c.Events[0].Payload) {
 			t.Fatal("appending to a decoded payload changed the buffer")
 		}
 		// Every truncation is reported as corrupt, never a panic.
 		for n := range len(b) {
-			if _, err := decodeCommit(c.Position, b[:n]); !errors.Is(err, errCorrupt) {
+			if _, err := DecodeCommit(c.Position, b[:n]); !errors.Is(err, errCorrupt) {
 				t.Fatalf("truncated to %d bytes: err = %v", n, err)
 			}
 		}
@@ -43,8 +43,8 @@ func TestCodecRoundTrip(t *testing.T) {
 
 func FuzzDecodeCommit(f *testing.F) {
 	c := Commit{AggregateType: "a", AggregateID: "b", Version: 3, Events: []Event{{Type: "E", Payload: []byte("null")}}}
-	f.Add(encodeCommit(nil, &c))
+	f.Add(AppendCommit(nil, &c))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = decodeCommit(1, b)
+		_, _ = DecodeCommit(1, b)
 	})
 }

@@ -10,3 +10,12 @@ const (
 	// event type, in bytes, that Append accepts; a longer one is ErrInvalid.
 	MaxNameLen = 4096
 )
+
+// ReadLimit is the number of commits a read asked for limit returns at most:
+// limit, or DefaultReadLimit when limit <= 0.
+func ReadLimit(limit int) int {
+	if limit <= 0 {
+		return DefaultReadLimit
+	}
+	return limit
+}

@@ -14,13 +14,6 @@ import (
 // context.
 const ctxCheckEvery = 64
 
-func readLimit(limit int) int {
-	if limit <= 0 {
-		return DefaultReadLimit
-	}
-	return limit
-}
-
 // Read returns up to limit commits (DefaultReadLimit when limit <= 0) with
 // Position >= from, in position order; from 0 reads from the start. All
 // commits come from one snapshot of the log.
@@ -32,7 +25,7 @@ func (b *Badger) Read(ctx context.Context, from uint64, limit int) ([]Commit, er
 		return nil, err
 	}
 	defer b.life.RUnlock()
-	limit = readLimit(limit)
+	limit = ReadLimit(limit)
 	if from == 0 {
 		from = 1
 	}
@@ -83,7 +76,7 @@ func (b *Badger) ReadAggregate(ctx context.Context, aggregateType, aggregateID s
 		return nil, err
 	}
 	defer b.life.RUnlock()
-	limit = readLimit(limit)
+	limit = ReadLimit(limit)
 
 	var commits []Commit
 	err := b.db.View(func(txn *badger.Txn) error {
@@ -127,11 +120,11 @@ func (b *Badger) ReadAggregate(ctx context.Context, aggregateType, aggregateID s
 
 // decodeItem decodes the commit item holds. The item's value is valid only
 // inside Value's callback (it is Badger's buffer, reused after Next), and
-// the commit outlives it: its one copy is made here, and decodeCommit takes
+// the commit outlives it: its one copy is made here, and DecodeCommit takes
 // its strings and payloads from that copy.
 func decodeItem(pos uint64, item *badger.Item) (c Commit, err error) {
 	err = item.Value(func(v []byte) error {
-		c, err = decodeCommit(pos, bytes.Clone(v))
+		c, err = DecodeCommit(pos, bytes.Clone(v))
 		return err
 	})
 	return c, err

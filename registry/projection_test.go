@@ -41,7 +41,7 @@ type projEnv struct {
 	t      *testing.T
 	cfg    *config.Config
 	kit    *hostkit.Host
-	events *eventlog.Badger
+	events eventlog.Log
 	store  *ledger.Badger
 	eng    *subscription.Engine
 	reg    *registry.Registry

@@ -116,7 +116,7 @@ func (b *sagaLog) String() string {
 // sagaHost is a host (internal/hostkit) over a temporary directory with the
 // compiled order-saga deployed.
 type sagaHost struct {
-	events *eventlog.Badger
+	events eventlog.Log
 	engine *subscription.Engine
 	log    *sagaLog
 }

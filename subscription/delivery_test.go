@@ -156,19 +156,7 @@ func TestPolicyLayersAndReload(t *testing.T) {
 	}
 }
 
-func TestPartitionOfIsStable(t *testing.T) {
-	// FNV-1a over "Order\x00o1": fixed forever, the NATS source partitions the same way.
-	got := PartitionOf("Order", "o1", 16)
-	if got != PartitionOf("Order", "o1", 16) || got < 0 || got >= 16 {
-		t.Fatal(got)
-	}
-	seen := map[int]bool{}
-	for i := range 200 {
-		seen[PartitionOf("Order", fmt.Sprint(i), 16)] = true
-	}
-	if len(seen) != 16 {
-		t.Fatalf("200 aggregates hit %d of 16 partitions", len(seen))
-	}
+func TestInvocationKey(t *testing.T) {
 	var c eventlog.Commit
 	c.AggregateType, c.AggregateID, c.Version = "T", "x", 3
 	if InvocationKey("P.h", c, 2) != "P.h:T/x@3:2" {

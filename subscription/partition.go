@@ -14,28 +14,8 @@ type aggKey struct{ typ, id string }
 
 func (k aggKey) String() string { return k.typ + "/" + k.id }
 
-// PartitionOf returns the partition of an aggregate among n: FNV-1a (32 bit)
-// over the type, a zero byte and the id, mod n. It is stable across
-// processes and versions, as the NATS JetStream source will partition the
-// same way.
-func PartitionOf(aggregateType, aggregateID string, n int) int {
-	const offset, prime = 2166136261, 16777619
-	h := uint32(offset)
-	for i := 0; i < len(aggregateType); i++ {
-		h ^= uint32(aggregateType[i])
-		h *= prime
-	}
-	h ^= 0
-	h *= prime
-	for i := 0; i < len(aggregateID); i++ {
-		h ^= uint32(aggregateID[i])
-		h *= prime
-	}
-	return int(h % uint32(n))
-}
-
 func (r *run) partitionOf(k aggKey) *partition {
-	return r.parts[PartitionOf(k.typ, k.id, len(r.parts))]
+	return r.parts[eventlog.PartitionOf(k.typ, k.id, len(r.parts))]
 }
 
 // partition handles the aggregates that hash to it: up to limit of them at

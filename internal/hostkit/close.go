@@ -7,7 +7,7 @@ import (
 
 // Close closes the host in the reverse order of [Open], within ctx: the webhook dispatcher, the engine
 // (its handlers' calls end, its checkpoints are written), the query store's background removals, the
-// sandbox, the ledger, the event log and the free-space guard. It returns what the stores could not
+// sandbox, the ledger, the event log, the NATS connection and the free-space guard. It returns what the stores could not
 // flush and close in time; what the engine, the webhooks and the sandbox could not do is only logged,
 // their state being in the stores. A second Close does nothing.
 func (h *Host) Close(ctx context.Context) error {
@@ -54,6 +54,9 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	if h.Events != nil {
 		errs = append(errs, h.Events.Close(ctx))
+	}
+	if h.NATS != nil {
+		h.NATS.Close()
 	}
 	if h.Disk != nil {
 		h.Disk.Close()

@@ -2,7 +2,7 @@ package hostkit
 
 // OpenError is why [Open] failed: the part that did not open, and its error.
 type OpenError struct {
-	// Part names the part: "configuration", "data directory", "event log", "ledger", "sandbox",
+	// Part names the part: "configuration", "data directory", "NATS connection", "event log", "ledger", "sandbox",
 	// "engine" or "modules".
 	Part string
 	// Err is the part's own error.

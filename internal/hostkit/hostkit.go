@@ -1,5 +1,5 @@
-// Package hostkit assembles the host: the guard of the data directory's free space, the Badger event
-// log and failure ledger, the WebAssembly sandbox, the subscription engine, the module registry with
+// Package hostkit assembles the host: the guard of the data directory's free space, the event log
+// (Badger, or NATS JetStream over the host's one NATS connection) and the Badger failure ledger, the WebAssembly sandbox, the subscription engine, the module registry with
 // its projections' query store, and the webhook dispatcher, each from its options in the
 // configuration (config.Config's EngineOptions, Sandbox, DiskOptions, Hooks and directories).
 //
@@ -7,7 +7,8 @@
 // serves the REST API over it, and every test that needs a whole host opens the same one, so that the
 // choice of a backend, or the order parts open in, cannot differ between what runs and what is tested.
 //
-// The files: hostkit.go (the Host and Open), close.go (Close), reconfigure.go (the reload path),
+// The files: hostkit.go (the Host and Open), nats.go (the event log's backend and the NATS
+// connection), close.go (Close), reconfigure.go (the reload path),
 // disk.go (the free-space check at start) and errors.go ([OpenError]).
 package hostkit
 
@@ -29,6 +30,7 @@ import (
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
+	"github.com/nats-io/nats.go"
 )
 
 // Options are what a host takes beside its configuration. The zero value is the binary's: real time,
@@ -57,8 +59,12 @@ type Options struct {
 type Host struct {
 	// Disk guards the data directory's free space; the stores ask it before each write.
 	Disk *diskspace.Guard
-	// Events is the event log.
-	Events *eventlog.Badger
+	// Events is the event log: the Badger log under the data directory, or the JetStream log over NATS
+	// (store.backend).
+	Events eventlog.Log
+	// NATS is the host's one connection to NATS, made from [store.jetstream] when store.backend is
+	// "jetstream" (nil otherwise). Every part on JetStream shares it; Close closes it last.
+	NATS *nats.Conn
 	// Ledger is the failure ledger (parked aggregates, checkpoints, read models, the webhook outbox).
 	Ledger *ledger.Badger
 	// Sandbox runs the modules.
@@ -123,17 +129,15 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 	if h.Disk, err = openDisk(cfg, opts); err != nil {
 		return &OpenError{Part: "data directory", Err: err}
 	}
-	if h.Events, err = eventlog.Open(cfg.EventLogDir(), eventlog.Options{Logger: h.log, Space: h.Disk}); err != nil {
-		return &OpenError{Part: "event log", Err: err}
+	if err := h.openEvents(ctx, cfg); err != nil {
+		return err
 	}
 	if h.Ledger, err = ledger.Open(cfg.LedgerDir(), ledger.Options{Logger: h.log, Space: h.Disk}); err != nil {
 		return &OpenError{Part: "ledger", Err: err}
 	}
 	// Held open, so that a data directory removed under the host is noticed.
-	for _, dir := range []string{cfg.EventLogDir(), cfg.LedgerDir()} {
-		if err := h.Disk.Watch(dir); err != nil {
-			return &OpenError{Part: "data directory", Err: err}
-		}
+	if err := h.Disk.Watch(cfg.LedgerDir()); err != nil {
+		return &OpenError{Part: "data directory", Err: err}
 	}
 	sb := cfg.Sandbox()
 	sb.Logger = h.log

@@ -13,6 +13,7 @@ import (
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
@@ -243,5 +244,48 @@ func TestReconfigureRefusesABadClassifier(t *testing.T) {
 	}
 	if n := parkedAfter("o-3"); n != 3 {
 		t.Errorf("o-3 parked after %d attempts; want 3: without the rule Flaky is retried within the new budget", n)
+	}
+}
+
+// With store.backend = "jetstream" the host keeps its event log in the
+// stream over its NATS connection: what one host appended is there for the
+// next, and no Badger event log is made. A NATS server that cannot be
+// reached stops the open, naming the connection.
+func TestJetStreamBackend(t *testing.T) {
+	srv := natstest.RunServer(t)
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	cfg.Store.Backend = config.BackendJetStream
+	cfg.Store.JetStream.URLs = []string{srv.URL()}
+	ctx := t.Context()
+	h := open(t, cfg, hostkit.Options{})
+	if h.NATS == nil || !h.NATS.IsConnected() {
+		t.Fatal("the host has no NATS connection")
+	}
+	if _, err := h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: "o-1",
+		Events: []eventlog.Event{{Type: "OrderPlaced", Payload: []byte(`{}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !h.NATS.IsClosed() {
+		t.Error("Close left the NATS connection open")
+	}
+	if _, err := os.Stat(cfg.EventLogDir()); !os.IsNotExist(err) {
+		t.Errorf("a Badger event log was made: %v", err)
+	}
+	h = open(t, cfg, hostkit.Options{})
+	if head, err := h.Events.Head(ctx); err != nil || head != 1 {
+		t.Fatalf("Head after reopening = %d, %v; want 1", head, err)
+	}
+	h.Close(ctx)
+
+	srv.Shutdown()
+	cfg.Store.JetStream.ConnectTimeout = retry.Duration(200 * time.Millisecond)
+	_, err := hostkit.Open(ctx, cfg, hostkit.Options{})
+	var oe *hostkit.OpenError
+	if !errors.As(err, &oe) || oe.Part != "NATS connection" || !strings.Contains(err.Error(), "store.jetstream.urls") {
+		t.Fatalf("open with the NATS server down: %v", err)
 	}
 }

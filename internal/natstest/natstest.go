@@ -154,13 +154,16 @@ func RunCluster(t testing.TB, size int) *Cluster {
 	return c
 }
 
-// WaitForMetaLeader waits until the running nodes have a JetStream meta
-// leader that sees every running node as an online peer (after a start, or
-// after a node was shut down or restarted): before that, a stream of three
-// replicas may find "no suitable peers for placement".
+// WaitForMetaLeader waits until the running nodes agree on a JetStream meta
+// leader (after a start, or after a node was shut down or restarted) and the
+// leader counts every running node as a JetStream peer with current stats,
+// and every running node's view of the meta group is current (as
+// nats-server's own tests wait): until then, a stream with as many replicas
+// as nodes fails to be placed ("no suitable peers for placement") or waits
+// long for its first leader.
 func (c *Cluster) WaitForMetaLeader(t testing.TB) {
 	t.Helper()
-	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader seeing every running node", func() bool {
+	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader that sees every running node", func() bool {
 		running := 0
 		for _, n := range c.Nodes {
 			if n.srv != nil {
@@ -168,8 +171,13 @@ func (c *Cluster) WaitForMetaLeader(t testing.TB) {
 			}
 		}
 		for _, n := range c.Nodes {
+			if n.srv != nil && !n.srv.JetStreamIsCurrent() {
+				return false
+			}
+		}
+		for _, n := range c.Nodes {
 			if n.srv != nil && n.srv.JetStreamIsLeader() {
-				return len(n.srv.JetStreamClusterPeers()) >= running
+				return len(n.srv.JetStreamClusterPeers()) == running
 			}
 		}
 		return false

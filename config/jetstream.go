@@ -1,0 +1,116 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/berthhq/berth/eventlog/jetstream"
+	"github.com/berthhq/berth/retry"
+)
+
+// Store backends, the values of store.backend.
+const (
+	// BackendBadger keeps the event log in Badger under the data directory (the default).
+	BackendBadger = "badger"
+	// BackendJetStream keeps the event log in a NATS JetStream stream ([store.jetstream]), which every
+	// host pointed at it shares.
+	BackendJetStream = "jetstream"
+)
+
+// Defaults of [store.jetstream].
+const (
+	DefaultNATSURL            = "nats://127.0.0.1:4222"
+	DefaultNATSConnectTimeout = retry.Duration(5e9)
+)
+
+// JetStreamConfig is [store.jetstream]: the NATS connection and the stream of the event log when
+// store.backend is "jetstream". Every host of one deployment names the same stream, prefix and
+// replicas. Changing any of it needs a restart.
+type JetStreamConfig struct {
+	// URLs are the NATS servers to connect to (default ["nats://127.0.0.1:4222"]); the client moves to
+	// another when one fails. Schemes nats, tls, ws, wss.
+	URLs []string `toml:"urls"`
+	// CredentialsFile is a NATS .creds file (a user JWT and its nkey seed); default none.
+	CredentialsFile string `toml:"credentials-file"`
+	// NkeySeedFile is a file holding a user nkey seed, for servers that authenticate by nkey; default
+	// none. Not together with credentials-file.
+	NkeySeedFile string `toml:"nkey-seed-file"`
+	// TLSCAFile is a PEM file of the CAs the servers' certificates are checked against (default: the
+	// system's); setting it asks for TLS.
+	TLSCAFile string `toml:"tls-ca-file"`
+	// TLSCertFile and TLSKeyFile are the client certificate and its key, PEM, for servers that ask for
+	// one (default none); both or neither.
+	TLSCertFile string `toml:"tls-cert-file"`
+	// TLSKeyFile is the key of TLSCertFile.
+	TLSKeyFile string `toml:"tls-key-file"`
+	// Stream is the JetStream stream of the event log (default "BERTH_EVENTS").
+	Stream string `toml:"stream"`
+	// SubjectPrefix starts every commit's subject, <prefix>.<shard>.<type>.<id> (default
+	// "berth.events"); no other stream of the account may take these subjects.
+	SubjectPrefix string `toml:"subject-prefix"`
+	// Replicas is how many NATS servers keep the stream: 1, or 3 to outlive one server (default 1).
+	Replicas int `toml:"replicas"`
+	// ConnectTimeout bounds connecting to one server, and each request to NATS once connected (default
+	// 5s).
+	ConnectTimeout retry.Duration `toml:"connect-timeout"`
+}
+
+func (s StoreConfig) validateBackend(p *problems, at keyPath) {
+	switch s.Backend {
+	case BackendBadger:
+	case BackendJetStream:
+		s.JetStream.validate(p, at.key("jetstream"))
+	default:
+		p.add(at.key("backend"), strconv.Quote(s.Backend), "must be %q or %q", BackendBadger, BackendJetStream)
+	}
+}
+
+func (j JetStreamConfig) validate(p *problems, at keyPath) {
+	if len(j.URLs) == 0 {
+		p.add(at.key("urls"), "[]", "must name at least one NATS server")
+	}
+	for i, u := range j.URLs {
+		pu, err := url.Parse(u)
+		switch {
+		case err != nil:
+			p.add(at.key("urls").at(i), strconv.Quote(u), "%v", err)
+		case pu.Scheme != "nats" && pu.Scheme != "tls" && pu.Scheme != "ws" && pu.Scheme != "wss":
+			p.add(at.key("urls").at(i), strconv.Quote(u), "scheme must be nats, tls, ws or wss")
+		case pu.Host == "":
+			p.add(at.key("urls").at(i), strconv.Quote(u), "has no host")
+		}
+	}
+	if j.CredentialsFile != "" && j.NkeySeedFile != "" {
+		p.add(at.key("nkey-seed-file"), strconv.Quote(j.NkeySeedFile), "give credentials-file or nkey-seed-file, not both")
+	}
+	if (j.TLSCertFile == "") != (j.TLSKeyFile == "") {
+		p.add(at.key("tls-cert-file"), strconv.Quote(j.TLSCertFile), "tls-cert-file and tls-key-file go together")
+	}
+	if err := (jetstream.Options{Stream: j.Stream}).Check(); err != nil {
+		p.add(at.key("stream"), strconv.Quote(j.Stream), "%v", err)
+	}
+	if err := (jetstream.Options{Prefix: j.SubjectPrefix}).Check(); err != nil {
+		p.add(at.key("subject-prefix"), strconv.Quote(j.SubjectPrefix), "%v", err)
+	}
+	if j.Replicas != 1 && j.Replicas != 3 {
+		p.add(at.key("replicas"), strconv.Itoa(j.Replicas), "must be 1 or 3")
+	}
+	positiveDuration(p, at.key("connect-timeout"), j.ConnectTimeout)
+}
+
+// EventLogJetStream returns the options of the JetStream event log from [store.jetstream]; the host
+// opens it over a connection it makes from the same table.
+func (c *Config) EventLogJetStream() jetstream.Options {
+	j := c.Store.JetStream
+	return jetstream.Options{Stream: j.Stream, Prefix: j.SubjectPrefix, Replicas: j.Replicas,
+		RequestTimeout: j.ConnectTimeout.Std()}
+}
+
+// String names the backend for logs: "badger", or "jetstream (stream S on URLS)".
+func (s StoreConfig) String() string {
+	if s.Backend != BackendJetStream {
+		return s.Backend
+	}
+	return fmt.Sprintf("jetstream (stream %s, R%d, on %v)", s.JetStream.Stream, s.JetStream.Replicas, s.JetStream.URLs)
+}

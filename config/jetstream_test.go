@@ -1,0 +1,76 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/eventlog/jetstream"
+)
+
+func TestStoreBackend(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want []string // each a prefix of one error, in order; none: valid
+	}{
+		{"default is badger", "", nil},
+		{"jetstream with defaults", "[store]\nbackend = \"jetstream\"\n", nil},
+		{"jetstream table ignored for badger", "[store.jetstream]\nreplicas = 2\n", nil},
+		{"unknown backend", "[store]\nbackend = \"etcd\"\n",
+			[]string{`berth.toml:2: store.backend: "etcd": must be "badger" or "jetstream"`}},
+		{"every jetstream problem", `[store]
+backend = "jetstream"
+[store.jetstream]
+urls = ["nats://a:4222", "http://b:4222", "nats://"]
+credentials-file = "u.creds"
+nkey-seed-file = "u.nk"
+tls-cert-file = "c.pem"
+stream = "A.B"
+subject-prefix = "berth.>"
+replicas = 2
+connect-timeout = "0s"
+`, []string{
+			`berth.toml:4: store.jetstream.urls[1]: "http://b:4222": scheme must be nats, tls, ws or wss`,
+			`berth.toml:4: store.jetstream.urls[2]: "nats://": has no host`,
+			`berth.toml:6: store.jetstream.nkey-seed-file: "u.nk": give credentials-file or nkey-seed-file, not both`,
+			`berth.toml:7: store.jetstream.tls-cert-file: "c.pem": tls-cert-file and tls-key-file go together`,
+			`berth.toml:8: store.jetstream.stream: "A.B": stream name "A.B" holds`,
+			`berth.toml:9: store.jetstream.subject-prefix: "berth.>": subject prefix "berth.>" is not`,
+			`berth.toml:10: store.jetstream.replicas: 2: must be 1 or 3`,
+			`berth.toml:11: store.jetstream.connect-timeout: "0s": must be more than 0`,
+		}},
+		{"no urls", "[store]\nbackend = \"jetstream\"\n[store.jetstream]\nurls = []\n",
+			[]string{`berth.toml:4: store.jetstream.urls: []: must name at least one NATS server`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text), "berth.toml")
+			errs := Errors(err)
+			if len(errs) != len(tc.want) || (err != nil) != (len(tc.want) > 0) {
+				t.Fatalf("got %d errors (%v), want %d", len(errs), err, len(tc.want))
+			}
+			for i, e := range errs {
+				if !strings.HasPrefix(e.Error(), tc.want[i]) {
+					t.Errorf("error %d = %q, want prefix %q", i, e.Error(), tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestEventLogJetStream(t *testing.T) {
+	c, err := Parse([]byte("[store]\nbackend = \"jetstream\"\n[store.jetstream]\nstream = \"S\"\nsubject-prefix = \"p.q\"\nreplicas = 3\nconnect-timeout = \"2s\"\n"), "berth.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jetstream.Options{Stream: "S", Prefix: "p.q", Replicas: 3, RequestTimeout: 2 * time.Second}
+	if got := c.EventLogJetStream(); got != want {
+		t.Fatalf("EventLogJetStream() = %+v, want %+v", got, want)
+	}
+	for _, k := range []string{"store.backend", "store.jetstream.urls", "store.jetstream.replicas"} {
+		if !NeedsRestart(k) {
+			t.Errorf("NeedsRestart(%s) = false", k)
+		}
+	}
+}

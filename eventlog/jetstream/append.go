@@ -1,0 +1,153 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Append validates req as every log does (eventlog.NewCommit), reads the
+// aggregate's last commit for its version and sequence, and publishes the
+// commit expecting that sequence to be still the subject's last: of
+// concurrent appends at one version, on any host, one is stored and the
+// others fail with ErrVersionConflict (AnyVersion ones read again and
+// retry). The first read may come from a replica that is behind; a
+// conflict it suggests is confirmed with the stream leader before it is
+// reported.
+func (l *Log) Append(ctx context.Context, req eventlog.AppendRequest) (eventlog.Commit, error) {
+	if err := ctx.Err(); err != nil {
+		return eventlog.Commit{}, err
+	}
+	c, err := eventlog.NewCommit(req)
+	if err != nil {
+		return eventlog.Commit{}, err
+	}
+	if err := l.enter(); err != nil {
+		return eventlog.Commit{}, err
+	}
+	defer l.leave()
+
+	subj := subjectOf(l.opts.Prefix, req.AggregateType, req.AggregateID)
+	id := nuid.Next() // one per commit: a re-sent publish is a duplicate of its first
+	current := l.opts.Replicas == 1
+	for {
+		last, version, err := l.lastCommit(ctx, subj, req.AggregateType, req.AggregateID, current)
+		if err != nil {
+			return eventlog.Commit{}, l.fail(ctx, "append", err)
+		}
+		if err := eventlog.CheckVersion(&req, version); err != nil {
+			if !current {
+				current = true
+				continue
+			}
+			return eventlog.Commit{}, err
+		}
+		c.Version = version + 1
+		data := eventlog.AppendCommit(make([]byte, 0, eventlog.EncodedSize(&c)), &c)
+		if limit := l.nc.MaxPayload(); int64(len(data)) > limit-1024 { // room for the headers
+			return eventlog.Commit{}, fmt.Errorf("%w: commit of %d events is %d bytes, more than the NATS server's max payload of %d bytes allows",
+				eventlog.ErrInvalid, len(c.Events), len(data), limit)
+		}
+		pos, err := l.publish(ctx, subj, id, data, last)
+		switch {
+		case wrongLastSeq(err):
+			// Another append came first (or the first read was behind): read
+			// the leader's answer and decide again.
+			current = true
+			continue
+		case err != nil:
+			return eventlog.Commit{}, l.fail(ctx, "append", err)
+		}
+		c.Position = pos
+		l.raise(pos)
+		return c, nil
+	}
+}
+
+// lastCommit returns the sequence and version of the aggregate's last
+// commit (0, 0 if it has none).
+func (l *Log) lastCommit(ctx context.Context, subj, aggregateType, aggregateID string, current bool) (seq, version uint64, err error) {
+	m, ok, err := l.last(ctx, subj, current)
+	if err != nil || !ok {
+		return 0, 0, err
+	}
+	c, err := l.decode(m, aggregateType, aggregateID)
+	if err != nil {
+		return 0, 0, err
+	}
+	return m.seq, c.Version, nil
+}
+
+// publish sends the commit expecting lastSeq to be the last sequence on its
+// subject and returns its position.
+func (l *Log) publish(ctx context.Context, subj, id string, data []byte, lastSeq uint64) (uint64, error) {
+	return l.deliver(ctx, commitMsg(l.opts.Stream, subj, id, data, lastSeq), lastSeq, false)
+}
+
+// commitMsg is the message of a commit: its Nats-Msg-Id, and the stream and
+// last subject sequence it expects.
+func commitMsg(stream, subj, id string, data []byte, lastSeq uint64) *nats.Msg {
+	msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, id)
+	msg.Header.Set(jetstream.ExpectedStreamHeader, stream)
+	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(lastSeq, 10))
+	return msg
+}
+
+// deliver publishes msg until it is acknowledged. One whose acknowledgement
+// does not come within RequestTimeout is sent again (resent), up to
+// PublishAttempts times. The stream may refuse a repeat of a stored message
+// for its stale expected sequence before it looks at the Nats-Msg-Id (a
+// single server does), so a refused repeat asks whether the first message
+// stored after lastSeq on the subject is this one — the only message that
+// can follow lastSeq there while the expectation holds — and returns its
+// position if so.
+func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent bool) (uint64, error) {
+	id := msg.Header.Get(jetstream.MsgIDHeader)
+	for attempt := 1; ; attempt++ {
+		var ack *jetstream.PubAck
+		err := l.untilAnswered(ctx, func(rctx context.Context) (err error) {
+			ack, err = l.js.PublishMsg(rctx, msg)
+			return err
+		})
+		switch {
+		case err == nil:
+			return ack.Sequence, nil
+		case resent && wrongLastSeq(err):
+			m, ok, gerr := l.next(ctx, msg.Subject, lastSeq+1, true)
+			if gerr != nil {
+				return 0, fmt.Errorf("%w (a repeat of a publish whose acknowledgement was lost was refused, and looking for the first: %w)", err, gerr)
+			}
+			if ok && m.msgID == id {
+				return m.seq, nil
+			}
+			return 0, err
+		case ctx.Err() != nil || !lostAck(err):
+			return 0, err
+		case attempt >= l.opts.PublishAttempts:
+			return 0, fmt.Errorf("%w (after %d attempts; the commit may or may not be stored)", err, attempt)
+		}
+		resent = true
+	}
+}
+
+// wrongLastSeq reports whether the stream refused a publish because the
+// subject's last sequence was not the one it expected.
+func wrongLastSeq(err error) bool {
+	code := apiCode(err)
+	return code == jetstream.JSErrCodeStreamWrongLastSequence || code == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// lostAck reports whether err means the publish may not have reached the
+// stream or its acknowledgement may have been lost, so sending it again (as
+// a duplicate) is the way to learn which.
+func lostAck(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+}

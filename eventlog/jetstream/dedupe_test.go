@@ -1,0 +1,76 @@
+package jetstream
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/natstest"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+)
+
+// A commit whose acknowledgement was lost is sent again by Append with the
+// same Nats-Msg-Id: it is stored once, and the repeat returns the first
+// one's position, on one node and on R3. Meanwhile a new commit with the
+// same (now stale) expectation is refused.
+func TestRepeatAfterLostAckIsStoredOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		replicas int
+	}{{"single", 1}, {"R3", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			urls := ""
+			if tc.replicas == 1 {
+				urls = natstest.RunServer(t).URL()
+			} else {
+				urls = natstest.RunCluster(t, 3).URLs()
+			}
+			nc, err := nats.Connect(urls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			l, err := Open(ctx, nc, Options{Replicas: tc.replicas})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close(ctx)
+
+			c := eventlog.Commit{AggregateType: "order", AggregateID: "o-1", Version: 1, Time: time.Now().UTC(),
+				Events: []eventlog.Event{{Type: "Placed", Payload: []byte(`{}`)}}}
+			subj := subjectOf(l.opts.Prefix, c.AggregateType, c.AggregateID)
+			msg := commitMsg(l.opts.Stream, subj, nuid.Next(), eventlog.AppendCommit(nil, &c), 0)
+			// The first attempt: stored, but its acknowledgement never comes
+			// back (it was published with no reply subject).
+			if err := nc.PublishMsg(msg); err != nil {
+				t.Fatal(err)
+			}
+			checkfor.Cond(t, 10*time.Second, 5*time.Millisecond, "the first attempt stored", func() bool {
+				h, err := l.Head(ctx)
+				return err == nil && h == 1
+			})
+			pos, err := l.deliver(ctx, msg, 0, true)
+			if err != nil || pos != 1 {
+				t.Fatalf("the repeat: position %d, %v; want 1", pos, err)
+			}
+			other := commitMsg(l.opts.Stream, subj, nuid.Next(), eventlog.AppendCommit(nil, &c), 0)
+			if _, err := l.deliver(ctx, other, 0, false); !wrongLastSeq(err) {
+				t.Fatalf("another commit expecting the same last sequence: %v, want a wrong-last-sequence refusal", err)
+			}
+			if _, err := l.deliver(ctx, other, 0, true); !wrongLastSeq(err) {
+				t.Fatalf("another commit resent: %v, want a wrong-last-sequence refusal", err)
+			}
+			if h, err := l.Head(ctx); err != nil || h != 1 {
+				t.Fatalf("Head = %d, %v; want 1", h, err)
+			}
+			if cs, err := l.Read(ctx, 0, 0); err != nil || len(cs) != 1 {
+				t.Fatalf("Read = %d commits, %v; want 1", len(cs), err)
+			}
+		})
+	}
+}
