@@ -17,6 +17,10 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	h.closed = true
+	if h.stopModuleWatch != nil {
+		h.stopModuleWatch()
+		h.moduleWatchWG.Wait()
+	}
 	if h.stopRetention != nil {
 		h.stopRetention()
 		h.retentionWG.Wait()

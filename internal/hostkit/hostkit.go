@@ -86,6 +86,9 @@ type Host struct {
 
 	stopHooks context.CancelFunc
 	hooksWG   sync.WaitGroup
+	// stopModuleWatch ends the following of a shared module store (nats.go).
+	stopModuleWatch context.CancelFunc
+	moduleWatchWG   sync.WaitGroup
 	// stopRetention ends the retention sweep (retention.go).
 	stopRetention context.CancelFunc
 	retentionWG   sync.WaitGroup
@@ -157,9 +160,16 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 		return &OpenError{Part: "engine", Err: err}
 	}
 	h.Projections = registry.NewProjections(h.Ledger, func() int { return h.Config().Subscription.ProjectionWriters }, h.log)
-	if h.Modules, err = registry.Open(ctx, registry.Options{Dir: cfg.ModulesDir(), Sandbox: h.Sandbox, Engine: h.Engine,
-		Config: h.Config, Logger: h.log, Space: h.Disk, Projections: h.Projections}); err != nil {
+	store, err := h.openModuleStore(ctx, cfg)
+	if err != nil {
 		return &OpenError{Part: "modules", Err: err}
+	}
+	if h.Modules, err = registry.Open(ctx, registry.Options{Dir: cfg.ModulesDir(), Store: store, Sandbox: h.Sandbox,
+		Engine: h.Engine, Config: h.Config, Logger: h.log, Space: h.Disk, Projections: h.Projections}); err != nil {
+		return &OpenError{Part: "modules", Err: err}
+	}
+	if h.NATS != nil {
+		h.startModuleWatch()
 	}
 	if err := h.Engine.Start(ctx); err != nil {
 		return &OpenError{Part: "engine", Err: err}

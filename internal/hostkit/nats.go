@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/eventlog/jetstream"
+	"github.com/berthhq/berth/registry"
+	jsmodules "github.com/berthhq/berth/registry/jetstream"
 	"github.com/nats-io/nats.go"
 )
 
@@ -76,4 +79,35 @@ func connectNATS(j config.JetStreamConfig, log *slog.Logger) (*nats.Conn, error)
 		return nil, fmt.Errorf("connect to %s (store.jetstream.urls): %w", strings.Join(j.URLs, ", "), err)
 	}
 	return nc, nil
+}
+
+// openModuleStore returns where the modules are kept: the files under the data directory, or, with
+// store.backend "jetstream", the object store every host of the deployment shares (registry/jetstream),
+// whose changes each host follows (startModuleWatch).
+func (h *Host) openModuleStore(ctx context.Context, cfg *config.Config) (registry.ModuleStore, error) {
+	if h.NATS == nil {
+		return registry.NewFileStore(cfg.ModulesDir(), h.Disk)
+	}
+	return jsmodules.Open(ctx, h.NATS, jsmodules.Options{Bucket: cfg.Store.JetStream.Stream + "_MODULES",
+		Replicas: cfg.Store.JetStream.Replicas, Timeout: cfg.Store.JetStream.ConnectTimeout.Std()})
+}
+
+// startModuleWatch deploys here what other hosts upload, roll back or remove (a shared module store
+// only).
+func (h *Host) startModuleWatch() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopModuleWatch = cancel
+	h.moduleWatchWG.Go(func() {
+		for ctx.Err() == nil {
+			if err := h.Modules.Watch(ctx); err == nil || ctx.Err() != nil {
+				return
+			} else {
+				h.log.Warn("watching the shared modules failed; watching again", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	})
 }

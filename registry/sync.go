@@ -1,0 +1,83 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+)
+
+// Watch keeps this host's deployed modules in step with a store shared by
+// several hosts (a Watcher): each module another host stores, rolls back or
+// removes is deployed or undeployed here too, until ctx is done. With a
+// store that is not a Watcher (the file store), it returns at once.
+func (r *Registry) Watch(ctx context.Context) error {
+	w, ok := r.store.(Watcher)
+	if !ok {
+		return nil
+	}
+	return w.Watch(ctx, func(name string) {
+		if err := r.Sync(ctx, name); err != nil && ctx.Err() == nil {
+			r.opts.Logger.Error("module changed on another host; deploying it here failed", "module", name, "error", err)
+		}
+	})
+}
+
+// Sync deploys here the store's current version of module name, or
+// undeploys it if the store has none: what another host stored reaches this
+// one. A version already deployed here is left as it is.
+func (r *Registry) Sync(ctx context.Context, name string) error {
+	metas, codes, err := r.store.Current(ctx)
+	if err != nil {
+		return fmt.Errorf("registry: sync %s: %w", name, err)
+	}
+	for i, m := range metas {
+		if m.Name == name {
+			return r.deployStored(ctx, m, codes[i])
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.mods[name]
+	if !ok {
+		return nil
+	}
+	for _, sub := range subscriptionNames(d.mod.Description()) {
+		r.detach(sub)
+	}
+	delete(r.mods, name)
+	d.mod.Close(ctx)
+	r.opts.Logger.Info("module removed on another host; undeployed here", "module", name)
+	return nil
+}
+
+// deployStored deploys a version the store already holds, unless it runs
+// here already.
+func (r *Registry) deployStored(ctx context.Context, m StoredModule, wasm []byte) error {
+	r.mu.Lock()
+	if d, ok := r.mods[m.Name]; ok && d.Version == m.Version && d.SHA256 == m.SHA256 {
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.Unlock()
+	mod, err := r.opts.Sandbox.Load(ctx, m.Name, wasm, r.opts.Config().Module(m.Name))
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.mods[m.Name]
+	if old != nil && old.Version >= m.Version {
+		mod.Close(ctx) // a newer one came meanwhile
+		return nil
+	}
+	d := &deployed{StoredModule: m, mod: mod}
+	if err := r.subscribe(ctx, d, old); err != nil {
+		mod.Close(ctx)
+		return err
+	}
+	r.mods[m.Name] = d
+	if old != nil {
+		old.mod.Close(ctx)
+	}
+	r.opts.Logger.Info("module stored on another host; deployed here", "module", m.Name, "version", m.Version)
+	return nil
+}
