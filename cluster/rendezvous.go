@@ -16,9 +16,9 @@ import (
 // host unless it is taken or that host already holds ceil(partitions/hosts).
 // Pure rendezvous (no bound) moves nothing but the partitions of a host that
 // leaves or the ones a joining host wins, but splits 16 partitions among 3
-// hosts anywhere from 1/8/7 to 0/5/11 for some subscriptions; the bound keeps
-// every host within one partition of a fair share (16 over 3: 5 or 6, over
-// 4: exactly 4) at the cost of an occasional extra move when the set
+// hosts as unevenly as 1/8/7 or 0/5/11 for some subscriptions; the bound
+// keeps every host at or under ceil(partitions/hosts) (16 over 3: 4 to 6,
+// over 4: exactly 4) at the cost of an occasional extra move when the set
 // changes (on average under 1.5 of 16, see TestAssignMovement). Every host
 // computing it over the same set gets the same answer without talking to the
 // others; the order of hosts does not matter.
