@@ -147,15 +147,12 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 		select {
 		case e, ok := <-updates:
 			if !ok {
-				// Only a stop ends the watcher's channel; restart it if
-				// that was not ours.
-				if ctx.Err() != nil {
-					updates = nil
-					continue
-				}
-				if nw, err := c.kv.WatchAll(ctx); err == nil {
-					w, updates, synced = nw, nw.Updates(), false
-					clear(live)
+				// Only a stop ends the watcher's channel; if it was not
+				// ours, watch again now or at the next lease change.
+				updates, synced = nil, false
+				w = c.rewatch(ctx, w, live)
+				if w != nil {
+					updates = w.Updates()
 				}
 				continue
 			}
@@ -169,6 +166,11 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 		case <-c.lease.changed:
 			follow()
 			dirty = true
+			if updates == nil {
+				if w = c.rewatch(ctx, w, live); w != nil {
+					updates = w.Updates()
+				}
+			}
 		case <-ended:
 			follow()
 			dirty = true
@@ -176,10 +178,32 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 			subs, dirty = s, true
 		case cctx := <-c.closing:
 			o.leave(cctx)
-			_ = w.Stop()
+			if w != nil {
+				_ = w.Stop()
+			}
 			return
 		}
 	}
+}
+
+// rewatch replaces a watcher that ended: a new one replays the live set
+// from the start, so the old view is dropped. nil if ctx ended or it
+// failed (the next lease change tries again).
+func (c *Cluster) rewatch(ctx context.Context, old jetstream.KeyWatcher, live map[string]liveMember) jetstream.KeyWatcher {
+	if old != nil {
+		_ = old.Stop()
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	w, err := c.kv.WatchAll(ctx)
+	if err != nil {
+		c.opts.Logger.Warn("cluster: watch the membership", "err", err)
+		return nil
+	}
+	clear(live)
+	c.publishMembers(live)
+	return w
 }
 
 // apply records one watcher entry in live and publishes the view; it

@@ -211,10 +211,21 @@ func (l *lease) signal() {
 	}
 }
 
-// run renews the lease every TTL/3 (failed attempts again after a short
-// wait) and joins anew once it was lost, until ctx ends.
+// run renews the lease every TTL/3 (a failed attempt again after a short
+// wait, or at once when kicked) and joins anew once it was lost, until ctx
+// ends. Open has joined before it starts.
 func (l *lease) run(ctx context.Context) {
+	wait := l.renew
 	for {
+		t := l.clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-l.nudge:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
 		var err error
 		if l.rev == 0 {
 			err = l.join(ctx)
@@ -224,19 +235,10 @@ func (l *lease) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		wait := l.renew
+		wait = l.renew
 		if err != nil {
 			l.stats.renewalFailures.Add(1)
 			wait = l.retry
-		}
-		t := l.clock.NewTimer(wait)
-		select {
-		case <-t.C():
-		case <-l.nudge:
-			t.Stop()
-		case <-ctx.Done():
-			t.Stop()
-			return
 		}
 	}
 }
