@@ -203,3 +203,38 @@ func TestJoin(t *testing.T) {
 	}
 	assertNoOverlap(t, hosts, subs, partitions)
 }
+
+// TestSetSubscriptions: a subscription added at run time is shared out, and
+// one removed is stopped and released on every host.
+func TestSetSubscriptions(t *testing.T) {
+	_, st, hosts := threeHosts(t, 10*time.Second)
+	next := []string{"mailer", "billing"}
+	for _, h := range hosts {
+		if err := h.c.SetSubscriptions(t.Context(), next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "billing shared out, orders-projection let go", func() bool {
+		for _, h := range hosts {
+			if len(h.eng.owned("orders-projection")) != 0 {
+				return false
+			}
+		}
+		return settled(t, st, hosts, next, partitions)
+	})
+	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "orders-projection released in the ledger", func() bool {
+		for _, o := range ledgerOwners(t, st, "orders-projection", partitions) {
+			if !isReleased(o.host) {
+				return false
+			}
+		}
+		return true
+	})
+	if as := mustAssignments(t, hosts[0].c); len(as) != 2*partitions || as[0].Subscription != "billing" {
+		t.Fatalf("assignments %+v", as)
+	}
+	if err := hosts[0].c.SetSubscriptions(t.Context(), []string{""}); !errors.Is(err, errOptions) {
+		t.Fatalf("an empty name: %v", err)
+	}
+	assertNoOverlap(t, hosts, subs, partitions)
+}
