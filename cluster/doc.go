@@ -21,8 +21,9 @@
 // sent + TTL (by the server's clock, which runs at the rate of A's, give or
 // take the drift Margin must absorb). A ends its term at sent + TTL - Margin
 // by its own clock — unless a later confirmed renewal extended it — and then
-// has its engine stop every partition (Engine.Own without them) at once,
-// without waiting for the ledger or NATS, which may be what failed.
+// has its engine stop every partition (Engine.Own without them) at once: the
+// term's end cancels any ledger or NATS call in flight, since those may be
+// what failed.
 //
 // Another host B claims one of A's partitions only after the server no
 // longer has A's key — B sees the expiry marker and then asks the server
@@ -50,8 +51,9 @@
 // "released:<host>" at the next epoch, which both fences its own late writes
 // and tells the next owner it may claim at once; a renewal right after tells
 // the others to look. Close stops and releases everything, then deletes the
-// key, so a graceful stop hands over at once; a kill hands over after the
-// key expires, within TTL plus a renewal interval of the last renewal.
+// key, so a graceful stop hands over at once; a kill hands over once the key
+// expires, at most a TTL after the kill (its last renewal came before it)
+// plus the server's expiry sweep and the claims.
 //
 // Hosts whose views differ for a moment may both try to claim a partition:
 // the ledger lets one claim per epoch win, and once the views agree, a host

@@ -221,17 +221,7 @@ func settled(t *testing.T, st ledger.Store, hosts []*host, subs []string, partit
 
 func ledgerOwners(t *testing.T, st ledger.Store, sub string, partitions int) []claim {
 	t.Helper()
-	out := make([]claim, partitions)
-	err := st.View(context.Background(), func(tx ledger.Tx) error {
-		for p := range out {
-			h, e, err := tx.PartitionOwner(sub, p)
-			if err != nil {
-				return err
-			}
-			out[p] = claim{h, e}
-		}
-		return nil
-	})
+	out, err := readOwners(context.Background(), st, sub, partitions)
 	if err != nil {
 		t.Fatal(err)
 	}

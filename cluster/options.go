@@ -27,8 +27,11 @@ type Engine interface {
 
 // Defaults of Options.
 const (
-	DefaultLeaseTTL   = 10 * time.Second
-	DefaultBucket     = "berth_members"
+	// DefaultLeaseTTL is the default Options.LeaseTTL.
+	DefaultLeaseTTL = 10 * time.Second
+	// DefaultBucket is the default Options.Bucket.
+	DefaultBucket = "berth_members"
+	// DefaultPartitions is the default Options.Partitions, the engine's.
 	DefaultPartitions = 16
 )
 

@@ -51,8 +51,13 @@ func newOwnership(c *Cluster) *ownership {
 
 // owners reads the ledger owner of every partition of sub.
 func (c *Cluster) owners(ctx context.Context, sub string) ([]claim, error) {
-	out := make([]claim, c.opts.Partitions)
-	err := c.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+	return readOwners(ctx, c.opts.Ledger, sub, c.opts.Partitions)
+}
+
+// readOwners reads the owners of partitions 0 to n-1 of sub in one View.
+func readOwners(ctx context.Context, st ledger.Store, sub string, n int) ([]claim, error) {
+	out := make([]claim, n)
+	err := st.View(ctx, func(tx ledger.Tx) error {
 		for p := range out {
 			h, e, err := tx.PartitionOwner(sub, p)
 			if err != nil {
