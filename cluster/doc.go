@@ -1,0 +1,61 @@
+// Package cluster decides which Berth host of a deployment owns each
+// (subscription, partition): membership by leases in a NATS JetStream KV
+// bucket, assignment by rendezvous hashing over the live hosts, ownership by
+// claims in the shared ledger, whose epochs fence a host that lost a
+// partition (ledger.Tx.ClaimPartition and Tx.Fence). No NATS type leaves it.
+//
+// # Membership
+//
+// Every host keeps one key in the membership bucket (its id → address,
+// version, start time), renewed every TTL/3 by compare-and-set on the key's
+// revision. The bucket's TTL is the lease TTL, enforced by the server: a key
+// not renewed within it expires, and the bucket's limit markers tell every
+// watcher. Each host's watcher keeps the live set.
+//
+// # Why the old owner stops before a new one starts
+//
+// Let sent be the time, on host A's monotonic clock, at which A sent the
+// renewal that the server last confirmed (if an ack was lost and a retry
+// found the write, the first of those attempts). The server stored that
+// write no earlier than sent, so it expires A's key no earlier than
+// sent + TTL (by the server's clock, which runs at the rate of A's, give or
+// take the drift Margin must absorb). A ends its term at sent + TTL - Margin
+// by its own clock — unless a later confirmed renewal extended it — and then
+// has its engine stop every partition (Engine.Own without them) at once: the
+// term's end cancels any ledger or NATS call in flight, since those may be
+// what failed.
+//
+// Another host B claims one of A's partitions only after the server no
+// longer has A's key — B sees the expiry marker and then asks the server
+// directly, since its own watcher may lag — or after A released it. So B's
+// claim comes after sent + TTL, and A stopped by sent + TTL - Margin plus the
+// time its engine takes to stop, which Margin must cover. Renewals are
+// Updates on the last confirmed revision: one succeeds only if the key did
+// not expire since (an expiry writes a marker, a new revision), so a term is
+// never extended across a gap in which another host could have claimed.
+//
+// Should the timing fail anyway (a clock that jumped, an engine slower than
+// Margin), the ledger still stops the stale owner: B's claim raises the
+// partition's epoch, and every write A makes for it carries A's epoch and
+// fails with ledger.ErrFenced once B's claim committed.
+//
+// # Assignment and handover
+//
+// Assign gives every partition to one of the live hosts, the same answer on
+// every host with the same view. A host claims a partition assigned to it
+// in the ledger at the stored epoch + 1 (reading the owner in the same
+// transaction) when it is free: never claimed, released, its own from an
+// earlier term or run, or its owner's lease is gone. A partition assigned
+// away from a live owner — a host joined, a view changed — is first stopped
+// by that owner's engine, then released: the owner claims it for
+// "released:<host>" at the next epoch, which both fences its own late writes
+// and tells the next owner it may claim at once; a renewal right after tells
+// the others to look. Close stops and releases everything, then deletes the
+// key, so a graceful stop hands over at once; a kill hands over once the key
+// expires, at most a TTL after the kill (its last renewal came before it)
+// plus the server's expiry sweep and the claims.
+//
+// Hosts whose views differ for a moment may both try to claim a partition:
+// the ledger lets one claim per epoch win, and once the views agree, a host
+// holding a partition assigned elsewhere releases it.
+package cluster

@@ -1,0 +1,273 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/berthhq/berth/subscription"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// lease is this host's membership: its key in the bucket, created and then
+// renewed by compare-and-set on the key's revision, and the term it grants.
+//
+// A term is the span in which this host may work on partitions. It starts
+// with a write of the key (Create or Update) and is extended by each later
+// one; it ends at sent + TTL - Margin, where sent is this host's clock when
+// it sent the earliest request the confirmed write may have been — unless
+// a newer write extends it first — or at once when the key turns out to be
+// gone (expired, or another incarnation's). Its context is cancelled when it
+// ends, which is how the Cluster learns to give up.
+//
+// An Update names the revision it replaces, so a successful one proves the
+// key never expired since that revision: an expiry writes a marker, and the
+// marker's revision would fail it. That unbroken chain of revisions is what
+// lets a term be extended rather than started anew.
+type lease struct {
+	kv    jetstream.KeyValue
+	key   string
+	ttl   time.Duration
+	gap   time.Duration // how long before the server's expiry a term ends
+	clock subscription.Clock
+	stats *counters
+	renew time.Duration
+	retry time.Duration
+
+	nudge   chan struct{} // renew now (buffer 1)
+	changed chan struct{} // a write was confirmed or a term ended (buffer 1)
+
+	// Owned by the goroutine running run (and Open before it starts).
+	rev     uint64    // revision of the last confirmed write; 0: not a member
+	pending time.Time // send time of the earliest unconfirmed write; zero if none
+
+	mu       sync.Mutex
+	info     memberInfo
+	term     context.Context // nil: no term
+	end      context.CancelFunc
+	deadline subscription.Timer
+	renewed  time.Time // clock time of the last confirmed write
+}
+
+func newLease(kv jetstream.KeyValue, o *Options, info memberInfo, stats *counters) *lease {
+	return &lease{
+		kv: kv, key: o.Host, ttl: o.LeaseTTL, gap: o.Margin, clock: o.Clock, stats: stats,
+		renew: o.renewEvery(), retry: o.retryEvery(),
+		nudge: make(chan struct{}, 1), changed: make(chan struct{}, 1),
+		info: info,
+	}
+}
+
+// errInUse means the host's key exists under another incarnation.
+var errInUse = errors.New("cluster: host id in use")
+
+// join creates the key as a new incarnation and starts a term.
+func (l *lease) join(ctx context.Context) error {
+	l.mu.Lock()
+	l.info.Incarnation = rand.Text()
+	value := l.info.encode()
+	l.mu.Unlock()
+	sent := l.clock.Now()
+	actx, cancel := context.WithTimeout(ctx, l.renew)
+	defer cancel()
+	rev, err := l.kv.Create(actx, l.key, value)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists):
+		return fmt.Errorf("%w: %q is a live member (another host with this id, or this host's previous run, whose lease ends within %v)",
+			errInUse, l.key, l.ttl)
+	case err != nil:
+		return fmt.Errorf("cluster: join as %q: %w", l.key, err)
+	}
+	l.rev = rev
+	l.confirmed(sent)
+	return nil
+}
+
+// renewOnce writes the key over the last confirmed revision. A revision
+// mismatch is either this host's own earlier attempt that landed though its
+// ack was lost (the key holds this incarnation: keep going from there) or the
+// key expired or was taken (the term ends, and run joins anew).
+func (l *lease) renewOnce(ctx context.Context) error {
+	sent := l.clock.Now()
+	if l.pending.IsZero() {
+		l.pending = sent
+	}
+	l.mu.Lock()
+	value, inc := l.info.encode(), l.info.Incarnation
+	l.mu.Unlock()
+	actx, cancel := context.WithTimeout(ctx, l.renew)
+	defer cancel()
+	rev, err := l.kv.Update(actx, l.key, value, l.rev)
+	if err == nil {
+		l.rev = rev
+		l.confirmed(l.pending)
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return fmt.Errorf("cluster: renew %q: %w", l.key, err)
+	}
+	e, gerr := l.kv.Get(actx, l.key)
+	switch {
+	case gerr == nil:
+		if m, derr := decodeMember(e.Value()); derr == nil && m.Incarnation == inc {
+			l.rev = e.Revision()
+			l.confirmed(l.pending)
+			return nil
+		}
+	case !errors.Is(gerr, jetstream.ErrKeyNotFound) && !errors.Is(gerr, jetstream.ErrKeyDeleted):
+		return fmt.Errorf("cluster: renew %q: %w", l.key, gerr)
+	}
+	l.rev, l.pending = 0, time.Time{}
+	l.stats.leasesLost.Add(1)
+	l.endTerm()
+	return fmt.Errorf("cluster: lease of %q lost: the key expired or was replaced", l.key)
+}
+
+// confirmed extends the term to sent + TTL - Margin, or starts one.
+func (l *lease) confirmed(sent time.Time) {
+	l.pending = time.Time{}
+	l.stats.renewals.Add(1)
+	now := l.clock.Now()
+	left := sent.Add(l.ttl - l.gap).Sub(now)
+	l.mu.Lock()
+	l.renewed = now
+	if left <= 0 { // the write took so long that its lease is as good as gone
+		l.mu.Unlock()
+		return
+	}
+	if l.term == nil || l.deadline == nil || !l.deadline.Stop() {
+		// No term, or its deadline fired just now: a new term, since the
+		// Cluster may already be giving the old one up.
+		l.term, l.end = context.WithCancel(context.Background())
+	}
+	end := l.end
+	l.deadline = l.clock.AfterFunc(left, func() { l.expire(end) })
+	l.mu.Unlock()
+	l.signal()
+}
+
+// expire ends the term whose cancel is end, if it is still the current one.
+func (l *lease) expire(end context.CancelFunc) {
+	end()
+	l.signal()
+}
+
+// endTerm ends the current term at once.
+func (l *lease) endTerm() {
+	l.mu.Lock()
+	if l.deadline != nil {
+		l.deadline.Stop()
+	}
+	if l.end != nil {
+		l.end()
+	}
+	l.term, l.end, l.deadline = nil, nil, nil
+	l.mu.Unlock()
+	l.signal()
+}
+
+// current returns the current term's context, nil if there is none or it
+// has ended.
+func (l *lease) current() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.term == nil || l.term.Err() != nil {
+		return nil
+	}
+	return l.term
+}
+
+// lastRenewed returns the clock time of the last confirmed write.
+func (l *lease) lastRenewed() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewed
+}
+
+// released records the count of released partitions and renews at once, so
+// that the others' watchers see the change and claim them now.
+func (l *lease) released(n uint64) {
+	l.mu.Lock()
+	l.info.Releases = n
+	l.mu.Unlock()
+	l.kick()
+}
+
+// kick makes run renew now rather than at its next tick.
+func (l *lease) kick() {
+	select {
+	case l.nudge <- struct{}{}:
+	default:
+	}
+}
+
+func (l *lease) signal() {
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+// run renews the lease every TTL/3 (a failed attempt again after a short
+// wait, or at once when kicked) and joins anew once it was lost, until ctx
+// ends. Open has joined before it starts.
+func (l *lease) run(ctx context.Context) {
+	wait := l.renew
+	for {
+		t := l.clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-l.nudge:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		var err error
+		if l.rev == 0 {
+			err = l.join(ctx)
+		} else {
+			err = l.renewOnce(ctx)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		wait = l.renew
+		if err != nil {
+			l.stats.renewalFailures.Add(1)
+			wait = l.retry
+		}
+	}
+}
+
+// leave deletes the key if it still holds the last confirmed revision, so
+// the others see this host go at once rather than after its TTL. Call it
+// only after run has returned.
+func (l *lease) leave(ctx context.Context) error {
+	l.endTerm()
+	if l.rev == 0 {
+		return nil
+	}
+	rev := l.rev
+	l.rev = 0
+	err := l.kv.Delete(ctx, l.key, jetstream.LastRevision(rev))
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		// A renewal cut short by the stop may have landed unconfirmed:
+		// delete that one if it is this incarnation's, never another's.
+		e, gerr := l.kv.Get(ctx, l.key)
+		if gerr != nil {
+			return nil // gone already
+		}
+		if m, derr := decodeMember(e.Value()); derr != nil || m.Incarnation != l.info.Incarnation {
+			return nil
+		}
+		err = l.kv.Delete(ctx, l.key, jetstream.LastRevision(e.Revision()))
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: leave as %q: %w", l.key, err)
+	}
+	return nil
+}

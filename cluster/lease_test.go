@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/subscription"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// aloneOnFakeClock starts one host on a fake clock with a 10 s lease (the
+// server's own TTL never passes in these tests) and waits until it owns all
+// 16 partitions of "orders".
+func aloneOnFakeClock(t *testing.T) (*natstest.Node, *subscription.FakeClock, *recordingStore, *host) {
+	t.Helper()
+	n := natstest.RunServer(t)
+	clock := subscription.NewFakeClock(start)
+	st := openLedger(t)
+	h := startHost(t, n.URL(), "solo", st, Options{Subscriptions: []string{"orders"}, LeaseTTL: 10 * time.Second, Clock: clock})
+	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "the host owning all 16 partitions", func() bool {
+		return len(h.eng.owned("orders")) == partitions
+	})
+	// The lease waits for its next renewal.
+	if err := clock.BlockUntil(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	return n, clock, st, h
+}
+
+// TestGiveUpAtDeadline: a host that cannot renew works on until TTL -
+// Margin (8 s of 10) after it sent its last confirmed write, by its own
+// clock, and not a moment longer.
+func TestGiveUpAtDeadline(t *testing.T) {
+	_, clock, _, h := aloneOnFakeClock(t)
+	h.nc.Close() // every renewal fails from now on
+	clock.Advance(8*time.Second - time.Millisecond)
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "a failed renewal", func() bool {
+		return h.c.Stats().RenewalFailures >= 1
+	})
+	if err := clock.BlockUntil(t.Context(), 1); err != nil { // waiting to retry
+		t.Fatal(err)
+	}
+	if s := h.c.Stats(); s.GiveUps != 0 || h.eng.total() != partitions {
+		t.Fatalf("gave up before the deadline: %+v, engine owns %d", s, h.eng.total())
+	}
+	clock.Advance(time.Millisecond)
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the engine stopping every partition", func() bool {
+		return h.eng.total() == 0
+	})
+	if s := h.c.Stats(); s.GiveUps != 1 || s.Releases != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	if at := h.eng.stoppedAt("orders", 0); !at.Equal(start.Add(8 * time.Second)) {
+		t.Fatalf("stopped at %v, want the deadline %v", at, start.Add(8*time.Second))
+	}
+}
+
+// TestRenewalExtends: each confirmed renewal moves the deadline to 8 s
+// after it was sent, so a host renewing on time never gives up.
+func TestRenewalExtends(t *testing.T) {
+	_, clock, _, h := aloneOnFakeClock(t)
+	for i := range 5 {
+		renewals := h.c.Stats().Renewals
+		clock.Advance(10 * time.Second / 3)
+		checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "a renewal", func() bool {
+			return h.c.Stats().Renewals > renewals
+		})
+		if err := clock.BlockUntil(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		if s := h.c.Stats(); s.GiveUps != 0 || h.eng.total() != partitions {
+			t.Fatalf("renewal %d: %+v, engine owns %d", i, s, h.eng.total())
+		}
+	}
+	if ms := h.c.Members(); len(ms) != 1 || !ms[0].Self || ms[0].LeaseAge != 0 {
+		t.Fatalf("members %+v", ms)
+	}
+}
+
+// TestLeaseLostRejoins: a key that vanishes under its host (deleted here,
+// as an expiry the host slept through would leave it) makes the host give
+// up at once, join again as a new incarnation and claim its partitions at
+// the next epoch.
+func TestLeaseLostRejoins(t *testing.T) {
+	n, clock, st, h := aloneOnFakeClock(t)
+	before := h.c.Owned()["orders"]
+	kv := bucket(t, n.URL())
+	if err := kv.Delete(t.Context(), "solo"); err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the lease found lost", func() bool {
+		s := h.c.Stats()
+		return s.LeasesLost == 1 && s.GiveUps == 1
+	})
+	if err := clock.BlockUntil(t.Context(), 1); err != nil { // waiting to join again
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the partitions claimed again", func() bool {
+		return len(h.eng.owned("orders")) == partitions
+	})
+	owners := ledgerOwners(t, st, "orders", partitions)
+	for p, e := range h.c.Owned()["orders"] {
+		if e != before[p]+1 || owners[p] != (claim{"solo", e}) {
+			t.Fatalf("partition %d: epoch %d (was %d), ledger %+v", p, e, before[p], owners[p])
+		}
+	}
+}
+
+func bucket(t *testing.T, url string) jetstream.KeyValue {
+	t.Helper()
+	js, err := jetstream.New(connect(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// TestOpenDuplicateHost: a second process with a live host's id waits a
+// TTL (a killed previous run's key would expire by then) and is refused.
+func TestOpenDuplicateHost(t *testing.T) {
+	n, _, st, _ := aloneOnFakeClock(t)
+	clock := subscription.NewFakeClock(start)
+	var err error
+	opened, done := context.WithCancel(t.Context())
+	nc := connect(t, n.URL())
+	go func() {
+		defer done()
+		_, err = Open(t.Context(), nc, Options{Host: "solo", Ledger: st, Engine: newFakeEngine(clock.Now),
+			LeaseTTL: 10 * time.Second, Clock: clock})
+	}()
+	waited := time.Duration(0)
+	for clock.BlockUntil(opened, 1) == nil { // Open waits to try again
+		clock.Advance(time.Second)
+		waited += time.Second
+	}
+	<-opened.Done()
+	if !errors.Is(err, errInUse) || !strings.Contains(err.Error(), `"solo" is a live member`) {
+		t.Fatalf("a second solo: %v", err)
+	}
+	if waited < 10*time.Second {
+		t.Fatalf("refused after %v, before a TTL", waited)
+	}
+}
+
+// TestOpenBadOptions: each problem is named, before anything is written.
+func TestOpenBadOptions(t *testing.T) {
+	st := openLedger(t)
+	eng := newFakeEngine(time.Now)
+	for _, c := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no host", Options{Ledger: st, Engine: eng}, `host id ""`},
+		{"a dot in the host", Options{Host: "a.b", Ledger: st, Engine: eng}, `host id "a.b"`},
+		{"a colon in the host", Options{Host: "released:a", Ledger: st, Engine: eng}, `host id "released:a"`},
+		{"no ledger", Options{Host: "a", Engine: eng}, "no ledger"},
+		{"no engine", Options{Host: "a", Ledger: st}, "no engine"},
+		{"short TTL", Options{Host: "a", Ledger: st, Engine: eng, LeaseTTL: 500 * time.Millisecond}, "lease TTL 500ms is under 1s"},
+		{"wide margin", Options{Host: "a", Ledger: st, Engine: eng, LeaseTTL: 4 * time.Second, Margin: 3 * time.Second}, "margin 3s"},
+		{"replicas", Options{Host: "a", Ledger: st, Engine: eng, Replicas: 7}, "7 replicas"},
+		{"empty subscription", Options{Host: "a", Ledger: st, Engine: eng, Subscriptions: []string{""}}, "empty subscription"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Open(t.Context(), nil, c.opts)
+			if !errors.Is(err, errOptions) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Open: %v, want an options error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestOpenTTLMismatch: hosts of one deployment must agree on the lease TTL,
+// which is the bucket's; a host configured otherwise is refused, naming both.
+func TestOpenTTLMismatch(t *testing.T) {
+	n := natstest.RunServer(t)
+	st := openLedger(t)
+	startHost(t, n.URL(), "a", st, Options{LeaseTTL: 10 * time.Second})
+	_, err := Open(t.Context(), connect(t, n.URL()), Options{Host: "b", Ledger: st, Engine: newFakeEngine(time.Now), LeaseTTL: 5 * time.Second})
+	if !errors.Is(err, errOptions) || !strings.Contains(err.Error(), "lease TTL 5s, but membership bucket \"berth_members\" has 10s") {
+		t.Fatalf("Open: %v", err)
+	}
+}

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// memberInfo is the value of a host's key in the membership bucket. Its JSON
+// is the deployment's wire format between hosts: add fields, never rename.
+type memberInfo struct {
+	Address string    `json:"address,omitempty"`
+	Version string    `json:"version,omitempty"`
+	Started time.Time `json:"started"`
+	// Incarnation is random per Open: a renewal whose ack was lost finds
+	// its own write by it (see lease.renew), and a second process with the
+	// same host id is told apart from this one.
+	Incarnation string `json:"incarnation"`
+	// Releases counts this host's releases of partitions; a change tells
+	// the others to look at the ledger now rather than at their next tick.
+	Releases uint64 `json:"releases,omitempty"`
+}
+
+func (m memberInfo) encode() []byte {
+	b, _ := json.Marshal(m) // a struct of strings, times and numbers
+	return b
+}
+
+func decodeMember(b []byte) (memberInfo, error) {
+	var m memberInfo
+	if err := json.Unmarshal(b, &m); err != nil {
+		return memberInfo{}, fmt.Errorf("cluster: a membership value %q: %w", b, err)
+	}
+	return m, nil
+}
+
+// openBucket creates the membership bucket or opens the existing one, which
+// must have the lease TTL this host uses: the TTL is enforced by the server,
+// and a host whose own give-up deadline assumed a longer one would still be
+// working when the others take over.
+func openBucket(ctx context.Context, js jetstream.JetStream, o *Options) (jetstream.KeyValue, error) {
+	cfg := jetstream.KeyValueConfig{
+		Bucket:      o.Bucket,
+		Description: "Berth hosts: one key per live host, expiring unless renewed",
+		History:     1,
+		TTL:         o.LeaseTTL,
+		Replicas:    o.Replicas,
+		// Without markers a key that expires just disappears and watchers
+		// are not told; with them every watcher sees the expiry. They live
+		// a TTL, long enough for any watcher to catch up.
+		LimitMarkerTTL: o.LeaseTTL,
+	}
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketExists) {
+		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
+	}
+	kv, err = js.KeyValue(ctx, o.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
+	}
+	if st.TTL() != o.LeaseTTL {
+		return nil, fmt.Errorf("%w: lease TTL %v, but membership bucket %q has %v: every host of a deployment must use the same",
+			errOptions, o.LeaseTTL, o.Bucket, st.TTL())
+	}
+	if st.LimitMarkerTTL() <= 0 {
+		return nil, fmt.Errorf("%w: membership bucket %q has no limit markers, so expiries would go unseen; delete it and let a host create it",
+			errOptions, o.Bucket)
+	}
+	return kv, nil
+}
+
+// memberGone tells whether host's key is absent from the bucket (expired,
+// deleted or never there), asking the server rather than this host's
+// watcher, which may lag: a partition is taken over from a host only once
+// the server has let its lease go.
+func memberGone(ctx context.Context, kv jetstream.KeyValue, host string) (bool, error) {
+	_, err := kv.Get(ctx, host)
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return true, nil
+	default:
+		return false, fmt.Errorf("cluster: membership of %q: %w", host, err)
+	}
+}
