@@ -1,0 +1,68 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/natstest"
+)
+
+// jetStreamConfig is the [store] of a host on the JetStream backend at url.
+func jetStreamConfig(url, stream string) string {
+	return fmt.Sprintf(`
+[store]
+backend = "jetstream"
+
+[store.jetstream]
+urls = [%q]
+stream = %q
+subject-prefix = "e2e.%s"
+`, url, stream, stream)
+}
+
+// TestModulesReachEveryHost: two hosts on one JetStream deployment share
+// their modules: an upload, a rollback and a removal made on one reach the
+// other within seconds, with the same versions, and a host started later
+// finds what was uploaded before it.
+func TestModulesReachEveryHost(t *testing.T) {
+	srv := natstest.RunServer(t)
+	cfg := jetStreamConfig(srv.URL(), "SHARED")
+	a := newHost(t, hostConfig{Extra: cfg})
+	b := newHost(t, hostConfig{Extra: cfg})
+	summary, err := orderSummaryWasm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(h *hostProc, name string) int {
+		r := h.request("GET", "/v1/modules/"+name, nil)
+		if r.Status != 200 {
+			return 0
+		}
+		var m struct {
+			Version int `json:"version"`
+		}
+		r.JSON(t, &m)
+		return m.Version
+	}
+	a.must(201, "PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm")
+	eventually(t, 10*time.Second, "b to deploy a's upload", func() bool { return version(b, moduleName) == 1 })
+	b.must(200, "PUT", "/v1/modules/"+moduleName, summary, "Content-Type", "application/wasm")
+	eventually(t, 10*time.Second, "a to deploy b's version 2", func() bool { return version(a, moduleName) == 2 })
+	a.must(200, "POST", "/v1/modules/"+moduleName+"/rollback", []byte(`{"version": 1}`), "Content-Type", "application/json")
+	eventually(t, 10*time.Second, "b to deploy a's rollback, version 3", func() bool { return version(b, moduleName) == 3 })
+	var vs struct {
+		Versions []moduleVersion `json:"versions"`
+	}
+	b.must(200, "GET", "/v1/modules/"+moduleName+"/versions", nil).JSON(t, &vs)
+	if len(vs.Versions) != 3 || !vs.Versions[2].Current || vs.Versions[2].RolledBackFrom != 1 {
+		t.Errorf("versions as b sees them: %+v", vs.Versions)
+	}
+	// A host that starts later finds the modules.
+	c := newHost(t, hostConfig{Extra: cfg})
+	if v := version(c, moduleName); v != 3 {
+		t.Errorf("a host started later has version %d, want 3", v)
+	}
+	b.must(204, "DELETE", "/v1/modules/"+moduleName, nil)
+	eventually(t, 10*time.Second, "a and c to remove it", func() bool { return version(a, moduleName) == 0 && version(c, moduleName) == 0 })
+}
