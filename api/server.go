@@ -137,7 +137,7 @@ func (s *Server) routeTable() []route {
 
 		{get, "/v1/subscriptions", s.listSubscriptions, reader, none, reads},
 		{get, "/v1/subscriptions/:name", s.getSubscription, reader, none, reads},
-		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator, none, writes},
+		{post, "/v1/subscriptions/:name/pause", s.pauseSubscription, operator, jsonBody, writes}, // optional
 		{post, "/v1/subscriptions/:name/unpause", s.unpauseSubscription, operator, none, writes},
 		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody, writes},
 

@@ -43,7 +43,23 @@ func (s *Server) getSubscription(c echo.Context) error {
 }
 
 func (s *Server) pauseSubscription(c echo.Context) error {
-	if err := s.deps.Engine.Pause(c.Request().Context(), c.Param("name")); err != nil {
+	var req wire.PauseRequest
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	auditNote(c, auditReasonKey, "%s", req.Reason)
+	ctx := c.Request().Context()
+	var err error
+	if req.Until != nil {
+		auditNote(c, auditDetailKey, "until %s", req.Until.UTC().Format(time.RFC3339))
+		err = s.deps.Engine.PauseUntil(ctx, c.Param("name"), *req.Until)
+	} else {
+		err = s.deps.Engine.Pause(ctx, c.Param("name"))
+	}
+	if errors.Is(err, subscription.ErrBadUntil) {
+		return invalidRequest("until", "%v", err)
+	}
+	if err != nil {
 		return s.engineError(c, err)
 	}
 	return s.getSubscription(c)

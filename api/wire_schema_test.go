@@ -44,6 +44,7 @@ var wireSchemas = []struct {
 	{"RetrySetting", wire.RetrySetting{}, false},
 	{"ParkedSettings", wire.ParkedSettings{}, false},
 	{"ResetRequest", wire.ResetRequest{}, true},
+	{"PauseRequest", wire.PauseRequest{}, true},
 	{"OperatorRequest", wire.OperatorRequest{}, true},
 	{"ParkedRecord", wire.ParkedRecord{}, false},
 	{"ParkedRecordDetail", wire.ParkedRecordDetail{}, false},

@@ -25,6 +25,8 @@ var (
 	ErrBadVersion = errors.New("subscription: version out of range")
 	// ErrBadPosition: a reset position beyond the log's head + 1.
 	ErrBadPosition = errors.New("subscription: position out of range")
+	// ErrBadUntil: a pause's end is not in the future.
+	ErrBadUntil = errors.New("subscription: pause end out of range")
 	// ErrDuplicate: a subscription of that name already exists.
 	ErrDuplicate = errors.New("subscription: duplicate subscription")
 	// ErrBusy: the aggregate is being worked on (a long-horizon retry is

@@ -159,26 +159,31 @@ func (e *Engine) Parked(ctx context.Context, sub, aggregateType, aggregateID str
 // Pause stops a subscription's delivery: no new attempt starts (attempts
 // running finish), parked retries wait too. The state is kept in the ledger,
 // so a paused subscription stays paused after a restart. Idempotent.
-func (e *Engine) Pause(ctx context.Context, sub string) error { return e.setPaused(ctx, sub, true) }
+func (e *Engine) Pause(ctx context.Context, sub string) error {
+	return e.setPause(ctx, sub, true, time.Time{})
+}
 
-// Unpause lets a paused subscription go on. Idempotent.
-func (e *Engine) Unpause(ctx context.Context, sub string) error { return e.setPaused(ctx, sub, false) }
+// Unpause lets a paused subscription go on (also one paused until a time).
+// Idempotent.
+func (e *Engine) Unpause(ctx context.Context, sub string) error {
+	return e.setPause(ctx, sub, false, time.Time{})
+}
 
-func (e *Engine) setPaused(ctx context.Context, sub string, paused bool) error {
+func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until time.Time) error {
 	s, err := e.sub(sub)
 	if err != nil {
 		return err
 	}
-	v := "false"
-	if paused {
-		v = "true"
-	}
 	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
-		return tx.SetMeta(s.name, metaPaused, []byte(v))
+		return tx.SetMeta(s.name, metaPaused, pauseValue(paused, until))
 	}); err != nil {
 		return err
 	}
-	s.gate.set(!paused)
+	s.applyPause(paused, until)
+	if paused && !until.IsZero() {
+		e.logger.Info("subscription paused until", "subscription", s.name, "until", until)
+		return nil
+	}
 	e.logger.Info("subscription "+map[bool]string{true: "paused", false: "unpaused"}[paused], "subscription", s.name)
 	return nil
 }

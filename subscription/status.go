@@ -20,6 +20,9 @@ const (
 type Status struct {
 	Name  string
 	State string // StateRunning, StatePaused (by an operator) or StateStopped
+	// PausedUntil is, while paused until a time (Engine.PauseUntil), when
+	// it goes on by itself; zero otherwise.
+	PausedUntil time.Time
 	// Checkpoint is the in-memory checkpoint: every commit below it was
 	// handled, passed over or held for a parked aggregate.
 	Checkpoint uint64
@@ -62,6 +65,7 @@ func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 	st := Status{Name: s.name, State: StateRunning, Policy: cur.policy, ParkedSettings: cur.parked}
 	if !s.gate.isOpen() {
 		st.State = StatePaused
+		st.PausedUntil = s.pausedUntil()
 	}
 	if st.Head, err = e.events.Head(ctx); err != nil {
 		return Status{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/berthhq/berth/ledger"
 )
@@ -24,6 +25,8 @@ type subscription struct {
 	run  *run         // nil when not started
 	cpMu sync.Mutex   // serializes checkpoint writes
 	gate *gate        // closed while the subscription is paused
+	// pause is the end of a pause until a time, and its timer.
+	pause pauseState
 	keys *keyLocks    // serializes ledger changes per aggregate
 }
 
@@ -39,6 +42,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	var (
 		from    uint64
 		paused  bool
+		until   time.Time
 		records []*ledger.Record
 	)
 	head, err := e.events.Head(ctx)
@@ -66,7 +70,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		case err != nil:
 			return err
 		default:
-			paused = string(v) == "true"
+			paused, until = parsePause(v)
 		}
 		after := ""
 		for {
@@ -84,7 +88,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("subscription %q: %w", s.name, err)
 	}
-	s.gate.set(!paused)
+	s.applyPause(paused, until)
 	r := newRun(s, from)
 	for _, rec := range records {
 		k := aggKey{rec.AggregateType, rec.AggregateID}

@@ -199,6 +199,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 
 	// Pause and unpause from the subscriptions table.
 	sub := `#subs tbody tr[data-name="` + subName + `"]`
+	eval(`window.prompt = () => ""; "ok"`) // pause until unpaused
 	run("pause", chromedp.Click(chromedp.CSS(sub+" button.pause")), chromedp.WaitVisible(chromedp.CSS(sub+" button.unpause")))
 	if st := h.subscription(t); st.State != "paused" {
 		t.Errorf("after Pause the host says %q", st.State)

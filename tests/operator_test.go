@@ -194,3 +194,43 @@ max-delay = "100ms"
 	svc.waitNotified(t, key("o-w", 1), 20*time.Second)
 	eventually(t, 20*time.Second, "o-w resumed by its retry", func() bool { return h.request("GET", parkedPath("o-w"), nil).Status == 404 })
 }
+
+// TestPauseUntilThroughTheCLI: `berth subs pause --for` pauses a
+// subscription until a time, which status shows and a restart keeps; at its
+// end the subscription goes on by itself and the held event is delivered;
+// the audit log has the reason and the end.
+func TestPauseUntilThroughTheCLI(t *testing.T) {
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
+	h.uploadNotifier(t, 201)
+	out := h.cli(t, "subs", "pause", subName, "--for", "4s", "--reason", "downstream deploy")
+	if !strings.Contains(out, "paused subscription "+subName+" until") || !strings.Contains(out, "then it goes on by itself") {
+		t.Fatalf("pause --for:\n%s", out)
+	}
+	h.appendShipped(t, "o-p", "alice")
+	var st struct {
+		State       string    `json:"state"`
+		PausedUntil time.Time `json:"pausedUntil"`
+	}
+	h.must(200, "GET", "/v1/subscriptions/"+subName, nil).JSON(t, &st)
+	if st.State != "paused" || st.PausedUntil.IsZero() {
+		t.Fatalf("status while paused until: %+v", st)
+	}
+	h.Stop()
+	h = h.restart(t)
+	h.must(200, "GET", "/v1/subscriptions/"+subName, nil).JSON(t, &st)
+	if time.Now().Before(st.PausedUntil) && (st.State != "paused" || st.PausedUntil.IsZero()) {
+		t.Errorf("after a restart before its end: %+v", st)
+	}
+	svc.waitNotified(t, key("o-p", 1), 20*time.Second)
+	h.must(200, "GET", "/v1/subscriptions/"+subName, nil).JSON(t, &st)
+	if st.State != "running" {
+		t.Errorf("after its end: %+v", st)
+	}
+	if audit := h.cli(t, "audit", "--wide"); !strings.Contains(audit, "downstream deploy") || !strings.Contains(audit, "until 20") {
+		t.Errorf("the audit log does not have the pause's reason and end:\n%s", audit)
+	}
+	if r := h.request("POST", "/v1/subscriptions/"+subName+"/pause", []byte(`{"until": "2020-01-01T00:00:00Z"}`), "Content-Type", "application/json"); r.Status != 400 || !strings.Contains(string(r.Body), "until") {
+		t.Errorf("pause until the past: %s", r)
+	}
+}

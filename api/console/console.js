@@ -309,6 +309,15 @@ function renderParked(records) {
 // subAction runs pause, unpause or reset on a subscription.
 async function subAction(s, action, button) {
   let body;
+  if (action === "pause") {
+    const answer = prompt(`Pause ${s.name}: for how many minutes? Leave it empty to pause until you unpause it.`, "");
+    if (answer === null) return;
+    if (answer.trim() !== "") {
+      const minutes = Number(answer.trim());
+      if (!(minutes > 0)) { setStatus(`pause of ${s.name}: “${answer}” is not a number of minutes`, true); return; }
+      body = { until: new Date(Date.now() + minutes * 60000).toISOString() };
+    }
+  }
   if (action === "reset") {
     const answer = prompt(`Reset ${s.name}: deliver again from which position? 1 replays everything from the beginning; ${s.head + 1} (the head + 1) skips to the end. The checkpoint is ${s.checkpoint}.`, "1");
     if (answer === null) return;
@@ -339,7 +348,7 @@ function renderSubs(subs) {
     cell(tr, "", "name").appendChild(breakable(s.name));
     cell(tr, "", "name").appendChild(breakable(s.module || "—"));
     const outage = (s.partitions || []).filter(p => p.state === "systemic-paused");
-    const state = cell(tr, s.state, "state-" + s.state);
+    const state = cell(tr, s.state + (s.pausedUntil ? ` until ${new Date(s.pausedUntil).toLocaleTimeString()}` : ""), "state-" + s.state);
     if (outage.length) {
       const o = document.createElement("div");
       o.className = "outage";

@@ -8,6 +8,8 @@ type Subscription struct {
 	Name   string `json:"name"`
 	Module string `json:"module,omitempty"` // the module serving it
 	State  string `json:"state"`            // running, paused or stopped
+	// PausedUntil is, while paused until a time, when it goes on by itself.
+	PausedUntil time.Time `json:"pausedUntil,omitzero"`
 	// Checkpoint: every commit below it was handled, passed over or held
 	// for a parked aggregate.
 	Checkpoint uint64 `json:"checkpoint"`
@@ -79,4 +81,13 @@ type ResetRequest struct {
 	// Position is where delivery restarts: 1 replays from the beginning,
 	// head+1 skips to the end. Required.
 	Position *uint64 `json:"position"`
+}
+
+// PauseRequest is the optional body of POST /v1/subscriptions/{name}/pause.
+type PauseRequest struct {
+	// Until, when given, ends the pause by itself at that time (it must be
+	// in the future); left out, the pause lasts until an unpause.
+	Until *time.Time `json:"until,omitempty"`
+	// Reason is kept in the audit log.
+	Reason string `json:"reason,omitempty"`
 }

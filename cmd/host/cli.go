@@ -31,6 +31,9 @@ type options struct {
 	failedAfter   string
 	failedBefore  string
 	ndjson        bool
+	// subscriptions pause
+	until    string
+	pauseFor time.Duration
 	// jobs
 	subscriptions []string
 	rate          float64

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/berthhq/berth/api/wire"
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ func (a *app) subscriptionsCmd() *cobra.Command {
 	return a.group("subscriptions", []string{"subs", "sub"}, "List, show, pause, unpause and reset subscriptions",
 		ls(a.verb("list", "List the subscriptions with their lag and parked counts", 0, nil, subsList)),
 		a.verb("show NAME", "Show a subscription: checkpoint, retry settings, partitions", 1, nil, subsShow),
-		a.verb("pause NAME", "Pause a subscription (its events wait)", 1, nil, subsPause),
+		a.verb("pause NAME", "Pause a subscription (its events wait), until an unpause or --until/--for", 1, pauseFlags, subsPause),
 		a.verb("unpause NAME", "Unpause a subscription", 1, nil, subsUnpause),
 		a.verb("reset NAME --position N", "Move a subscription's checkpoint: it delivers from position N next", 1, resetFlags, subsReset))
 }
@@ -83,8 +84,29 @@ func subsShow(x *invocation, args []string) error {
 }
 
 func subsPause(x *invocation, args []string) error {
-	raw, err := x.client.pause(x.ctx, args[0])
-	return x.showSub(raw, err, "paused subscription "+args[0])
+	req := wire.PauseRequest{Reason: x.opts.reason}
+	switch {
+	case x.opts.until != "" && x.opts.pauseFor != 0:
+		return usagef("--until and --for: give one")
+	case x.opts.until != "":
+		t, err := time.Parse(time.RFC3339Nano, x.opts.until)
+		if err != nil {
+			return usagef("--until %q is no RFC 3339 time (e.g. 2026-12-03T18:00:00Z)", x.opts.until)
+		}
+		req.Until = &t
+	case x.flags.Changed("for"):
+		if x.opts.pauseFor <= 0 {
+			return usagef("--for must be more than 0")
+		}
+		t := x.now.Add(x.opts.pauseFor)
+		req.Until = &t
+	}
+	raw, err := x.client.postJSON(x.ctx, apiPath("subscriptions", args[0], "pause"), req)
+	what := "paused subscription " + args[0]
+	if req.Until != nil {
+		what += " until " + timestamp(*req.Until)
+	}
+	return x.showSub(raw, err, what)
 }
 
 func subsUnpause(x *invocation, args []string) error {
@@ -118,7 +140,11 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 	kv := newKeyValues(x.stdout)
 	kv.add("name", "%s", s.Name)
 	kv.add("module", "%s", orDash(s.Module))
-	kv.add("state", "%s", stateSummary(s))
+	if s.PausedUntil.IsZero() {
+		kv.add("state", "%s", stateSummary(s))
+	} else {
+		kv.add("state", "%s until %s (%s), then it goes on by itself", stateSummary(s), timestamp(s.PausedUntil), relative(s.PausedUntil, x.now))
+	}
 	// The checkpoint is the next position to deliver, so a subscription
 	// that is caught up is one past the head.
 	kv.add("checkpoint", "%d: the next position to deliver (written: %d, where a restart goes on)", s.Checkpoint, s.DurableCheckpoint)
@@ -197,4 +223,10 @@ func settingValue(v any) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+func pauseFlags(fs *pflag.FlagSet, o *options) {
+	fs.StringVar(&o.until, "until", "", "go on by itself at `TIME` (RFC 3339)")
+	fs.DurationVar(&o.pauseFor, "for", 0, "go on by itself after `DURATION` (e.g. 30m)")
+	fs.StringVar(&o.reason, "reason", "", "why, kept in the audit log")
 }

@@ -210,11 +210,6 @@ func (c *client) subscription(ctx context.Context, name string) ([]byte, error) 
 	return c.get(ctx, apiPath("subscriptions", name), nil)
 }
 
-// pause pauses a subscription and returns its state.
-func (c *client) pause(ctx context.Context, name string) ([]byte, error) {
-	return c.postJSON(ctx, apiPath("subscriptions", name, "pause"), nil)
-}
-
 // unpause unpauses a subscription and returns its state.
 func (c *client) unpause(ctx context.Context, name string) ([]byte, error) {
 	return c.postJSON(ctx, apiPath("subscriptions", name, "unpause"), nil)
