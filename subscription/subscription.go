@@ -27,7 +27,7 @@ type subscription struct {
 	gate *gate        // closed while the subscription is paused
 	// pause is the end of a pause until a time, and its timer.
 	pause pauseState
-	keys *keyLocks    // serializes ledger changes per aggregate
+	keys  *keyLocks // serializes ledger changes per aggregate
 }
 
 // start loads the durable state and starts a run.
