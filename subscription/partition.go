@@ -140,7 +140,7 @@ func newPartition(r *run, idx int, st partStart) *partition {
 	ctx, cancel := context.WithCancel(r.ctx)
 	return &partition{
 		r: r, idx: idx, epoch: st.epoch, ctx: ctx, cancel: cancel, tracker: newTracker(st.from),
-		aggs: map[aggKey]*aggState{},
+		aggs:  map[aggKey]*aggState{},
 		limit: r.e.opts.Concurrency, max: r.e.opts.Concurrency,
 		changed: make(chan struct{}), slotFreed: make(chan struct{}), outageCh: make(chan struct{}),
 		handoff:  make(chan *aggState, r.e.opts.Concurrency),
