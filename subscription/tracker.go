@@ -19,13 +19,21 @@ type tracker struct {
 	mu      sync.Mutex
 	base    uint64 // lowest unfinished position (== next when none is in flight)
 	done    []bool // done[i] is position base+i
+	// buf is done's backing array from its start, reused when the window
+	// empties: a partition's window empties whenever its commits in
+	// flight are done, which is often, and must not cost a new array each
+	// time (unless it grew large).
+	buf []bool
 	next    uint64 // next position to register
 	written uint64 // the durable checkpoint
+	// changed is closed when the window moves; made only when someone waits
+	// for that (inFlight), so that a window moving with nobody waiting, as
+	// it does at every finished commit, makes no channel.
 	changed chan struct{}
 }
 
 func newTracker(from uint64) *tracker {
-	return &tracker{base: from, next: from, written: from, changed: make(chan struct{})}
+	return &tracker{base: from, next: from, written: from}
 }
 
 // register adds a position read from the log and reports whether it is the
@@ -39,10 +47,22 @@ func (t *tracker) register(pos uint64) bool {
 		return false
 	}
 	t.fillLocked(pos)
-	t.done = append(t.done, false)
+	t.push(false)
 	t.next = pos + 1
 	return true
 }
+
+// push appends a flag to the window; t.mu held.
+func (t *tracker) push(done bool) {
+	c := cap(t.done)
+	t.done = append(t.done, done)
+	if cap(t.done) != c {
+		t.buf = t.done[:0] // a new array, starting at done[0]
+	}
+}
+
+// maxKeptWindow is the longest window array kept for reuse once empty.
+const maxKeptWindow = 1024
 
 // readTo counts every position below next not registered as finished: the
 // reader has read them, and they are not this partition's.
@@ -65,7 +85,7 @@ func (t *tracker) fillLocked(pos uint64) {
 		return
 	}
 	for t.next < pos {
-		t.done = append(t.done, true)
+		t.push(true)
 		t.next++
 	}
 }
@@ -93,15 +113,21 @@ func (t *tracker) advance() {
 	t.done = t.done[n:]
 	t.base += uint64(n)
 	if len(t.done) == 0 {
-		t.done = t.done[:0:0] // let the old backing array go
+		if cap(t.buf) <= maxKeptWindow {
+			t.done = t.buf[:0]
+		} else {
+			t.done, t.buf = nil, nil // let a large array go
+		}
 	}
 	t.notifyLocked()
 }
 
 // notifyLocked wakes those waiting for the window to move; t.mu held.
 func (t *tracker) notifyLocked() {
-	close(t.changed)
-	t.changed = make(chan struct{})
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
 }
 
 // wake wakes those waiting for the window to move without moving it: the
@@ -138,6 +164,9 @@ func (t *tracker) lowWaterWith(pos uint64) uint64 {
 func (t *tracker) inFlight() (int, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
 	return len(t.done), t.changed
 }
 
