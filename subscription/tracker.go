@@ -16,14 +16,14 @@ import (
 // (readTo), so the longest window is the subscription's: the commits read
 // since the lowest unfinished one.
 type tracker struct {
-	mu      sync.Mutex
-	base    uint64 // lowest unfinished position (== next when none is in flight)
-	done    []bool // done[i] is position base+i
+	mu   sync.Mutex
+	base uint64 // lowest unfinished position (== next when none is in flight)
+	done []bool // done[i] is position base+i
 	// buf is done's backing array from its start, reused when the window
 	// empties: a partition's window empties whenever its commits in
 	// flight are done, which is often, and must not cost a new array each
 	// time (unless it grew large).
-	buf []bool
+	buf     []bool
 	next    uint64 // next position to register
 	written uint64 // the durable checkpoint
 	// changed is closed when the window moves; made only when someone waits
