@@ -67,10 +67,9 @@ func (r *run) handleCommit(p *partition, a *aggState, c eventlog.Commit, from in
 
 // beginReplay turns a held aggregate into a resuming one and starts reading
 // its stream from (version, index). The caller holds the aggregate's key
-// lock and has committed the ledger's resuming state; key is the record's
-// key of the event at (version, index).
-func (r *run) beginReplay(k aggKey, version uint64, index int, key string) {
-	p := r.partitionOf(k)
+// lock and has committed the ledger's resuming state in p, the aggregate's
+// partition; key is the record's key of the event at (version, index).
+func (r *run) beginReplay(p *partition, k aggKey, version uint64, index int, key string) {
 	p.mu.Lock()
 	a := p.agg(k)
 	a.mode = modeReplaying
@@ -90,14 +89,14 @@ func (r *run) replay(p *partition, a *aggState, version uint64, index int) {
 	const page = 100
 	last := version - 1 // the last version handled; versions below the start count as done
 	for {
-		commits, err := r.e.events.ReadAggregate(r.ctx, a.key.typ, a.key.id, version, page)
+		commits, err := r.e.events.ReadAggregate(p.ctx, a.key.typ, a.key.id, version, page)
 		if err != nil {
-			if r.ctx.Err() != nil {
+			if p.ctx.Err() != nil {
 				return
 			}
 			r.e.logger.Error("replay: reading the aggregate's stream failed", "subscription", r.s.name,
 				"aggregate", a.key.String(), "version", version, "err", err)
-			if sleepReal(r.ctx, 1e9) != nil {
+			if sleepReal(p.ctx, 1e9) != nil {
 				return
 			}
 			continue
@@ -128,7 +127,7 @@ func (r *run) endReplay(p *partition, a *aggState, last uint64) {
 	unlock := r.s.keys.lock(a.key)
 	defer unlock()
 	for tries := 0; ; tries++ {
-		err := r.withCheckpoint(r.ctx, 0, func(tx ledger.Tx) error {
+		err := r.withCheckpoint(p.ctx, p, 0, func(tx ledger.Tx) error {
 			err := tx.DeleteParked(r.s.name, a.key.typ, a.key.id)
 			if errors.Is(err, ledger.ErrNotFound) {
 				return nil
@@ -138,13 +137,13 @@ func (r *run) endReplay(p *partition, a *aggState, last uint64) {
 		if err == nil {
 			break
 		}
-		if r.ctx.Err() != nil {
-			return
+		if p.ctx.Err() != nil {
+			return // stopped, or fenced: the record stays resuming for the next run
 		}
 		if tries%60 == 0 { // said once a minute, not every second (a full disk, say)
 			r.e.logger.Error("replay: clearing the ledger record failed; trying again every second", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
 		}
-		if sleepReal(r.ctx, 1e9) != nil {
+		if sleepReal(p.ctx, 1e9) != nil {
 			return
 		}
 	}
@@ -156,7 +155,7 @@ func (r *run) endReplay(p *partition, a *aggState, last uint64) {
 	keep := a.queue[:0]
 	for _, c := range a.queue {
 		if c.Version <= last {
-			r.finished(c.Position)
+			p.finished(c.Position)
 			continue
 		}
 		keep = append(keep, c)

@@ -55,7 +55,7 @@ func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d re
 // lowered, and parks only when BackpressureAttempts is spent. The policy is
 // read afresh before every attempt, so a config reload applies to the next.
 func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, live bool) outcome {
-	ctx := r.ctx
+	ctx := p.ctx
 	clock := r.e.clock
 	aggName := a.key.String()
 	var st attempts
@@ -100,7 +100,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		now := clock.Now()
 		if f == nil {
 			p.succeeded(aggName, now, probe)
-			r.clearBudget(a.key, &st)
+			r.clearBudget(p, a.key, &st)
 			return outcomeHandled
 		}
 		d := retry.Classify(f, &pol, cur.classifier)
@@ -132,7 +132,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 				return r.park(p, a, c, idx, live, &st, f, d)
 			}
 			p.lowerConcurrency()
-			r.saveBudget(a.key, c.Version, idx, &st)
+			r.saveBudget(p, a.key, c.Version, idx, &st)
 			wait := pol.BackpressureDelay(st.backpressure, d.RetryAfter, r.e.opts.Jitter())
 			if p.waitOff(ctx, wait, live, refund) != nil {
 				return outcomeCancelled
@@ -154,7 +154,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 				}
 				return o
 			}
-			r.saveBudget(a.key, c.Version, idx, &st)
+			r.saveBudget(p, a.key, c.Version, idx, &st)
 			if p.waitOff(ctx, pol.Backoff(st.failures), live, refund) != nil {
 				return outcomeCancelled
 			}

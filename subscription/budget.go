@@ -72,18 +72,43 @@ func (r *run) loadHints() *budgetHints {
 	return h
 }
 
-// writeHints stores the list; call with r.budgets.mu held, in tx.
-func (r *run) writeHints(tx ledger.Tx) error {
-	keys := make([]string, 0, len(r.budgets.keys))
-	for k := range r.budgets.keys {
-		keys = append(keys, k)
+// writeHints adds k to the stored list (or, with add false, removes it), in
+// tx. It changes the list as stored, not as this run remembers it: on a
+// ledger shared by several hosts each adds and removes its own aggregates'
+// names, and a transaction run again (optimistic concurrency) reads the list
+// afresh. r.budgets.mu held.
+func (r *run) writeHints(tx ledger.Tx, k string, add bool) error {
+	set := map[string]bool{}
+	b, err := tx.Meta(r.s.name, metaBudgets)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		var keys []string
+		if json.Unmarshal(b, &keys) == nil {
+			for _, k := range keys {
+				set[k] = true
+			}
+		}
 	}
-	if len(keys) == 0 {
+	if set[k] == add {
+		return nil
+	}
+	if add {
+		set[k] = true
+	} else {
+		delete(set, k)
+	}
+	if len(set) == 0 {
 		return tx.DeleteMeta(r.s.name, metaBudgets)
 	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
 	sort.Strings(keys)
-	b, err := json.Marshal(keys)
-	if err != nil {
+	if b, err = json.Marshal(keys); err != nil {
 		return err
 	}
 	return tx.SetMeta(r.s.name, metaBudgets, b)
@@ -141,13 +166,17 @@ func (r *run) loadBudget(k aggKey, version uint64, idx int, st *attempts) {
 	st.stored = true
 }
 
-// saveBudget records what was spent on event (version, idx) so far.
-func (r *run) saveBudget(k aggKey, version uint64, idx int, st *attempts) {
+// saveBudget records what was spent on event (version, idx) of k, in
+// partition p, so far.
+func (r *run) saveBudget(p *partition, k aggKey, version uint64, idx int, st *attempts) {
 	sb := storedBudget{Version: version, Index: idx, Attempts: st.n, Failures: st.failures,
 		Backpressure: st.backpressure, First: st.first, Last: st.last, History: st.history, Key: st.key}
 	err := r.recordBudget(k, sb, func(put func(ledger.Tx) error) error {
-		return r.e.store.Update(context.WithoutCancel(r.ctx), put)
+		return p.update(context.WithoutCancel(p.ctx), put)
 	})
+	if errors.Is(err, ledger.ErrFenced) {
+		return // said by fence; the attempt ends as cancelled
+	}
 	if err != nil {
 		r.e.logger.Warn("recording an aggregate's spent retry budget failed", "subscription", r.s.name, "aggregate", k.String(), "error", err)
 		return
@@ -171,31 +200,30 @@ func (r *run) recordBudget(k aggKey, sb storedBudget, update func(put func(ledge
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	added := !h.keys[bk]
-	h.keys[bk] = true
 	err = update(func(tx ledger.Tx) error {
 		if err := tx.SetMeta(r.s.name, bk, b); err != nil || !added {
 			return err
 		}
-		return r.writeHints(tx)
+		return r.writeHints(tx, bk, true)
 	})
-	if err != nil && added {
-		delete(h.keys, bk)
+	if err == nil {
+		h.keys[bk] = true // after the commit: the transaction may run more than once
 	}
 	return err
 }
 
 // clearBudget forgets a handled event's budget, if one was recorded.
-func (r *run) clearBudget(k aggKey, st *attempts) {
+func (r *run) clearBudget(p *partition, k aggKey, st *attempts) {
 	if !st.stored {
 		return
 	}
-	r.forgetBudget(k, true)
+	r.forgetBudget(p, k, true)
 	st.stored = false
 }
 
-// forgetBudget removes k from the list (and, with entry, its budget: a
-// park has already removed it in its own transaction).
-func (r *run) forgetBudget(k aggKey, entry bool) {
+// forgetBudget removes k, of partition p, from the list (and, with entry,
+// its budget: a park has already removed it in its own transaction).
+func (r *run) forgetBudget(p *partition, k aggKey, entry bool) {
 	bk := budgetKey(k)
 	if !r.hinted(bk) {
 		return
@@ -203,16 +231,19 @@ func (r *run) forgetBudget(k aggKey, entry bool) {
 	h := &r.budgets
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.keys, bk)
-	err := r.e.store.Update(context.WithoutCancel(r.ctx), func(tx ledger.Tx) error {
+	err := p.update(context.WithoutCancel(p.ctx), func(tx ledger.Tx) error {
 		if entry {
 			if err := tx.DeleteMeta(r.s.name, bk); err != nil {
 				return err
 			}
 		}
-		return r.writeHints(tx)
+		return r.writeHints(tx, bk, false)
 	})
-	if err != nil {
+	if err == nil {
+		delete(h.keys, bk) // after the commit; a failed one leaves a name that costs a lookup
+		return
+	}
+	if !errors.Is(err, ledger.ErrFenced) {
 		r.e.logger.Warn("forgetting a handled event's retry budget failed", "subscription", r.s.name, "aggregate", k.String(), "error", err)
 	}
 }

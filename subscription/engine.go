@@ -34,6 +34,12 @@ var (
 	ErrBusy = errors.New("subscription: aggregate busy")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("subscription: engine closed")
+	// ErrNotOwned: the aggregate's partition is not this host's (another
+	// host owns it, or took it from this one); ask the owner.
+	ErrNotOwned = errors.New("subscription: partition not owned by this host")
+	// ErrBadPartition: Own was given a partition outside 0 to
+	// Options.Partitions-1, or called on a single host (Options.Host empty).
+	ErrBadPartition = errors.New("subscription: bad partition ownership")
 )
 
 // Engine runs subscriptions over one event log and one ledger. The engine

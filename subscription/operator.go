@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -27,6 +28,10 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 	}
 	defer release()
 	k := aggKey{aggregateType, aggregateID}
+	p, err := r.ownerOf(k)
+	if err != nil {
+		return err
+	}
 	unlock, err := s.keys.lockCtx(ctx, k)
 	if err != nil {
 		return fmt.Errorf("%w: %s of %q is being retried: %v", ErrBusy, k, sub, err)
@@ -34,7 +39,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 	defer unlock()
 	now := e.clock.Now()
 	var rec *ledger.Record
-	err = r.withCheckpoint(ctx, 0, func(tx ledger.Tx) error {
+	err = r.withCheckpoint(ctx, p, 0, func(tx ledger.Tx) error {
 		var err error
 		if rec, err = parkedRecord(tx, s.name, k); err != nil {
 			return err
@@ -53,7 +58,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 	e.sched.remove(s.name, k)
 	e.logger.Info("parked aggregate resumed", "subscription", s.name, "aggregate", k.String(),
 		"version", rec.Version, "actor", actor, "reason", reason)
-	r.beginReplay(k, rec.Version, int(rec.Index), recordKey(rec))
+	r.beginReplay(p, k, rec.Version, int(rec.Index), recordKey(rec))
 	return nil
 }
 
@@ -75,6 +80,10 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	}
 	defer release()
 	k := aggKey{aggregateType, aggregateID}
+	p, err := r.ownerOf(k)
+	if err != nil {
+		return err
+	}
 	unlock, err := s.keys.lockCtx(ctx, k)
 	if err != nil {
 		return fmt.Errorf("%w: %s of %q is being retried: %v", ErrBusy, k, sub, err)
@@ -86,7 +95,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	}
 	now := e.clock.Now()
 	var through uint64
-	err = r.withCheckpoint(ctx, 0, func(tx ledger.Tx) error {
+	err = r.withCheckpoint(ctx, p, 0, func(tx ledger.Tx) error {
 		rec, err := parkedRecord(tx, s.name, k)
 		if err != nil {
 			return err
@@ -118,8 +127,20 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	e.sched.remove(s.name, k)
 	e.logger.Info("parked aggregate skipped", "subscription", s.name, "aggregate", k.String(),
 		"through", through, "actor", actor, "reason", reason)
-	r.beginReplay(k, through+1, 0, "")
+	r.beginReplay(p, k, through+1, 0, "")
 	return nil
+}
+
+// ownerOf returns the aggregate's partition for an operator's call;
+// ErrNotOwned when this host does not work on it (the owner's host must be
+// asked).
+func (r *run) ownerOf(k aggKey) (*partition, error) {
+	p := r.livePartition(k)
+	if p == nil {
+		return nil, fmt.Errorf("%w: %s of %q is in partition %d", ErrNotOwned, k, r.s.name,
+			eventlog.PartitionOf(k.typ, k.id, len(r.parts)))
+	}
+	return p, nil
 }
 
 // parkedRecord returns a record that an operator may resume or skip.
@@ -188,10 +209,13 @@ func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until ti
 	return nil
 }
 
-// Reset moves a subscription's checkpoint to position (1 = the beginning,
-// head+1 = the end) and restarts its delivery from there. Running attempts
-// are cancelled; parked aggregates stay parked. The spec's OnReset runs in
-// the same transaction as the checkpoint's write, after every attempt ended.
+// Reset moves a subscription's checkpoint, and that of every one of its
+// partitions, to position (1 = the beginning, head+1 = the end) and restarts
+// its delivery from there. Running attempts are cancelled; parked aggregates
+// stay parked. The spec's OnReset runs in the same transaction as the
+// checkpoints' write, after every attempt ended. On a ledger shared by
+// several hosts it writes the checkpoints of partitions other hosts own too:
+// their runs must be restarted after it (Own), or they write theirs on.
 func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	s, err := e.sub(sub)
 	if err != nil {
@@ -223,7 +247,7 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 				return err
 			}
 		}
-		return tx.SetCheckpoint(s.name, position)
+		return setEveryCheckpoint(tx, s.name, e.opts.Partitions, position)
 	}); err != nil {
 		// Carry on from the old checkpoint rather than stay stopped.
 		return errors.Join(err, s.startLocked(context.WithoutCancel(ctx)))

@@ -11,9 +11,17 @@ import (
 type Options struct {
 	// Partitions is the number of partitions per subscription; an aggregate
 	// belongs to partition FNV-1a(type, 0, id) mod Partitions. Default 16.
-	// Changing it on a running system is safe: order is per aggregate and
-	// only in-memory state depends on the partition.
+	// Each partition keeps its own checkpoint. Changing it between starts
+	// loses nothing: a subscription started with another count than its
+	// checkpoints were written for starts every partition from the lowest of
+	// them, so events after it are delivered again (startpoint.go). Every
+	// host of one ledger must have the same count.
 	Partitions int
+	// Host is this host's id among several sharing one event log and one
+	// ledger: the engine then delivers only the partitions it is told it
+	// owns (Engine.Own, none before) and fences its writes for them. Empty:
+	// a single host, which owns every partition and never fences.
+	Host string
 	// Concurrency is the number of aggregates a partition handles at once.
 	// Default 4.
 	Concurrency int

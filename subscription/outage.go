@@ -102,7 +102,7 @@ func (r *run) refundOutage(p *partition, a *aggState, version uint64, idx int, s
 		return
 	}
 	st.failures = max(st.failures-n, 0)
-	r.saveBudget(a.key, version, idx, st)
+	r.saveBudget(p, a.key, version, idx, st)
 	r.e.logger.Info("attempts refunded: they revealed the partition's outage", "subscription", r.s.name,
 		"partition", p.idx, "aggregate", a.key.String(), "version", version, "refunded", n, "failures", st.failures)
 }

@@ -127,14 +127,14 @@ func (p *partition) startRevertsLocked(reverts []parkRevert) {
 func (r *run) revertPark(p *partition, rv parkRevert) {
 	for tries := 0; ; tries++ {
 		err := r.tryRevertPark(p, rv)
-		if err == nil || r.ctx.Err() != nil {
+		if err == nil || p.ctx.Err() != nil {
 			return
 		}
 		if tries%60 == 0 { // said once a minute, not every second
 			r.e.logger.Error("resuming a park the outage made failed; trying again every second", "subscription", r.s.name,
 				"aggregate", rv.key.String(), "err", err)
 		}
-		if sleepReal(r.ctx, time.Second) != nil {
+		if sleepReal(p.ctx, time.Second) != nil {
 			return
 		}
 	}
@@ -147,7 +147,7 @@ func (r *run) revertPark(p *partition, rv parkRevert) {
 // may have parked again since) is left alone: every change of a park is
 // made under the aggregate's key lock, held here.
 func (r *run) tryRevertPark(p *partition, rv parkRevert) error {
-	ctx := r.ctx
+	ctx := p.ctx
 	k := rv.key
 	unlock := r.s.keys.lock(k)
 	defer unlock()
@@ -180,7 +180,7 @@ func (r *run) tryRevertPark(p *partition, rv parkRevert) error {
 	budget := storedBudget{Version: rec.Version, Index: int(rec.Index), Attempts: rec.Attempts, Failures: failures,
 		Backpressure: rv.backpressure, First: rec.FirstFailure, Last: rec.LastFailure, Key: recordKey(rec)}
 	err = r.recordBudget(k, budget, func(put func(ledger.Tx) error) error {
-		return r.withCheckpoint(ctx, 0, func(tx ledger.Tx) error {
+		return r.withCheckpoint(ctx, p, 0, func(tx ledger.Tx) error {
 			if err := tx.PutParked(rec); err != nil {
 				return err
 			}
@@ -197,6 +197,6 @@ func (r *run) tryRevertPark(p *partition, rv parkRevert) error {
 	r.e.sched.remove(r.s.name, k)
 	r.e.logger.Info("parked aggregate resumed: its failures revealed the partition's outage", "subscription", r.s.name,
 		"partition", p.idx, "aggregate", k.String(), "version", rec.Version, "refunded", rv.refunded, "failures", failures)
-	r.beginReplay(k, rec.Version, int(rec.Index), recordKey(rec))
+	r.beginReplay(p, k, rec.Version, int(rec.Index), recordKey(rec))
 	return nil
 }

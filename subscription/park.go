@@ -36,7 +36,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 	}
 	var rec *ledger.Record
 	for tries := 0; ; tries++ {
-		err := r.withCheckpoint(r.ctx, pos, func(tx ledger.Tx) error {
+		err := r.withCheckpoint(p.ctx, p, pos, func(tx ledger.Tx) error {
 			old, err := tx.Parked(r.s.name, a.key.typ, a.key.id)
 			switch {
 			case errors.Is(err, ledger.ErrNotFound):
@@ -92,7 +92,9 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		if err == nil {
 			break
 		}
-		if r.ctx.Err() != nil {
+		if p.ctx.Err() != nil {
+			// Stopped, or fenced (another host owns the partition now):
+			// nothing is parked; the event is the next owner's.
 			return outcomeCancelled
 		}
 		// The event is held until the park is written (a full disk, say):
@@ -100,7 +102,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		if tries%60 == 0 {
 			r.e.logger.Error("parking failed; trying again every second", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
 		}
-		if sleepReal(r.ctx, 1e9) != nil {
+		if sleepReal(p.ctx, 1e9) != nil {
 			return outcomeCancelled
 		}
 	}
@@ -108,7 +110,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		"version", c.Version, "index", idx, "class", info.Kind, "attempts", st.n, "reason", d.Reason,
 		"state", rec.State, "waitReason", rec.WaitReason)
 	if st.stored {
-		r.forgetBudget(a.key, false) // the park removed the budget itself
+		r.forgetBudget(p, a.key, false) // the park removed the budget itself
 		st.stored = false
 	}
 
@@ -116,7 +118,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 	a.mode = modeHeld
 	a.park = r.parks.Add(1)
 	for _, q := range a.queue {
-		r.finished(q.Position)
+		p.finished(q.Position)
 	}
 	a.queue = nil
 	p.mu.Unlock()

@@ -1,7 +1,6 @@
 package subscription
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -128,7 +127,13 @@ func (s *subscription) startParkedRetry(k aggKey) {
 // in the outbox.
 func (r *run) parkedRetry(k aggKey) {
 	defer r.wg.Done()
-	ctx := r.ctx
+	p := r.livePartition(k)
+	if p == nil {
+		// Another host owns the aggregate's partition now (or took it from
+		// this one): its run schedules the retry from the ledger.
+		return
+	}
+	ctx := p.ctx
 	// A paused subscription makes no attempts, parked ones included; the
 	// retry runs once it is unpaused.
 	// A stopped run leaves the record as it is; the next run schedules it
@@ -172,7 +177,7 @@ func (r *run) parkedRetry(k aggKey) {
 		// before they were not): it waits for an operator, without another
 		// attempt.
 		note := waitForOperator(rec, now, ledger.WaitUnrecoverable, r.s.name, k)
-		r.storeRetry(ctx, rec, note, k, now)
+		r.storeRetry(p, rec, note, k, now)
 		return
 	}
 	if rec.NextRetry.After(now) {
@@ -220,7 +225,7 @@ func (r *run) parkedRetry(k aggKey) {
 		rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version})
 		rec.AddHistory(ledger.Entry{Time: now, Action: "resumed", Version: rec.Version, Actor: actorBerth,
 			Reason: fmt.Sprintf("long-horizon retry %d succeeded", rec.ParkedRetries)})
-		err := r.withCheckpoint(ctx, 0, func(tx ledger.Tx) error {
+		err := r.withCheckpoint(ctx, p, 0, func(tx ledger.Tx) error {
 			if err := tx.PutParked(rec); err != nil {
 				return err
 			}
@@ -231,12 +236,11 @@ func (r *run) parkedRetry(k aggKey) {
 		if err != nil {
 			// The handler ran; the record still says retrying. Retry the
 			// whole step soon: at least once is the contract.
-			r.logLedgerError("parked retry", k, err)
-			r.e.sched.add(r.s.name, k, now.Add(time.Minute))
+			r.retryLater(p, k, now, err)
 			return
 		}
 		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String())
-		r.beginReplay(k, rec.Version, int(rec.Index), rec.InvocationKey)
+		r.beginReplay(p, k, rec.Version, int(rec.Index), rec.InvocationKey)
 		return
 	}
 	pol := cur.policy
@@ -255,7 +259,7 @@ func (r *run) parkedRetry(k aggKey) {
 	default:
 		note = waitForOperator(rec, now, ledger.WaitRetriesSpent, r.s.name, k)
 	}
-	if !r.storeRetry(ctx, rec, note, k, now) {
+	if !r.storeRetry(p, rec, note, k, now) {
 		return
 	}
 	if ok {
@@ -279,10 +283,10 @@ func waitForOperator(rec *ledger.Record, now time.Time, why, sub string, k aggKe
 }
 
 // storeRetry stores a parked retry's record and its notification (nil:
-// none) in one transaction; on a ledger error it schedules the whole step
-// again in a minute and reports false.
-func (r *run) storeRetry(ctx context.Context, rec *ledger.Record, note *ledger.Notification, k aggKey, now time.Time) bool {
-	err := r.e.store.Update(ctx, func(tx ledger.Tx) error {
+// none) in one transaction of the aggregate's partition p; on a ledger error
+// it schedules the whole step again in a minute and reports false.
+func (r *run) storeRetry(p *partition, rec *ledger.Record, note *ledger.Notification, k aggKey, now time.Time) bool {
+	err := p.update(p.ctx, func(tx ledger.Tx) error {
 		if err := tx.PutParked(rec); err != nil {
 			return err
 		}
@@ -292,17 +296,21 @@ func (r *run) storeRetry(ctx context.Context, rec *ledger.Record, note *ledger.N
 		return nil
 	})
 	if err != nil {
-		r.logLedgerError("parked retry", k, err)
-		r.e.sched.add(r.s.name, k, now.Add(time.Minute))
+		r.retryLater(p, k, now, err)
 		return false
 	}
 	return true
 }
 
-func (r *run) logLedgerError(what string, k aggKey, err error) {
-	if r.ctx.Err() == nil {
-		r.e.logger.Error(what+": ledger write failed", "subscription", r.s.name, "aggregate", k.String(), "err", err)
+// retryLater schedules a parked retry whose outcome the ledger did not take
+// again in a minute, saying why; a stopped or fenced partition schedules
+// nothing (the next run, or owner, schedules it from the ledger).
+func (r *run) retryLater(p *partition, k aggKey, now time.Time, err error) {
+	if p.ctx.Err() != nil {
+		return
 	}
+	r.e.logger.Error("parked retry: ledger write failed", "subscription", r.s.name, "aggregate", k.String(), "err", err)
+	r.e.sched.add(r.s.name, k, now.Add(time.Minute))
 }
 
 // actorBerth is the actor of the engine's own resumes.

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
@@ -14,8 +15,19 @@ type aggKey struct{ typ, id string }
 
 func (k aggKey) String() string { return k.typ + "/" + k.id }
 
+// partitionOf returns the aggregate's partition; nil when another host owns
+// it.
 func (r *run) partitionOf(k aggKey) *partition {
 	return r.parts[eventlog.PartitionOf(k.typ, k.id, len(r.parts))]
+}
+
+// livePartition returns the aggregate's partition while this host works on
+// it: nil when another host owns it, or took it from this one (fenced).
+func (r *run) livePartition(k aggKey) *partition {
+	if p := r.partitionOf(k); p != nil && !p.isFenced() {
+		return p
+	}
+	return nil
 }
 
 // partition handles the aggregates that hash to it: up to limit of them at
@@ -54,6 +66,16 @@ func (r *run) partitionOf(k aggKey) *partition {
 type partition struct {
 	r   *run
 	idx int
+	// epoch is the epoch this host owns the partition at (0 on a single
+	// host), which fences its transactions (fence.go).
+	epoch uint64
+	// ctx is the partition's part of the run: every delivery, replay,
+	// park and retry of the partition works under it, and fencing cancels
+	// it alone.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	fenced  atomic.Bool
+	tracker *tracker // the partition's checkpoint
 
 	mu      sync.Mutex
 	aggs    map[aggKey]*aggState
@@ -94,9 +116,11 @@ type partition struct {
 	parks []parkWatch
 }
 
-func newPartition(r *run, idx int) *partition {
+func newPartition(r *run, idx int, st partStart) *partition {
+	ctx, cancel := context.WithCancel(r.ctx)
 	return &partition{
-		r: r, idx: idx, aggs: map[aggKey]*aggState{},
+		r: r, idx: idx, epoch: st.epoch, ctx: ctx, cancel: cancel, tracker: newTracker(st.from),
+		aggs:  map[aggKey]*aggState{},
 		limit: r.e.opts.Concurrency, max: r.e.opts.Concurrency,
 		changed: make(chan struct{}), slotFreed: make(chan struct{}), outageCh: make(chan struct{}),
 		handoff:  make(chan *aggState, r.e.opts.Concurrency),
@@ -124,7 +148,7 @@ func (p *partition) dispatch(k aggKey, c eventlog.Commit) {
 	case modeHeld:
 		// Parked: the commit is not delivered now but read again from the
 		// aggregate's stream when it resumes, so the checkpoint may pass it.
-		p.r.finished(c.Position)
+		p.finished(c.Position)
 		p.forget(a)
 		return
 	case modeReplaying:
@@ -135,7 +159,7 @@ func (p *partition) dispatch(k aggKey, c eventlog.Commit) {
 	if a.floor != 0 {
 		if c.Version <= a.floor {
 			// Already handled by a replay, or skipped by an operator.
-			p.r.finished(c.Position)
+			p.finished(c.Position)
 			p.forget(a)
 			return
 		}

@@ -7,46 +7,85 @@ import (
 	"time"
 )
 
-// run is one subscription's delivery from one starting point: the reader,
-// the partitions and the checkpoint tracker. Reset replaces it.
+// run is one subscription's delivery over the partitions this host owns,
+// each from its own checkpoint: the reader, the partitions and their
+// checkpoint trackers. Reset, and a change of the partitions owned
+// (Engine.Own), replace it.
 type run struct {
-	s        *subscription
-	e        *Engine
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	tracker  *tracker
+	s      *subscription
+	e      *Engine
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// parts has a place for every partition of the subscription: nil for
+	// those another host owns. owned lists the others in index order, and
+	// all says owned is every partition.
 	parts    []*partition
+	owned    []*partition
+	all      bool
 	flushReq chan struct{}
+	pending  atomic.Int64  // positions finished since the last flush
 	budgets  budgetHints   // which aggregates may have a spent budget recorded
 	parks    atomic.Uint64 // the parks made, numbering them (aggState.park)
+	// subDurable is the subscription's checkpoint as last written (or read
+	// at the start); cpMu held.
+	subDurable uint64
 }
 
-func newRun(s *subscription, from uint64) *run {
+// newRun returns a run over the partitions of starts (partition → its
+// checkpoint and the epoch it is owned at); sub is the subscription's stored
+// checkpoint.
+func newRun(s *subscription, starts map[int]partStart, sub uint64) *run {
 	ctx, cancel := context.WithCancel(s.e.ctx)
-	r := &run{s: s, e: s.e, ctx: ctx, cancel: cancel, tracker: newTracker(from), flushReq: make(chan struct{}, 1)}
+	r := &run{s: s, e: s.e, ctx: ctx, cancel: cancel, flushReq: make(chan struct{}, 1), subDurable: sub}
 	r.parts = make([]*partition, s.e.opts.Partitions)
 	for i := range r.parts {
-		r.parts[i] = newPartition(r, i)
+		st, ok := starts[i]
+		if !ok {
+			continue
+		}
+		r.parts[i] = newPartition(r, i, st)
+		r.owned = append(r.owned, r.parts[i])
 	}
+	r.all = len(r.owned) == len(r.parts)
 	return r
 }
 
-// reader reads the log from the checkpoint, in order, and hands each commit
-// to its aggregate's partition; commits with no event of interest are passed
+// lowWater returns the lowest in-memory checkpoint of the live partitions;
+// ok is false when there is none.
+func (r *run) lowWater() (lw uint64, ok bool) {
+	for _, p := range r.owned {
+		if p.isFenced() {
+			continue
+		}
+		if l := p.tracker.lowWater(); !ok || l < lw {
+			lw, ok = l, true
+		}
+	}
+	return lw, ok
+}
+
+// reader reads the log from the lowest checkpoint of the partitions owned,
+// in order, and hands each commit to its aggregate's partition; the commits
+// of partitions another host owns (or this one lost), those below their
+// partition's checkpoint, and those with no event of interest are passed
 // over at once.
 func (r *run) reader() {
 	defer r.wg.Done()
-	pos := r.tracker.lowWater()
+	pos, ok := r.lowWater()
+	if !ok {
+		<-r.ctx.Done() // nothing owned: nothing to read
+		return
+	}
 	batch := r.e.opts.ReadBatch
 	for {
 		if err := r.s.gate.wait(r.ctx); err != nil {
 			return
 		}
-		if err := r.tracker.waitRoom(r.ctx, r.e.opts.MaxInFlight); err != nil {
+		n, err := r.waitRoom(r.ctx, r.e.opts.MaxInFlight)
+		if err != nil {
 			return
 		}
-		n, _ := r.tracker.inFlight()
 		limit := min(batch, r.e.opts.MaxInFlight-n)
 		commits, err := r.e.events.Read(r.ctx, pos, limit)
 		if err != nil {
@@ -74,14 +113,16 @@ func (r *run) reader() {
 		cur := r.s.cur.Load()
 		for i := range commits {
 			c := commits[i]
-			r.tracker.register(c.Position)
 			pos = c.Position + 1
-			if !cur.wantsAny(&c, 0) {
-				r.finished(c.Position)
-				continue
-			}
 			k := aggKey{c.AggregateType, c.AggregateID}
-			r.partitionOf(k).dispatch(k, c)
+			p := r.partitionOf(k)
+			if p == nil || p.isFenced() || !cur.wantsAny(&c, 0) || !p.tracker.register(c.Position) {
+				continue // readTo below counts it finished for p
+			}
+			p.dispatch(k, c)
+		}
+		for _, p := range r.owned {
+			p.tracker.readTo(pos)
 		}
 	}
 }

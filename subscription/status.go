@@ -16,7 +16,7 @@ const (
 	StateSystemicPaused = "systemic-paused"
 )
 
-// Status is a snapshot of one subscription.
+// Status is a snapshot of one subscription, as this host sees it.
 type Status struct {
 	Name  string
 	State string // StateRunning, StatePaused (by an operator) or StateStopped
@@ -24,23 +24,46 @@ type Status struct {
 	// it goes on by itself; zero otherwise.
 	PausedUntil time.Time
 	// Checkpoint is the in-memory checkpoint: every commit below it was
-	// handled, passed over or held for a parked aggregate.
+	// handled, passed over or held for a parked aggregate. It is the lowest
+	// of the checkpoints of the partitions this host works on (every one on
+	// a single host); with none, or stopped, the subscription's stored
+	// checkpoint.
 	Checkpoint uint64
-	// DurableCheckpoint is the checkpoint last written to the ledger; a
-	// restart delivers again from there.
+	// DurableCheckpoint is the lowest of those partitions' checkpoints as
+	// last written to the ledger; a restart delivers again from there.
 	DurableCheckpoint uint64
 	Head              uint64 // the log's last position
-	Lag               uint64 // commits at or after Checkpoint: Head + 1 - Checkpoint
-	Partitions        []PartitionStatus
-	Parked            map[ledger.State]int // parked aggregates by state
-	Policy            retry.Policy         // the effective retry policy, with Sources
-	ParkedSettings    retry.ParkedSettings // the effective long-horizon retry settings
+	// Lag is the commits at or after Checkpoint, Head + 1 - Checkpoint; 0
+	// while this host runs the subscription and works on no partition.
+	Lag uint64
+	// Host is Options.Host (empty on a single host); PartitionCount is
+	// Options.Partitions. Partitions lists the partitions this host owns,
+	// in index order: every one on a single host.
+	Host           string
+	PartitionCount int
+	Partitions     []PartitionStatus
+	// Fencings counts the partitions this host lost to fencing since it
+	// started: another host claimed them, and this one stopped at its next
+	// write (fence.go).
+	Fencings       uint64
+	Parked         map[ledger.State]int // parked aggregates by state
+	Policy         retry.Policy         // the effective retry policy, with Sources
+	ParkedSettings retry.ParkedSettings // the effective long-horizon retry settings
 }
 
-// PartitionStatus is a snapshot of one partition.
+// PartitionStatus is a snapshot of one partition this host owns.
 type PartitionStatus struct {
 	Index int
 	State string // StateRunning or StateSystemicPaused
+	// Epoch is the epoch this host owns the partition at (0 on a single
+	// host). Fenced says another host claimed it since: this one stopped
+	// working on it and waits to be told what it owns (Engine.Own).
+	Epoch  uint64
+	Fenced bool
+	// Checkpoint and DurableCheckpoint are the partition's own, in memory
+	// and as last written.
+	Checkpoint        uint64
+	DurableCheckpoint uint64
 	// PausedSince, PauseReason, NextProbe and FailedProbes describe a
 	// systemic pause; NextProbe is when the probe under way was due (zero
 	// before the first waiter takes the probe).
@@ -62,7 +85,8 @@ func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 		return Status{}, err
 	}
 	cur := s.cur.Load()
-	st := Status{Name: s.name, State: StateRunning, Policy: cur.policy, ParkedSettings: cur.parked}
+	st := Status{Name: s.name, State: StateRunning, Policy: cur.policy, ParkedSettings: cur.parked,
+		Host: e.opts.Host, PartitionCount: e.opts.Partitions, Fencings: s.fencings.Load()}
 	if !s.gate.isOpen() {
 		st.State = StatePaused
 		st.PausedUntil = s.pausedUntil()
@@ -70,29 +94,41 @@ func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 	if st.Head, err = e.events.Head(ctx); err != nil {
 		return Status{}, err
 	}
+	var stored uint64
 	if err := e.store.View(ctx, func(tx ledger.Tx) error {
 		var err error
 		if st.Parked, err = tx.CountParked(s.name); err != nil {
 			return err
 		}
-		st.DurableCheckpoint, _, err = tx.Checkpoint(s.name)
+		stored, _, err = tx.Checkpoint(s.name)
 		return err
 	}); err != nil {
 		return Status{}, err
 	}
+	st.Checkpoint, st.DurableCheckpoint = stored, stored
+	live := false
 	s.life.RLock()
 	r := s.run
 	if r == nil {
 		st.State = StateStopped
-		st.Checkpoint = st.DurableCheckpoint
 	} else {
-		st.Checkpoint = r.tracker.lowWater()
-		for _, p := range r.parts {
-			st.Partitions = append(st.Partitions, p.status())
+		for _, p := range r.owned {
+			ps := p.status()
+			st.Partitions = append(st.Partitions, ps)
+			if ps.Fenced {
+				continue
+			}
+			if !live || ps.Checkpoint < st.Checkpoint {
+				st.Checkpoint = ps.Checkpoint
+			}
+			if !live || ps.DurableCheckpoint < st.DurableCheckpoint {
+				st.DurableCheckpoint = ps.DurableCheckpoint
+			}
+			live = true
 		}
 	}
 	s.life.RUnlock()
-	if st.Head+1 > st.Checkpoint {
+	if (live || r == nil) && st.Head+1 > st.Checkpoint {
 		st.Lag = st.Head + 1 - st.Checkpoint
 	}
 	return st, nil
@@ -101,8 +137,9 @@ func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 func (p *partition) status() PartitionStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ps := PartitionStatus{Index: p.idx, State: StateRunning, Concurrency: p.limit, MaxConcurrency: p.max,
-		Active: p.running, Waiting: len(p.ready)}
+	ps := PartitionStatus{Index: p.idx, State: StateRunning, Epoch: p.epoch, Fenced: p.isFenced(),
+		Checkpoint: p.tracker.lowWater(), DurableCheckpoint: p.tracker.durable(),
+		Concurrency: p.limit, MaxConcurrency: p.max, Active: p.running, Waiting: len(p.ready)}
 	if p.paused {
 		ps.State = StateSystemicPaused
 		ps.PausedSince, ps.PauseReason, ps.FailedProbes = p.pausedSince, p.pauseReason, p.probeFailures

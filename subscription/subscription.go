@@ -23,11 +23,15 @@ type subscription struct {
 
 	life sync.RWMutex // write-held while the run is replaced
 	run  *run         // nil when not started
-	cpMu sync.Mutex   // serializes checkpoint writes
-	gate *gate        // closed while the subscription is paused
+	// owned are the partitions this host owns, with their epochs (Engine.Own);
+	// unused on a single host, which owns every one. s.life held.
+	owned map[int]uint64
+	cpMu  sync.Mutex // serializes checkpoint writes
+	gate  *gate      // closed while the subscription is paused
+	keys  *keyLocks  // serializes ledger changes per aggregate
 	// pause is the end of a pause until a time, and its timer.
-	pause pauseState
-	keys  *keyLocks // serializes ledger changes per aggregate
+	pause    pauseState
+	fencings atomic.Uint64 // partitions this host lost to fencing (fence.go)
 }
 
 // start loads the durable state and starts a run.
@@ -37,10 +41,25 @@ func (s *subscription) start(ctx context.Context) error {
 	return s.startLocked(ctx)
 }
 
+// ownedLocked returns the partitions the host owns, with their epochs:
+// every partition at epoch 0 on a single host; s.life held.
+func (s *subscription) ownedLocked() map[int]uint64 {
+	if s.e.opts.Host != "" {
+		return s.owned
+	}
+	all := make(map[int]uint64, s.e.opts.Partitions)
+	for i := range s.e.opts.Partitions {
+		all[i] = 0
+	}
+	return all
+}
+
+// startLocked starts a run over the partitions the host owns, each from its
+// own checkpoint, with their parked aggregates; s.life held.
 func (s *subscription) startLocked(ctx context.Context) error {
 	e := s.e
 	var (
-		from    uint64
+		sp      startPoints
 		paused  bool
 		until   time.Time
 		records []*ledger.Record
@@ -49,21 +68,14 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("subscription %q: %w", s.name, err)
 	}
+	owned := s.ownedLocked()
 	err = e.store.Update(ctx, func(tx ledger.Tx) error {
-		cp, ok, err := tx.Checkpoint(s.name)
-		if err != nil {
+		// Everything is set afresh: the closure may run more than once.
+		paused, records = false, nil
+		var err error
+		if sp, err = s.loadStartPoints(tx, head, owned); err != nil {
 			return err
 		}
-		if !ok {
-			cp = 1
-			if s.cur.Load().spec.Start == StartEnd {
-				cp = head + 1
-			}
-			if err := tx.SetCheckpoint(s.name, cp); err != nil {
-				return err
-			}
-		}
-		from = max(cp, 1)
 		v, err := tx.Meta(s.name, metaPaused)
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
@@ -88,11 +100,18 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("subscription %q: %w", s.name, err)
 	}
+	if sp.repartitioned != 0 {
+		e.logger.Warn("subscription.partitions changed: every partition starts from the lowest stored partition checkpoint; events after it are delivered again",
+			"subscription", s.name, "from", sp.repartitioned, "to", e.opts.Partitions, "position", sp.sub)
+	}
 	s.applyPause(paused, until)
-	r := newRun(s, from)
+	r := newRun(s, sp.parts, sp.sub)
 	for _, rec := range records {
 		k := aggKey{rec.AggregateType, rec.AggregateID}
 		p := r.partitionOf(k)
+		if p == nil {
+			continue // another host's
+		}
 		a := p.agg(k)
 		switch rec.State {
 		case ledger.StateResuming:

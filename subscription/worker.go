@@ -65,7 +65,7 @@ func (p *partition) takeReady() *aggState {
 // for the next aggregate rather than end, and counts it idle if so; p.mu
 // held.
 func (p *partition) waitLocked() bool {
-	if p.r.ctx.Err() != nil || p.idle+len(p.handoff) >= p.max {
+	if p.ctx.Err() != nil || p.idle+len(p.handoff) >= p.max {
 		return false
 	}
 	p.idle++
@@ -80,7 +80,7 @@ func (p *partition) awaitHandoff() *aggState {
 	select {
 	case a := <-p.handoff:
 		return a
-	case <-p.r.ctx.Done():
+	case <-p.ctx.Done():
 		return nil
 	}
 }
@@ -93,12 +93,12 @@ func (p *partition) work(a *aggState) {
 	defer p.r.wg.Done()
 	for handled := 0; ; handled++ {
 		p.mu.Lock()
-		if a.mode != modeLive || len(a.queue) == 0 || p.r.ctx.Err() != nil ||
+		if a.mode != modeLive || len(a.queue) == 0 || p.ctx.Err() != nil ||
 			p.running > p.limit || (handled > 0 && (len(p.ready) > 0 || p.slotWaiters > 0)) {
 			a.running = false
 			p.running--
 			p.slotFreedLocked()
-			if a.mode == modeLive && len(a.queue) > 0 && p.r.ctx.Err() == nil {
+			if a.mode == modeLive && len(a.queue) > 0 && p.ctx.Err() == nil {
 				a.queued = true
 				p.ready = append(p.ready, a)
 			}
@@ -123,7 +123,7 @@ func (p *partition) work(a *aggState) {
 
 		switch p.r.handleCommit(p, a, c, 0, true) {
 		case outcomeHandled:
-			p.r.finished(c.Position)
+			p.finished(c.Position)
 		case outcomeParked:
 			// park finished the position and made the aggregate held.
 		case outcomeCancelled:
