@@ -146,7 +146,12 @@ func TestSubscriptionsAndParked(t *testing.T) {
 			t.Errorf("GET /v1/parked%s: %+v", q, page)
 		}
 	}
-	for _, q := range []string{"?subscription=nope", "?aggregateType=Invoice", "?state=resuming"} {
+	// A misspelt subscription is no empty list but a 404 with the nearest name.
+	if r := h.do(req{method: "GET", path: "/v1/parked?subscription=ShipmentNotifier.onOrderShiped"}); r.status != http.StatusNotFound ||
+		!strings.Contains(string(r.body), `did you mean \"ShipmentNotifier.onOrderShipped\"`) {
+		t.Errorf("GET /v1/parked with a misspelt subscription: %s", r)
+	}
+	for _, q := range []string{"?aggregateType=Invoice", "?state=resuming"} {
 		h.do(req{method: "GET", path: "/v1/parked" + q}).json(t, &page)
 		if page.Records == nil || len(page.Records) != 0 {
 			t.Errorf("GET /v1/parked%s: %+v, want an empty list", q, page)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -155,6 +156,12 @@ func (s *Server) listParked(c echo.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	// A misspelt subscription would list nothing, as if nothing were
+	// parked: say it is unknown, with the nearest name. (A subscription
+	// the engine no longer has may still hold records: those are listed.)
+	if len(records) == 0 && f.Subscription != "" && f.After == "" && !slices.Contains(s.deps.Engine.Subscriptions(), f.Subscription) {
+		return s.unknownSubscription(f.Subscription)
 	}
 	page := wire.ParkedPage{Records: make([]wire.ParkedRecord, len(records)), Next: next}
 	for i, r := range records {
