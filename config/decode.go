@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/berthhq/berth/internal/suggest"
 )
 
 // intSetter is implemented by text types that also take a TOML integer (a [Size] as a byte count).
@@ -131,8 +133,8 @@ func (d *decoder) unknown(p keyPath, t reflect.Type, fields map[string]int) {
 	switch {
 	case len(p) == 3 && p[0].name == "subscriptions" && !p[0].isIndex:
 		hint = fmt.Sprintf(`a subscription name with a dot must be quoted: [subscriptions."%s.%s"]`, p[1].name, name)
-	case suggest(name, names) != "":
-		hint = "did you mean " + suggest(name, names) + "?"
+	case suggest.Closest(name, names) != "":
+		hint = "did you mean " + suggest.Closest(name, names) + "?"
 	case len(names) > 0:
 		hint = "known keys here: " + strings.Join(names, ", ")
 	}

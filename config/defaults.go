@@ -26,8 +26,8 @@ func Default() *Config {
 		Store: StoreConfig{MinFree: DefaultMinFree, ModuleVersions: DefaultModuleVersions,
 			ResolvedRetention: DefaultResolvedRetention, AuditRetention: DefaultAuditRetention,
 			Backend: BackendBadger, JetStream: JetStreamConfig{
-			URLs: []string{DefaultNATSURL}, Stream: jetstream.DefaultStream, SubjectPrefix: jetstream.DefaultPrefix,
-			Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout,
+				URLs: []string{DefaultNATSURL}, Stream: jetstream.DefaultStream, SubjectPrefix: jetstream.DefaultPrefix,
+				Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout,
 			}},
 		Jobs: JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
 		Subscription: SubscriptionConfig{

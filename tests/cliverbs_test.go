@@ -18,7 +18,14 @@ import (
 // stderr and exit code.
 func berth(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	return berthWith(t, env, "", args...)
+}
+
+// berthWith is berth with stdin, where a confirmation is read.
+func berthWith(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(hostBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "BERTH_") {
 			cmd.Env = append(cmd.Env, kv)

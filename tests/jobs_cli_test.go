@@ -1,10 +1,7 @@
 package tests
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +11,7 @@ import (
 // stdout, stderr and exit code.
 func (h *hostProc) berthIn(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(hostBin, append([]string{"--server", h.URL}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return stdout.String(), stderr.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatalf("berth %v: %v", args, err)
-	}
-	return stdout.String(), stderr.String(), 0
+	return berthWith(t, nil, stdin, append([]string{"--server", h.URL}, args...)...)
 }
 
 // TestTheMorningFromTheCLI: the operator's morning from one CLI command. A
