@@ -24,6 +24,7 @@ type engine struct {
 	calls []string
 	busy  map[string]bool
 	gone  map[string]bool
+	hold  string // an action on this id waits for its context to end, and does nothing
 }
 
 func (e *engine) Subscriptions() []string { return e.subs }
@@ -31,8 +32,12 @@ func (e *engine) Subscriptions() []string { return e.subs }
 func (e *engine) act(ctx context.Context, what, sub, typ, id string) error {
 	e.mu.Lock()
 	e.calls = append(e.calls, what+" "+id)
-	busy, gone := e.busy[id], e.gone[id]
+	busy, gone, hold := e.busy[id], e.gone[id], e.hold == id
 	e.mu.Unlock()
+	if hold {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	switch {
 	case busy:
 		return errors.New("the aggregate is busy")
@@ -260,5 +265,41 @@ func TestCancelStopsAJob(t *testing.T) {
 		if _, err := r.Create(ctx, bad); !errors.Is(err, jobs.ErrInvalid) {
 			t.Errorf("create %+v: %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// TestJobStoppedMidActionCountsOnce: a host that stops while an action is in
+// flight leaves that record in flight; the job that goes on settles it —
+// acted on again since it is still parked — and counts every record once.
+func TestJobStoppedMidActionCountsOnce(t *testing.T) {
+	e := newEnv(t)
+	e.park("A.h", 4, "X")
+	e.eng.hold = "A-01"
+	ctx := context.Background()
+	r := e.open()
+	j, err := r.Create(ctx, jobs.Spec{Action: ledger.JobResume, Rate: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitCalls(1)
+	e.clock.Advance(time.Second)
+	e.waitCalls(2) // A-00 done, A-01 held
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.eng.mu.Lock()
+	e.eng.hold = ""
+	e.eng.mu.Unlock()
+	r2 := e.open()
+	for i := 3; i <= 5; i++ { // A-01 again, A-02, A-03
+		e.waitCalls(i)
+		e.clock.Advance(time.Second)
+	}
+	done, err := r2.Wait(ctx, j.ID)
+	if err != nil || done.State != ledger.JobDone || done.Done != 4 || done.Failed != 0 || done.Gone != 0 || done.InFlight != nil {
+		t.Fatalf("after going on: %+v, %v; want 4 done, nothing in flight", done, err)
+	}
+	if e.parked() != 0 {
+		t.Errorf("%d left parked", e.parked())
 	}
 }

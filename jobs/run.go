@@ -36,6 +36,9 @@ func (r *Runner) start(j *ledger.Job) {
 // writing its progress after each.
 func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
 	lim := rate.NewLimiter(rate.Limit(j.Rate), 1)
+	if err := r.settleInFlight(ctx, j); err != nil {
+		return err
+	}
 	subs := subscriptionsOf(j.Filter)
 	for j.Cursor.Subscription < len(subs) {
 		sub := subs[j.Cursor.Subscription]
@@ -53,7 +56,15 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
 			if err := r.pace(ctx, lim); err != nil {
 				return err
 			}
+			j.InFlight = &ledger.JobItem{Subscription: rec.Subscription, AggregateType: rec.AggregateType, AggregateID: rec.AggregateID}
+			if err := r.save(ctx, j); err != nil {
+				return err
+			}
 			r.act(ctx, j, rec)
+			if ctx.Err() != nil {
+				return ctx.Err() // stopping: the record stays in flight, settled when the job goes on
+			}
+			j.InFlight = nil
 			j.Cursor.After = ledger.Cursor(rec.Subscription, rec.AggregateType, rec.AggregateID)
 			if err := r.save(ctx, j); err != nil {
 				return err
@@ -130,4 +141,35 @@ func (r *Runner) save(ctx context.Context, j *ledger.Job) error {
 		r.notify()
 	}
 	return err
+}
+
+// settleInFlight settles the record a job was acting on when it stopped
+// (a crash, or a host stopping in the middle of an action): if it is no
+// longer parked, or is being resumed, the action happened and is counted;
+// if it is still parked as it was, the action did not, and is done now.
+func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job) error {
+	it := j.InFlight
+	if it == nil {
+		return nil
+	}
+	var rec *ledger.Record
+	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+		var err error
+		rec, err = tx.Parked(it.Subscription, it.AggregateType, it.AggregateID)
+		return err
+	})
+	switch {
+	case errors.Is(err, ledger.ErrNotFound) || (err == nil && rec.State == ledger.StateResuming):
+		j.Done++
+	case err != nil:
+		return err
+	default:
+		r.act(ctx, j, rec)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	j.InFlight = nil
+	j.Cursor.After = ledger.Cursor(it.Subscription, it.AggregateType, it.AggregateID)
+	return r.save(ctx, j)
 }

@@ -91,6 +91,17 @@ type Job struct {
 	Failures        []JobFailure `json:"failures,omitempty"`
 	FailuresDropped int          `json:"failuresDropped,omitempty"`
 	Cursor          JobCursor    `json:"cursor"`
+	// InFlight is the record the job was acting on when it last wrote its
+	// progress: written before the action and cleared after it, so a job
+	// that goes on after a crash knows to count (or redo) that one record.
+	InFlight *JobItem `json:"inFlight,omitempty"`
+}
+
+// JobItem names the record a job is acting on.
+type JobItem struct {
+	Subscription  string `json:"subscription"`
+	AggregateType string `json:"aggregateType"`
+	AggregateID   string `json:"aggregateId"`
 }
 
 // AddFailure keeps f, at most MaxJobFailures of them.
