@@ -154,6 +154,18 @@ func (a *app) invocation(cmd *cobra.Command, o *options) (*invocation, error) {
 		stdin: a.stdin, stdout: a.stdout, stderr: a.stderr, now: time.Now()}, nil
 }
 
+// decoded takes a verb's answer: an error is returned as is; with --json the
+// answer is printed as sent (done); otherwise it is decoded into v.
+func (x *invocation) decoded(raw []byte, err error, v any) (done bool, _ error) {
+	if err != nil {
+		return true, err
+	}
+	if x.global.json {
+		return true, x.printJSON(raw)
+	}
+	return false, decode(raw, v)
+}
+
 // printJSON writes the server's JSON as is, ending with a newline.
 func (x *invocation) printJSON(raw []byte) error {
 	raw = []byte(strings.TrimRight(string(raw), "\n"))

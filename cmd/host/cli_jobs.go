@@ -252,14 +252,8 @@ func jobsShow(x *invocation, args []string) error {
 
 func jobsCancel(x *invocation, args []string) error {
 	raw, err := x.client.postJSON(x.ctx, apiPath("jobs", args[0], "cancel"), nil)
-	if err != nil {
-		return err
-	}
-	if x.global.json {
-		return x.printJSON(raw)
-	}
 	var j wire.Job
-	if err := decode(raw, &j); err != nil {
+	if done, err := x.decoded(raw, err, &j); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(x.stdout, "job %d cancelled after %d of %d\n", j.ID, j.Done+j.Failed+j.Gone, j.Matched)
@@ -268,14 +262,8 @@ func jobsCancel(x *invocation, args []string) error {
 
 func jobsList(x *invocation, _ []string) error {
 	raw, err := x.client.get(x.ctx, apiPath("jobs"), url.Values{"limit": {"1000"}})
-	if err != nil {
-		return err
-	}
-	if x.global.json {
-		return x.printJSON(raw)
-	}
 	var list wire.JobList
-	if err := decode(raw, &list); err != nil {
+	if done, err := x.decoded(raw, err, &list); done || err != nil {
 		return err
 	}
 	if len(list.Jobs) == 0 {
@@ -310,14 +298,8 @@ func auditList(x *invocation, _ []string) error {
 		q.Set("after", x.opts.after)
 	}
 	raw, err := x.client.get(x.ctx, apiPath("audit"), q)
-	if err != nil {
-		return err
-	}
-	if x.global.json {
-		return x.printJSON(raw)
-	}
 	var page wire.AuditPage
-	if err := decode(raw, &page); err != nil {
+	if done, err := x.decoded(raw, err, &page); done || err != nil {
 		return err
 	}
 	if len(page.Entries) == 0 {

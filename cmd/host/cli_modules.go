@@ -215,14 +215,8 @@ func appendRequestFrom(o *options, args []string) (wire.AppendRequest, error) {
 
 func modulesVersions(x *invocation, args []string) error {
 	raw, err := x.client.get(x.ctx, apiPath("modules", args[0], "versions"), nil)
-	if err != nil {
-		return err
-	}
-	if x.global.json {
-		return x.printJSON(raw)
-	}
 	var list wire.ModuleVersionList
-	if err := decode(raw, &list); err != nil {
+	if done, err := x.decoded(raw, err, &list); done || err != nil {
 		return err
 	}
 	t := x.table("VERSION", "UPLOADED", "SHA256", "SIZE", "")
@@ -245,14 +239,8 @@ func modulesRollback(x *invocation, args []string) error {
 		return usagef("VERSION must be a version number such as 3 (or v3), not %q", args[1])
 	}
 	raw, err := x.client.postJSON(x.ctx, apiPath("modules", args[0], "rollback"), wire.RollbackRequest{Version: &v})
-	if err != nil {
-		return err
-	}
-	if x.global.json {
-		return x.printJSON(raw)
-	}
 	var info wire.ModuleInfo
-	if err := decode(raw, &info); err != nil {
+	if done, err := x.decoded(raw, err, &info); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(x.stdout, "module %s v%d runs the code of v%d (sha256 %s)\n", info.Name, info.Version, info.RolledBackFrom, info.SHA256)
