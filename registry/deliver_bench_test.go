@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/samples/bench/summary"
 	"github.com/berthhq/berth/sandbox"
@@ -64,14 +66,45 @@ func BenchmarkDeliverWasm(b *testing.B) {
 	}
 	cache := b.TempDir() // shared, so that each host loads the guest from the compilation cache
 	for _, g := range benchGuests {
-		b.Run(g.kind, func(b *testing.B) { benchDeliverWasm(b, g, wasm[g.kind], cache) })
+		b.Run(g.kind, func(b *testing.B) { benchDeliverWasm(b, g, wasm[g.kind], cache, nil) })
 	}
 }
 
-func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cache string) {
+// BenchmarkDeliverBackends is BenchmarkDeliverWasm's reactor on each event
+// log backend in one run: Badger, and JetStream on one in-process NATS node
+// (R1) and on a three-node cluster (R3). The ledger is Badger in all three.
+//
+//	go test ./registry -run '^$' -bench BenchmarkDeliverBackends -benchtime 5000x -count 3
+func BenchmarkDeliverBackends(b *testing.B) {
+	wasm, err := benchWasm()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache := b.TempDir()
+	g := benchGuests[0]
+	jetStream := func(urls string, replicas int) func(*config.Config) {
+		return func(cfg *config.Config) {
+			cfg.Store.Backend = config.BackendJetStream
+			cfg.Store.JetStream.URLs = strings.Split(urls, ",")
+			cfg.Store.JetStream.Replicas = replicas
+		}
+	}
+	b.Run("badger", func(b *testing.B) { benchDeliverWasm(b, g, wasm[g.kind], cache, nil) })
+	b.Run("jetstream-R1", func(b *testing.B) {
+		benchDeliverWasm(b, g, wasm[g.kind], cache, jetStream(natstest.RunServer(b).URL(), 1))
+	})
+	b.Run("jetstream-R3", func(b *testing.B) {
+		benchDeliverWasm(b, g, wasm[g.kind], cache, jetStream(natstest.RunCluster(b, 3).URLs(), 3))
+	})
+}
+
+func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cache string, setup func(*config.Config)) {
 	ctx := context.Background()
 	cfg := config.Default()
 	cfg.Server.DataDir = b.TempDir()
+	if setup != nil {
+		setup(cfg)
+	}
 	// Delivery and ceiling both on compiled code: with tier-up (the default) a module missing from
 	// the cache would start on the interpreter for its first second or so, whose cost is
 	// BenchmarkColdStart's (sandbox), not this comparison's.
