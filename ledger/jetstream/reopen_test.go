@@ -159,3 +159,25 @@ func TestNodeDown(t *testing.T) {
 	}
 	expectCount(t, a, "with the node back", 20)
 }
+
+// TestTooBig: a transaction whose message would pass the server's max
+// payload fails with ErrTooBig and commits nothing, even when the closure
+// ignores the failure.
+func TestTooBig(t *testing.T) {
+	nc := connect(t, natstest.RunServer(t).URL())
+	s := open(t, nc, optionsFor(t.Name(), 1))
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	big := make([]byte, nc.MaxPayload())
+	err := s.Update(context.Background(), func(tx ledger.Tx) error {
+		return errors.Join(tx.SetCheckpoint("sub-a", 1), tx.SetMeta("sub-a", "big", big))
+	})
+	if !errors.Is(err, ledger.ErrTooBig) {
+		t.Fatalf("an Update past the max payload: %v, want ErrTooBig", err)
+	}
+	mustView(t, s, func(tx ledger.Tx) error {
+		if _, ok, _ := tx.Checkpoint("sub-a"); ok {
+			t.Error("part of a too-big transaction was committed")
+		}
+		return nil
+	})
+}
