@@ -165,7 +165,9 @@ func TestNodeDown(t *testing.T) {
 // ignores the failure.
 func TestTooBig(t *testing.T) {
 	nc := connect(t, natstest.RunServer(t).URL())
-	s := open(t, nc, optionsFor(t.Name(), 1))
+	o := optionsFor(t.Name(), 1)
+	o.Dir = t.TempDir()
+	s := open(t, nc, o)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	big := make([]byte, nc.MaxPayload())
 	err := s.Update(context.Background(), func(tx ledger.Tx) error {
