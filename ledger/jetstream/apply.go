@@ -9,30 +9,29 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// handle applies one message of the stream. The ordered consumer delivers
-// them one at a time, in stream order; after a reset of the consumer it may
-// deliver again what was applied, which is skipped.
-func (s *Store) handle(msg jetstream.Msg) {
-	meta, err := msg.Metadata()
-	if err != nil {
-		s.fail(fmt.Errorf("ledger/jetstream: a stream message without metadata: %w", err))
-		return
-	}
-	seq := meta.Sequence.Stream
+// handle applies the stream's message at seq (id, its message id; data,
+// its body). The consumer and fillTo may both deliver it; what was applied
+// already is skipped. A message past the next one means the stream lost
+// what lies between: the cache stops rather than apply out of order.
+func (s *Store) handle(seq uint64, id string, data []byte) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	if s.stopped || seq <= s.appliedSeq() {
+	applied := s.appliedSeq()
+	switch {
+	case s.stopped || seq <= applied:
+		return
+	case seq > applied+1:
+		s.fail(fmt.Errorf("ledger/jetstream: stream %s skips from sequence %d to %d: the transactions between were removed", s.opts.Stream, applied, seq))
 		return
 	}
-	committed, err := s.apply(seq, msg.Data())
+	committed, err := s.apply(seq, data)
 	if err != nil {
 		s.fail(fmt.Errorf("ledger/jetstream: applying stream sequence %d: %w", seq, err))
 		return
 	}
-	s.advance(seq, msg.Headers().Get(jetstream.MsgIDHeader), committed)
+	s.advance(seq, id, committed)
 }
 
 // apply decides the transaction at seq and, if it commits, writes it into

@@ -21,12 +21,15 @@
 // object store at a sequence and purge the stream below it; a new host
 // would start from the snapshot.)
 //
-// A node of an R3 cluster going down costs a host whose stream consumer
-// lived there up to about twelve seconds before its Updates return again:
-// nats.go's ordered consumer notices the lost heartbeats within two and
-// then waits up to ten for a consumer request the electing cluster may not
-// answer. Nothing is lost meanwhile; the transactions commit in the stream
-// and are applied once the consumer is back.
+// Each host follows the stream with an ephemeral consumer of its own (not
+// nats.go's ordered consumer, whose ten-second wait to re-create a consumer
+// stalled Updates about as long when a node of an R3 cluster went down):
+// it is re-created at once from the sequence after the last applied when
+// it fails or misses two heartbeats, and an Update whose transaction it has
+// not delivered within fillDelay reads what the cache lacks from the stream
+// by sequence. Losing the node that leads the stream (and JetStream) costs
+// an Update about two seconds at most (publishTimeout, for a publish sent
+// to the lost node; TestNodeLossLatency). Nothing is lost meanwhile.
 package jetstream
 
 import (
@@ -58,8 +61,10 @@ type Store struct {
 	js         jetstream.JetStream
 	stream     jetstream.Stream
 	db         *badgerdb.DB
-	consume    jetstream.ConsumeContext
 	maxPayload int64
+
+	stopFollow context.CancelFunc // ends follow
+	followed   chan struct{}      // closed when follow has returned
 
 	// life is held shared by every transaction and exclusively by Close.
 	life   sync.RWMutex
@@ -120,10 +125,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		opts: o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(),
 		applied: applied, advanced: make(chan struct{}), waiters: map[string]chan bool{},
 	}
-	if err := s.start(ctx); err != nil {
-		_ = db.Close(context.Background())
-		return nil, err
-	}
+	s.start()
 	if err := s.waitApplied(ctx, info.State.LastSeq); err != nil {
 		_ = s.Close(context.Background())
 		return nil, err
@@ -178,33 +180,11 @@ func request[T any](ctx context.Context, fn func(context.Context) (T, error)) (T
 	}
 }
 
-// consumerHeartbeat is how often the server tells the consumer it is
-// alive while no transaction comes. Two missed make the client recreate the
-// consumer, so a consumer lost with its node (its stream's leader, say) is
-// replaced within about two seconds, not the client's default ten, and no
-// Update waits longer than that for its own transaction.
-const consumerHeartbeat = time.Second
-
-// start consumes the stream from the first sequence the cache lacks.
-func (s *Store) start(ctx context.Context) error {
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
-	if s.applied > 0 {
-		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: s.applied + 1}
-	}
-	cons, err := request(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
-		return s.js.OrderedConsumer(ctx, s.opts.Stream, cfg)
-	})
-	if err != nil {
-		return fmt.Errorf("ledger/jetstream: consumer on %s: %w", s.opts.Stream, err)
-	}
-	s.consume, err = cons.Consume(s.handle, jetstream.PullHeartbeat(consumerHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			s.opts.Logger.Debug("ledger: stream consumer", "err", err.Error())
-		}))
-	if err != nil {
-		return fmt.Errorf("ledger/jetstream: consuming %s: %w", s.opts.Stream, err)
-	}
-	return nil
+// start follows the stream from the first sequence the cache lacks.
+func (s *Store) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopFollow, s.followed = cancel, make(chan struct{})
+	go s.follow(ctx)
 }
 
 // enter starts a transaction: ErrClosed after Close, else the caller must
@@ -262,7 +242,7 @@ func (s *Store) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ledger/jetstream: the last sequence of %s: %w", s.opts.Stream, err)
 	}
-	return s.waitApplied(ctx, info.State.LastSeq)
+	return s.reach(ctx, info.State.LastSeq)
 }
 
 // Close stops applying the stream, waits for running transactions and
@@ -276,9 +256,8 @@ func (s *Store) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	if s.consume != nil {
-		s.consume.Stop()
-	}
+	s.stopFollow()
+	<-s.followed
 	s.applyMu.Lock()
 	s.stopped = true
 	s.applyMu.Unlock()

@@ -118,7 +118,7 @@ func (s *Store) commit(ctx context.Context, data []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := s.waitApplied(ctx, seq); err != nil {
+	if err := s.reach(ctx, seq); err != nil {
 		return false, fmt.Errorf("%w: %w", errNoOutcome, err)
 	}
 	select {
