@@ -40,11 +40,14 @@ func (s *Store) handle(seq uint64, id string, data []byte) {
 // transaction aborts if it cannot be read, if its snapshot is not before
 // seq or more than historyWindow before it, or if anything it read changed
 // after its snapshot (conflicts); else it commits. Either way the cache
-// records seq as applied, in the same Badger transaction.
+// records seq as applied, in the same Badger transaction. A message of a
+// format this host does not read (ErrLayout) is an error: the cache stops.
 func (s *Store) apply(seq uint64, data []byte) (bool, error) {
 	m, err := decodeMessage(data)
 	commit := false
 	switch {
+	case errors.Is(err, ErrLayout):
+		return false, err
 	case err != nil:
 		s.opts.Logger.Warn("ledger: a stream message that is no transaction, skipped", "seq", seq, "err", err.Error())
 	case m.snapshot >= seq || seq-m.snapshot > historyWindow:

@@ -17,7 +17,9 @@ import (
 //	                                its writes: op 1 sets (value follows), 2 deletes
 //
 // Every host decodes and applies the same bytes alike, so the format only
-// ever grows by a new format byte that every host reads.
+// ever grows by a new format byte, under a new Layout; a host that meets a
+// format it does not read stops its cache (it cannot decide the message as
+// the others do) rather than skip it.
 const messageFormat = 1
 
 const (
@@ -130,7 +132,7 @@ func (d *decoder) count() int {
 func decodeMessage(b []byte) (*txMessage, error) {
 	d := &decoder{b: b}
 	if f := d.byte(); d.err == nil && f != messageFormat {
-		return nil, fmt.Errorf("transaction message of format %d (this host reads %d)", f, messageFormat)
+		return nil, fmt.Errorf("%w: a transaction message of format %d (this host reads %d)", ErrLayout, f, messageFormat)
 	}
 	m := &txMessage{snapshot: d.uvarint()}
 	for range d.count() {

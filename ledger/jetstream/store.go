@@ -21,6 +21,13 @@
 // object store at a sequence and purge the stream below it; a new host
 // would start from the snapshot.)
 //
+// What the stream and the cache hold is versioned by Layout, recorded in
+// the stream's metadata and in the cache: Open refuses a stream or a cache
+// of a newer (or unknown) layout with ErrLayout naming it, and rebuilds a
+// cache of an older one from the stream; a running host that meets a
+// message of a format it does not read stops its cache rather than decide
+// that message otherwise than the others.
+//
 // Each host follows the stream with an ephemeral consumer of its own (not
 // nats.go's ordered consumer, whose ten-second wait to re-create a consumer
 // stalled Updates about as long when a node of an R3 cluster went down):
@@ -137,26 +144,6 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 // placement": a cluster that has just started (or lost a node) does not know
 // enough live peers for the replicas yet.
 const errNoPeers jetstream.ErrorCode = 10005
-
-// createStream creates the stream, or updates its config, trying again
-// while the cluster has too few peers for the replicas, until ctx ends.
-func createStream(ctx context.Context, js jetstream.JetStream, o Options) (jetstream.Stream, error) {
-	cfg := jetstream.StreamConfig{
-		Name:        o.Stream,
-		Description: "Berth's failure ledger: one message per transaction",
-		Subjects:    []string{o.Subject},
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		Retention:   jetstream.LimitsPolicy, // and no limits: a transaction is never dropped
-	}
-	stream, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) {
-		return js.CreateOrUpdateStream(ctx, cfg)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ledger/jetstream: stream %s: %w", o.Stream, err)
-	}
-	return stream, nil
-}
 
 // request makes a request to JetStream's API, asking again while it goes
 // unanswered (a stream just created, or electing a leader), the cluster
