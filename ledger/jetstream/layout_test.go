@@ -143,6 +143,7 @@ func TestCacheLayout(t *testing.T) {
 func TestMessageLayout(t *testing.T) {
 	nc := connect(t, natstest.RunServer(t).URL())
 	o := optionsFor(t.Name(), 1)
+	o.Dir = t.TempDir()
 	s := open(t, nc, o)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	increment(t, s)
@@ -150,14 +151,14 @@ func TestMessageLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(context.Background(), o.Subject, []byte{2, 1, 0, 0, 0}); err != nil {
+	if _, err := js.Publish(context.Background(), o.Subject, []byte{9, 1, 0, 0, 0}); err != nil {
 		t.Fatal(err)
 	}
 	err = s.View(context.Background(), func(ledger.Tx) error { return nil })
-	if !errors.Is(err, jetstream.ErrLayout) || !strings.Contains(err.Error(), "format 2") {
-		t.Fatalf("view after a message of format 2: %v, want ErrLayout naming it", err)
+	if !errors.Is(err, jetstream.ErrLayout) || !strings.Contains(err.Error(), "format 9") {
+		t.Fatalf("view after a message of format 9: %v, want ErrLayout naming it", err)
 	}
 	if err := s.Update(context.Background(), incrementFn); !errors.Is(err, jetstream.ErrLayout) {
-		t.Fatalf("update after a message of format 2: %v, want ErrLayout", err)
+		t.Fatalf("update after a message of format 9: %v, want ErrLayout", err)
 	}
 }
