@@ -3,7 +3,6 @@ package jetstream
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -32,17 +31,22 @@ func (s *Store) handle(seq uint64, id string, data []byte) {
 		return
 	}
 	s.advance(seq, id, committed)
+	s.dueCompaction(seq)
 }
 
 // apply decides the transaction at seq and, if it commits, writes it into
 // the cache at timestamp seq. The decision depends on nothing but the
 // stream's messages up to seq, so every host decides alike: the
 // transaction aborts if it cannot be read, if its snapshot is not before
-// seq or more than historyWindow before it, or if anything it read changed
+// seq or more than historyWindow before it or before the last compaction
+// point (the floor, compact.go), or if anything it read changed
 // after its snapshot (conflicts); else it commits. Either way the cache
 // records seq as applied, in the same Badger transaction. A message of a
 // format this host does not read (ErrLayout) is an error: the cache stops.
 func (s *Store) apply(seq uint64, data []byte) (bool, error) {
+	if isFloor(data) {
+		return true, s.applyFloor(seq)
+	}
 	m, err := decodeMessage(data)
 	commit := false
 	switch {
@@ -51,6 +55,9 @@ func (s *Store) apply(seq uint64, data []byte) (bool, error) {
 	case err != nil:
 		s.opts.Logger.Warn("ledger: a stream message that is no transaction, skipped", "seq", seq, "err", err.Error())
 	case m.snapshot >= seq || seq-m.snapshot > historyWindow:
+	case m.snapshot < s.floor:
+		// Its snapshot is before the last compaction point: a host restored
+		// from that point's snapshot could not tell what changed since.
 	default:
 		conflict, err := s.conflicts(m, seq)
 		if err != nil {
@@ -73,7 +80,7 @@ func (s *Store) apply(seq uint64, data []byte) (bool, error) {
 			}
 		}
 	}
-	if err := txn.Set(appliedKey, binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+	if err := txn.Set(appliedKey, seqBytes(seq)); err != nil {
 		return false, err
 	}
 	if err := txn.CommitAt(seq, nil); err != nil {

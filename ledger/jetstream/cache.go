@@ -23,7 +23,9 @@ import (
 //	0x00 "applied" -> the last stream sequence applied (8), written with it
 //	0x00 "stream"  -> the identity of the stream it was built from
 //	0x00 "layout"  -> the Layout that built it (decimal)
+//	0x00 "floor"   -> the last compaction point applied (8)
 var (
+	floorKey    = []byte("\x00floor")
 	appliedKey  = []byte("\x00applied")
 	identityKey = []byte("\x00stream")
 	layoutKey   = []byte("\x00layout")
@@ -44,6 +46,9 @@ const (
 	cacheBlockCacheSize = 32 << 20
 )
 
+// seqBytes is a sequence as the cache's bookkeeping keys hold it.
+func seqBytes(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
 // openCache opens the cache in dir ("" : in memory).
 func openCache(dir string, o Options) (*badgerdb.DB, error) {
 	if dir != "" {
@@ -61,6 +66,7 @@ func openCache(dir string, o Options) (*badgerdb.DB, error) {
 // cacheState is what the cache says of itself.
 type cacheState struct {
 	applied  uint64
+	floor    uint64
 	identity string
 	layout   string
 }
@@ -69,14 +75,16 @@ func readCacheState(db *badger.DB) (cacheState, error) {
 	var st cacheState
 	txn := db.NewTransactionAt(math.MaxUint64, false)
 	defer txn.Discard()
-	if item, err := txn.Get(appliedKey); err == nil {
-		v, err := item.ValueCopy(nil)
-		if err != nil || len(v) != 8 {
-			return st, fmt.Errorf("corrupt applied sequence (%v)", err)
+	for key, to := range map[string]*uint64{string(appliedKey): &st.applied, string(floorKey): &st.floor} {
+		if item, err := txn.Get([]byte(key)); err == nil {
+			v, err := item.ValueCopy(nil)
+			if err != nil || len(v) != 8 {
+				return st, fmt.Errorf("corrupt %q (%v)", key[1:], err)
+			}
+			*to = binary.BigEndian.Uint64(v)
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return st, err
 		}
-		st.applied = binary.BigEndian.Uint64(v)
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
-		return st, err
 	}
 	for key, to := range map[string]*string{string(identityKey): &st.identity, string(layoutKey): &st.layout} {
 		if item, err := txn.Get([]byte(key)); err == nil {
@@ -116,24 +124,24 @@ func writeIdentity(db *badger.DB, identity string) error {
 // one of the same name since deleted) or by an older Layout, or is ahead
 // of the stream is removed and built again from nothing. A cache of a newer
 // Layout is refused (ErrLayout) and left as it is.
-func loadCache(dir, identity string, last uint64, o Options) (*badgerdb.DB, uint64, error) {
+func loadCache(dir, identity string, last uint64, o Options) (*badgerdb.DB, cacheState, error) {
 	for attempt := 0; ; attempt++ {
 		db, st, why, refuse := tryCache(dir, identity, last, o)
 		if why == nil && refuse == nil {
-			return db, st.applied, nil
+			return db, st, nil
 		}
 		if db != nil {
 			_ = db.Close(context.Background())
 		}
 		if refuse != nil {
-			return nil, 0, refuse
+			return nil, st, refuse
 		}
 		if attempt > 0 || dir == "" {
-			return nil, 0, fmt.Errorf("ledger/jetstream: cache %s: %w", dir, why)
+			return nil, st, fmt.Errorf("ledger/jetstream: cache %s: %w", dir, why)
 		}
 		o.Logger.Warn("ledger cache rebuilt from the stream", "dir", dir, "reason", why.Error())
 		if err := os.RemoveAll(dir); err != nil {
-			return nil, 0, fmt.Errorf("ledger/jetstream: removing the cache %s (%v): %w", dir, why, err)
+			return nil, st, fmt.Errorf("ledger/jetstream: removing the cache %s (%v): %w", dir, why, err)
 		}
 	}
 }

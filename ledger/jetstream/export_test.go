@@ -52,3 +52,7 @@ func ReadCache(o Options, key []byte) ([]byte, error) {
 	})
 	return v, err
 }
+
+// Compact compacts the stream now, due or not (as the host that publishes
+// the compaction point).
+func (s *Store) Compact(ctx context.Context) error { return s.compact(ctx, true) }

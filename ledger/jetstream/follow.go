@@ -38,7 +38,6 @@ const consumerInactive = 30 * time.Second
 // follow applies the stream until ctx ends, creating a consumer from the
 // sequence after the last applied whenever the one it has fails.
 func (s *Store) follow(ctx context.Context) {
-	defer close(s.followed)
 	for ctx.Err() == nil {
 		cons, err := s.newConsumer(ctx)
 		if err != nil {
@@ -135,8 +134,9 @@ func (s *Store) fillTo(ctx context.Context, seq uint64) error {
 		switch {
 		case err == nil:
 			s.handle(raw.Sequence, raw.Header.Get(jetstream.MsgIDHeader), raw.Data)
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			s.fail(fmt.Errorf("ledger/jetstream: stream sequence %d is missing from %s (applied %d)", next, s.opts.Stream, next-1))
+		case errors.Is(err, jetstream.ErrMsgNotFound) && s.purgedPast(ctx, next):
+			s.fail(fmt.Errorf("ledger/jetstream: stream %s was purged past sequence %d, which the cache lacks "+
+				"(it fell behind a compaction by more than CompactKeep; open it again to restore the snapshot)", s.opts.Stream, next))
 		case ctx.Err() != nil:
 			return ctx.Err()
 		default:
@@ -145,6 +145,16 @@ func (s *Store) fillTo(ctx context.Context, seq uint64) error {
 			}
 		}
 	}
+}
+
+// purgedPast reports whether the stream now starts after seq. A leader
+// just elected may answer that a message it has not applied yet is not
+// found; only a stream that starts later has truly lost it.
+func (s *Store) purgedPast(ctx context.Context, seq uint64) bool {
+	actx, cancel := context.WithTimeout(ctx, fillTimeout)
+	defer cancel()
+	info, err := s.stream.Info(actx)
+	return err == nil && info.State.FirstSeq > seq
 }
 
 // reach waits until the cache has applied seq: for the consumer to deliver

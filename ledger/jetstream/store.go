@@ -16,10 +16,14 @@
 // that commits after a fenced transaction's snapshot aborts it, and its
 // re-run sees the new owner and fails with ledger.ErrFenced.
 //
-// The stream is never compacted: a host with an empty cache replays it
-// from the first transaction. (Compaction would snapshot a cache to the
-// object store at a sequence and purge the stream below it; a new host
-// would start from the snapshot.)
+// The stream is compacted as it grows (Options.CompactEvery): a host
+// publishes a compaction point M, writes its cache as of M to the object
+// store <Stream>_SNAPSHOTS and purges the stream before M (keeping
+// Options.CompactKeep messages for hosts running behind). From M on, a
+// transaction whose snapshot is before M aborts on every host and runs
+// again, so a host with an empty cache restores the snapshot and replays
+// the tail, deciding every later message as the hosts that applied the
+// whole stream (compact.go).
 //
 // What the stream and the cache hold is versioned by Layout, recorded in
 // the stream's metadata and in the cache: Open refuses a stream or a cache
@@ -69,9 +73,11 @@ type Store struct {
 	stream     jetstream.Stream
 	db         *badgerdb.DB
 	maxPayload int64
+	identity   string // the stream's: its name and creation time
 
-	stopFollow context.CancelFunc // ends follow
-	followed   chan struct{}      // closed when follow has returned
+	stopFollow context.CancelFunc // ends follow and compactor
+	background sync.WaitGroup     // follow and compactor
+	compactDue chan struct{}      // asks the compactor to run
 
 	// life is held shared by every transaction and exclusively by Close.
 	life   sync.RWMutex
@@ -83,6 +89,7 @@ type Store struct {
 	// applying.
 	applyMu sync.Mutex
 	stopped bool
+	floor   uint64 // the last compaction point applied (compact.go)
 
 	// mu guards the applier's progress.
 	mu       sync.Mutex
@@ -119,18 +126,21 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("ledger/jetstream: stream %s: %w", o.Stream, err)
 	}
 	identity := fmt.Sprintf("%s@%d", o.Stream, info.Created.UnixNano())
-	db, applied, err := loadCache(cacheDir(o.Dir, o.Stream), identity, info.State.LastSeq, o)
+	db, st, err := loadCache(cacheDir(o.Dir, o.Stream), identity, info.State.LastSeq, o)
 	if err != nil {
 		return nil, err
 	}
-	if last, first := info.State.LastSeq, info.State.FirstSeq; last > applied && first > applied+1 {
-		_ = db.Close(context.Background())
-		return nil, fmt.Errorf("ledger/jetstream: stream %s starts at sequence %d, but the cache has applied only %d: "+
-			"the transactions between were removed from the stream", o.Stream, first, applied)
+	if last, first := info.State.LastSeq, info.State.FirstSeq; last > st.applied && first > st.applied+1 {
+		// Compacted past the cache: start from the snapshot.
+		db, st, err = restoreCache(ctx, js, o, db, identity, first, st.applied, last)
+		if err != nil {
+			return nil, err
+		}
 	}
 	s := &Store{
-		opts: o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(),
-		applied: applied, advanced: make(chan struct{}), waiters: map[string]chan bool{},
+		opts: o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(), identity: identity,
+		applied: st.applied, floor: st.floor, advanced: make(chan struct{}), waiters: map[string]chan bool{},
+		compactDue: make(chan struct{}, 1),
 	}
 	s.start()
 	if err := s.waitApplied(ctx, info.State.LastSeq); err != nil {
@@ -170,8 +180,9 @@ func request[T any](ctx context.Context, fn func(context.Context) (T, error)) (T
 // start follows the stream from the first sequence the cache lacks.
 func (s *Store) start() {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stopFollow, s.followed = cancel, make(chan struct{})
-	go s.follow(ctx)
+	s.stopFollow = cancel
+	s.background.Go(func() { s.follow(ctx) })
+	s.background.Go(func() { s.compactor(ctx) })
 }
 
 // enter starts a transaction: ErrClosed after Close, else the caller must
@@ -244,7 +255,7 @@ func (s *Store) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.stopFollow()
-	<-s.followed
+	s.background.Wait()
 	s.applyMu.Lock()
 	s.stopped = true
 	s.applyMu.Unlock()
