@@ -162,3 +162,45 @@ func TestMessageLayout(t *testing.T) {
 		t.Fatalf("update after a message of format 9: %v, want ErrLayout", err)
 	}
 }
+
+// TestSnapshotLayout: a host that must restore a snapshot of a newer
+// layout (the stream was compacted by a newer host) refuses to open, with
+// ErrLayout naming it.
+func TestSnapshotLayout(t *testing.T) {
+	nc := connect(t, natstest.RunServer(t).URL())
+	o := compacting(t, 1, -1, 1)
+	s := open(t, nc, o)
+	for range 3 {
+		increment(t, s)
+	}
+	if err := s.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+	js, err := njs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(context.Background(), o.Stream+"_SNAPSHOTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := obs.List(context.Background())
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("snapshots: %v, %v; want one", infos, err)
+	}
+	meta := infos[0].ObjectMeta
+	meta.Metadata["layout"] = "2"
+	if err := obs.UpdateMeta(context.Background(), meta.Name, meta); err != nil {
+		t.Fatal(err)
+	}
+	fresh := o
+	fresh.Dir = t.TempDir()
+	s, err = jetstream.Open(context.Background(), nc, fresh)
+	if err == nil {
+		closeStore(t, s)
+	}
+	if !errors.Is(err, jetstream.ErrLayout) || !strings.Contains(err.Error(), `layout "2"`) || !strings.Contains(err.Error(), "_SNAPSHOTS") {
+		t.Fatalf("open on a snapshot of layout 2: %v, want ErrLayout naming it", err)
+	}
+}

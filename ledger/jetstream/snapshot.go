@@ -91,8 +91,16 @@ func (s *Store) dropSnapshots(ctx context.Context, obs jetstream.ObjectStore, se
 // applied) in the object store obs.
 func (s *Store) writeSnapshot(ctx context.Context, obs jetstream.ObjectStore, seq uint64) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(s.encodeSnapshot(pw, seq)) }()
-	defer pr.Close()
+	encoded := make(chan struct{})
+	go func() {
+		defer close(encoded)
+		pw.CloseWithError(s.encodeSnapshot(pw, seq))
+	}()
+	// The encoder reads the cache: it must be done before Close may close it.
+	defer func() {
+		pr.Close()
+		<-encoded
+	}()
 	_, err := obs.Put(ctx, jetstream.ObjectMeta{
 		Name: snapshotName(seq),
 		Metadata: map[string]string{
