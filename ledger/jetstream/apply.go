@@ -13,25 +13,26 @@ import (
 // handle applies the stream's message at seq (id, its message id; data,
 // its body). The consumer and fillTo may both deliver it; what was applied
 // already is skipped. A message past the next one means the stream lost
-// what lies between: the cache stops rather than apply out of order.
-func (s *Store) handle(seq uint64, id string, data []byte) {
+// what lies between (a compaction purged past the cache): nothing is
+// applied, and errGap is returned for the caller to restore the cache.
+func (s *Store) handle(seq uint64, id string, data []byte) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	applied := s.appliedSeq()
 	switch {
 	case s.stopped || seq <= applied:
-		return
+		return nil
 	case seq > applied+1:
-		s.fail(fmt.Errorf("ledger/jetstream: stream %s skips from sequence %d to %d: the transactions between were removed", s.opts.Stream, applied, seq))
-		return
+		return fmt.Errorf("%w: stream %s goes from %d to %d", errGap, s.opts.Stream, applied, seq)
 	}
 	committed, err := s.apply(seq, data)
 	if err != nil {
 		s.fail(fmt.Errorf("ledger/jetstream: applying stream sequence %d: %w", seq, err))
-		return
+		return nil
 	}
 	s.advance(seq, id, committed)
 	s.dueCompaction(seq)
+	return nil
 }
 
 // apply decides the transaction at seq and, if it commits, writes it into

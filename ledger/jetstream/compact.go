@@ -28,9 +28,10 @@ import (
 // restored host decides every message as a host that applied the whole
 // stream, and nothing in flight across the purge is misapplied.
 //
-// The CompactKeep transactions kept before M serve hosts running behind:
-// one that falls further behind than that stops its cache (transactions
-// fail) until it is opened again, which restores the snapshot.
+// The CompactKeep transactions kept before M serve hosts running behind
+// by a little; one that falls further behind finds the stream purged past
+// it and restores the latest snapshot while running (restore.go), and
+// Updates of its own it was waiting on learn no outcome.
 
 // compactTimeout bounds one compaction: the point, the snapshot, the purge.
 const compactTimeout = 10 * time.Minute

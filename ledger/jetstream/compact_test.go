@@ -215,3 +215,52 @@ func TestCompactionConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactionBehind: a running host that falls behind compactions by
+// more than CompactKeep (it applies nothing meanwhile) restores the latest
+// snapshot when it finds the stream purged past it, and goes on: it sees
+// every record, not one deleted meanwhile, and writes again.
+func TestCompactionBehind(t *testing.T) {
+	for _, c := range clusters {
+		t.Run(c.name, func(t *testing.T) {
+			urls := c.urls(t)
+			o := compacting(t, c.replicas, 40, 5)
+			a := open(t, connect(t, urls), o)
+			t.Cleanup(func() { _ = a.Close(context.Background()) })
+			bo := o
+			bo.Dir = t.TempDir()
+			b := open(t, connect(t, urls), bo)
+			t.Cleanup(func() { _ = b.Close(context.Background()) })
+			increment(t, b)
+			mustUpdate(t, a, func(tx ledger.Tx) error { return tx.ProjectionPut("sub-a", "gone", []byte("x")) })
+			mustView(t, b, func(tx ledger.Tx) error { _, err := tx.ProjectionGet("sub-a", "gone"); return err })
+			release := b.HoldApply()
+			// More than the consumer's buffer of 500 deliveries, so that
+			// B's consumer meets the purge.
+			const n = 600 // 800 messages and more
+			records(t, a, n)
+			// Then a delete, and enough after it to compact past it.
+			mustUpdate(t, a, func(tx ledger.Tx) error { return tx.ProjectionDelete("sub-a", "gone") })
+			nc := connect(t, urls)
+			info, err := streamOf(t, nc, o.Stream).Info(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			const more = 60
+			for range more {
+				increment(t, a)
+			}
+			waitCompacted(t, nc, o.Stream, info.State.LastSeq)
+			release()
+			expectRecords(t, b, "the host that fell behind", n, n+1+more)
+			mustView(t, b, func(tx ledger.Tx) error {
+				if v, err := tx.ProjectionGet("sub-a", "gone"); !errors.Is(err, ledger.ErrNotFound) {
+					t.Errorf("a projection deleted while the host was behind reads %q, %v", v, err)
+				}
+				return nil
+			})
+			increment(t, b)
+			expectCount(t, a, "the compacting host, after the other wrote", n+2+more)
+		})
+	}
+}

@@ -56,3 +56,10 @@ func ReadCache(o Options, key []byte) ([]byte, error) {
 // Compact compacts the stream now, due or not (as the host that publishes
 // the compaction point).
 func (s *Store) Compact(ctx context.Context) error { return s.compact(ctx, true) }
+
+// HoldApply stops the store applying the stream (as a host cut off from
+// NATS would) until the returned func is called.
+func (s *Store) HoldApply() (release func()) {
+	s.applyMu.Lock()
+	return s.applyMu.Unlock
+}

@@ -43,7 +43,15 @@ func (s *Store) follow(ctx context.Context) {
 		if err != nil {
 			return // ctx ended
 		}
-		if err := s.drain(ctx, cons); err != nil && ctx.Err() == nil {
+		err = s.drain(ctx, cons)
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, errGap):
+			if err := s.restoreBehind(ctx); err != nil && ctx.Err() == nil {
+				s.fail(err)
+				return
+			}
+		case err != nil:
 			s.opts.Logger.Debug("ledger: stream consumer given up, creating another", "err", err.Error())
 		}
 	}
@@ -104,7 +112,9 @@ func (s *Store) drain(ctx context.Context, cons jetstream.Consumer) error {
 			return fmt.Errorf("%w: delivery %d after %d", errConsumerGap, meta.Sequence.Consumer, delivered)
 		}
 		delivered = meta.Sequence.Consumer
-		s.handle(meta.Sequence.Stream, msg.Headers().Get(jetstream.MsgIDHeader), msg.Data())
+		if err := s.handle(meta.Sequence.Stream, msg.Headers().Get(jetstream.MsgIDHeader), msg.Data()); err != nil {
+			return err
+		}
 	}
 }
 
@@ -133,10 +143,12 @@ func (s *Store) fillTo(ctx context.Context, seq uint64) error {
 		cancel()
 		switch {
 		case err == nil:
-			s.handle(raw.Sequence, raw.Header.Get(jetstream.MsgIDHeader), raw.Data)
+			// It is the next one: no gap.
+			_ = s.handle(raw.Sequence, raw.Header.Get(jetstream.MsgIDHeader), raw.Data)
 		case errors.Is(err, jetstream.ErrMsgNotFound) && s.purgedPast(ctx, next):
-			s.fail(fmt.Errorf("ledger/jetstream: stream %s was purged past sequence %d, which the cache lacks "+
-				"(it fell behind a compaction by more than CompactKeep; open it again to restore the snapshot)", s.opts.Stream, next))
+			// Purged past the cache: the consumer meets the gap too, and
+			// follow restores the cache from the snapshot.
+			return s.waitApplied(ctx, seq)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		default:

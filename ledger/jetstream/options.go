@@ -54,9 +54,11 @@ type Options struct {
 	CompactEvery int
 
 	// CompactKeep is how many messages before a compaction point the purge
-	// leaves in the stream, for hosts running behind: a host further behind
-	// than that when the purge comes stops its cache until it is opened
-	// again (and restores the snapshot). Default (0): DefaultCompactKeep.
+	// leaves in the stream, for hosts running a little behind: a host
+	// further behind than that when the purge comes restores its cache from
+	// the snapshot instead of applying the messages it missed (its Updates
+	// waiting meanwhile fail, their outcome unknown to it). Default (0):
+	// DefaultCompactKeep.
 	CompactKeep int
 
 	// Space is asked before every Update and told what it wrote, as the

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/berthhq/berth/internal/badgerdb"
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -194,44 +192,6 @@ func openSnapshot(ctx context.Context, js jetstream.JetStream, o Options, identi
 	return r, meta, nil
 }
 
-// restoreSnapshot writes what r holds into the empty cache db as the ledger
-// at seq, which becomes the sequence applied and the floor. The cache's
-// applied sequence is written last: a cache left half restored reads as
-// having applied nothing, and is restored again.
-func restoreSnapshot(db *badgerdb.DB, r io.Reader, seq uint64) error {
-	wb := db.NewManagedWriteBatch()
-	defer wb.Cancel()
-	br := bufio.NewReaderSize(r, snapshotReadSize)
-	for {
-		k, err := readLP(br)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("the snapshot at %d: %w", seq, err)
-		}
-		v, err := readLP(br)
-		if err != nil {
-			return fmt.Errorf("the snapshot at %d: %w", seq, errors.Join(errMalformed, err))
-		}
-		if err := wb.SetEntryAt(badger.NewEntry(k, v), seq); err != nil {
-			return err
-		}
-	}
-	if err := wb.SetEntryAt(badger.NewEntry(floorKey, seqBytes(seq)), seq); err != nil {
-		return err
-	}
-	if err := wb.Flush(); err != nil {
-		return err
-	}
-	txn := db.NewTransactionAt(seq, true)
-	defer txn.Discard()
-	if err := txn.Set(appliedKey, seqBytes(seq)); err != nil {
-		return err
-	}
-	return txn.CommitAt(seq, nil)
-}
-
 // maxSnapshotItem bounds a key or value a snapshot may hold: one
 // transaction's message (at most NATS's largest max payload) holds it.
 const maxSnapshotItem = 64 << 20
@@ -250,45 +210,4 @@ func readLP(r *bufio.Reader) ([]byte, error) {
 		return nil, errors.Join(errMalformed, err)
 	}
 	return b, nil
-}
-
-// restoreCache replaces the cache db, which lacks transactions the stream
-// no longer holds (it starts at first; applied is the cache's last), by
-// the stream's latest snapshot, if that reaches first.
-func restoreCache(ctx context.Context, js jetstream.JetStream, o Options, db *badgerdb.DB, identity string, first, applied, last uint64) (*badgerdb.DB, cacheState, error) {
-	r, meta, err := openSnapshot(ctx, js, o, identity)
-	if err == nil && meta.seq+1 < first {
-		r.Close()
-		err = fmt.Errorf("the latest snapshot is at %d", meta.seq)
-	}
-	if err != nil {
-		_ = db.Close(context.Background())
-		if errors.Is(err, ErrLayout) {
-			return nil, cacheState{}, err
-		}
-		return nil, cacheState{}, fmt.Errorf("ledger/jetstream: stream %s starts at sequence %d, but the cache has applied only %d: "+
-			"the transactions between were removed from the stream, and no snapshot holds them (%v)", o.Stream, first, applied, err)
-	}
-	defer r.Close()
-	dir := cacheDir(o.Dir, o.Stream)
-	// Start from an empty cache: nothing of what it held may stay beside the
-	// snapshot's state.
-	if err := db.Close(ctx); err != nil {
-		return nil, cacheState{}, fmt.Errorf("ledger/jetstream: closing the cache to restore it: %w", err)
-	}
-	if dir != "" {
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, cacheState{}, fmt.Errorf("ledger/jetstream: removing the cache %s to restore it: %w", dir, err)
-		}
-	}
-	db, _, err = loadCache(dir, identity, last, o)
-	if err != nil {
-		return nil, cacheState{}, err
-	}
-	if err := restoreSnapshot(db, r, meta.seq); err != nil {
-		_ = db.Close(context.Background())
-		return nil, cacheState{}, fmt.Errorf("ledger/jetstream: restoring the cache from the snapshot at %d: %w", meta.seq, err)
-	}
-	o.Logger.Info("ledger cache restored from the snapshot", "stream", o.Stream, "seq", meta.seq)
-	return db, cacheState{applied: meta.seq, floor: meta.seq, identity: identity}, nil
 }
