@@ -4,25 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/jetstream"
 	"github.com/nats-io/nats.go"
 )
 
-// clusters are the deployments compaction is tested on.
-var clusters = []struct {
-	name     string
-	replicas int
-	urls     func(t *testing.T) string
-}{
-	{"R1", 1, func(t *testing.T) string { return natstest.RunServer(t).URL() }},
-	{"R3", 3, func(t *testing.T) string { return natstest.RunCluster(t, 3).URLs() }},
+// host opens a Store on o with a cache directory of its own, as another
+// Berth host of the deployment, closed when the test ends.
+func host(t *testing.T, urls string, o jetstream.Options) *jetstream.Store {
+	t.Helper()
+	o.Dir = t.TempDir()
+	s := open(t, connect(t, urls), o)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
 }
 
 // compacting returns options that compact every every messages, keeping
@@ -92,16 +90,12 @@ func TestCompaction(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			urls := c.urls(t)
 			o := compacting(t, c.replicas, 20, 5)
-			a := open(t, connect(t, urls), o)
-			t.Cleanup(func() { _ = a.Close(context.Background()) })
+			a := host(t, urls, o)
 			const n = 30 // 40 messages and more
 			records(t, a, n)
 			waitCompacted(t, connect(t, urls), o.Stream, 1)
 
-			fresh := o
-			fresh.Dir = t.TempDir()
-			b := open(t, connect(t, urls), fresh)
-			t.Cleanup(func() { _ = b.Close(context.Background()) })
+			b := host(t, urls, o)
 			expectRecords(t, b, "a new host on the compacted stream", n, n)
 			increment(t, b)
 			expectRecords(t, a, "the compacting host, after the new host wrote", n, n+1)
@@ -120,12 +114,8 @@ func TestCompactionInFlight(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			urls := c.urls(t)
 			o := compacting(t, c.replicas, -1, 1)
-			a := open(t, connect(t, urls), o)
-			t.Cleanup(func() { _ = a.Close(context.Background()) })
-			bo := o
-			bo.Dir = t.TempDir()
-			b := open(t, connect(t, urls), bo)
-			t.Cleanup(func() { _ = b.Close(context.Background()) })
+			a := host(t, urls, o)
+			b := host(t, urls, o)
 			for range 5 {
 				increment(t, a)
 			}
@@ -143,10 +133,7 @@ func TestCompactionInFlight(t *testing.T) {
 				t.Errorf("the closure ran %d times, want 2 (aborted by the compaction point, then committed)", runs)
 			}
 			waitCompacted(t, connect(t, urls), o.Stream, 1)
-			fresh := o
-			fresh.Dir = t.TempDir()
-			c := open(t, connect(t, urls), fresh)
-			t.Cleanup(func() { _ = c.Close(context.Background()) })
+			c := host(t, urls, o)
 			for name, s := range map[string]ledger.Store{"a": a, "b": b, "restored": c} {
 				expectCount(t, s, "host "+name, 6)
 				mustView(t, s, func(tx ledger.Tx) error {
@@ -168,50 +155,11 @@ func TestCompactionConcurrent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			urls := c.urls(t)
 			o := compacting(t, c.replicas, 15, 3)
-			hosts := make([]*jetstream.Store, 2)
-			for i := range hosts {
-				ho := o
-				ho.Dir = t.TempDir()
-				hosts[i] = open(t, connect(t, urls), ho)
-				t.Cleanup(func() { _ = hosts[i].Close(context.Background()) })
-			}
-			const workers, each = 3, 15
-			var wg sync.WaitGroup
-			errs := make(chan error, len(hosts)*workers*each)
-			for _, s := range hosts {
-				for range workers {
-					wg.Go(func() {
-						for range each {
-							errs <- s.Update(context.Background(), incrementFn)
-						}
-					})
-				}
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatalf("update: %v", err)
-				}
-			}
-			const want = 2 * workers * each
+			// testHostsConcurrent checks both hosts: no lost update, no
+			// outbox Seq given twice.
+			testHostsConcurrent(t, host(t, urls, o), host(t, urls, o))
 			waitCompacted(t, connect(t, urls), o.Stream, 1)
-			fresh := o
-			fresh.Dir = t.TempDir()
-			restored := open(t, connect(t, urls), fresh)
-			t.Cleanup(func() { _ = restored.Close(context.Background()) })
-			for name, s := range map[string]ledger.Store{"a": hosts[0], "b": hosts[1], "restored": restored} {
-				expectCount(t, s, "host "+name, want)
-				mustView(t, s, func(tx ledger.Tx) error {
-					ns, _ := tx.Notifications(0, want+10)
-					for i, n := range ns {
-						if n.Seq != uint64(i+1) {
-							t.Fatalf("host %s: notification %d has Seq %d", name, i, n.Seq)
-						}
-					}
-					return nil
-				})
-			}
+			expectCount(t, host(t, urls, o), "a host restored from the last snapshot", 2*3*20)
 		})
 	}
 }
@@ -225,12 +173,8 @@ func TestCompactionBehind(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			urls := c.urls(t)
 			o := compacting(t, c.replicas, 40, 5)
-			a := open(t, connect(t, urls), o)
-			t.Cleanup(func() { _ = a.Close(context.Background()) })
-			bo := o
-			bo.Dir = t.TempDir()
-			b := open(t, connect(t, urls), bo)
-			t.Cleanup(func() { _ = b.Close(context.Background()) })
+			a := host(t, urls, o)
+			b := host(t, urls, o)
 			increment(t, b)
 			mustUpdate(t, a, func(tx ledger.Tx) error { return tx.ProjectionPut("sub-a", "gone", []byte("x")) })
 			mustView(t, b, func(tx ledger.Tx) error { _, err := tx.ProjectionGet("sub-a", "gone"); return err })
