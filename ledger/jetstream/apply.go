@@ -3,52 +3,62 @@ package jetstream
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// handle applies one message of the stream. The ordered consumer delivers
-// them one at a time, in stream order; after a reset of the consumer it may
-// deliver again what was applied, which is skipped.
-func (s *Store) handle(msg jetstream.Msg) {
-	meta, err := msg.Metadata()
-	if err != nil {
-		s.fail(fmt.Errorf("ledger/jetstream: a stream message without metadata: %w", err))
-		return
-	}
-	seq := meta.Sequence.Stream
+// handle applies the stream's message at seq (id, its message id; data,
+// its body). The consumer and fillTo may both deliver it; what was applied
+// already is skipped. A message past the next one means the stream lost
+// what lies between (a compaction purged past the cache): nothing is
+// applied, and errGap is returned for the caller to restore the cache.
+func (s *Store) handle(seq uint64, id string, data []byte) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	if s.stopped || seq <= s.appliedSeq() {
-		return
+	applied := s.appliedSeq()
+	switch {
+	case s.stopped || seq <= applied:
+		return nil
+	case seq > applied+1:
+		return fmt.Errorf("%w: stream %s goes from %d to %d", errGap, s.opts.Stream, applied, seq)
 	}
-	committed, err := s.apply(seq, msg.Data())
+	committed, err := s.apply(seq, data)
 	if err != nil {
 		s.fail(fmt.Errorf("ledger/jetstream: applying stream sequence %d: %w", seq, err))
-		return
+		return nil
 	}
-	s.advance(seq, msg.Headers().Get(jetstream.MsgIDHeader), committed)
+	s.advance(seq, id, committed)
+	s.dueCompaction(seq)
+	return nil
 }
 
 // apply decides the transaction at seq and, if it commits, writes it into
 // the cache at timestamp seq. The decision depends on nothing but the
 // stream's messages up to seq, so every host decides alike: the
 // transaction aborts if it cannot be read, if its snapshot is not before
-// seq or more than historyWindow before it, or if anything it read changed
+// seq or more than historyWindow before it or before the last compaction
+// point (the floor, compact.go), or if anything it read changed
 // after its snapshot (conflicts); else it commits. Either way the cache
-// records seq as applied, in the same Badger transaction.
+// records seq as applied, in the same Badger transaction. A message of a
+// format this host does not read (ErrLayout) is an error: the cache stops.
 func (s *Store) apply(seq uint64, data []byte) (bool, error) {
+	if isFloor(data) {
+		return true, s.applyFloor(seq)
+	}
 	m, err := decodeMessage(data)
 	commit := false
 	switch {
+	case errors.Is(err, ErrLayout):
+		return false, err
 	case err != nil:
 		s.opts.Logger.Warn("ledger: a stream message that is no transaction, skipped", "seq", seq, "err", err.Error())
 	case m.snapshot >= seq || seq-m.snapshot > historyWindow:
+	case m.snapshot < s.floor:
+		// Its snapshot is before the last compaction point: a host restored
+		// from that point's snapshot could not tell what changed since.
 	default:
 		conflict, err := s.conflicts(m, seq)
 		if err != nil {
@@ -71,7 +81,7 @@ func (s *Store) apply(seq uint64, data []byte) (bool, error) {
 			}
 		}
 	}
-	if err := txn.Set(appliedKey, binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+	if err := txn.Set(appliedKey, seqBytes(seq)); err != nil {
 		return false, err
 	}
 	if err := txn.CommitAt(seq, nil); err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/berthhq/berth/internal/badgerdb"
 	"github.com/dgraph-io/badger/v4"
@@ -21,9 +22,13 @@ import (
 //
 //	0x00 "applied" -> the last stream sequence applied (8), written with it
 //	0x00 "stream"  -> the identity of the stream it was built from
+//	0x00 "layout"  -> the Layout that built it (decimal)
+//	0x00 "floor"   -> the last compaction point applied (8)
 var (
+	floorKey    = []byte("\x00floor")
 	appliedKey  = []byte("\x00applied")
 	identityKey = []byte("\x00stream")
+	layoutKey   = []byte("\x00layout")
 )
 
 // historyWindow is how far behind the stream a transaction's snapshot may
@@ -40,6 +45,9 @@ const (
 	cacheMemTableSize   = 64 << 20
 	cacheBlockCacheSize = 32 << 20
 )
+
+// seqBytes is a sequence as the cache's bookkeeping keys hold it.
+func seqBytes(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
 // openCache opens the cache in dir ("" : in memory).
 func openCache(dir string, o Options) (*badgerdb.DB, error) {
@@ -58,30 +66,36 @@ func openCache(dir string, o Options) (*badgerdb.DB, error) {
 // cacheState is what the cache says of itself.
 type cacheState struct {
 	applied  uint64
+	floor    uint64
 	identity string
+	layout   string
 }
 
 func readCacheState(db *badger.DB) (cacheState, error) {
 	var st cacheState
 	txn := db.NewTransactionAt(math.MaxUint64, false)
 	defer txn.Discard()
-	if item, err := txn.Get(appliedKey); err == nil {
-		v, err := item.ValueCopy(nil)
-		if err != nil || len(v) != 8 {
-			return st, fmt.Errorf("corrupt applied sequence (%v)", err)
-		}
-		st.applied = binary.BigEndian.Uint64(v)
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
-		return st, err
-	}
-	if item, err := txn.Get(identityKey); err == nil {
-		v, err := item.ValueCopy(nil)
-		if err != nil {
+	for key, to := range map[string]*uint64{string(appliedKey): &st.applied, string(floorKey): &st.floor} {
+		if item, err := txn.Get([]byte(key)); err == nil {
+			v, err := item.ValueCopy(nil)
+			if err != nil || len(v) != 8 {
+				return st, fmt.Errorf("corrupt %q (%v)", key[1:], err)
+			}
+			*to = binary.BigEndian.Uint64(v)
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return st, err
 		}
-		st.identity = string(v)
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
-		return st, err
+	}
+	for key, to := range map[string]*string{string(identityKey): &st.identity, string(layoutKey): &st.layout} {
+		if item, err := txn.Get([]byte(key)); err == nil {
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return st, err
+			}
+			*to = string(v)
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return st, err
+		}
 	}
 	if st.applied > 0 && st.identity == "" {
 		return st, errors.New("applied sequence without a stream identity")
@@ -89,13 +103,16 @@ func readCacheState(db *badger.DB) (cacheState, error) {
 	return st, nil
 }
 
-// writeIdentity marks a new cache as built from the stream of identity.
-// It commits at timestamp 1, below any ledger read that could see it,
-// and no ledger transaction reads it.
+// writeIdentity marks a new cache as built from the stream of identity by
+// this Layout. It commits at timestamp 1, below any ledger read that could
+// see it, and no ledger transaction reads it.
 func writeIdentity(db *badger.DB, identity string) error {
 	txn := db.NewTransactionAt(0, true)
 	defer txn.Discard()
 	if err := txn.Set(identityKey, []byte(identity)); err != nil {
+		return err
+	}
+	if err := txn.Set(layoutKey, []byte(strconv.Itoa(Layout))); err != nil {
 		return err
 	}
 	return txn.CommitAt(1, nil)
@@ -104,46 +121,56 @@ func writeIdentity(db *badger.DB, identity string) error {
 // loadCache opens the cache for the stream of identity, whose last
 // sequence is last, and returns it with the sequence it has applied. A
 // cache that cannot be opened or read, was built from another stream (or
-// one of the same name since deleted), or is ahead of the stream is
-// removed and built again from nothing.
-func loadCache(dir, identity string, last uint64, o Options) (*badgerdb.DB, uint64, error) {
+// one of the same name since deleted) or by an older Layout, or is ahead
+// of the stream is removed and built again from nothing. A cache of a newer
+// Layout is refused (ErrLayout) and left as it is.
+func loadCache(dir, identity string, last uint64, o Options) (*badgerdb.DB, cacheState, error) {
 	for attempt := 0; ; attempt++ {
-		db, st, why := tryCache(dir, identity, last, o)
-		if why == nil {
-			return db, st.applied, nil
+		db, st, why, refuse := tryCache(dir, identity, last, o)
+		if why == nil && refuse == nil {
+			return db, st, nil
 		}
 		if db != nil {
 			_ = db.Close(context.Background())
 		}
+		if refuse != nil {
+			return nil, st, refuse
+		}
 		if attempt > 0 || dir == "" {
-			return nil, 0, fmt.Errorf("ledger/jetstream: cache %s: %w", dir, why)
+			return nil, st, fmt.Errorf("ledger/jetstream: cache %s: %w", dir, why)
 		}
 		o.Logger.Warn("ledger cache rebuilt from the stream", "dir", dir, "reason", why.Error())
 		if err := os.RemoveAll(dir); err != nil {
-			return nil, 0, fmt.Errorf("ledger/jetstream: removing the cache %s (%v): %w", dir, why, err)
+			return nil, st, fmt.Errorf("ledger/jetstream: removing the cache %s (%v): %w", dir, why, err)
 		}
 	}
 }
 
 // tryCache opens the cache and checks it belongs to the stream; a non-nil
-// error says why it must be rebuilt (db, if not nil, is to be closed).
-func tryCache(dir, identity string, last uint64, o Options) (*badgerdb.DB, cacheState, error) {
+// why says why it must be rebuilt, a non-nil refuse why it must not be
+// used at all (db, if not nil, is to be closed).
+func tryCache(dir, identity string, last uint64, o Options) (db *badgerdb.DB, st cacheState, why, refuse error) {
 	db, err := openCache(dir, o)
 	if err != nil {
-		return nil, cacheState{}, err
+		return nil, cacheState{}, err, nil
 	}
-	st, err := readCacheState(db.DB)
+	st, err = readCacheState(db.DB)
+	if err != nil {
+		return db, st, err, nil
+	}
+	if st.identity == "" && st.layout == "" {
+		return db, st, writeIdentity(db.DB, identity), nil
+	}
+	if why, refuse := checkCacheLayout(dir, st.layout); why != nil || refuse != nil {
+		return db, st, why, refuse
+	}
 	switch {
-	case err != nil:
-		return db, st, err
-	case st.identity == "":
-		return db, st, writeIdentity(db.DB, identity)
 	case st.identity != identity:
-		return db, st, fmt.Errorf("built from stream %s, not %s", st.identity, identity)
+		return db, st, fmt.Errorf("built from stream %s, not %s", st.identity, identity), nil
 	case st.applied > last:
-		return db, st, fmt.Errorf("applied sequence %d is past the stream's last, %d", st.applied, last)
+		return db, st, fmt.Errorf("applied sequence %d is past the stream's last, %d", st.applied, last), nil
 	}
-	return db, st, nil
+	return db, st, nil, nil
 }
 
 // cacheDir is where the cache of the stream lives under dir ("" when

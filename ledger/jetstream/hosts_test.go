@@ -41,6 +41,17 @@ func mustView(t *testing.T, s ledger.Store, fn func(tx ledger.Tx) error) {
 	}
 }
 
+// clusters are the deployments the tests of several hosts run on: one
+// node, and a three-node cluster with three replicas.
+var clusters = []struct {
+	name     string
+	replicas int
+	urls     func(t *testing.T) string
+}{
+	{"R1", 1, func(t *testing.T) string { return natstest.RunServer(t).URL() }},
+	{"R3", 3, func(t *testing.T) string { return natstest.RunCluster(t, 3).URLs() }},
+}
+
 // TestHosts runs the cases of two hosts sharing a ledger on one node and on
 // a three-node cluster.
 func TestHosts(t *testing.T) {
@@ -51,14 +62,6 @@ func TestHosts(t *testing.T) {
 		{"ConcurrentUpdates", testHostsConcurrent},
 		{"Fencing", testHostsFencing},
 		{"SeeEachOther", testHostsSeeEachOther},
-	}
-	clusters := []struct {
-		name     string
-		replicas int
-		urls     func(t *testing.T) string
-	}{
-		{"R1", 1, func(t *testing.T) string { return natstest.RunServer(t).URL() }},
-		{"R3", 3, func(t *testing.T) string { return natstest.RunCluster(t, 3).URLs() }},
 	}
 	for _, c := range clusters {
 		t.Run(c.name, func(t *testing.T) {

@@ -16,9 +16,21 @@ import (
 //	uv n, n × (op(1) lp(key) [lp(value)])
 //	                                its writes: op 1 sets (value follows), 2 deletes
 //
+// A message of one byte, format 2 (floorFormat), is a compaction point
+// instead (see compact.go): every transaction after it whose snapshot is
+// before it aborts.
+//
 // Every host decodes and applies the same bytes alike, so the format only
-// ever grows by a new format byte that every host reads.
+// ever grows by a new format byte, under a new Layout; a host that meets a
+// format it does not read stops its cache (it cannot decide the message as
+// the others do) rather than skip it.
 const messageFormat = 1
+
+// floorFormat is the format byte of a compaction point's message.
+const floorFormat = 2
+
+// isFloor reports whether data is a compaction point's message.
+func isFloor(data []byte) bool { return len(data) == 1 && data[0] == floorFormat }
 
 const (
 	opSet    = 1
@@ -130,7 +142,7 @@ func (d *decoder) count() int {
 func decodeMessage(b []byte) (*txMessage, error) {
 	d := &decoder{b: b}
 	if f := d.byte(); d.err == nil && f != messageFormat {
-		return nil, fmt.Errorf("transaction message of format %d (this host reads %d)", f, messageFormat)
+		return nil, fmt.Errorf("%w: a transaction message of format %d (this host reads %d)", ErrLayout, f, messageFormat)
 	}
 	m := &txMessage{snapshot: d.uvarint()}
 	for range d.count() {

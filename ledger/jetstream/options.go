@@ -28,8 +28,9 @@ type Options struct {
 	// Dir is the directory of the local cache: the ledger materialized
 	// from the stream, in a Badger database under Dir/<Stream>. A reopen
 	// replays only the stream's tail; an empty, missing or corrupt cache is
-	// rebuilt from the whole stream. Default (""): the cache is kept in
-	// memory, and every Open replays the whole stream.
+	// rebuilt from the stream (from its latest snapshot and the tail after
+	// it, once compacted). Default (""): the cache is kept in memory, and
+	// every Open rebuilds it.
 	Dir string
 
 	// Timeout bounds how long one commit waits for the stream to take its
@@ -43,6 +44,22 @@ type Options struct {
 	// with it; then Update fails with ErrConflict. Default (0):
 	// DefaultMaxAttempts.
 	MaxAttempts int
+
+	// CompactEvery is how many stream messages past the last compaction
+	// point make a host compact the stream (compact.go): publish a new
+	// point, snapshot its cache there to the object store
+	// <Stream>_SNAPSHOTS, and purge the stream before it, so that the stream
+	// does not grow forever and a new host starts from the snapshot.
+	// Negative: never compact. Default (0): DefaultCompactEvery.
+	CompactEvery int
+
+	// CompactKeep is how many messages before a compaction point the purge
+	// leaves in the stream, for hosts running a little behind: a host
+	// further behind than that when the purge comes restores its cache from
+	// the snapshot instead of applying the messages it missed (its Updates
+	// waiting meanwhile fail, their outcome unknown to it). Default (0):
+	// DefaultCompactKeep.
+	CompactKeep int
 
 	// Space is asked before every Update and told what it wrote, as the
 	// Badger store's (ledger.Options.Space): while the cache directory's
@@ -66,6 +83,10 @@ const (
 	DefaultTimeout = 30 * time.Second
 	// DefaultMaxAttempts is Options.MaxAttempts when left 0.
 	DefaultMaxAttempts = 50
+	// DefaultCompactEvery is Options.CompactEvery when left 0.
+	DefaultCompactEvery = 100_000
+	// DefaultCompactKeep is Options.CompactKeep when left 0.
+	DefaultCompactKeep = 10_000
 )
 
 // resolved returns o with its defaults applied, or an error naming a bad
@@ -86,6 +107,15 @@ func (o Options) resolved() (Options, error) {
 	}
 	if o.Timeout < 0 || o.MaxAttempts < 0 {
 		return o, fmt.Errorf("ledger/jetstream: negative timeout %v or max attempts %d", o.Timeout, o.MaxAttempts)
+	}
+	if o.CompactKeep < 0 {
+		return o, fmt.Errorf("ledger/jetstream: negative compact keep %d", o.CompactKeep)
+	}
+	if o.CompactEvery == 0 {
+		o.CompactEvery = DefaultCompactEvery
+	}
+	if o.CompactKeep == 0 {
+		o.CompactKeep = DefaultCompactKeep
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout

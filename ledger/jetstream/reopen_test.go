@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/jetstream"
@@ -15,16 +17,19 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 )
 
-// increment adds one to sub-a's checkpoint and queues a notification.
+// incrementFn adds one to sub-a's checkpoint and queues a notification.
+func incrementFn(tx ledger.Tx) error {
+	p, _, err := tx.Checkpoint("sub-a")
+	if err != nil {
+		return err
+	}
+	return errors.Join(tx.Notify(ledger.Notification{Type: "parked"}), tx.SetCheckpoint("sub-a", p+1))
+}
+
+// increment runs incrementFn in an Update.
 func increment(t *testing.T, s ledger.Store) {
 	t.Helper()
-	mustUpdate(t, s, func(tx ledger.Tx) error {
-		p, _, err := tx.Checkpoint("sub-a")
-		if err != nil {
-			return err
-		}
-		return errors.Join(tx.Notify(ledger.Notification{Type: "parked"}), tx.SetCheckpoint("sub-a", p+1))
-	})
+	mustUpdate(t, s, incrementFn)
 }
 
 // expectCount checks that s holds n increments.
@@ -53,10 +58,11 @@ func streamOf(t *testing.T, nc *nats.Conn, name string) njs.Stream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := js.Stream(context.Background(), name)
-	if err != nil {
-		t.Fatalf("stream %s: %v", name, err)
-	}
+	var st njs.Stream
+	checkfor.Cond(t, time.Minute, 50*time.Millisecond, "stream "+name, func() bool {
+		st, err = js.Stream(context.Background(), name)
+		return err == nil
+	})
 	return st
 }
 

@@ -16,17 +16,31 @@
 // that commits after a fenced transaction's snapshot aborts it, and its
 // re-run sees the new owner and fails with ledger.ErrFenced.
 //
-// The stream is never compacted: a host with an empty cache replays it
-// from the first transaction. (Compaction would snapshot a cache to the
-// object store at a sequence and purge the stream below it; a new host
-// would start from the snapshot.)
+// The stream is compacted as it grows (Options.CompactEvery): a host
+// publishes a compaction point M, writes its cache as of M to the object
+// store <Stream>_SNAPSHOTS and purges the stream before M (keeping
+// Options.CompactKeep messages for hosts running behind). From M on, a
+// transaction whose snapshot is before M aborts on every host and runs
+// again, so a host with an empty cache (or one that fell behind the purge)
+// restores the snapshot and replays the tail, deciding every later message
+// as the hosts that applied the whole stream (compact.go, restore.go).
 //
-// A node of an R3 cluster going down costs a host whose stream consumer
-// lived there up to about twelve seconds before its Updates return again:
-// nats.go's ordered consumer notices the lost heartbeats within two and
-// then waits up to ten for a consumer request the electing cluster may not
-// answer. Nothing is lost meanwhile; the transactions commit in the stream
-// and are applied once the consumer is back.
+// What the stream and the cache hold is versioned by Layout, recorded in
+// the stream's metadata and in the cache: Open refuses a stream or a cache
+// of a newer (or unknown) layout with ErrLayout naming it, and rebuilds a
+// cache of an older one from the stream; a running host that meets a
+// message of a format it does not read stops its cache rather than decide
+// that message otherwise than the others.
+//
+// Each host follows the stream with an ephemeral consumer of its own (not
+// nats.go's ordered consumer, whose ten-second wait to re-create a consumer
+// stalled Updates about as long when a node of an R3 cluster went down):
+// it is re-created at once from the sequence after the last applied when
+// it fails or misses two heartbeats, and an Update whose transaction it has
+// not delivered within fillDelay reads what the cache lacks from the stream
+// by sequence. Losing the node that leads the stream (and JetStream) costs
+// an Update about two seconds at most (publishTimeout, for a publish sent
+// to the lost node; TestNodeLossLatency). Nothing is lost meanwhile.
 package jetstream
 
 import (
@@ -58,8 +72,12 @@ type Store struct {
 	js         jetstream.JetStream
 	stream     jetstream.Stream
 	db         *badgerdb.DB
-	consume    jetstream.ConsumeContext
 	maxPayload int64
+	identity   string // the stream's: its name and creation time
+
+	stopFollow context.CancelFunc // ends follow and compactor
+	background sync.WaitGroup     // follow and compactor
+	compactDue chan struct{}      // asks the compactor to run
 
 	// life is held shared by every transaction and exclusively by Close.
 	life   sync.RWMutex
@@ -71,6 +89,7 @@ type Store struct {
 	// applying.
 	applyMu sync.Mutex
 	stopped bool
+	floor   uint64 // the last compaction point applied (compact.go)
 
 	// mu guards the applier's progress.
 	mu       sync.Mutex
@@ -107,23 +126,23 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("ledger/jetstream: stream %s: %w", o.Stream, err)
 	}
 	identity := fmt.Sprintf("%s@%d", o.Stream, info.Created.UnixNano())
-	db, applied, err := loadCache(cacheDir(o.Dir, o.Stream), identity, info.State.LastSeq, o)
+	db, st, err := loadCache(cacheDir(o.Dir, o.Stream), identity, info.State.LastSeq, o)
 	if err != nil {
 		return nil, err
 	}
-	if last, first := info.State.LastSeq, info.State.FirstSeq; last > applied && first > applied+1 {
-		_ = db.Close(context.Background())
-		return nil, fmt.Errorf("ledger/jetstream: stream %s starts at sequence %d, but the cache has applied only %d: "+
-			"the transactions between were removed from the stream", o.Stream, first, applied)
+	if last, first := info.State.LastSeq, info.State.FirstSeq; last > st.applied && first > st.applied+1 {
+		// Compacted past the cache: start from the snapshot.
+		db, st, err = restoreCache(ctx, js, o, db, identity, first, st.applied, last)
+		if err != nil {
+			return nil, err
+		}
 	}
 	s := &Store{
-		opts: o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(),
-		applied: applied, advanced: make(chan struct{}), waiters: map[string]chan bool{},
+		opts: o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(), identity: identity,
+		applied: st.applied, floor: st.floor, advanced: make(chan struct{}), waiters: map[string]chan bool{},
+		compactDue: make(chan struct{}, 1),
 	}
-	if err := s.start(ctx); err != nil {
-		_ = db.Close(context.Background())
-		return nil, err
-	}
+	s.start()
 	if err := s.waitApplied(ctx, info.State.LastSeq); err != nil {
 		_ = s.Close(context.Background())
 		return nil, err
@@ -135,26 +154,6 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 // placement": a cluster that has just started (or lost a node) does not know
 // enough live peers for the replicas yet.
 const errNoPeers jetstream.ErrorCode = 10005
-
-// createStream creates the stream, or updates its config, trying again
-// while the cluster has too few peers for the replicas, until ctx ends.
-func createStream(ctx context.Context, js jetstream.JetStream, o Options) (jetstream.Stream, error) {
-	cfg := jetstream.StreamConfig{
-		Name:        o.Stream,
-		Description: "Berth's failure ledger: one message per transaction",
-		Subjects:    []string{o.Subject},
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		Retention:   jetstream.LimitsPolicy, // and no limits: a transaction is never dropped
-	}
-	stream, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) {
-		return js.CreateOrUpdateStream(ctx, cfg)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ledger/jetstream: stream %s: %w", o.Stream, err)
-	}
-	return stream, nil
-}
 
 // request makes a request to JetStream's API, asking again while it goes
 // unanswered (a stream just created, or electing a leader), the cluster
@@ -178,33 +177,12 @@ func request[T any](ctx context.Context, fn func(context.Context) (T, error)) (T
 	}
 }
 
-// consumerHeartbeat is how often the server tells the consumer it is
-// alive while no transaction comes. Two missed make the client recreate the
-// consumer, so a consumer lost with its node (its stream's leader, say) is
-// replaced within about two seconds, not the client's default ten, and no
-// Update waits longer than that for its own transaction.
-const consumerHeartbeat = time.Second
-
-// start consumes the stream from the first sequence the cache lacks.
-func (s *Store) start(ctx context.Context) error {
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
-	if s.applied > 0 {
-		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: s.applied + 1}
-	}
-	cons, err := request(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
-		return s.js.OrderedConsumer(ctx, s.opts.Stream, cfg)
-	})
-	if err != nil {
-		return fmt.Errorf("ledger/jetstream: consumer on %s: %w", s.opts.Stream, err)
-	}
-	s.consume, err = cons.Consume(s.handle, jetstream.PullHeartbeat(consumerHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			s.opts.Logger.Debug("ledger: stream consumer", "err", err.Error())
-		}))
-	if err != nil {
-		return fmt.Errorf("ledger/jetstream: consuming %s: %w", s.opts.Stream, err)
-	}
-	return nil
+// start follows the stream from the first sequence the cache lacks.
+func (s *Store) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopFollow = cancel
+	s.background.Go(func() { s.follow(ctx) })
+	s.background.Go(func() { s.compactor(ctx) })
 }
 
 // enter starts a transaction: ErrClosed after Close, else the caller must
@@ -262,7 +240,7 @@ func (s *Store) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ledger/jetstream: the last sequence of %s: %w", s.opts.Stream, err)
 	}
-	return s.waitApplied(ctx, info.State.LastSeq)
+	return s.reach(ctx, info.State.LastSeq)
 }
 
 // Close stops applying the stream, waits for running transactions and
@@ -276,9 +254,8 @@ func (s *Store) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	if s.consume != nil {
-		s.consume.Stop()
-	}
+	s.stopFollow()
+	s.background.Wait()
 	s.applyMu.Lock()
 	s.stopped = true
 	s.applyMu.Unlock()

@@ -114,11 +114,12 @@ func (s *Store) commit(ctx context.Context, data []byte) (bool, error) {
 		delete(s.waiters, id)
 		s.mu.Unlock()
 	}()
-	seq, err := s.publish(ctx, id, data)
+	ack, err := s.publish(ctx, id, data)
 	if err != nil {
 		return false, err
 	}
-	if err := s.waitApplied(ctx, seq); err != nil {
+	seq := ack.Sequence
+	if err := s.reach(ctx, seq); err != nil {
 		return false, fmt.Errorf("%w: %w", errNoOutcome, err)
 	}
 	select {
@@ -137,7 +138,7 @@ const publishTimeout = 2 * time.Second
 
 // publish puts the message on the stream, trying again with the same id
 // (which the stream deduplicates) until it is acknowledged or ctx ends.
-func (s *Store) publish(ctx context.Context, id string, data []byte) (uint64, error) {
+func (s *Store) publish(ctx context.Context, id string, data []byte) (*jetstream.PubAck, error) {
 	for {
 		msg := &nats.Msg{Subject: s.opts.Subject, Data: data, Header: nats.Header{}}
 		// One attempt waits publishTimeout for its acknowledgement: one
@@ -147,12 +148,12 @@ func (s *Store) publish(ctx context.Context, id string, data []byte) (uint64, er
 		cancel()
 		switch {
 		case err == nil:
-			return ack.Sequence, nil
+			return ack, nil
 		case errors.Is(err, nats.ErrMaxPayload):
-			return 0, fmt.Errorf("%w: %w", ledger.ErrTooBig, err)
+			return nil, fmt.Errorf("%w: %w", ledger.ErrTooBig, err)
 		}
 		if cerr := pause(ctx); cerr != nil {
-			return 0, fmt.Errorf("ledger/jetstream: publishing to %s: %w (%w)", s.opts.Subject, err, cerr)
+			return nil, fmt.Errorf("ledger/jetstream: publishing to %s: %w (%w)", s.opts.Subject, err, cerr)
 		}
 	}
 }

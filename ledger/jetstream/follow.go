@@ -1,0 +1,185 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The store follows the stream with a consumer of its own rather than
+// nats.go's ordered consumer: when the node holding the consumer goes down,
+// the ordered consumer notices the silence, then waits up to ten seconds
+// (hard-coded) for its request to create the next one, which an electing
+// cluster may not answer — an Update waiting for its transaction waited as
+// long. This one is created again at once, from the sequence after the last
+// applied, each attempt waiting consumerCreateTimeout; and an Update whose
+// transaction the consumer has not delivered soon after the stream took it
+// reads what it lacks from the stream by sequence (fillTo), which a healthy
+// stream leader answers at once whatever became of the consumer.
+
+// consumerHeartbeat is how often the server tells the consumer it is alive
+// while no transaction comes (the least nats.go takes). Two missed and the
+// consumer is given up and created again.
+const consumerHeartbeat = 500 * time.Millisecond
+
+// consumerCreateTimeout bounds one attempt to create the consumer; a
+// request lost with its node, or not answered while the stream elects a
+// leader, is made again after it.
+const consumerCreateTimeout = time.Second
+
+// consumerInactive is how long the server keeps a consumer nobody pulls
+// from: the ones given up, and the one of a host that stopped without
+// Close, go away by themselves.
+const consumerInactive = 30 * time.Second
+
+// follow applies the stream until ctx ends, creating a consumer from the
+// sequence after the last applied whenever the one it has fails.
+func (s *Store) follow(ctx context.Context) {
+	for ctx.Err() == nil {
+		cons, err := s.newConsumer(ctx)
+		if err != nil {
+			return // ctx ended
+		}
+		err = s.drain(ctx, cons)
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, errGap):
+			if err := s.restoreBehind(ctx); err != nil && ctx.Err() == nil {
+				s.fail(err)
+				return
+			}
+		case err != nil:
+			s.opts.Logger.Debug("ledger: stream consumer given up, creating another", "err", err.Error())
+		}
+	}
+}
+
+// newConsumer creates an ephemeral consumer that delivers the stream from
+// the sequence after the last applied, trying again until ctx ends.
+func (s *Store) newConsumer(ctx context.Context) (jetstream.Consumer, error) {
+	for {
+		cfg := jetstream.ConsumerConfig{
+			Description:       "a Berth host's ledger cache",
+			DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:       s.appliedSeq() + 1,
+			AckPolicy:         jetstream.AckNonePolicy,
+			MemoryStorage:     true,
+			Replicas:          1,
+			InactiveThreshold: consumerInactive,
+		}
+		actx, cancel := context.WithTimeout(ctx, consumerCreateTimeout)
+		cons, err := s.stream.CreateConsumer(actx, cfg)
+		cancel()
+		if err == nil {
+			return cons, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		s.opts.Logger.Debug("ledger: creating the stream consumer", "err", err.Error())
+		if err := pause(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// errConsumerGap means the consumer skipped a delivery (it was reset on
+// the server, say): it is replaced by one that starts where the cache is.
+var errConsumerGap = errors.New("ledger/jetstream: the stream consumer skipped a delivery")
+
+// drain applies what cons delivers until it fails, a heartbeat is missed,
+// or ctx ends.
+func (s *Store) drain(ctx context.Context, cons jetstream.Consumer) error {
+	it, err := cons.Messages(jetstream.PullHeartbeat(consumerHeartbeat), jetstream.WithMessagesErrOnMissingHeartbeat(true))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	var delivered uint64
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("ledger/jetstream: a stream message without metadata: %w", err)
+		}
+		if meta.Sequence.Consumer != delivered+1 {
+			return fmt.Errorf("%w: delivery %d after %d", errConsumerGap, meta.Sequence.Consumer, delivered)
+		}
+		delivered = meta.Sequence.Consumer
+		if err := s.handle(meta.Sequence.Stream, msg.Headers().Get(jetstream.MsgIDHeader), msg.Data()); err != nil {
+			return err
+		}
+	}
+}
+
+// fillDelay is how long an Update waits for the consumer to deliver its
+// transaction before it reads it from the stream itself.
+const fillDelay = 250 * time.Millisecond
+
+// fillTimeout bounds one read of a message by sequence.
+const fillTimeout = time.Second
+
+// fillTo reads from the stream, by sequence, what the cache lacks up to seq
+// and applies it. It is the way around a consumer that went down with its
+// node: the stream's leader (the one that just took the transaction) answers
+// at once. It returns when the cache has applied seq or ctx ends.
+func (s *Store) fillTo(ctx context.Context, seq uint64) error {
+	for {
+		next := s.appliedSeq() + 1
+		if next > seq {
+			return nil
+		}
+		if err := s.errBroken(); err != nil {
+			return err
+		}
+		actx, cancel := context.WithTimeout(ctx, fillTimeout)
+		raw, err := s.stream.GetMsg(actx, next)
+		cancel()
+		switch {
+		case err == nil:
+			// It is the next one: no gap.
+			_ = s.handle(raw.Sequence, raw.Header.Get(jetstream.MsgIDHeader), raw.Data)
+		case errors.Is(err, jetstream.ErrMsgNotFound) && s.purgedPast(ctx, next):
+			// Purged past the cache: the consumer meets the gap too, and
+			// follow restores the cache from the snapshot.
+			return s.waitApplied(ctx, seq)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			if err := pause(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// purgedPast reports whether the stream now starts after seq. A leader
+// just elected may answer that a message it has not applied yet is not
+// found; only a stream that starts later has truly lost it.
+func (s *Store) purgedPast(ctx context.Context, seq uint64) bool {
+	actx, cancel := context.WithTimeout(ctx, fillTimeout)
+	defer cancel()
+	info, err := s.stream.Info(actx)
+	return err == nil && info.State.FirstSeq > seq
+}
+
+// reach waits until the cache has applied seq: for the consumer to deliver
+// it, and after fillDelay, reading from the stream what is still lacking.
+func (s *Store) reach(ctx context.Context, seq uint64) error {
+	wctx, cancel := context.WithTimeout(ctx, fillDelay)
+	err := s.waitApplied(wctx, seq)
+	cancel()
+	if err == nil || ctx.Err() != nil || s.errBroken() != nil {
+		return s.waitApplied(ctx, seq)
+	}
+	if err := s.fillTo(ctx, seq); err != nil {
+		return fmt.Errorf("ledger/jetstream: catching up to stream sequence %d (applied %d): %w", seq, s.appliedSeq(), err)
+	}
+	return nil
+}
