@@ -62,6 +62,7 @@ func TestHosts(t *testing.T) {
 		{"ConcurrentUpdates", testHostsConcurrent},
 		{"Fencing", testHostsFencing},
 		{"SeeEachOther", testHostsSeeEachOther},
+		{"ReadOnlyUpdateSeesTheOther", testHostsReadOnlyUpdate},
 	}
 	for _, c := range clusters {
 		t.Run(c.name, func(t *testing.T) {
@@ -205,5 +206,24 @@ func testHostsSeeEachOther(t *testing.T, a, b *jetstream.Store) {
 			}
 			return nil
 		})
+	}
+}
+
+// testHostsReadOnlyUpdate: an Update that only reads sees what the other
+// host committed before it began, as a View does — a caller deciding from
+// it (an engine restarting from checkpoints another host has just reset)
+// must not act on a stale cache.
+func testHostsReadOnlyUpdate(t *testing.T, a, b *jetstream.Store) {
+	for i := range 20 {
+		mustUpdate(t, a, func(tx ledger.Tx) error { return tx.SetCheckpoint("sub-r", uint64(i+1)) })
+		var p uint64 // what the last run of the closure read (it may run more than once)
+		mustUpdate(t, b, func(tx ledger.Tx) error {
+			var err error
+			p, _, err = tx.Checkpoint("sub-r")
+			return err
+		})
+		if p != uint64(i+1) {
+			t.Errorf("write %d: a read-only Update on the other host reads checkpoint %d", i+1, p)
+		}
 	}
 }

@@ -28,7 +28,7 @@ const headerRoom = 256
 // write in it failed (that error, even if fn ignored it), or when ctx is
 // done by the time fn returns; a transaction larger than the server's max
 // payload fails with ledger.ErrTooBig; a transaction that writes nothing
-// publishes nothing. While the Space guard refuses writes, Update fails with
+// publishes nothing, but reads what is current (as a View). While the Space guard refuses writes, Update fails with
 // its *diskspace.Error without calling fn.
 //
 // When the stream cannot be reached within the Options' Timeout, Update
@@ -81,7 +81,7 @@ func (s *Store) attempt(ctx context.Context, fn func(ledger.Tx) error) (committe
 		return false, err
 	}
 	if len(rec.writes) == 0 {
-		return true, nil
+		return s.readOnlyCurrent(ctx, rec, snapshot)
 	}
 	// Every host applies the writes with the applied sequence in one Badger
 	// transaction: make sure they fit in one here, where Badger's limits are
@@ -98,6 +98,26 @@ func (s *Store) attempt(ctx context.Context, fn func(ledger.Tx) error) (committe
 		s.opts.Space.Wrote(written)
 	}
 	return committed, err
+}
+
+// readOnlyCurrent decides an Update that wrote nothing: it publishes
+// nothing, but what it read must be as current as a View's (the caller acts
+// on it — an engine restarting from checkpoints another host has just
+// reset), so the cache catches up with the stream, and if anything the
+// closure read changed after its snapshot the closure runs again.
+func (s *Store) readOnlyCurrent(ctx context.Context, rec *recorder, snapshot uint64) (bool, error) {
+	if len(rec.reads) == 0 && len(rec.ranges) == 0 {
+		return true, nil
+	}
+	if err := s.catchUp(ctx); err != nil {
+		return false, err
+	}
+	now := s.appliedSeq()
+	if now == snapshot {
+		return true, nil
+	}
+	changed, err := s.conflicts(messageOf(rec, snapshot), now+1)
+	return !changed, err
 }
 
 // commit publishes a transaction and waits until this host has applied it.
