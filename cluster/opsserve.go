@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/berthhq/berth/subscription"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// holdKey is one reset's hold of one subscription.
+type holdKey struct{ sub, id string }
+
+// serve starts the berth_ops micro service: endpoint "host" on
+// S_OPS.<host-id> for the calls aimed at this host, "all" on S_OPS.all (no
+// queue group: every host gets each) for the broadcasts. A call to this
+// host runs on a goroutine of its own (a resume may wait for a busy
+// aggregate); broadcasts run in the order sent, so a reset's unhold never
+// overtakes its hold.
+func (f *Forwarder) serve() error {
+	svc, err := micro.AddService(f.nc, micro.Config{Name: serviceName, Version: "1.0.0",
+		Description: "Berth operator calls between the hosts of a deployment",
+		Metadata:    map[string]string{"host": f.c.Host(), "deployment": f.opts.Deployment}})
+	if err != nil {
+		return fmt.Errorf("cluster: operator service: %w", err)
+	}
+	one := micro.HandlerFunc(func(r micro.Request) {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.answer(r)
+		}()
+	})
+	all := micro.HandlerFunc(func(r micro.Request) {
+		if r.Headers().Get(headerFrom) == f.c.Host() {
+			return // the caller acted here itself
+		}
+		f.wg.Add(1)
+		defer f.wg.Done()
+		f.answer(r)
+	})
+	if err := svc.AddEndpoint("host", one, micro.WithEndpointSubject(f.subj+f.c.Host())); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("cluster: operator service: %w", err)
+	}
+	if err := svc.AddEndpoint("all", all, micro.WithEndpointSubject(f.subj+opsAll), micro.WithEndpointQueueGroupDisabled()); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("cluster: operator service: %w", err)
+	}
+	f.svc = svc
+	return nil
+}
+
+// answer runs one call on this host's engine and answers it: empty for
+// done, else the error's code and message.
+func (f *Forwarder) answer(r micro.Request) {
+	hdr := micro.WithHeaders(micro.Headers{headerHost: {f.c.Host()}})
+	var c opCall
+	if err := json.Unmarshal(r.Data(), &c); err != nil {
+		_ = r.Error("error", "unreadable operator call: "+err.Error(), nil, hdr)
+		return
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, c.wait())
+	defer cancel()
+	if err := f.apply(ctx, c); err != nil {
+		_ = r.Error(codeOf(err), err.Error(), nil, hdr)
+		return
+	}
+	_ = r.Respond(nil, hdr)
+}
+
+// apply runs a call another host made here: on this host's engine only,
+// never forwarded again.
+func (f *Forwarder) apply(ctx context.Context, c opCall) error {
+	switch c.Op {
+	case opResume:
+		return f.eng.Resume(ctx, c.Subscription, c.AggregateType, c.AggregateID, c.Actor, c.Reason)
+	case opSkip:
+		return f.eng.Skip(ctx, c.Subscription, c.AggregateType, c.AggregateID, c.Through, c.Actor, c.Reason)
+	case opRefreshPause:
+		return f.eng.RefreshPause(ctx, c.Subscription)
+	case opHold:
+		return f.hold(ctx, holdKey{c.Subscription, c.Hold}, c)
+	case opUnhold:
+		return f.unhold(ctx, holdKey{c.Subscription, c.Hold}, "lifted")
+	}
+	return fmt.Errorf("unknown operator call %q", c.Op)
+}
+
+// hold holds the subscription for another host's reset, for as long as the
+// call says unless that host lifts it sooner.
+func (f *Forwarder) hold(ctx context.Context, k holdKey, c opCall) error {
+	if c.Hold == "" || c.wait() <= 0 {
+		return errors.New("a hold needs an id and a duration")
+	}
+	if err := f.eng.Hold(ctx, k.sub, k.id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.holds[k]; t != nil {
+		t.Stop()
+	}
+	f.holds[k] = f.opts.Clock.AfterFunc(c.wait(), func() {
+		if err := f.unhold(context.Background(), k, "expired"); err != nil {
+			f.opts.Logger.Error("reset hold expired; starting the subscription again failed", "subscription", k.sub, "err", err)
+		}
+	})
+	return nil
+}
+
+// unhold lifts a hold another host's reset put on this one.
+func (f *Forwarder) unhold(ctx context.Context, k holdKey, why string) error {
+	f.mu.Lock()
+	if t := f.holds[k]; t != nil {
+		t.Stop()
+	}
+	delete(f.holds, k)
+	f.mu.Unlock()
+	if why == "expired" {
+		f.opts.Logger.Warn("a reset's hold expired before the host resetting lifted it; going on", "subscription", k.sub, "hold", k.id)
+	}
+	return f.eng.Unhold(ctx, k.sub, k.id)
+}
+
+// Close stops answering the other hosts (calls being answered end) and
+// lifts the holds their resets put on this host.
+func (f *Forwarder) Close() error {
+	err := f.svc.Stop()
+	f.cancel() // a call waiting for a busy aggregate ends now
+	f.wg.Wait()
+	f.mu.Lock()
+	keys := make([]holdKey, 0, len(f.holds))
+	for k := range f.holds {
+		keys = append(keys, k)
+	}
+	f.mu.Unlock()
+	for _, k := range keys {
+		if uerr := f.unhold(context.Background(), k, "closing"); uerr != nil && !errors.Is(uerr, subscription.ErrClosed) {
+			err = errors.Join(err, uerr)
+		}
+	}
+	return err
+}
