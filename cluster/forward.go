@@ -53,8 +53,9 @@ type Forwarder struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // calls being answered
 
-	mu    sync.Mutex
-	holds map[holdKey]subscription.Timer // other hosts' resets holding this one
+	mu      sync.Mutex
+	holds   map[holdKey]subscription.Timer // other hosts' resets holding this one
+	closing bool                           // Close began: calls are answered ErrClosed
 }
 
 var _ subscription.Operator = (*Forwarder)(nil)
@@ -149,6 +150,9 @@ func (f *Forwarder) onOwner(ctx context.Context, c opCall, local func(context.Co
 		last = err
 		owner, p, err := f.ownerOf(ctx, c)
 		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
 			return err
 		}
 		if owner == "" || owner == f.c.Host() {
@@ -159,7 +163,8 @@ func (f *Forwarder) onOwner(ctx context.Context, c opCall, local func(context.Co
 		}
 		err = f.ask(ctx, owner, c)
 		switch {
-		case errors.Is(err, subscription.ErrNotOwned), errors.Is(err, nats.ErrNoResponders):
+		case errors.Is(err, subscription.ErrNotOwned), errors.Is(err, nats.ErrNoResponders),
+			errors.Is(err, subscription.ErrClosed): // the owner closing, or holding for a reset
 			last = err
 			continue
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
@@ -167,6 +172,10 @@ func (f *Forwarder) onOwner(ctx context.Context, c opCall, local func(context.Co
 				ErrUnreachable, owner, p, c.Subscription, c.Op)
 		}
 		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %s/%s of %q: no answer in time from its owner (%v)", ErrUnreachable,
+			c.AggregateType, c.AggregateID, c.Subscription, last)
 	}
 	if errors.Is(last, nats.ErrNoResponders) {
 		return fmt.Errorf("%w: %s/%s of %q: its owner does not answer (a host that is down loses its partitions within twice the lease TTL; try again then)",

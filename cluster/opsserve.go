@@ -27,19 +27,21 @@ func (f *Forwarder) serve() error {
 		return fmt.Errorf("cluster: operator service: %w", err)
 	}
 	one := micro.HandlerFunc(func(r micro.Request) {
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			f.answer(r)
-		}()
+		if f.begin(r) {
+			go func() {
+				defer f.wg.Done()
+				f.answer(r)
+			}()
+		}
 	})
 	all := micro.HandlerFunc(func(r micro.Request) {
 		if r.Headers().Get(headerFrom) == f.c.Host() {
 			return // the caller acted here itself
 		}
-		f.wg.Add(1)
-		defer f.wg.Done()
-		f.answer(r)
+		if f.begin(r) {
+			defer f.wg.Done()
+			f.answer(r)
+		}
 	})
 	if err := svc.AddEndpoint("host", one, micro.WithEndpointSubject(f.subj+f.c.Host())); err != nil {
 		_ = svc.Stop()
@@ -51,6 +53,20 @@ func (f *Forwarder) serve() error {
 	}
 	f.svc = svc
 	return nil
+}
+
+// begin counts a call in, or answers it ErrClosed (which the caller
+// retries: the host's partitions move) once Close began.
+func (f *Forwarder) begin(r micro.Request) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closing {
+		_ = r.Error(codeOf(subscription.ErrClosed), fmt.Sprintf("host %s is closing: %v", f.c.Host(), subscription.ErrClosed), nil,
+			micro.WithHeaders(micro.Headers{headerHost: {f.c.Host()}}))
+		return false
+	}
+	f.wg.Add(1)
+	return true
 }
 
 // answer runs one call on this host's engine and answers it: empty for
@@ -129,6 +145,12 @@ func (f *Forwarder) unhold(ctx context.Context, k holdKey, why string) error {
 // lifts the holds their resets put on this host.
 func (f *Forwarder) Close() error {
 	err := f.svc.Stop()
+	// Once the server has the unsubscribe, nobody's call reaches this host
+	// any more: a caller finds no responder and looks for the owner again.
+	err = errors.Join(err, f.nc.Flush())
+	f.mu.Lock()
+	f.closing = true
+	f.mu.Unlock()
 	f.cancel() // a call waiting for a busy aggregate ends now
 	f.wg.Wait()
 	f.mu.Lock()
