@@ -258,3 +258,46 @@ func TestResetRefusedWhenAnOwnerDoesNotHold(t *testing.T) {
 	e.waitHandled("B", onB, 1)
 	e.waitHandled("C", onC, 1, 2)
 }
+
+// TestSkipOnAnotherHost: a skip through A of an aggregate parked on B moves
+// it past the event it stopped at on B; B delivers the later event only.
+func TestSkipOnAnotherHost(t *testing.T) {
+	e := newOpsEnv(t)
+	hs := e.hosts("A", "B")
+	a, b := hs[0], hs[1]
+	id := e.aggregateOn(b, "bad-")
+	e.append(id)
+	e.waitParked(id)
+	e.append(id)
+	e.broken.Store(false)
+	if err := a.fwd.Skip(t.Context(), opsSub, "Order", id, 1, "ops", "bad data"); err != nil {
+		t.Fatalf("skip through A: %v", err)
+	}
+	e.waitHandled("B", id, 2)
+	if got := e.handledBy("A", id); len(got) != 0 {
+		t.Fatalf("A handled %v", got)
+	}
+}
+
+// TestHoldExpires: a host held for a reset whose resetter never lifts the
+// hold (it died) starts its run again by itself when the hold ends.
+func TestHoldExpires(t *testing.T) {
+	e := newOpsEnv(t)
+	hs := e.hosts("A", "B")
+	b := hs[1]
+	id := e.aggregateOn(b, "good-")
+	nc := connect(t, e.node.URL())
+	m, err := nc.Request(opsDeployment+opsSuffix+".B",
+		encodeCall(opCall{Op: opHold, Subscription: opsSub, Hold: "gone-1", WaitMS: 300}), 2*time.Second)
+	if err != nil || replyError(m) != nil {
+		t.Fatalf("hold: %v %v", err, replyError(m))
+	}
+	if st := state(t, b); st.State != subscription.StateStopped {
+		t.Fatalf("B while held: %s", st.State)
+	}
+	e.append(id)
+	e.waitHandled("B", id, 1) // only once the hold ended
+	if st := state(t, b); st.State != subscription.StateRunning {
+		t.Fatalf("B after the hold: %s", st.State)
+	}
+}
