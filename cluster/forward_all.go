@@ -106,8 +106,12 @@ func (f *Forwarder) Reset(ctx context.Context, sub string, position uint64) erro
 		}
 		err = f.eng.ResetHeld(ctx, sub, position, f.allHolding(sub, held))
 		var moved *notHolding
-		if !errors.As(err, &moved) || try == f.opts.Tries {
+		if !errors.As(err, &moved) {
 			return err
+		}
+		if try == f.opts.Tries {
+			return fmt.Errorf("%w: the reset of %q changed nothing: partitions kept changing hands (%v, after %d tries)",
+				ErrUnconfirmed, sub, err, try)
 		}
 		f.opts.Logger.Info("reset: a partition changed hands while the others held; holding again",
 			"subscription", sub, "partition", moved.partition, "owner", moved.host)

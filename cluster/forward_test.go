@@ -7,10 +7,14 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go"
 )
+
+// A Forwarder is what bulk jobs act through on a host of a cluster.
+var _ jobs.Engine = (*Forwarder)(nil)
 
 // TestResumeOnAnotherHost: an aggregate parked on host B, resumed through
 // host A (whose engine does not own it: ErrNotOwned), resumes on B — the
