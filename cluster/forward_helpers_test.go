@@ -206,6 +206,17 @@ func (e *opsEnv) waitHandled(host, id string, want ...uint64) {
 	})
 }
 
+// parkedOn parks an aggregate of h's at its first event, with a second
+// event held behind it, and returns its id.
+func (e *opsEnv) parkedOn(h *opsHost) string {
+	e.t.Helper()
+	id := e.aggregateOn(h, "bad-")
+	e.append(id)
+	e.waitParked(id)
+	e.append(id)
+	return id
+}
+
 // waitParked waits until id is parked, waiting for an operator.
 func (e *opsEnv) waitParked(id string) *ledger.Record {
 	e.t.Helper()

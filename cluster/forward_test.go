@@ -24,10 +24,7 @@ func TestResumeOnAnotherHost(t *testing.T) {
 	e := newOpsEnv(t)
 	hs := e.hosts("A", "B")
 	a, b := hs[0], hs[1]
-	id := e.aggregateOn(b, "bad-")
-	e.append(id)
-	e.waitParked(id)
-	e.append(id)
+	id := e.parkedOn(b)
 	if err := a.eng.Resume(t.Context(), opsSub, "Order", id, "ops", "fixed"); !errors.Is(err, subscription.ErrNotOwned) {
 		t.Fatalf("A's engine resumed an aggregate of B's: %v", err)
 	}
@@ -269,10 +266,7 @@ func TestSkipOnAnotherHost(t *testing.T) {
 	e := newOpsEnv(t)
 	hs := e.hosts("A", "B")
 	a, b := hs[0], hs[1]
-	id := e.aggregateOn(b, "bad-")
-	e.append(id)
-	e.waitParked(id)
-	e.append(id)
+	id := e.parkedOn(b)
 	e.broken.Store(false)
 	if err := a.fwd.Skip(t.Context(), opsSub, "Order", id, 1, "ops", "bad data"); err != nil {
 		t.Fatalf("skip through A: %v", err)
