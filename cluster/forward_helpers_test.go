@@ -14,6 +14,7 @@ import (
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
+	jsledger "github.com/berthhq/berth/ledger/jetstream"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go"
@@ -36,10 +37,13 @@ type handledEvent struct {
 // each host with its subscription engine, its Cluster (which tells the
 // engine what it owns) and its Forwarder.
 type opsEnv struct {
-	t      *testing.T
-	node   *natstest.Node
-	log    *eventlog.Badger
+	t    *testing.T
+	node *natstest.Node
+	log  *eventlog.Badger
+	// st is the ledger the test reads: the hosts' one Badger ledger, or a
+	// Store of its own on their JetStream stream.
 	st     ledger.Store
+	js     bool
 	broken atomic.Bool // aggregates named "bad-…" fail unrecoverably while set
 	resets atomic.Int32
 
@@ -47,9 +51,15 @@ type opsEnv struct {
 	handled []handledEvent
 }
 
-func newOpsEnv(t *testing.T) *opsEnv {
+// newOpsEnv starts a deployment's shared parts; with js the hosts' ledger
+// is on JetStream (each host its own Store on one stream), else one Badger
+// ledger.
+func newOpsEnv(t *testing.T, js bool) *opsEnv {
 	t.Helper()
-	e := &opsEnv{t: t, node: natstest.RunServer(t), st: openLedger(t)}
+	e := &opsEnv{t: t, node: natstest.RunServer(t), js: js}
+	if e.st = openLedger(t); js {
+		e.st = e.ledger("test")
+	}
 	var err error
 	if e.log, err = eventlog.Open(t.TempDir(), eventlog.Options{}); err != nil {
 		t.Fatal(err)
@@ -85,11 +95,32 @@ func (e *opsEnv) spec(host string) subscription.Spec {
 		OnReset: func(ledger.Tx, uint64) error { e.resets.Add(1); return nil }}
 }
 
-// engine opens and starts a host's engine, which owns nothing until told.
-func (e *opsEnv) engine(id string) *subscription.Engine {
+// ledger returns the ledger host id works on: the one Badger ledger every
+// host shares, or its own JetStream Store on the deployment's one stream
+// (its own connection and cache, as a host of a deployment has it).
+func (e *opsEnv) ledger(id string) ledger.Store {
+	e.t.Helper()
+	if !e.js {
+		return e.st
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := jsledger.Open(ctx, connect(e.t, e.node.URL()), jsledger.Options{Stream: opsDeployment + "_LEDGER",
+		Subject: opsDeployment + "_LEDGER.tx", Timeout: 5 * time.Second})
+	if err != nil {
+		e.t.Fatalf("ledger of %s: %v", id, err)
+	}
+	e.t.Cleanup(func() { st.Close(context.Background()) })
+	return st
+}
+
+// engine opens and starts a host's engine over its ledger (returned too);
+// it owns nothing until told.
+func (e *opsEnv) engine(id string) (*subscription.Engine, ledger.Store) {
 	t := e.t
 	t.Helper()
-	eng, err := subscription.Open(e.log, e.st, subscription.Options{Host: id, Partitions: partitions,
+	st := e.ledger(id)
+	eng, err := subscription.Open(e.log, st, subscription.Options{Host: id, Partitions: partitions,
 		CheckpointInterval: 20 * time.Millisecond}, e.spec(id))
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +129,7 @@ func (e *opsEnv) engine(id string) *subscription.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
-	return eng
+	return eng, st
 }
 
 // host starts a host: its engine, its Cluster and, with forward, its
@@ -106,9 +137,11 @@ func (e *opsEnv) engine(id string) *subscription.Engine {
 func (e *opsEnv) host(id string, forward bool) *opsHost {
 	t := e.t
 	t.Helper()
-	h := &opsHost{id: id, nc: connect(t, e.node.URL()), eng: e.engine(id)}
+	h := &opsHost{id: id, nc: connect(t, e.node.URL())}
+	var st ledger.Store
+	h.eng, st = e.engine(id)
 	var err error
-	h.c, err = Open(t.Context(), h.nc, Options{Host: id, Ledger: e.st, Engine: h.eng, Subscriptions: []string{opsSub},
+	h.c, err = Open(t.Context(), h.nc, Options{Host: id, Ledger: st, Engine: h.eng, Subscriptions: []string{opsSub},
 		Partitions: partitions, LeaseTTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -166,10 +199,13 @@ func (e *opsEnv) waitSplit(hs []*opsHost) {
 // aggregateOn returns an aggregate id with prefix whose partition h works on.
 func (e *opsEnv) aggregateOn(h *opsHost, prefix string) string {
 	e.t.Helper()
-	owned := h.c.Owned()[opsSub]
+	var owned []int // as the engine has them: the Cluster publishes its view after telling it
+	for _, p := range state(e.t, h).Partitions {
+		owned = append(owned, p.Index)
+	}
 	for i := range 1000 {
 		id := fmt.Sprintf("%s%d", prefix, i)
-		if _, ok := owned[eventlog.PartitionOf("Order", id, partitions)]; ok {
+		if slices.Contains(owned, eventlog.PartitionOf("Order", id, partitions)) {
 			return id
 		}
 	}
@@ -229,6 +265,16 @@ func (e *opsEnv) waitParked(id string) *ledger.Record {
 		}) == nil && rec.State == ledger.StateWaiting
 	})
 	return rec
+}
+
+// onEveryLedger runs test on a deployment whose ledger is one Badger
+// ledger, and on one whose ledger is on JetStream, as in production.
+func onEveryLedger(t *testing.T, test func(t *testing.T, e *opsEnv)) {
+	for _, js := range []bool{false, true} {
+		t.Run(map[bool]string{false: "badger", true: "jetstream"}[js], func(t *testing.T) {
+			test(t, newOpsEnv(t, js))
+		})
+	}
 }
 
 func state(t *testing.T, h *opsHost) subscription.Status {

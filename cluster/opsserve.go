@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -119,30 +121,63 @@ func (f *Forwarder) hold(ctx context.Context, k holdKey, c opCall) error {
 	if t := f.holds[k]; t != nil {
 		t.Stop()
 	}
-	f.holds[k] = f.opts.Clock.AfterFunc(c.wait(), func() {
-		if err := f.unhold(context.Background(), k, "expired"); err != nil {
-			f.opts.Logger.Error("reset hold expired; starting the subscription again failed", "subscription", k.sub, "err", err)
-		}
-	})
+	f.holds[k] = f.opts.Clock.AfterFunc(c.wait(), func() { f.unholdLater(k) })
 	return nil
 }
 
 // unhold lifts a hold another host's reset put on this one.
 func (f *Forwarder) unhold(ctx context.Context, k holdKey, why string) error {
+	if why == "expired" {
+		f.opts.Logger.Warn("a reset's hold expired before the host resetting lifted it; going on", "subscription", k.sub, "hold", k.id)
+	}
+	// The run starts from the checkpoints it reads in an Update that writes
+	// nothing, which a ledger on JetStream answers from this host's cache
+	// as it is: a View first catches the cache up to every commit so far —
+	// the reset's among them — or this host would start from its old
+	// checkpoints and write them back over the reset. Until it can, the
+	// hold stays, tried again every second.
+	if err := f.c.opts.Ledger.View(ctx, func(ledger.Tx) error { return nil }); err != nil {
+		f.mu.Lock()
+		if t := f.holds[k]; t != nil {
+			t.Stop()
+		}
+		f.holds[k] = f.opts.Clock.AfterFunc(time.Second, func() { f.unholdLater(k) })
+		f.mu.Unlock()
+		return fmt.Errorf("cluster: catching up with the ledger before the run starts again (tried again in a second): %w", err)
+	}
+	f.dropHold(k)
+	return f.eng.Unhold(ctx, k.sub, k.id)
+}
+
+// unholdLater is unhold from a timer: a hold that expired, or a lift that
+// could not catch up with the ledger.
+func (f *Forwarder) unholdLater(k holdKey) {
 	f.mu.Lock()
+	closing := f.closing
+	f.mu.Unlock()
+	if closing {
+		return // Close lifts it
+	}
+	if err := f.unhold(f.ctx, k, "expired"); err != nil {
+		f.opts.Logger.Error("reset hold: starting the subscription again failed", "subscription", k.sub, "err", err)
+	}
+}
+
+// dropHold forgets a hold and stops its timer.
+func (f *Forwarder) dropHold(k holdKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if t := f.holds[k]; t != nil {
 		t.Stop()
 	}
 	delete(f.holds, k)
-	f.mu.Unlock()
-	if why == "expired" {
-		f.opts.Logger.Warn("a reset's hold expired before the host resetting lifted it; going on", "subscription", k.sub, "hold", k.id)
-	}
-	return f.eng.Unhold(ctx, k.sub, k.id)
 }
 
-// Close stops answering the other hosts (calls being answered end) and
-// lifts the holds their resets put on this host.
+// Close stops answering the other hosts (calls being answered end). Holds
+// that other hosts' resets put on this one stay: the host is shutting down
+// — its engine closes next, and a held subscription writes nothing more —
+// whereas a run started now could write checkpoints from before a reset
+// over it.
 func (f *Forwarder) Close() error {
 	err := f.svc.Stop()
 	// Once the server has the unsubscribe, nobody's call reaches this host
@@ -154,15 +189,10 @@ func (f *Forwarder) Close() error {
 	f.cancel() // a call waiting for a busy aggregate ends now
 	f.wg.Wait()
 	f.mu.Lock()
-	keys := make([]holdKey, 0, len(f.holds))
-	for k := range f.holds {
-		keys = append(keys, k)
+	for k, t := range f.holds {
+		t.Stop()
+		delete(f.holds, k)
 	}
 	f.mu.Unlock()
-	for _, k := range keys {
-		if uerr := f.unhold(context.Background(), k, "closing"); uerr != nil && !errors.Is(uerr, subscription.ErrClosed) {
-			err = errors.Join(err, uerr)
-		}
-	}
 	return err
 }
