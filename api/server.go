@@ -30,10 +30,15 @@ type Deps struct {
 	Modules *registry.Registry
 	Log     eventlog.Log
 	Engine  *subscription.Engine
-	Ledger  ledger.Store
-	Metrics *Metrics
-	Sandbox *sandbox.Sandbox // its instance pools are reported at /metrics
-	Logger  *slog.Logger
+	// Operator makes the operator calls (resume, skip, pause, pause until,
+	// unpause, reset); reads stay on Engine. In a cluster it is the host's
+	// cluster.Forwarder, which acts wherever the call must; nil: Engine (a
+	// single host).
+	Operator subscription.Operator
+	Ledger   ledger.Store
+	Metrics  *Metrics
+	Sandbox  *sandbox.Sandbox // its instance pools are reported at /metrics
+	Logger   *slog.Logger
 	// Ready reports whether the host has finished starting (GET /readyz).
 	Ready func() bool
 	// Disk is the data directory's free-space guard, reported by /healthz
@@ -61,6 +66,9 @@ func New(deps Deps) *Server {
 	}
 	if deps.Engine != nil {
 		deps.Metrics.Registry.MustRegister(newEngineCollector(deps.Engine))
+		if deps.Operator == nil {
+			deps.Operator = deps.Engine
+		}
 	}
 	if deps.Sandbox != nil {
 		deps.Metrics.Registry.MustRegister(newSandboxCollector(deps.Sandbox))

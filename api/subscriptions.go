@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api/wire"
+	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/internal/suggest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
@@ -53,9 +54,9 @@ func (s *Server) pauseSubscription(c echo.Context) error {
 	var err error
 	if req.Until != nil {
 		auditNote(c, auditDetailKey, "until %s", req.Until.UTC().Format(time.RFC3339))
-		err = s.deps.Engine.PauseUntil(ctx, c.Param("name"), *req.Until)
+		err = s.deps.Operator.PauseUntil(ctx, c.Param("name"), *req.Until)
 	} else {
-		err = s.deps.Engine.Pause(ctx, c.Param("name"))
+		err = s.deps.Operator.Pause(ctx, c.Param("name"))
 	}
 	if errors.Is(err, subscription.ErrBadUntil) {
 		return invalidRequest("until", "%v", err)
@@ -67,7 +68,7 @@ func (s *Server) pauseSubscription(c echo.Context) error {
 }
 
 func (s *Server) unpauseSubscription(c echo.Context) error {
-	if err := s.deps.Engine.Unpause(c.Request().Context(), c.Param("name")); err != nil {
+	if err := s.deps.Operator.Unpause(c.Request().Context(), c.Param("name")); err != nil {
 		return s.engineError(c, err)
 	}
 	return s.getSubscription(c)
@@ -82,7 +83,7 @@ func (s *Server) resetSubscription(c echo.Context) error {
 		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
 			Detail: "position is required: 1 replays from the beginning, head+1 skips to the end", Field: "position"}
 	}
-	if err := s.deps.Engine.Reset(c.Request().Context(), c.Param("name"), *req.Position); err != nil {
+	if err := s.deps.Operator.Reset(c.Request().Context(), c.Param("name"), *req.Position); err != nil {
 		return s.engineError(c, err)
 	}
 	auditNote(c, auditDetailKey, "to position %d", *req.Position)
@@ -102,6 +103,11 @@ func (s *Server) engineError(c echo.Context, err error) error {
 	case errors.Is(err, subscription.ErrBusy):
 		return problem(http.StatusConflict, "busy", err.Error()+"; try again when the retry has finished")
 	case errors.Is(err, subscription.ErrClosed):
+		return problem(http.StatusServiceUnavailable, "unavailable", err.Error())
+	// A cluster's: the host the call must reach is moving, down or slow;
+	// the detail says whether anything changed.
+	case errors.Is(err, subscription.ErrNotOwned), errors.Is(err, cluster.ErrUnreachable),
+		errors.Is(err, cluster.ErrUnconfirmed):
 		return problem(http.StatusServiceUnavailable, "unavailable", err.Error())
 	}
 	return err
@@ -222,7 +228,7 @@ func (s *Server) resumeParked(c echo.Context) error {
 	auditNote(c, auditReasonKey, "%s", req.Reason)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
-	if err := s.deps.Engine.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), actor(c), req.Reason); err != nil {
+	if err := s.deps.Operator.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), actor(c), req.Reason); err != nil {
 		// Resuming is repeatable: a record already resuming is no 404.
 		if rec, perr := s.deps.Engine.Parked(ctx, c.Param("name"), c.Param("type"), c.Param("id")); errors.Is(err, subscription.ErrNotParked) &&
 			perr == nil && rec.State == ledger.StateResuming {
@@ -241,7 +247,7 @@ func (s *Server) skipParked(c echo.Context) error {
 	auditNote(c, auditReasonKey, "%s", req.Reason)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
-	if err := s.deps.Engine.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {
+	if err := s.deps.Operator.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {
 		return s.engineError(c, err)
 	}
 	return c.JSON(http.StatusAccepted, wire.Status{Status: wire.StatusSkipped})

@@ -214,23 +214,15 @@ func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until ti
 // its delivery from there. Running attempts are cancelled; parked aggregates
 // stay parked. The spec's OnReset runs in the same transaction as the
 // checkpoints' write, after every attempt ended. On a ledger shared by
-// several hosts it writes the checkpoints of partitions other hosts own too:
-// their runs must be restarted after it (Own), or they write theirs on.
+// several hosts it writes the checkpoints of partitions other hosts own too,
+// so it must not be called there while they run: the cluster's reset holds
+// the subscription on every host first (Hold, ResetHeld, Unhold).
 func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	s, err := e.sub(sub)
 	if err != nil {
 		return err
 	}
-	head, err := e.events.Head(ctx)
-	if err != nil {
-		return err
-	}
-	if position < 1 || position > head+1 {
-		return fmt.Errorf("%w: %d (head %d)", ErrBadPosition, position, head)
-	}
-	if err := e.storeRefuses(); err != nil {
-		// Refused before anything stops: a run stopped now could not write
-		// its way back (storefull.go).
+	if err := e.checkReset(ctx, position); err != nil {
 		return err
 	}
 	s.life.Lock()
@@ -241,7 +233,38 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	if err := s.stopLocked(ctx, false); err != nil {
 		return err
 	}
+	if err := s.writeReset(ctx, position, nil); err != nil {
+		// Carry on from the old checkpoint rather than stay stopped.
+		return errors.Join(err, s.startLocked(context.WithoutCancel(ctx)))
+	}
+	return s.startLocked(context.WithoutCancel(ctx))
+}
+
+// checkReset refuses a reset to a position beyond the log's head + 1, and
+// one the ledger could not write: before anything stops, since a run
+// stopped now could not write its way back (storefull.go).
+func (e *Engine) checkReset(ctx context.Context, position uint64) error {
+	head, err := e.events.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if position < 1 || position > head+1 {
+		return fmt.Errorf("%w: %d (head %d)", ErrBadPosition, position, head)
+	}
+	return e.storeRefuses()
+}
+
+// writeReset writes every partition's checkpoint at position with the
+// spec's OnReset in one transaction, after guard (nil: none) let it; no run
+// of s may be running (s.life held).
+func (s *subscription) writeReset(ctx context.Context, position uint64, guard func(ledger.Tx) error) error {
+	e := s.e
 	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		if guard != nil {
+			if err := guard(tx); err != nil {
+				return err
+			}
+		}
 		if hook := s.cur.Load().spec.OnReset; hook != nil {
 			if err := hook(tx, position); err != nil {
 				return err
@@ -249,9 +272,8 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 		}
 		return setEveryCheckpoint(tx, s.name, e.opts.Partitions, position)
 	}); err != nil {
-		// Carry on from the old checkpoint rather than stay stopped.
-		return errors.Join(err, s.startLocked(context.WithoutCancel(ctx)))
+		return err
 	}
 	e.logger.Info("subscription reset", "subscription", s.name, "position", position)
-	return s.startLocked(context.WithoutCancel(ctx))
+	return nil
 }

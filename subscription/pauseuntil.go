@@ -1,7 +1,9 @@
 package subscription
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -50,6 +52,11 @@ func parsePause(v []byte) (paused bool, until time.Time) {
 func (s *subscription) applyPause(paused bool, until time.Time) bool {
 	s.pause.mu.Lock()
 	defer s.pause.mu.Unlock()
+	return s.applyPauseLocked(paused, until)
+}
+
+// applyPauseLocked is applyPause with s.pause.mu held.
+func (s *subscription) applyPauseLocked(paused bool, until time.Time) bool {
 	if s.pause.timer != nil {
 		s.pause.timer.Stop()
 		s.pause.timer = nil
@@ -76,14 +83,28 @@ func (s *subscription) pausedUntil() time.Time {
 }
 
 // endPause unpauses the subscription when its pause until ends, unless it
-// was paused or unpaused again meanwhile. A ledger that refuses the write
-// (a full disk) is tried again each second; the gate stays closed till then.
+// was paused or unpaused again meanwhile. The end is written only if the
+// ledger still holds this pause: on a ledger shared by several hosts each
+// one ends the pause on its own clock, and another host may have paused
+// again since (its word may not have reached this one yet) — then the
+// stored state is applied instead. A ledger that refuses the write (a full
+// disk) is tried again each second; the gate stays closed till then.
 func (s *subscription) endPause(until time.Time) {
 	if !s.pausedUntil().Equal(until) {
 		return
 	}
+	var stored []byte
 	err := s.e.store.Update(context.Background(), func(tx ledger.Tx) error {
-		return tx.SetMeta(s.name, metaPaused, pauseValue(false, time.Time{}))
+		v, err := tx.Meta(s.name, metaPaused)
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return err
+		}
+		if !bytes.Equal(v, pauseValue(true, until)) {
+			stored = v
+			return nil
+		}
+		stored = pauseValue(false, time.Time{})
+		return tx.SetMeta(s.name, metaPaused, stored)
 	})
 	if err != nil {
 		s.e.logger.Warn("the end of a pause could not be written; trying again in a second", "subscription", s.name, "error", err)
@@ -99,10 +120,38 @@ func (s *subscription) endPause(until time.Time) {
 		s.pause.mu.Unlock()
 		return
 	}
-	s.pause.until, s.pause.timer = time.Time{}, nil
-	s.gate.set(true)
+	s.pause.timer = nil
+	paused := s.applyPauseLocked(parsePause(stored))
 	s.pause.mu.Unlock()
+	if paused {
+		s.e.logger.Info("subscription stays paused: its pause was changed on another host", "subscription", s.name, "until", until)
+		return
+	}
 	s.e.logger.Info("subscription unpaused: its pause ended", "subscription", s.name, "until", until)
+}
+
+// RefreshPause applies the pause state the ledger holds for a subscription:
+// how a host learns of a pause, unpause or pause until that another host of
+// a shared ledger stored (the cluster tells every host to refresh). A run
+// started later reads it anyway.
+func (e *Engine) RefreshPause(ctx context.Context, sub string) error {
+	s, err := e.sub(sub)
+	if err != nil {
+		return err
+	}
+	var v []byte
+	if err := e.store.View(ctx, func(tx ledger.Tx) error {
+		var err error
+		v, err = tx.Meta(s.name, metaPaused)
+		if errors.Is(err, ledger.ErrNotFound) {
+			v, err = nil, nil
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	s.applyPause(parsePause(v))
+	return nil
 }
 
 // PauseUntil pauses a subscription as Pause does, until the time given: then

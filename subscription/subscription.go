@@ -26,6 +26,9 @@ type subscription struct {
 	// owned are the partitions this host owns, with their epochs (Engine.Own);
 	// unused on a single host, which owns every one. s.life held.
 	owned map[int]uint64
+	// holds are the resets under way across hosts that keep the run
+	// stopped (hold.go); s.life held.
+	holds map[string]struct{}
 	cpMu  sync.Mutex // serializes checkpoint writes
 	gate  *gate      // closed while the subscription is paused
 	keys  *keyLocks  // serializes ledger changes per aggregate
