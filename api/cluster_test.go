@@ -13,9 +13,9 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/clustertest"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
-	"github.com/nats-io/nats.go"
 )
 
 // TestClusterSingleHost: a single host answers GET /v1/cluster with mode
@@ -111,37 +111,18 @@ func TestToWireCluster(t *testing.T) {
 	}
 }
 
-// idleEngine is the engine of TestClusterHosts' hosts: it is told what it
-// owns and works on nothing, since the test looks at ownership only. NATS,
-// the ledger and the clusters are real.
-type idleEngine struct{}
-
-func (idleEngine) Own(context.Context, string, map[int]uint64) error { return nil }
-
-// clusterHost is one host of TestClusterHosts: its Cluster and its API.
+// clusterHost is one host of TestClusterHosts: a real cluster.Cluster
+// (internal/clustertest) and an API over it.
 type clusterHost struct {
-	id  string
-	nc  *nats.Conn
-	c   *cluster.Cluster
+	id string
+	*clustertest.Host
 	api *Server
 }
 
-// startClusterHost opens a real cluster.Cluster as id on NATS at url, over
-// the shared ledger st, and an API over it.
 func startClusterHost(t *testing.T, url, id string, st ledger.Store, subs []string) *clusterHost {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c, err := cluster.Open(t.Context(), nc, cluster.Options{Host: id, Address: "http://" + id + ":8080", Version: "test",
-		Ledger: st, Engine: idleEngine{}, Subscriptions: subs, LeaseTTL: 3 * time.Second})
-	if err != nil {
-		t.Fatalf("open %s: %v", id, err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return &clusterHost{id: id, nc: nc, c: c, api: New(Deps{Config: config.Default, Cluster: c})}
+	h := clustertest.Join(t, url, id, st, subs...)
+	return &clusterHost{id: id, Host: h, api: New(Deps{Config: config.Default, Cluster: h.Cluster})}
 }
 
 // clusterOf asks h's API for GET /v1/cluster, checking the answer against
@@ -185,11 +166,7 @@ func settledOn(v wire.Cluster, hosts ...string) bool {
 // higher epoch; with NATS down the answer is a 503 naming it.
 func TestClusterHosts(t *testing.T) {
 	n := natstest.RunServer(t)
-	st, err := ledger.Open(t.TempDir(), ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(context.Background()) })
+	st := clustertest.Ledger(t)
 	subs := []string{"mailer", "orders-projection"}
 	var hosts []*clusterHost
 	for _, id := range []string{"h1", "h2", "h3"} {
@@ -210,7 +187,7 @@ func TestClusterHosts(t *testing.T) {
 		if err != nil || age < 0 || age > 3*time.Second || h.LastRenewal.IsZero() || h.Joined.IsZero() {
 			t.Errorf("host %s: lease age %q (%v), last renewal %v, joined %v", h.ID, h.LeaseAge, err, h.LastRenewal, h.Joined)
 		}
-		if h.Self != (i == 0) || h.Address != "http://"+h.ID+":8080" || h.Version != "test" {
+		if h.Self != (i == 0) || h.Address != "http://"+h.ID+".example:8080" || h.Version != "test" {
 			t.Errorf("host %+v", h)
 		}
 		total += h.Owned
@@ -243,7 +220,7 @@ func TestClusterHosts(t *testing.T) {
 			}
 		}
 	}
-	hosts[2].nc.Close()
+	hosts[2].Conn.Close()
 	checkfor.Cond(t, 20*time.Second, 50*time.Millisecond, "h1 and h2 owning h3's partitions", func() bool {
 		v = hosts[0].clusterOf(t)
 		return settledOn(v, "h1", "h2")

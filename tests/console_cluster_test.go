@@ -11,38 +11,11 @@ import (
 	"github.com/berthhq/berth/api"
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/internal/clustertest"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/ledger"
 	"github.com/chromedp/chromedp"
-	"github.com/nats-io/nats.go"
 )
-
-// idleEngine is what the clusters of TestConsoleCluster tell which
-// partitions they own: it works on none, since the test looks at ownership
-// only. NATS, the ledger and the clusters are real.
-type idleEngine struct{}
-
-func (idleEngine) Own(context.Context, string, map[int]uint64) error { return nil }
-
-// joinCluster opens a real cluster.Cluster as id on its own connection to
-// url, claiming partitions of subs in st; its connection is returned so
-// that the test can kill the host.
-func joinCluster(t *testing.T, url, id string, st ledger.Store, subs ...string) (*cluster.Cluster, *nats.Conn) {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c, err := cluster.Open(t.Context(), nc, cluster.Options{Host: id, Address: "http://" + id + ".example:8080", Version: "e2e",
-		Ledger: st, Engine: idleEngine{}, Subscriptions: subs, LeaseTTL: 3 * time.Second})
-	if err != nil {
-		t.Fatalf("open %s: %v", id, err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return c, nc
-}
 
 // notOn counts the partitions of sub that Assign gives to hosts other
 // than host.
@@ -58,7 +31,8 @@ func notOn(sub, host string, hosts ...string) int {
 
 // TestConsoleCluster drives the console's Cluster section in headless
 // Chromium at 800 px, over the API in this process with a real
-// cluster.Cluster (h1) beside two more (h2, h3) on one in-process NATS node,
+// cluster.Cluster (h1) beside two more (h2, h3) on one in-process NATS node
+// (internal/clustertest),
 // all claiming in the host's Badger ledger; the rest of the API is a whole
 // host (hostkit). h1 shares out "mailer" and "orders", h2 and h3 only
 // "mailer" — as when a module has not reached every host — so the orders
@@ -76,9 +50,9 @@ func TestConsoleCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { kit.Close(context.Background()) }) // after the clusters' cleanups
-	h1, _ := joinCluster(t, n.URL(), "h1", kit.Ledger, "mailer", "orders")
-	h2, _ := joinCluster(t, n.URL(), "h2", kit.Ledger, "mailer")
-	_, nc3 := joinCluster(t, n.URL(), "h3", kit.Ledger, "mailer")
+	h1 := clustertest.Join(t, n.URL(), "h1", kit.Ledger, "mailer", "orders").Cluster
+	h2 := clustertest.Join(t, n.URL(), "h2", kit.Ledger, "mailer").Cluster
+	h3 := clustertest.Join(t, n.URL(), "h3", kit.Ledger, "mailer")
 	srv := httptest.NewServer(api.New(api.Deps{Config: kit.Config, Modules: kit.Modules, Jobs: kit.Jobs, Log: kit.Events,
 		Engine: kit.Engine, Ledger: kit.Ledger, Cluster: h1}).Handler())
 	t.Cleanup(srv.Close)
@@ -125,7 +99,7 @@ func TestConsoleCluster(t *testing.T) {
 		}
 	}
 	if self := text(`#cluster-hosts tr[data-host="h1"]`); !strings.Contains(self, "(this host)") || !strings.Contains(self, "http://h1.example:8080") ||
-		!strings.Contains(self, " ago") || !strings.Contains(self, "e2e") {
+		!strings.Contains(self, " ago") || !strings.Contains(self, "test") {
 		t.Errorf("h1's row reads %q", self)
 	}
 	if n := count(orders + " td.unowned"); n != 1 {
@@ -156,7 +130,7 @@ func TestConsoleCluster(t *testing.T) {
 
 	// h3 dies without a goodbye: once its lease runs out it leaves the
 	// table and h1 and h2 own all of mailer.
-	nc3.Close()
+	h3.Conn.Close()
 	eventually(t, 20*time.Second, "h3 gone, mailer owned by h1 and h2", func() bool {
 		return count("#cluster-hosts tbody tr") == 2 && count(`#cluster-hosts tr[data-host="h3"]`) == 0 &&
 			text(mailer+" td.unowned-list") == "none" &&
