@@ -16,7 +16,6 @@ import (
 
 // Keys a handler sets on its context for the audit entry of its call.
 const (
-	auditTargetKey = "berth.audit.target" // what it acted on, when the path does not say (an append)
 	auditReasonKey = "berth.audit.reason" // the reason the caller gave
 	auditDetailKey = "berth.audit.detail" // what came of it
 )
@@ -27,9 +26,9 @@ func auditNote(c echo.Context, key, format string, args ...any) {
 }
 
 // audit writes an entry to the ledger's audit log for every state-changing
-// call that succeeded (the route table puts it on each of them, so none is
-// forgotten): the actor, the route, its target (the path's parameters, or
-// what the handler noted), the reason and what came of it. An entry the
+// call that succeeded but an append (the route table puts it on each of
+// them, so none is forgotten; see route.audited): the actor, the route, its
+// target (the path's parameters), the reason and what came of it. An entry the
 // ledger cannot take (a full disk) is logged: the call has happened.
 func (s *Server) audit(r route) echo.MiddlewareFunc {
 	action := r.method + " " + openapiPath(r.path)
@@ -57,12 +56,9 @@ func noted(c echo.Context, key string) string {
 	return v
 }
 
-// auditTarget is what the handler noted, else the path's parameters (as
+// auditTarget is what the call acted on: the path's parameters (as
 // decoded), joined by "/".
 func auditTarget(c echo.Context) string {
-	if t := noted(c, auditTargetKey); t != "" {
-		return t
-	}
 	var parts []string
 	for _, name := range c.ParamNames() {
 		parts = append(parts, c.Param(name))

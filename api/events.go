@@ -53,8 +53,6 @@ func (s *Server) appendEvents(c echo.Context) error {
 		return err
 	}
 	s.deps.Metrics.eventsAppended.Add(float64(len(commit.Events)))
-	auditNote(c, auditTargetKey, "%s/%s", commit.AggregateType, commit.AggregateID)
-	auditNote(c, auditDetailKey, "version %d at position %d, %d events", commit.Version, commit.Position, len(commit.Events))
 	return c.JSON(http.StatusCreated, wire.AppendResult{AggregateType: commit.AggregateType,
 		AggregateID: commit.AggregateID, Version: commit.Version, Position: commit.Position})
 }

@@ -21,7 +21,18 @@ const (
 	// one, and must be: lowering store.min-free is how an operator lets
 	// writes through again.
 	storesNothing
+	// appends: a route that writes the event log alone, refused below the
+	// reserve like writes, and not written to the audit log: the log keeps
+	// every commit itself (its position and time), and an audit entry per
+	// append would double the ledger's writes — on JetStream three replicas
+	// of a transaction for each event — and grow the ledger with the log
+	// (docs/BENCHMARKS.md, BenchmarkAppendREST).
+	appends
 )
+
+// audited reports whether a call of r that succeeded is written to the
+// audit log: every state-changing route but the event log's appends.
+func (r route) audited() bool { return changesState(r.method) && r.store != appends }
 
 // guarded reports whether r is refused while the data directory is below
 // its free-space reserve.

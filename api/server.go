@@ -101,7 +101,7 @@ func New(deps Deps) *Server {
 		if r.guarded() {
 			mw = append(mw, s.guardDisk)
 		}
-		if changesState(r.method) {
+		if r.audited() {
 			mw = append(mw, s.audit(r))
 		}
 		e.Add(r.method, r.path, r.handler, mw...)
@@ -143,7 +143,7 @@ func (s *Server) routeTable() []route {
 		{get, "/v1/modules/:name/versions", s.moduleVersions, reader, none, reads},
 		{post, "/v1/modules/:name/rollback", s.rollbackModule, deployer, jsonBody, writes},
 
-		{post, "/v1/events", s.appendEvents, deployer, jsonBody, writes},
+		{post, "/v1/events", s.appendEvents, deployer, jsonBody, appends},
 		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader, none, reads},
 
 		{get, "/v1/subscriptions", s.listSubscriptions, reader, none, reads},

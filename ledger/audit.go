@@ -25,7 +25,7 @@ func auditSeqKey() []byte        { return []byte("xaudit-seq") }
 
 // Audit appends e to the audit log under the next Seq (e.Seq is ignored; a
 // zero Time is set to now).
-func (t *badgerTx) Audit(e AuditEntry) error {
+func (t *KVTx) Audit(e AuditEntry) error {
 	const op = "Audit"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -53,7 +53,7 @@ func (t *badgerTx) Audit(e AuditEntry) error {
 
 // AuditLog returns up to limit (DefaultLimit when 0 or less) entries with
 // Seq above after, oldest first.
-func (t *badgerTx) AuditLog(after uint64, limit int) ([]AuditEntry, error) {
+func (t *KVTx) AuditLog(after uint64, limit int) ([]AuditEntry, error) {
 	if err := t.checkRead("AuditLog"); err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (t *badgerTx) AuditLog(after uint64, limit int) ([]AuditEntry, error) {
 // SweepAudit removes up to limit (DefaultLimit when 0 or less) of the
 // oldest entries whose Time is before before, and reports whether more such
 // remain. Call it in transactions of its own until it reports none.
-func (t *badgerTx) SweepAudit(before time.Time, limit int) (bool, error) {
+func (t *KVTx) SweepAudit(before time.Time, limit int) (bool, error) {
 	const op = "SweepAudit"
 	if err := t.checkWrite(op); err != nil {
 		return false, err

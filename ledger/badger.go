@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthhq/berth/internal/badgerdb"
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/ledger/internal/kvtx"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -135,22 +136,22 @@ func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	tx := &badgerTx{txn: txn}
+	tx := NewKVTx(kvtx.Badger(txn), false)
 	err := fn(tx)
-	tx.ended = true
+	written, txErr := tx.End()
 	switch {
 	case err != nil:
 		return err
-	case tx.err != nil:
-		return tx.err
+	case txErr != nil:
+		return txErr
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := txn.Commit(); err != nil {
-		return fmt.Errorf("ledger: commit: %w", mapErr(err))
+		return fmt.Errorf("ledger: commit: %w", commitErr(err))
 	}
-	s.space.Wrote(tx.bytes)
+	s.space.Wrote(written)
 	return nil
 }
 
@@ -176,9 +177,9 @@ func (s *Badger) View(ctx context.Context, fn func(Tx) error) error {
 	defer s.life.RUnlock()
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
-	tx := &badgerTx{txn: txn, readOnly: true}
+	tx := NewKVTx(kvtx.Badger(txn), true)
 	err := fn(tx)
-	tx.ended = true
+	tx.End()
 	return err
 }
 
@@ -199,15 +200,10 @@ func (s *Badger) Close(ctx context.Context) error {
 	return s.db.Close(ctx)
 }
 
-// mapErr turns Badger's errors into the ledger's.
-func mapErr(err error) error {
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-		return ErrNotFound
-	case errors.Is(err, badger.ErrTxnTooBig):
+// commitErr turns the error of a Badger commit into the ledger's.
+func commitErr(err error) error {
+	if errors.Is(err, badger.ErrTxnTooBig) {
 		return fmt.Errorf("%w: %w", ErrTooBig, err)
-	case errors.Is(err, badger.ErrReadOnlyTxn):
-		return ErrReadOnly
 	}
 	return err
 }

@@ -4,7 +4,7 @@ import "fmt"
 
 // Checkpoint returns the subscription's checkpoint and whether one is
 // stored (0, false if not).
-func (t *badgerTx) Checkpoint(subscription string) (uint64, bool, error) {
+func (t *KVTx) Checkpoint(subscription string) (uint64, bool, error) {
 	if err := t.checkRead("Checkpoint"); err != nil {
 		return 0, false, err
 	}
@@ -16,7 +16,7 @@ func (t *badgerTx) Checkpoint(subscription string) (uint64, bool, error) {
 }
 
 // SetCheckpoint stores the subscription's checkpoint, replacing any.
-func (t *badgerTx) SetCheckpoint(subscription string, position uint64) error {
+func (t *KVTx) SetCheckpoint(subscription string, position uint64) error {
 	if err := t.checkWrite("SetCheckpoint"); err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (t *badgerTx) SetCheckpoint(subscription string, position uint64) error {
 
 // PartitionCheckpoint returns one partition's checkpoint and whether one is
 // stored (0, false if not).
-func (t *badgerTx) PartitionCheckpoint(subscription string, partition int) (uint64, bool, error) {
+func (t *KVTx) PartitionCheckpoint(subscription string, partition int) (uint64, bool, error) {
 	if err := t.checkRead("PartitionCheckpoint"); err != nil {
 		return 0, false, err
 	}
@@ -43,7 +43,7 @@ func (t *badgerTx) PartitionCheckpoint(subscription string, partition int) (uint
 }
 
 // SetPartitionCheckpoint stores one partition's checkpoint, replacing any.
-func (t *badgerTx) SetPartitionCheckpoint(subscription string, partition int, position uint64) error {
+func (t *KVTx) SetPartitionCheckpoint(subscription string, partition int, position uint64) error {
 	if err := t.checkWrite("SetPartitionCheckpoint"); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (t *badgerTx) SetPartitionCheckpoint(subscription string, partition int, po
 
 // Meta returns a copy of the value stored for the subscription under key,
 // ErrNotFound if there is none.
-func (t *badgerTx) Meta(subscription, k string) ([]byte, error) {
+func (t *KVTx) Meta(subscription, k string) ([]byte, error) {
 	if err := t.checkRead("Meta"); err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (t *badgerTx) Meta(subscription, k string) ([]byte, error) {
 
 // SetMeta stores value for the subscription under key, replacing any; nil
 // is stored as an empty value.
-func (t *badgerTx) SetMeta(subscription, k string, value []byte) error {
+func (t *KVTx) SetMeta(subscription, k string, value []byte) error {
 	if err := t.checkWrite("SetMeta"); err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (t *badgerTx) SetMeta(subscription, k string, value []byte) error {
 
 // DeleteMeta removes the subscription's value under key; a missing one is
 // no error.
-func (t *badgerTx) DeleteMeta(subscription, k string) error {
+func (t *KVTx) DeleteMeta(subscription, k string) error {
 	if err := t.checkWrite("DeleteMeta"); err != nil {
 		return err
 	}

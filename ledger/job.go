@@ -132,7 +132,7 @@ func validJob(j *Job) error {
 }
 
 // CreateJob stores j under the next job id, which it sets.
-func (t *badgerTx) CreateJob(j *Job) error {
+func (t *KVTx) CreateJob(j *Job) error {
 	const op = "CreateJob"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -152,7 +152,7 @@ func (t *badgerTx) CreateJob(j *Job) error {
 }
 
 // PutJob replaces a stored job (ErrNotFound if there is none).
-func (t *badgerTx) PutJob(j *Job) error {
+func (t *KVTx) PutJob(j *Job) error {
 	const op = "PutJob"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -166,7 +166,7 @@ func (t *badgerTx) PutJob(j *Job) error {
 	return t.putJob(op, j)
 }
 
-func (t *badgerTx) putJob(op string, j *Job) error {
+func (t *KVTx) putJob(op string, j *Job) error {
 	v, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrInvalid, op, err)
@@ -175,7 +175,7 @@ func (t *badgerTx) putJob(op string, j *Job) error {
 }
 
 // Job returns one job, ErrNotFound if there is none.
-func (t *badgerTx) Job(id uint64) (*Job, error) {
+func (t *KVTx) Job(id uint64) (*Job, error) {
 	if err := t.checkRead("Job"); err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (t *badgerTx) Job(id uint64) (*Job, error) {
 
 // ListJobs returns up to limit (DefaultLimit when 0 or less) jobs with ids
 // above after, oldest first.
-func (t *badgerTx) ListJobs(after uint64, limit int) ([]*Job, error) {
+func (t *KVTx) ListJobs(after uint64, limit int) ([]*Job, error) {
 	if err := t.checkRead("ListJobs"); err != nil {
 		return nil, err
 	}

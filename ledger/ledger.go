@@ -215,6 +215,13 @@ type Notification struct {
 
 // Store holds the ledger. Transactions are closures: a returned error rolls
 // back every change made in it.
+//
+// Update's closure may run more than once: on a store shared by several
+// hosts (ledger/jetstream), a transaction that another host's commit
+// conflicted with is run again on the newer state. So the closure must have
+// no effect outside its Tx — no sends, calls or changes to memory that
+// outlive it — beyond what it may safely repeat; what it computes for the
+// caller it should hand out only once Update returned nil.
 type Store interface {
 	Update(ctx context.Context, fn func(Tx) error) error
 	View(ctx context.Context, fn func(Tx) error) error

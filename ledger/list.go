@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 func limitOr(limit int) int {
@@ -21,7 +19,7 @@ func limitOr(limit int) int {
 // follows. The cursor is opaque (URL-safe base64 of the last record's key);
 // one that ListParked did not return is ErrInvalid. Records added or removed
 // between pages are seen or not, but a record is never returned twice.
-func (t *badgerTx) ListParked(f Filter) ([]*Record, string, error) {
+func (t *KVTx) ListParked(f Filter) ([]*Record, string, error) {
 	if err := t.checkRead("ListParked"); err != nil {
 		return nil, "", err
 	}
@@ -52,24 +50,23 @@ func (t *badgerTx) ListParked(f Filter) ([]*Record, string, error) {
 		lastKey []byte
 		more    bool
 	)
-	it := t.txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: min(limit, 100), Prefix: prefix})
+	it := t.txn.Iterate(prefix, true)
 	defer it.Close()
 	for it.Seek(start); it.Valid(); it.Next() {
-		item := it.Item()
-		_, aggType, _, err := parseRecordKey(item.Key())
+		_, aggType, _, err := parseRecordKey(it.Key())
 		if err != nil {
 			return nil, "", fmt.Errorf("ledger: ListParked: %w", err)
 		}
 		if f.AggregateType != "" && aggType != f.AggregateType {
 			continue
 		}
-		v, err := item.ValueCopy(nil)
+		v, err := it.Value()
 		if err != nil {
 			return nil, "", fmt.Errorf("ledger: ListParked: %w", err)
 		}
 		r := new(Record)
 		if err := json.Unmarshal(v, r); err != nil {
-			return nil, "", fmt.Errorf("ledger: ListParked: corrupt record %q: %w", item.Key(), err)
+			return nil, "", fmt.Errorf("ledger: ListParked: corrupt record %q: %w", it.Key(), err)
 		}
 		if !f.Matches(r) {
 			continue
@@ -79,7 +76,7 @@ func (t *badgerTx) ListParked(f Filter) ([]*Record, string, error) {
 			break
 		}
 		out = append(out, r)
-		lastKey = item.KeyCopy(lastKey[:0])
+		lastKey = append(lastKey[:0], it.Key()...)
 	}
 	if !more {
 		return out, "", nil

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Notify queues n in the outbox under the next Seq (the last one assigned
 // plus one, kept in the store so it keeps increasing across restarts and
 // acks). n.Seq is ignored; a zero n.Time is set to now.
-func (t *badgerTx) Notify(n Notification) error {
+func (t *KVTx) Notify(n Notification) error {
 	const op = "Notify"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -40,7 +38,7 @@ func (t *badgerTx) Notify(n Notification) error {
 
 // Notifications returns up to limit (DefaultLimit when 0 or less) queued
 // notifications with Seq > after, in Seq order.
-func (t *badgerTx) Notifications(after uint64, limit int) ([]Notification, error) {
+func (t *KVTx) Notifications(after uint64, limit int) ([]Notification, error) {
 	if err := t.checkRead("Notifications"); err != nil {
 		return nil, err
 	}
@@ -49,12 +47,16 @@ func (t *badgerTx) Notifications(after uint64, limit int) ([]Notification, error
 		return nil, nil
 	}
 	var out []Notification
-	it := t.txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: min(limit, 100), Prefix: []byte{kindNotice}})
+	it := t.txn.Iterate([]byte{kindNotice}, true)
 	defer it.Close()
 	for it.Seek(noticeKey(after + 1)); it.Valid() && len(out) < limit; it.Next() {
 		var n Notification
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
-			return nil, fmt.Errorf("ledger: Notifications: corrupt notification %q: %w", it.Item().Key(), err)
+		v, err := it.Value()
+		if err == nil {
+			err = json.Unmarshal(v, &n)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ledger: Notifications: corrupt notification %q: %w", it.Key(), err)
 		}
 		out = append(out, n)
 	}
@@ -64,19 +66,20 @@ func (t *badgerTx) Notifications(after uint64, limit int) ([]Notification, error
 // AckNotifications removes the queued notifications with Seq <= through.
 // Each one removed is a write of this transaction: acking very many at once
 // can fail with ErrTooBig, so ack in batches of at most some ten thousand.
-func (t *badgerTx) AckNotifications(through uint64) error {
+func (t *KVTx) AckNotifications(through uint64) error {
 	const op = "AckNotifications"
 	if err := t.checkWrite(op); err != nil {
 		return err
 	}
 	var keys [][]byte
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindNotice}})
-	for it.Rewind(); it.Valid(); it.Next() {
-		k := it.Item().Key()
+	prefix := []byte{kindNotice}
+	it := t.txn.Iterate(prefix, false)
+	for it.Seek(prefix); it.Valid(); it.Next() {
+		k := it.Key()
 		if len(k) != 9 || binary.BigEndian.Uint64(k[1:]) > through {
 			break
 		}
-		keys = append(keys, it.Item().KeyCopy(nil))
+		keys = append(keys, append([]byte(nil), k...))
 	}
 	it.Close()
 	for _, k := range keys {

@@ -8,7 +8,7 @@ import (
 
 // PartitionOwner returns the host and epoch of the partition's last claim
 // ("", 0 if none).
-func (t *badgerTx) PartitionOwner(subscription string, partition int) (string, uint64, error) {
+func (t *KVTx) PartitionOwner(subscription string, partition int) (string, uint64, error) {
 	if err := t.checkRead("PartitionOwner"); err != nil {
 		return "", 0, err
 	}
@@ -18,7 +18,7 @@ func (t *badgerTx) PartitionOwner(subscription string, partition int) (string, u
 	return t.owner(subscription, partition)
 }
 
-func (t *badgerTx) owner(subscription string, partition int) (string, uint64, error) {
+func (t *KVTx) owner(subscription string, partition int) (string, uint64, error) {
 	v, err := t.get(ownerKey(subscription, partition))
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -33,7 +33,7 @@ func (t *badgerTx) owner(subscription string, partition int) (string, uint64, er
 
 // ClaimPartition stores host at epoch as the partition's owner, if epoch is
 // greater than the stored one.
-func (t *badgerTx) ClaimPartition(subscription string, partition int, host string, epoch uint64) error {
+func (t *KVTx) ClaimPartition(subscription string, partition int, host string, epoch uint64) error {
 	if err := t.checkWrite("ClaimPartition"); err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (t *badgerTx) ClaimPartition(subscription string, partition int, host strin
 }
 
 // Fence fails the transaction unless host at epoch owns the partition.
-func (t *badgerTx) Fence(subscription string, partition int, host string, epoch uint64) error {
+func (t *KVTx) Fence(subscription string, partition int, host string, epoch uint64) error {
 	if err := t.checkRead("Fence"); err != nil {
 		return err
 	}

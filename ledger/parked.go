@@ -34,7 +34,7 @@ type indexed struct {
 
 // Parked returns the record of one parked aggregate, ErrNotFound if the
 // aggregate is not parked for the subscription.
-func (t *badgerTx) Parked(subscription, aggregateType, aggregateID string) (*Record, error) {
+func (t *KVTx) Parked(subscription, aggregateType, aggregateID string) (*Record, error) {
 	if err := t.checkRead("Parked"); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (t *badgerTx) Parked(subscription, aggregateType, aggregateID string) (*Rec
 }
 
 // record reads and decodes the record under k.
-func (t *badgerTx) record(k []byte) (*Record, error) {
+func (t *KVTx) record(k []byte) (*Record, error) {
 	v, err := t.get(k)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func (t *badgerTx) record(k []byte) (*Record, error) {
 
 // PutParked stores r, replacing the record of the same subscription and
 // aggregate, and updates the per-state counts with it.
-func (t *badgerTx) PutParked(r *Record) error {
+func (t *KVTx) PutParked(r *Record) error {
 	const op = "PutParked"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -90,7 +90,7 @@ func (t *badgerTx) PutParked(r *Record) error {
 
 // DeleteParked removes a record and counts it out, ErrNotFound if the
 // aggregate is not parked for the subscription.
-func (t *badgerTx) DeleteParked(subscription, aggregateType, aggregateID string) error {
+func (t *KVTx) DeleteParked(subscription, aggregateType, aggregateID string) error {
 	const op = "DeleteParked"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -117,7 +117,7 @@ func (t *badgerTx) DeleteParked(subscription, aggregateType, aggregateID string)
 }
 
 // indexedOf reads the indexed fields of the record under k, if any.
-func (t *badgerTx) indexedOf(k []byte) (indexed, bool, error) {
+func (t *KVTx) indexedOf(k []byte) (indexed, bool, error) {
 	v, err := t.get(k)
 	if errors.Is(err, ErrNotFound) {
 		return indexed{}, false, nil
@@ -134,7 +134,7 @@ func (t *badgerTx) indexedOf(k []byte) (indexed, bool, error) {
 
 // addCount adds delta to the count of a subscription's records in state,
 // deleting the count when it reaches 0.
-func (t *badgerTx) addCount(op, subscription string, state State, delta int) error {
+func (t *KVTx) addCount(op, subscription string, state State, delta int) error {
 	k := key(kindCount, subscription, string(state))
 	n, _, err := t.getUint64(k)
 	if err != nil {
@@ -152,7 +152,7 @@ func (t *badgerTx) addCount(op, subscription string, state State, delta int) err
 
 // CountParked counts a subscription's records by state; states without
 // records are absent from the map.
-func (t *badgerTx) CountParked(subscription string) (map[State]int, error) {
+func (t *KVTx) CountParked(subscription string) (map[State]int, error) {
 	if err := t.checkRead("CountParked"); err != nil {
 		return nil, err
 	}

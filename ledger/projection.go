@@ -5,13 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // generation returns the current generation of the subscription's read
 // model (0 when it was never cleared).
-func (t *badgerTx) generation(subscription string) (uint64, error) {
+func (t *KVTx) generation(subscription string) (uint64, error) {
 	g, _, err := t.getUint64(key(kindGeneration, subscription))
 	return g, err
 }
@@ -33,7 +31,7 @@ func appliedKey(subscription string, gen uint64, aggregateType, aggregateID stri
 }
 
 // projectionKey returns the store key of key in the current generation.
-func (t *badgerTx) projectionKey(subscription, k string) ([]byte, error) {
+func (t *KVTx) projectionKey(subscription, k string) ([]byte, error) {
 	gen, err := t.generation(subscription)
 	if err != nil {
 		return nil, err
@@ -43,7 +41,7 @@ func (t *badgerTx) projectionKey(subscription, k string) ([]byte, error) {
 
 // ProjectionGet returns a copy of the value under key in the subscription's
 // read model, ErrNotFound if there is none.
-func (t *badgerTx) ProjectionGet(subscription, k string) ([]byte, error) {
+func (t *KVTx) ProjectionGet(subscription, k string) ([]byte, error) {
 	if err := t.checkRead("ProjectionGet"); err != nil {
 		return nil, err
 	}
@@ -59,7 +57,7 @@ func (t *badgerTx) ProjectionGet(subscription, k string) ([]byte, error) {
 }
 
 // ProjectionPut stores value under key in the subscription's read model.
-func (t *badgerTx) ProjectionPut(subscription, k string, value []byte) error {
+func (t *KVTx) ProjectionPut(subscription, k string, value []byte) error {
 	if err := t.checkWrite("ProjectionPut"); err != nil {
 		return err
 	}
@@ -74,7 +72,7 @@ func (t *badgerTx) ProjectionPut(subscription, k string, value []byte) error {
 }
 
 // ProjectionDelete removes key from the subscription's read model.
-func (t *badgerTx) ProjectionDelete(subscription, k string) error {
+func (t *KVTx) ProjectionDelete(subscription, k string) error {
 	if err := t.checkWrite("ProjectionDelete"); err != nil {
 		return err
 	}
@@ -90,7 +88,7 @@ func (t *badgerTx) ProjectionDelete(subscription, k string) error {
 
 // ProjectionList returns a page of the subscription's read model: keys
 // starting with prefix, after the key after, in byte order.
-func (t *badgerTx) ProjectionList(subscription, prefix, after string, limit int) ([]ProjectionEntry, string, error) {
+func (t *KVTx) ProjectionList(subscription, prefix, after string, limit int) ([]ProjectionEntry, string, error) {
 	if err := t.checkRead("ProjectionList"); err != nil {
 		return nil, "", err
 	}
@@ -109,28 +107,24 @@ func (t *badgerTx) ProjectionList(subscription, prefix, after string, limit int)
 		}
 	}
 	var out []ProjectionEntry
-	it := t.txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: min(limit+1, 100), Prefix: scan})
+	it := t.txn.Iterate(scan, true)
 	defer it.Close()
 	for it.Seek(start); it.Valid(); it.Next() {
 		if len(out) == limit {
 			return out, out[len(out)-1].Key, nil
 		}
-		item := it.Item()
-		v, err := item.ValueCopy(nil)
+		v, err := it.Value()
 		if err != nil {
 			return nil, "", fmt.Errorf("ledger: ProjectionList %q: %w", subscription, err)
 		}
-		if v == nil {
-			v = []byte{}
-		}
-		out = append(out, ProjectionEntry{Key: string(item.Key()[len(base):]), Value: v})
+		out = append(out, ProjectionEntry{Key: string(it.Key()[len(base):]), Value: v})
 	}
 	return out, "", nil
 }
 
 // ClearProjection retires the subscription's read model and applied
 // markers by moving it to a new generation.
-func (t *badgerTx) ClearProjection(subscription string) error {
+func (t *KVTx) ClearProjection(subscription string) error {
 	if err := t.checkWrite("ClearProjection"); err != nil {
 		return err
 	}
@@ -149,17 +143,12 @@ func (t *badgerTx) ClearProjection(subscription string) error {
 }
 
 // SweepProjections deletes up to limit keys of retired generations.
-func (t *badgerTx) SweepProjections(limit int) (bool, error) {
+func (t *KVTx) SweepProjections(limit int) (bool, error) {
 	if err := t.checkWrite("SweepProjections"); err != nil {
 		return false, err
 	}
 	limit = limitOr(limit)
-	var retired [][]byte
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindRetired}})
-	for it.Rewind(); it.Valid(); it.Next() {
-		retired = append(retired, it.Item().KeyCopy(nil))
-	}
-	it.Close()
+	retired := t.keysWithPrefix([]byte{kindRetired}, -1)
 	budget := limit
 	for _, rk := range retired {
 		// The retired key is 'z' lp(subscription) gen(8): the data and
@@ -197,20 +186,9 @@ func (t *badgerTx) SweepProjections(limit int) (bool, error) {
 	return false, nil
 }
 
-// keysWithPrefix returns up to n keys starting with prefix.
-func (t *badgerTx) keysWithPrefix(prefix []byte, n int) [][]byte {
-	var out [][]byte
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-	defer it.Close()
-	for it.Rewind(); it.Valid() && len(out) < n; it.Next() {
-		out = append(out, it.Item().KeyCopy(nil))
-	}
-	return out
-}
-
 // Applied returns the last event of the aggregate applied to the
 // subscription's read model.
-func (t *badgerTx) Applied(subscription, aggregateType, aggregateID string) (uint64, uint32, bool, error) {
+func (t *KVTx) Applied(subscription, aggregateType, aggregateID string) (uint64, uint32, bool, error) {
 	if err := t.checkRead("Applied"); err != nil {
 		return 0, 0, false, err
 	}
@@ -233,7 +211,7 @@ func (t *badgerTx) Applied(subscription, aggregateType, aggregateID string) (uin
 
 // SetApplied records the last event of the aggregate applied to the
 // subscription's read model.
-func (t *badgerTx) SetApplied(subscription, aggregateType, aggregateID string, version uint64, index uint32) error {
+func (t *KVTx) SetApplied(subscription, aggregateType, aggregateID string, version uint64, index uint32) error {
 	if err := t.checkWrite("SetApplied"); err != nil {
 		return err
 	}

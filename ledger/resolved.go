@@ -47,7 +47,7 @@ func resolvedSeqKey() []byte { return []byte("xresolved-seq") }
 
 // keepResolved keeps the record stored as v (a record's JSON) among the
 // resolved ones; DeleteParked calls it.
-func (t *badgerTx) keepResolved(op string, v []byte) error {
+func (t *KVTx) keepResolved(op string, v []byte) error {
 	var r Resolved
 	if err := json.Unmarshal(v, &r.Record); err != nil {
 		return t.fail(op, fmt.Errorf("corrupt record: %w", err))
@@ -78,7 +78,7 @@ func (t *badgerTx) keepResolved(op string, v []byte) error {
 // ListResolved returns up to f.Limit resolved records in key order
 // (subscription, aggregate type, id, then oldest first), and the cursor of
 // the next page ("" at the end).
-func (t *badgerTx) ListResolved(f ResolvedFilter) ([]*Resolved, string, error) {
+func (t *KVTx) ListResolved(f ResolvedFilter) ([]*Resolved, string, error) {
 	if err := t.checkRead("ListResolved"); err != nil {
 		return nil, "", err
 	}
@@ -134,7 +134,7 @@ func (t *badgerTx) ListResolved(f ResolvedFilter) ([]*Resolved, string, error) {
 // SweepResolved removes up to limit (DefaultLimit when 0 or less) resolved
 // records resolved before before, oldest first, and reports whether more
 // such remain. Call it in transactions of its own until it reports none.
-func (t *badgerTx) SweepResolved(before time.Time, limit int) (bool, error) {
+func (t *KVTx) SweepResolved(before time.Time, limit int) (bool, error) {
 	const op = "SweepResolved"
 	if err := t.checkWrite(op); err != nil {
 		return false, err

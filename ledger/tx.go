@@ -5,26 +5,44 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/berthhq/berth/ledger/internal/kvtx"
 )
 
 var errEnded = errors.New("ledger: transaction used after it ended")
 
-// badgerTx is one transaction. A failed write sets err, which fails the whole
-// Update even if the closure ignores it, so a transaction never commits half
-// of what it meant to.
-type badgerTx struct {
-	txn      *badger.Txn
+// KVTx is the ledger's Tx on an ordered key-value transaction: the key
+// layout (keys.go), records and their counts, the outbox, read models,
+// checkpoints and partition owners. Every store of the ledger tree runs its
+// transactions through it (the Badger store, ledger/jetstream); nothing else
+// has a use for it. A failed write sets err, which fails the whole
+// transaction even if the closure ignores it, so a transaction never commits
+// half of what it meant to.
+type KVTx struct {
+	txn      kvtx.Txn
 	readOnly bool
 	ended    bool
 	err      error
 	bytes    int64 // keys and values written, for the space guard
 }
 
-var _ Tx = (*badgerTx)(nil)
+var _ Tx = (*KVTx)(nil)
+
+// NewKVTx returns a Tx running on txn; readOnly makes its writes fail with
+// ErrReadOnly (a View).
+func NewKVTx(txn kvtx.Txn, readOnly bool) *KVTx {
+	return &KVTx{txn: txn, readOnly: readOnly}
+}
+
+// End ends the transaction: later calls through it fail. It returns the
+// bytes of keys and values it wrote and the first write that failed (nil
+// if none did), which must fail the commit.
+func (t *KVTx) End() (written int64, err error) {
+	t.ended = true
+	return t.bytes, t.err
+}
 
 // checkWrite fails a write in a View or after the transaction ended.
-func (t *badgerTx) checkWrite(op string) error {
+func (t *KVTx) checkWrite(op string) error {
 	switch {
 	case t.ended:
 		return fmt.Errorf("%s: %w", op, errEnded)
@@ -34,7 +52,7 @@ func (t *badgerTx) checkWrite(op string) error {
 	return nil
 }
 
-func (t *badgerTx) checkRead(op string) error {
+func (t *KVTx) checkRead(op string) error {
 	if t.ended {
 		return fmt.Errorf("%s: %w", op, errEnded)
 	}
@@ -42,7 +60,7 @@ func (t *badgerTx) checkRead(op string) error {
 }
 
 // fail records a write error (the first one sticks) and returns it.
-func (t *badgerTx) fail(op string, err error) error {
+func (t *KVTx) fail(op string, err error) error {
 	err = fmt.Errorf("ledger: %s: %w", op, mapErr(err))
 	if t.err == nil {
 		t.err = err
@@ -50,7 +68,7 @@ func (t *badgerTx) fail(op string, err error) error {
 	return err
 }
 
-func (t *badgerTx) set(op string, k, v []byte) error {
+func (t *KVTx) set(op string, k, v []byte) error {
 	if err := t.txn.Set(k, v); err != nil {
 		return t.fail(op, err)
 	}
@@ -58,7 +76,7 @@ func (t *badgerTx) set(op string, k, v []byte) error {
 	return nil
 }
 
-func (t *badgerTx) delete(op string, k []byte) error {
+func (t *KVTx) delete(op string, k []byte) error {
 	if err := t.txn.Delete(k); err != nil {
 		return t.fail(op, err)
 	}
@@ -66,21 +84,30 @@ func (t *badgerTx) delete(op string, k []byte) error {
 	return nil
 }
 
+// mapErr turns kvtx's errors into the ledger's.
+func mapErr(err error) error {
+	switch {
+	case errors.Is(err, kvtx.ErrNotFound):
+		return ErrNotFound
+	case errors.Is(err, kvtx.ErrTooBig):
+		return fmt.Errorf("%w: %w", ErrTooBig, err)
+	case errors.Is(err, kvtx.ErrReadOnly):
+		return ErrReadOnly
+	}
+	return err
+}
+
 // get returns a copy of the value under k, ErrNotFound if there is none.
-func (t *badgerTx) get(k []byte) ([]byte, error) {
-	item, err := t.txn.Get(k)
+func (t *KVTx) get(k []byte) ([]byte, error) {
+	v, err := t.txn.Get(k)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	v, err := item.ValueCopy(nil)
-	if err == nil && v == nil {
-		v = []byte{}
-	}
-	return v, err
+	return v, nil
 }
 
 // getUint64 reads an 8-byte number, 0 and false if none is stored.
-func (t *badgerTx) getUint64(k []byte) (uint64, bool, error) {
+func (t *KVTx) getUint64(k []byte) (uint64, bool, error) {
 	v, err := t.get(k)
 	if errors.Is(err, ErrNotFound) {
 		return 0, false, nil
@@ -92,6 +119,18 @@ func (t *badgerTx) getUint64(k []byte) (uint64, bool, error) {
 		return 0, false, fmt.Errorf("ledger: corrupt number under key %q", k)
 	}
 	return binary.BigEndian.Uint64(v), true, nil
+}
+
+// keysWithPrefix returns copies of up to n (n < 0: all) keys starting with
+// prefix.
+func (t *KVTx) keysWithPrefix(prefix []byte, n int) [][]byte {
+	var out [][]byte
+	it := t.txn.Iterate(prefix, false)
+	defer it.Close()
+	for it.Seek(prefix); it.Valid() && (n < 0 || len(out) < n); it.Next() {
+		out = append(out, append([]byte(nil), it.Key()...))
+	}
+	return out
 }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -21,6 +21,10 @@ type Settings struct {
 	MemTableSize   int64
 	BlockCacheSize int64
 	Logger         *slog.Logger // nil: Badger is silent
+	// Managed opens Badger in managed mode (badger.OpenManaged) without
+	// its conflict detection: the caller picks every commit's timestamp
+	// and orders the commits itself (ledger/jetstream's cache).
+	Managed bool
 }
 
 // DB is an open Badger database that knows its store's name and directory
@@ -52,7 +56,12 @@ func Open(s Settings) (*DB, error) {
 	if s.Logger != nil {
 		bo = bo.WithLogger(Logger{L: s.Logger, Store: s.Store, last: last})
 	}
-	db, err := badger.Open(bo)
+	open := badger.Open
+	if s.Managed {
+		bo = bo.WithDetectConflicts(false)
+		open = badger.OpenManaged
+	}
+	db, err := open(bo)
 	if err != nil {
 		return nil, describeOpen(s.Store, s.Dir, err)
 	}

@@ -1,0 +1,91 @@
+package jetstream_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/ledger"
+)
+
+// BenchmarkUpdate is the latency of one Update, one after another, on the
+// Badger store and on JetStream with one replica and with three (a
+// three-node in-process cluster), in the same run: "checkpoint" is one
+// SetCheckpoint, "park" parks a new aggregate (PutParked with a one-entry
+// history, Notify, SetCheckpoint), as ledger's BenchmarkPark. tx/s is what
+// one host commits a second, its Updates running one at a time.
+func BenchmarkUpdate(b *testing.B) {
+	stores := []struct {
+		name string
+		open func(b *testing.B) ledger.Store
+	}{
+		{"badger", func(b *testing.B) ledger.Store {
+			s, err := ledger.Open(b.TempDir(), ledger.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		}},
+		{"jetstream-R1", func(b *testing.B) ledger.Store {
+			o := optionsFor(b.Name(), 1)
+			o.Dir = b.TempDir()
+			return open(b, connect(b, natstest.RunServer(b).URL()), o)
+		}},
+		{"jetstream-R3", func(b *testing.B) ledger.Store {
+			o := optionsFor(b.Name(), 3)
+			o.Dir = b.TempDir()
+			return open(b, connect(b, natstest.RunCluster(b, 3).URLs()), o)
+		}},
+	}
+	ops := []struct {
+		name string
+		fn   func(i int) func(tx ledger.Tx) error
+	}{
+		{"checkpoint", func(i int) func(tx ledger.Tx) error {
+			return func(tx ledger.Tx) error { return tx.SetCheckpoint("orders.projection", uint64(i)) }
+		}},
+		{"park", parkTx},
+	}
+	for _, st := range stores {
+		for _, op := range ops {
+			b.Run(st.name+"/"+op.name, func(b *testing.B) {
+				s := st.open(b)
+				b.Cleanup(func() { _ = s.Close(context.Background()) })
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if err := s.Update(ctx, op.fn(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+			})
+		}
+	}
+}
+
+// parkTx parks aggregate o-i.
+func parkTx(i int) func(tx ledger.Tx) error {
+	now := time.Now().UTC()
+	id := fmt.Sprintf("o-%d", i)
+	errInfo := ledger.ErrorInfo{Classes: []string{"IllegalStateException"}, Message: "The mail service is down.", Kind: "recoverable"}
+	r := &ledger.Record{
+		Subscription: "ShipmentNotifier.onOrderShipped", AggregateType: "order", AggregateID: id,
+		Version: 6, Position: uint64(i + 1), Error: errInfo, Attempts: 5,
+		FirstFailure: now, LastFailure: now, State: ledger.StateRetrying, NextRetry: now.Add(3 * time.Minute),
+	}
+	r.AddHistory(ledger.Entry{Time: now, Action: "parked", Attempt: 5, Version: 6, Error: &errInfo})
+	return func(tx ledger.Tx) error {
+		if err := tx.PutParked(r); err != nil {
+			return err
+		}
+		if err := tx.Notify(ledger.Notification{Type: "parked", Time: now, Subscription: r.Subscription,
+			AggregateType: "order", AggregateID: id, Version: 6, Error: &errInfo}); err != nil {
+			return err
+		}
+		return tx.SetCheckpoint(r.Subscription, uint64(i+2))
+	}
+}

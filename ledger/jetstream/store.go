@@ -1,0 +1,315 @@
+// Package jetstream is the ledger (ledger.Store) on NATS JetStream, shared
+// by every host pointed at the same stream.
+//
+// The stream is a replicated log of transactions: one message per
+// committed Update, carrying the stream sequence its reads saw (its
+// snapshot), what it read (keys, and key ranges it iterated) and what it
+// wrote. Every host applies the stream in order to a local Badger cache in
+// managed mode, a transaction at sequence N committing at timestamp N, so
+// the ledger as of any sequence is a Badger read at it. A transaction at N
+// commits unless something it read has a version after its snapshot and
+// before N — deterministic optimistic concurrency: every host decides each
+// message alike, from the stream alone. One message is one transaction, so
+// a transaction lands whole or not at all.
+//
+// Fencing follows: Tx.Fence reads the partition's owner key, so a claim
+// that commits after a fenced transaction's snapshot aborts it, and its
+// re-run sees the new owner and fails with ledger.ErrFenced.
+//
+// The stream is never compacted: a host with an empty cache replays it
+// from the first transaction. (Compaction would snapshot a cache to the
+// object store at a sequence and purge the stream below it; a new host
+// would start from the snapshot.)
+//
+// A node of an R3 cluster going down costs a host whose stream consumer
+// lived there up to about twelve seconds before its Updates return again:
+// nats.go's ordered consumer notices the lost heartbeats within two and
+// then waits up to ten for a consumer request the electing cluster may not
+// answer. Nothing is lost meanwhile; the transactions commit in the stream
+// and are applied once the consumer is back.
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/berthhq/berth/internal/badgerdb"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/internal/kvtx"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// ErrConflict means an Update's closure ran Options.MaxAttempts times and
+// each time a transaction of another host committed first something it had
+// read. Nothing of it is committed.
+var ErrConflict = errors.New("ledger/jetstream: transaction kept conflicting with other hosts' commits")
+
+// Store is the ledger on a JetStream stream. It is safe for concurrent use.
+// Updates of one Store run one at a time (as the Badger store's do); Views
+// run concurrently.
+type Store struct {
+	opts       Options
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	stream     jetstream.Stream
+	db         *badgerdb.DB
+	consume    jetstream.ConsumeContext
+	maxPayload int64
+
+	// life is held shared by every transaction and exclusively by Close.
+	life   sync.RWMutex
+	closed bool
+
+	updateMu sync.Mutex // serialises Updates
+
+	// applyMu is held while a message is applied; stopped (by Close) ends
+	// applying.
+	applyMu sync.Mutex
+	stopped bool
+
+	// mu guards the applier's progress.
+	mu       sync.Mutex
+	applied  uint64               // the last stream sequence applied
+	advanced chan struct{}        // closed and replaced at each advance
+	broken   error                // what stopped the cache, if anything
+	waiters  map[string]chan bool // Updates waiting for their outcome, by message id
+	// foreignAbort is the sequence of another host's transaction that
+	// aborted, until an Update of this host yielded to its retry (yield).
+	foreignAbort uint64
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// Open opens the ledger on the stream opts name, creating the stream if it
+// is missing, brings the local cache up to the stream's last sequence, and
+// keeps applying the stream until Close. nc stays the caller's: Close does
+// not close it.
+func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
+	o, err := opts.resolved()
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/jetstream: %w", err)
+	}
+	stream, err := createStream(ctx, js, o)
+	if err != nil {
+		return nil, err
+	}
+	info, err := request(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return stream.Info(ctx) })
+	if err != nil {
+		return nil, fmt.Errorf("ledger/jetstream: stream %s: %w", o.Stream, err)
+	}
+	identity := fmt.Sprintf("%s@%d", o.Stream, info.Created.UnixNano())
+	db, applied, err := loadCache(cacheDir(o.Dir, o.Stream), identity, info.State.LastSeq, o)
+	if err != nil {
+		return nil, err
+	}
+	if last, first := info.State.LastSeq, info.State.FirstSeq; last > applied && first > applied+1 {
+		_ = db.Close(context.Background())
+		return nil, fmt.Errorf("ledger/jetstream: stream %s starts at sequence %d, but the cache has applied only %d: "+
+			"the transactions between were removed from the stream", o.Stream, first, applied)
+	}
+	s := &Store{
+		opts: o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(),
+		applied: applied, advanced: make(chan struct{}), waiters: map[string]chan bool{},
+	}
+	if err := s.start(ctx); err != nil {
+		_ = db.Close(context.Background())
+		return nil, err
+	}
+	if err := s.waitApplied(ctx, info.State.LastSeq); err != nil {
+		_ = s.Close(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+// errNoPeers is JetStream's error code for "no suitable peers for
+// placement": a cluster that has just started (or lost a node) does not know
+// enough live peers for the replicas yet.
+const errNoPeers jetstream.ErrorCode = 10005
+
+// createStream creates the stream, or updates its config, trying again
+// while the cluster has too few peers for the replicas, until ctx ends.
+func createStream(ctx context.Context, js jetstream.JetStream, o Options) (jetstream.Stream, error) {
+	cfg := jetstream.StreamConfig{
+		Name:        o.Stream,
+		Description: "Berth's failure ledger: one message per transaction",
+		Subjects:    []string{o.Subject},
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+		Retention:   jetstream.LimitsPolicy, // and no limits: a transaction is never dropped
+	}
+	stream, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return js.CreateOrUpdateStream(ctx, cfg)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger/jetstream: stream %s: %w", o.Stream, err)
+	}
+	return stream, nil
+}
+
+// request makes a request to JetStream's API, asking again while it goes
+// unanswered (a stream just created, or electing a leader), the cluster
+// has too few peers for the replicas, or no server answers (a node going
+// down under the client), until ctx ends.
+func request[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, requestTimeout)
+		v, err := fn(actx)
+		cancel()
+		var apiErr *jetstream.APIError
+		retry := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil ||
+			errors.Is(err, nats.ErrNoResponders) ||
+			errors.As(err, &apiErr) && apiErr.ErrorCode == errNoPeers
+		if !retry {
+			return v, err
+		}
+		if cerr := pause(ctx); cerr != nil {
+			return v, fmt.Errorf("%w (%w)", err, cerr)
+		}
+	}
+}
+
+// consumerHeartbeat is how often the server tells the consumer it is
+// alive while no transaction comes. Two missed make the client recreate the
+// consumer, so a consumer lost with its node (its stream's leader, say) is
+// replaced within about two seconds, not the client's default ten, and no
+// Update waits longer than that for its own transaction.
+const consumerHeartbeat = time.Second
+
+// start consumes the stream from the first sequence the cache lacks.
+func (s *Store) start(ctx context.Context) error {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if s.applied > 0 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: s.applied + 1}
+	}
+	cons, err := request(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return s.js.OrderedConsumer(ctx, s.opts.Stream, cfg)
+	})
+	if err != nil {
+		return fmt.Errorf("ledger/jetstream: consumer on %s: %w", s.opts.Stream, err)
+	}
+	s.consume, err = cons.Consume(s.handle, jetstream.PullHeartbeat(consumerHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			s.opts.Logger.Debug("ledger: stream consumer", "err", err.Error())
+		}))
+	if err != nil {
+		return fmt.Errorf("ledger/jetstream: consuming %s: %w", s.opts.Stream, err)
+	}
+	return nil
+}
+
+// enter starts a transaction: ErrClosed after Close, else the caller must
+// call s.life.RUnlock when done.
+func (s *Store) enter() error {
+	s.life.RLock()
+	if s.closed {
+		s.life.RUnlock()
+		return ledger.ErrClosed
+	}
+	return nil
+}
+
+// CheckWrite reports whether an Update would be refused now by the
+// Options' Space guard: nil, or its *diskspace.Error (as the Badger
+// store's CheckWrite).
+func (s *Store) CheckWrite() error {
+	if err := s.opts.Space.Check(); err != nil {
+		return fmt.Errorf("ledger: write refused: %w", err)
+	}
+	return nil
+}
+
+// View runs fn in a read-only transaction on the ledger as the local cache
+// has it. It first catches up to the stream's last sequence (one request
+// to the stream's leader), so that it sees every transaction that
+// committed anywhere before it started — read-your-writes across hosts, for
+// the price of a round trip; when the stream cannot be reached within the
+// Options' Timeout, View fails rather than answer from a stale cache. Its
+// writes fail with ledger.ErrReadOnly; fn's error is returned as is.
+func (s *Store) View(ctx context.Context, fn func(ledger.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.life.RUnlock()
+	if err := s.catchUp(ctx); err != nil {
+		return err
+	}
+	txn := s.db.NewTransactionAt(s.appliedSeq(), false)
+	defer txn.Discard()
+	tx := ledger.NewKVTx(kvtx.Badger(txn), true)
+	err := fn(tx)
+	tx.End()
+	return err
+}
+
+// catchUp waits until the cache has applied the stream's last sequence.
+func (s *Store) catchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger/jetstream: the last sequence of %s: %w", s.opts.Stream, err)
+	}
+	return s.waitApplied(ctx, info.State.LastSeq)
+}
+
+// Close stops applying the stream, waits for running transactions and
+// closes the cache (waiting for Badger's close until ctx is done, as the
+// Badger store's Close). Later transactions fail with ledger.ErrClosed;
+// closing again returns nil.
+func (s *Store) Close(ctx context.Context) error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.consume != nil {
+		s.consume.Stop()
+	}
+	s.applyMu.Lock()
+	s.stopped = true
+	s.applyMu.Unlock()
+	return s.db.Close(ctx)
+}
+
+// timeout returns a context that ends at the Options' Timeout at the
+// latest.
+func (s *Store) timeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.Timeout)
+}
+
+// requestTimeout bounds one request to JetStream's API that Open repeats
+// until its context ends.
+const requestTimeout = 5 * time.Second
+
+// retryPause is how long a publish or the stream's creation waits before
+// it tries again (while the stream elects a leader, say).
+const retryPause = 50 * time.Millisecond
+
+// pause waits retryPause, or until ctx ends (then its cause).
+func pause(ctx context.Context) error {
+	t := time.NewTimer(retryPause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// newID returns a transaction's message id.
+func newID() string { return nuid.Next() }
