@@ -60,11 +60,7 @@ func TestConsoleCluster(t *testing.T) {
 	ctx := newBrowser(t, 120*time.Second, chromedp.WindowSize(800, 900))
 	eval := func(js string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", js, err)
-		}
-		return s
+		return evaluate(t, ctx, js)
 	}
 	text := func(sel string) string {
 		t.Helper()

@@ -78,11 +78,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	}
 	eval := func(js string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", js, err)
-		}
-		return s
+		return evaluate(t, ctx, js)
 	}
 	change := func(id string) {
 		t.Helper()
