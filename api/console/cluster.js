@@ -122,7 +122,8 @@ function renderCluster(c) {
 // tables, greyed. Other failures are the main refresh's to report.
 function clusterFailed(e) {
   const line = document.getElementById("cluster-line");
-  line.textContent = `The cluster's state is unavailable: ${describe(e)}. The tables below are what the host last answered.`;
+  const shown = !document.getElementById("cluster-detail").hidden;
+  line.textContent = `The cluster's state is unavailable: ${describe(e)}.` + (shown ? " The tables below are what the host last answered." : "");
   line.classList.add("error");
 }
 
