@@ -37,8 +37,9 @@ func notOn(sub, host string, hosts ...string) int {
 // host (hostkit). h1 shares out "mailer" and "orders", h2 and h3 only
 // "mailer" — as when a module has not reached every host — so the orders
 // partitions rendezvous gives to h2 and h3 stay unowned: the page counts
-// and marks them. Then h3 dies and leaves the hosts table, and once h2
-// takes orders too every partition is owned.
+// and marks them. Then h3 dies and leaves the hosts table, once h2 takes
+// orders too every partition is owned, and with NATS down the section says
+// so while the rest of the page goes on.
 func TestConsoleCluster(t *testing.T) {
 	n := natstest.RunServer(t)
 	cfg, err := config.Parse(fmt.Appendf(nil, "[server]\ndata-dir = %q\n", t.TempDir()), "berth.toml")
@@ -140,4 +141,20 @@ func TestConsoleCluster(t *testing.T) {
 		return strings.Contains(text("#cluster-line"), "every partition owned") && count("#cluster-subs .part.unowned") == 0
 	})
 	screenshot(t, ctx, "console-cluster-owned.png")
+
+	// NATS goes down: the section says so, keeping its last tables greyed,
+	// and the rest of the page (this host's Badger parts) goes on as it was.
+	n.Shutdown()
+	eventually(t, 20*time.Second, "the Cluster section to say NATS does not answer", func() bool {
+		line := text("#cluster-line")
+		return strings.Contains(line, "The cluster's state is unavailable") && strings.Contains(line, "NATS JetStream") &&
+			strings.Contains(line, "cluster-unavailable") && strings.Contains(line, "what the host last answered")
+	})
+	if stale := eval(`String(document.getElementById("cluster").classList.contains("stale-cluster"))`); stale != "true" {
+		t.Error("the Cluster section's last tables are not marked stale")
+	}
+	if banner := eval(`String(document.getElementById("banner").hidden)`); banner != "true" {
+		t.Errorf("NATS down raised the page's banner: %q", text("#banner"))
+	}
+	n.Restart() // so that the hosts leave at once when the test ends
 }
