@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/diskspace"
@@ -46,6 +47,10 @@ type Deps struct {
 	Disk *diskspace.Guard
 	// Jobs runs bulk resume and skip jobs (/v1/jobs).
 	Jobs *jobs.Runner
+	// Cluster is this host's place in a deployment of several hosts
+	// (GET /v1/cluster): a *cluster.Cluster; nil, or a nil
+	// *cluster.Cluster, on a single host.
+	Cluster ClusterView
 }
 
 // Server is the REST API.
@@ -75,6 +80,11 @@ func New(deps Deps) *Server {
 	}
 	if deps.Ready == nil {
 		deps.Ready = func() bool { return true }
+	}
+	if c, ok := deps.Cluster.(*cluster.Cluster); ok && c == nil {
+		// A host's Cluster field is a nil pointer on a single host, which
+		// in the interface would not compare equal to nil.
+		deps.Cluster = nil
 	}
 	s := &Server{deps: deps, log: deps.Logger, e: echo.New(), crossOrigin: http.NewCrossOriginProtection()}
 	e := s.e
@@ -132,6 +142,7 @@ func (s *Server) routeTable() []route {
 		{get, "/readyz", s.readyz, "", none, reads},
 		{get, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Metrics.Registry, promhttp.HandlerOpts{})), reader, none, reads},
 		{get, "/v1/openapi.json", s.openapi, "", none, reads},
+		{get, "/v1/cluster", s.getCluster, reader, none, reads},
 
 		{put, "/v1/modules/:name", s.putModule, deployer, wasmBody, writes},
 		{get, "/v1/modules", s.listModules, reader, none, reads},

@@ -63,6 +63,11 @@ var wireSchemas = []struct {
 	{"Job", wire.Job{}, false},
 	{"JobList", wire.JobList{}, false},
 	{"ProjectionEntry", wire.ProjectionEntry{}, false},
+	{"Cluster", wire.Cluster{}, false},
+	{"ClusterHost", wire.ClusterHost{}, false},
+	{"ClusterSubscription", wire.ClusterSubscription{}, false},
+	{"PartitionOwner", wire.PartitionOwner{}, false},
+	{"ClusterStats", wire.ClusterStats{}, false},
 }
 
 // wireMaps are the map types of package wire, each its schema's name.

@@ -42,3 +42,14 @@ func newBrowser(t *testing.T, within time.Duration, extra ...chromedp.ExecAlloca
 	}
 	return ctx
 }
+
+// evaluate runs js in the page and returns its string result, failing the
+// test when it cannot.
+func evaluate(t *testing.T, ctx context.Context, js string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return s
+}

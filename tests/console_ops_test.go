@@ -78,11 +78,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	}
 	eval := func(js string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", js, err)
-		}
-		return s
+		return evaluate(t, ctx, js)
 	}
 	change := func(id string) {
 		t.Helper()
@@ -110,6 +106,17 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	}
 	if hidden := eval(`String(document.getElementById("banner").hidden)`); hidden != "true" {
 		t.Errorf("the banner stays up after signing in: %q", text("#banner"))
+	}
+	// A single host is one line in the Cluster section: it owns every
+	// partition; no hosts table, no grid.
+	eventually(t, 10*time.Second, "the Cluster section's single-host line", func() bool {
+		return strings.HasPrefix(text("#cluster-line"), "Single host ")
+	})
+	if line := text("#cluster-line"); !strings.Contains(line, "owns all 16 partitions of every subscription") {
+		t.Errorf("the Cluster section reads %q", line)
+	}
+	if hidden := eval(`String(document.getElementById("cluster-detail").hidden)`); hidden != "true" {
+		t.Error("a single host shows the cluster's hosts and grid")
 	}
 
 	// Paging: 25 a page, then the other 5; no fixed cap.

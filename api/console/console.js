@@ -459,10 +459,15 @@ for (const id of ["f-sub", "f-state", "f-type", "f-class", "f-message", "f-after
   document.getElementById(id).addEventListener("change", () => { cursors.length = 1; refresh(); });
 }
 
+// refreshers are the sections fetched on their own (cluster.js), each
+// called at every refresh and not waited for.
+const refreshers = [];
+
 let busy = false, again = false;
 async function refresh() {
   if (busy) { again = true; return; }
   busy = true;
+  for (const f of refreshers) f();
   try {
     const [parked, subs, jobs] = await Promise.all([api("GET", parkedQuery()), api("GET", "/v1/subscriptions"), api("GET", "/v1/jobs?limit=20")]);
     setConnection("ok");

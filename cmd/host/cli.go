@@ -45,6 +45,8 @@ type options struct {
 	aggType, aggID, owner string
 	expectedVersion       optUint
 	file                  string
+	// cluster
+	partitions bool
 }
 
 // optUint is a uint64 flag that knows whether it was given.

@@ -62,7 +62,7 @@ func TestHelpOnEveryVerb(t *testing.T) {
 			if !topic && !strings.Contains(flagHelp, "Usage:\n  berth "+name) {
 				t.Errorf("berth %s --help has no usage line naming berth %s:\n%s", name, name, flagHelp)
 			}
-			client := p[0] == "modules" || p[0] == "events" || p[0] == "subscriptions" || p[0] == "parked" || p[0] == "jobs" || p[0] == "audit"
+			client := p[0] == "modules" || p[0] == "events" || p[0] == "subscriptions" || p[0] == "parked" || p[0] == "jobs" || p[0] == "audit" || p[0] == "cluster"
 			if got := strings.Contains(flagHelp, "Global Flags:\n") && strings.Contains(flagHelp, "      --server HOST:PORT"); got != client {
 				t.Errorf("berth %s --help lists the client flags: %v, want %v:\n%s", name, got, client, flagHelp)
 			}

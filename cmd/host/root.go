@@ -118,7 +118,7 @@ func (a *app) newRoot() *cobra.Command {
 	pf.DurationVar(&a.opts.timeout, "timeout", defaultTimeout, "give up on a request after this long")
 
 	root.AddCommand(a.serveCmd(), a.versionCmd(), a.configCmd(),
-		a.modulesCmd(), a.eventsCmd(), a.subscriptionsCmd(), a.parkedCmd(), a.jobsCmd(), a.auditCmd(),
+		a.modulesCmd(), a.eventsCmd(), a.subscriptionsCmd(), a.parkedCmd(), a.jobsCmd(), a.auditCmd(), a.clusterCmd(),
 		topic("exit-codes", "What the exit codes mean", exitCodesHelp),
 		topic("environment", "The environment variables the CLI reads", environmentHelp))
 	root.SetHelpCommand(a.helpCmd(root))
