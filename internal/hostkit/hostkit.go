@@ -66,7 +66,7 @@ type Host struct {
 	// "jetstream" (nil otherwise). Every part on JetStream shares it; Close closes it last.
 	NATS *nats.Conn
 	// Ledger is the failure ledger (parked aggregates, checkpoints, read models, the webhook outbox).
-	Ledger *ledger.Badger
+	Ledger ledger.Store
 	// Sandbox runs the modules.
 	Sandbox *sandbox.Sandbox
 	// Engine runs the subscriptions; it is started when Open returns.
