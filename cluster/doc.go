@@ -55,6 +55,10 @@
 // expires, at most a TTL after the kill (its last renewal came before it)
 // plus the server's expiry sweep and the claims.
 //
+// Hosts whose views differ for a moment may both try to claim a partition:
+// the ledger lets one claim per epoch win, and once the views agree, a host
+// holding a partition assigned elsewhere releases it.
+//
 // # Duties
 //
 // Some work must run on one host of the deployment at a time: the jobs
@@ -63,8 +67,4 @@
 // membership bucket, by the same lease as a membership (duty.go). The
 // members' watcher watches one-token keys only, so a duty's key is never
 // taken for a host.
-//
-// Hosts whose views differ for a moment may both try to claim a partition:
-// the ledger lets one claim per epoch win, and once the views agree, a host
-// holding a partition assigned elsewhere releases it.
 package cluster
