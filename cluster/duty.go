@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -161,6 +162,14 @@ func (d *Duty) watch(ctx context.Context, w jetstream.KeyWatcher) {
 			d.opts.Logger.Warn("cluster: watch duty", "duty", d.name, "err", err)
 		}
 	}
+}
+
+// Duties returns the duties this host stands for, in the order they were
+// started.
+func (c *Cluster) Duties() []*Duty {
+	c.dutiesMu.Lock()
+	defer c.dutiesMu.Unlock()
+	return slices.Clone(c.duties)
 }
 
 // Name returns the duty's name.

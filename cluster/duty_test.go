@@ -128,6 +128,9 @@ func TestDutyOneHolder(t *testing.T) {
 	if got := log.running(); len(got) != 1 {
 		t.Fatalf("running: %v", got)
 	}
+	if ds := hosts[1].c.Duties(); len(ds) != 1 || ds[0] != duties[1] || ds[0].Name() != "jobs" {
+		t.Fatalf("Duties() = %v", ds)
+	}
 	if _, err := hosts[0].c.Duty(t.Context(), "jobs", log.work("h1", time.Now)); !errors.Is(err, errOptions) {
 		t.Fatalf("a duty twice: %v", err)
 	}
