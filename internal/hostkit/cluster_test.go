@@ -2,19 +2,29 @@ package hostkit_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/jobs"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/webhook"
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/subscription"
 )
 
 // Several hosts in one process on one in-process NATS server, each with its
@@ -122,7 +132,9 @@ func TestClusterSharesThePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts := ms[0].h.Config().Subscription.Partitions
-	eventually(t, "three hosts splitting the partitions", func() bool {
+	// Each host compiles the module it is told of before it has the
+	// subscription: on a loaded machine, under -race, that takes a while.
+	checkfor.Cond(t, time.Minute, 5*time.Millisecond, "three hosts splitting the partitions", func() bool {
 		got, ok := owners(ms, eachEventSub, parts)
 		if !ok {
 			return false
@@ -195,7 +207,7 @@ func TestClusterSharesThePartitions(t *testing.T) {
 	handledOnce(rest, 40)
 }
 
-// dutyHolder waits until one host holds the duty and returns it.
+// dutyHolder waits until exactly one host holds the duty and returns it.
 func dutyHolder(t *testing.T, ms []*member, name string) *member {
 	t.Helper()
 	var holder *member
@@ -214,4 +226,170 @@ func dutyHolder(t *testing.T, ms []*member, name string) *member {
 		return holder != nil
 	})
 	return holder
+}
+
+// hookCalls is a webhook receiver: the deliveries, as "event aggregate".
+type hookCalls struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *hookCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var p webhook.Payload
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	c.got = append(c.got, p.Type+" "+p.AggregateID)
+	c.mu.Unlock()
+}
+
+func (c *hookCalls) count(call string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(slices.DeleteFunc(slices.Clone(c.got), func(g string) bool { return g != call }))
+}
+
+// invocations counts a hand-made handler's calls by aggregate and host; an
+// aggregate's first call fails (unrecoverable: it parks), the others pass.
+type invocations struct {
+	mu    sync.Mutex
+	calls map[string][]string // aggregate → the hosts that called, in order
+}
+
+func (v *invocations) on(host string) subscription.Invoker {
+	return subscription.InvokerFunc(func(_ context.Context, d subscription.Delivery) *retry.Failure {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.calls[d.Commit.AggregateID] = append(v.calls[d.Commit.AggregateID], host)
+		if len(v.calls[d.Commit.AggregateID]) == 1 {
+			return &retry.Failure{Classes: []string{"Refused"}, Message: "refused"}
+		}
+		return nil
+	})
+}
+
+func (v *invocations) of(id string) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.calls[id])
+}
+
+// outboxEmpty reports whether every notification was delivered and
+// acknowledged (so no host can send it again).
+func outboxEmpty(t *testing.T, h *hostkit.Host) bool {
+	var n int
+	if err := h.Ledger.View(t.Context(), func(tx ledger.Tx) error {
+		ns, err := tx.Notifications(0, 1)
+		n = len(ns)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n == 0
+}
+
+// TestClusterDutiesRunOnce: of two hosts, one runs the jobs and one sends
+// the webhooks: a record parked on either is told to the webhook once, a
+// bulk job created on the host that does not run jobs is run by the one
+// that does, once; and when that host closes, the other takes every duty
+// over and goes on.
+func TestClusterDutiesRunOnce(t *testing.T) {
+	hooks := &hookCalls{}
+	hookSrv := httptest.NewServer(hooks)
+	t.Cleanup(hookSrv.Close)
+	srv := natstest.RunServer(t)
+	ms := openMembers(t, srv.URL(), func(cfg *config.Config) {
+		cfg.Webhooks = []config.Webhook{{Name: "ops", URL: hookSrv.URL}}
+		cfg.ClassifierConfig.Rules = []retry.Rule{{Class: "Refused", As: "unrecoverable"}}
+	}, "h1", "h2")
+	ctx := t.Context()
+	const sub = "Test.orders"
+	calls := &invocations{calls: map[string][]string{}}
+	for _, m := range ms {
+		if err := m.h.Engine.Add(ctx, subscription.Spec{Name: sub, Start: subscription.StartBeginning, Invoker: calls.on(m.id)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.h.Cluster.SetSubscriptions(ctx, m.h.Engine.Subscriptions()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := ms[0].h.Config().Subscription.Partitions
+	var owner []string
+	eventually(t, "two hosts splitting the partitions", func() bool {
+		var ok bool
+		owner, ok = owners(ms, sub, parts)
+		return ok && slices.Contains(owner, "h1") && slices.Contains(owner, "h2")
+	})
+	jobsOn, hooksOn := dutyHolder(t, ms, "jobs"), dutyHolder(t, ms, "webhooks")
+	dutyHolder(t, ms, "retention")
+	other := ms[0]
+	if other == jobsOn {
+		other = ms[1]
+	}
+	// An aggregate of a partition the jobs host owns: jobs act through the
+	// engine of the host they run on.
+	id := ""
+	for i := 0; id == ""; i++ {
+		if c := fmt.Sprint("o-", i); owner[eventlog.PartitionOf("Order", c, parts)] == jobsOn.id {
+			id = c
+		}
+	}
+	if _, err := other.h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: id,
+		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, id+" parked and told once", func() bool {
+		return hooks.count("parked "+id) == 1 && outboxEmpty(t, other.h)
+	})
+
+	j, err := other.h.Jobs.Create(ctx, jobs.Spec{Action: ledger.JobResume, Filter: ledger.JobFilter{Subscriptions: []string{sub}},
+		Actor: "ops", Rate: 100})
+	if err != nil || j.Matched != 1 {
+		t.Fatalf("create the job: %+v, %v", j, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	done, err := other.h.Jobs.Wait(wctx, j.ID)
+	if err != nil || done.State != ledger.JobDone || done.Done != 1 || done.Failed != 0 {
+		t.Fatalf("the job: %+v, %v", done, err)
+	}
+	eventually(t, id+" resumed and told once", func() bool {
+		return hooks.count("resumed "+id) == 1 && outboxEmpty(t, other.h)
+	})
+	if got := calls.of(id); !slices.Equal(got, []string{jobsOn.id, jobsOn.id}) {
+		t.Fatalf("%s handled on %v; want twice on %s (the park, the job's resume)", id, got, jobsOn.id)
+	}
+	if hooks.count("parked "+id) != 1 {
+		t.Fatalf("webhook deliveries %v", hooks.got)
+	}
+
+	// The host holding the webhooks duty closes: the other sends them.
+	if err := hooksOn.h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rest := ms[0]
+	if rest == hooksOn {
+		rest = ms[1]
+	}
+	for _, name := range []string{"jobs", "webhooks", "retention"} {
+		if dutyHolder(t, []*member{rest}, name) != rest {
+			t.Fatalf("duty %s not taken over", name)
+		}
+	}
+	eventually(t, rest.id+" owning every partition", func() bool {
+		got, ok := owners([]*member{rest}, sub, parts)
+		return ok && !slices.Contains(got, hooksOn.id)
+	})
+	if _, err := rest.h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: "late",
+		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "late parked and told once", func() bool {
+		return hooks.count("parked late") == 1 && outboxEmpty(t, rest.h)
+	})
+	if hooks.count("parked "+id) != 1 || hooks.count("resumed "+id) != 1 {
+		t.Fatalf("webhook deliveries after the handover %v", hooks.got)
+	}
 }
