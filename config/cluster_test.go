@@ -31,18 +31,7 @@ address = "web-1:8080"
 			[]string{`berth.toml:4: cluster.address: "http://": has no host`}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.text), "berth.toml")
-			errs := Errors(err)
-			if len(errs) != len(tc.want) || (err != nil) != (len(tc.want) > 0) {
-				t.Fatalf("got %d errors (%v), want %d", len(errs), err, len(tc.want))
-			}
-			for i, e := range errs {
-				if !strings.HasPrefix(e.Error(), tc.want[i]) {
-					t.Errorf("error %d = %q, want prefix %q", i, e.Error(), tc.want[i])
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantErrors(t, tc.text, tc.want) })
 	}
 	for _, k := range []string{"cluster.host-id", "cluster.lease-ttl", "cluster.address"} {
 		if !NeedsRestart(k) {
