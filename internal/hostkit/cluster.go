@@ -67,9 +67,10 @@ func hostID(cfg *config.Config) (string, error) {
 }
 
 // openCluster joins the deployment, once the engine has started: the
-// cluster claims this host's share of the partitions and tells the engine,
-// and the duties start on whichever host takes them. From then on the
-// subscriptions the registry adds are shared out too (syncSubscriptions).
+// cluster claims this host's share of the partitions and tells the engine.
+// From then on the subscriptions the registry adds are shared out too
+// (syncSubscriptions). The duties start later (standForDuties), once the
+// jobs runner and the webhook dispatcher are made.
 func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock subscription.Clock) error {
 	id, err := hostID(cfg)
 	if err != nil {
@@ -86,6 +87,13 @@ func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock subscr
 	}
 	h.log.Info("joined the cluster", "host", id, "address", cfg.ClusterAddress())
 	h.syncSubscriptions()
+	return nil
+}
+
+// standForDuties stands this host for the work one host of the deployment
+// at a time does: the jobs, the webhooks and the retention sweep, each run
+// while this host holds its duty.
+func (h *Host) standForDuties(ctx context.Context, clock subscription.Clock) error {
 	for _, d := range []struct {
 		name string
 		work cluster.DutyFunc

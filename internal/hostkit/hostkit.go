@@ -191,13 +191,18 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 	if err := h.Engine.Start(ctx); err != nil {
 		return &OpenError{Part: "engine", Err: err}
 	}
+	if h.NATS != nil {
+		if err := h.openCluster(ctx, cfg, opts.Clock); err != nil {
+			return err
+		}
+	}
 	if h.Jobs, err = jobs.Open(ctx, jobs.Options{Ledger: h.Ledger, Engine: h.Engine, Clock: opts.Clock, Logger: h.log,
-		ItemTimeout: func() time.Duration { return h.Config().Server.OperatorWait.Std() }, Shared: h.NATS != nil}); err != nil {
+		ItemTimeout: func() time.Duration { return h.Config().Server.OperatorWait.Std() }, Shared: h.Cluster != nil}); err != nil {
 		return &OpenError{Part: "jobs", Err: err}
 	}
 	h.Hooks = webhook.New(h.Ledger, webhook.Options{Hooks: cfg.Hooks(), Logger: h.log})
-	if h.NATS != nil {
-		return h.openCluster(ctx, cfg, opts.Clock)
+	if h.Cluster != nil {
+		return h.standForDuties(ctx, opts.Clock)
 	}
 	h.startHooks()
 	h.startRetention(opts.Clock)
