@@ -74,7 +74,7 @@ type testHost struct {
 	cfg        hostConfig
 	configPath string
 	events     eventlog.Log
-	ledger     *ledger.Badger
+	ledger     ledger.Store
 	engine     *subscription.Engine
 	modules    *registry.Registry
 	buyers     *buyers

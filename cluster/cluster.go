@@ -36,6 +36,10 @@ type Cluster struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	dutiesMu     sync.Mutex // guards duties and dutiesClosed (duty.go)
+	duties       []*Duty
+	dutiesClosed bool
+
 	mu      sync.Mutex // guards the views below, which loop publishes
 	members map[string]liveMember
 	owned   map[string]map[int]uint64
@@ -72,13 +76,14 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 		members: map[string]liveMember{}, owned: map[string]map[int]uint64{},
 		subs: slices.Clone(opts.Subscriptions),
 	}
-	c.lease = newLease(kv, &c.opts, memberInfo{Address: opts.Address, Version: opts.Version, Started: opts.Clock.Now()}, &c.stats)
+	c.lease = newLease(kv, opts.Host, &c.opts, memberInfo{Address: opts.Address, Version: opts.Version, Started: opts.Clock.Now()},
+		&c.stats, opts.retryEvery())
 	if err := c.join(ctx); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	w, err := kv.WatchAll(runCtx)
+	w, err := watchMembers(runCtx, kv)
 	if err != nil {
 		cancel()
 		_ = c.lease.leave(ctx)
@@ -196,7 +201,7 @@ func (c *Cluster) rewatch(ctx context.Context, old jetstream.KeyWatcher, live ma
 	if ctx.Err() != nil {
 		return nil
 	}
-	w, err := c.kv.WatchAll(ctx)
+	w, err := watchMembers(ctx, c.kv)
 	if err != nil {
 		c.opts.Logger.Warn("cluster: watch the membership", "err", err)
 		return nil
@@ -301,11 +306,14 @@ func (c *Cluster) SetSubscriptions(ctx context.Context, names []string) error {
 	}
 }
 
-// Close leaves the deployment gracefully: it has the engine stop every
-// partition, releases them in the ledger and deletes this host's key, so the
-// others claim them at once instead of after a TTL.
+// Close leaves the deployment gracefully: it gives up every duty (Duty.Close),
+// has the engine stop every partition, releases them in the ledger and
+// deletes this host's key, so the others take them at once instead of
+// after a TTL.
 func (c *Cluster) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
+		dutiesErr := c.closeDuties(ctx)
+		defer func() { c.closeErr = errors.Join(dutiesErr, c.closeErr) }()
 		select {
 		case c.closing <- ctx:
 		case <-c.done:

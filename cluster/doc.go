@@ -58,4 +58,13 @@
 // Hosts whose views differ for a moment may both try to claim a partition:
 // the ledger lets one claim per epoch win, and once the views agree, a host
 // holding a partition assigned elsewhere releases it.
+//
+// # Duties
+//
+// Some work must run on one host of the deployment at a time: the jobs
+// runner and the webhook dispatcher. Cluster.Duty stands this host for such
+// a duty, held by whichever host owns the key "duty.<name>" in the
+// membership bucket, by the same lease as a membership (duty.go). The
+// members' watcher watches one-token keys only, so a duty's key is never
+// taken for a host.
 package cluster

@@ -36,6 +36,7 @@ type lease struct {
 	stats *counters
 	renew time.Duration
 	retry time.Duration
+	inUse time.Duration // how soon to try joining again while another incarnation holds the key
 
 	nudge   chan struct{} // renew now (buffer 1)
 	changed chan struct{} // a write was confirmed or a term ended (buffer 1)
@@ -52,10 +53,13 @@ type lease struct {
 	renewed  time.Time // clock time of the last confirmed write
 }
 
-func newLease(kv jetstream.KeyValue, o *Options, info memberInfo, stats *counters) *lease {
+// newLease returns the lease of key in kv (a host's membership: its id),
+// not yet joined; inUse is how soon run tries to join again while the key
+// is another incarnation's.
+func newLease(kv jetstream.KeyValue, key string, o *Options, info memberInfo, stats *counters, inUse time.Duration) *lease {
 	return &lease{
-		kv: kv, key: o.Host, ttl: o.LeaseTTL, gap: o.Margin, clock: o.Clock, stats: stats,
-		renew: o.renewEvery(), retry: o.retryEvery(),
+		kv: kv, key: key, ttl: o.LeaseTTL, gap: o.Margin, clock: o.Clock, stats: stats,
+		renew: o.renewEvery(), retry: o.retryEvery(), inUse: inUse,
 		nudge: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		info: info,
 	}
@@ -235,8 +239,12 @@ func (l *lease) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		wait = l.renew
-		if err != nil {
+		switch {
+		case err == nil:
+			wait = l.renew
+		case errors.Is(err, errInUse): // held, not failed: a duty another host has
+			wait = l.inUse
+		default:
 			l.stats.renewalFailures.Add(1)
 			wait = l.retry
 		}

@@ -23,6 +23,9 @@ type memberInfo struct {
 	// Releases counts this host's releases of partitions; a change tells
 	// the others to look at the ledger now rather than at their next tick.
 	Releases uint64 `json:"releases,omitempty"`
+	// Host is the holder's id in a duty's key (duty.go); a member's key is
+	// its id already, and leaves it out.
+	Host string `json:"host,omitempty"`
 }
 
 func (m memberInfo) encode() []byte {
@@ -94,4 +97,11 @@ func memberGone(ctx context.Context, kv jetstream.KeyValue, host string) (bool, 
 	default:
 		return false, fmt.Errorf("cluster: membership of %q: %w", host, err)
 	}
+}
+
+// watchMembers watches the hosts' keys of the bucket: the keys of one
+// token, which host ids are. Duties' keys ("duty.<name>", duty.go) have two
+// and are not members.
+func watchMembers(ctx context.Context, kv jetstream.KeyValue) (jetstream.KeyWatcher, error) {
+	return kv.Watch(ctx, "*")
 }

@@ -13,7 +13,7 @@
 //
 // The files, one concept each: config.go (the Config, Parse, Load, Validate), defaults.go (Default and
 // DefaultTOML), size.go ([Size]), decode.go (the decoder that reports every bad key), errors.go and
-// lines.go (errors with their key and line), server.go, store.go, auth.go, subscription.go, modules.go (modules and
+// lines.go (errors with their key and line), server.go, store.go, jetstream.go, cluster.go, auth.go, subscription.go, modules.go (modules and
 // the sandbox), webhooks.go, reload.go ([Diff], [Changes]), layout.go (where each part keeps its files under
 // the data directory) and engine.go ([Config.EngineOptions]).
 //
@@ -43,6 +43,9 @@ type Config struct {
 	Server ServerConfig `toml:"server"`
 	// Store is [store]: the free space the data directory keeps (writes are refused below it).
 	Store StoreConfig `toml:"store"`
+	// Cluster is [cluster]: this host's id, lease and address among the hosts sharing one NATS
+	// JetStream deployment (used when store.backend is "jetstream").
+	Cluster ClusterConfig `toml:"cluster"`
 	// Auth is [auth]: the bearer tokens and their roles (default: none, and the server listens on
 	// loopback only).
 	Auth AuthConfig `toml:"auth"`
@@ -165,6 +168,9 @@ func (c *Config) validate() problems {
 	var p problems
 	c.Server.validate(&p, keyPath{{name: "server"}})
 	c.Store.validate(&p, keyPath{{name: "store"}})
+	if c.Store.Backend == BackendJetStream { // the table is not used otherwise, as [store.jetstream]
+		c.Cluster.validate(&p, keyPath{{name: "cluster"}})
+	}
 	c.Jobs.validate(&p, keyPath{{name: "jobs"}})
 	c.Auth.validate(&p, keyPath{{name: "auth"}})
 	if c.RequireLoopback() && c.Server.validListen() && !c.Server.loopback() {

@@ -29,7 +29,8 @@ func Default() *Config {
 				URLs: []string{DefaultNATSURL}, Stream: jetstream.DefaultStream, SubjectPrefix: jetstream.DefaultPrefix,
 				Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout,
 			}},
-		Jobs: JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
+		Cluster: ClusterConfig{LeaseTTL: DefaultLeaseTTL},
+		Jobs:    JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
 			Concurrency:        DefaultConcurrency,
@@ -84,7 +85,7 @@ const defaultTOML = `# Berth host configuration (berth.toml).
 # Durations are written like 500ms, 2s, 1m 30s or PT2S; sizes like 512KiB, 32MiB, 1GiB or a byte count.
 # The reference of every key is docs/config.md. Reload with SIGHUP or POST /v1/config/reload: a bad file
 # is refused and the running configuration stays; server.listen, server.data-dir, server.read-timeout,
-# server.write-timeout, store.backend, store.jetstream.*, subscription.partitions, .concurrency,
+# server.write-timeout, store.backend, store.jetstream.*, cluster.*, subscription.partitions, .concurrency,
 # .checkpoint-every, .checkpoint-interval, subscription.systemic.*, sandbox.* and log.format need a
 # restart.
 
@@ -119,8 +120,8 @@ module-versions = 10
 resolved-retention = "P7D"
 # How long the audit log (GET /v1/audit) keeps an entry.
 audit-retention = "P90D"
-# Where the event log is kept: "badger" (in the data directory) or "jetstream" (the NATS JetStream
-# stream of store.jetstream, shared by every host pointed at it). The ledger stays in the data directory.
+# Where the event log and the ledger are kept: "badger" (in the data directory) or "jetstream" (NATS
+# JetStream streams named after store.jetstream.stream, shared by every host pointed at them: [cluster]).
 backend = "badger"
 
 # The NATS connection and stream of the event log when store.backend is "jetstream". Every host of one
@@ -146,6 +147,17 @@ subject-prefix = "berth.events"
 replicas = 1
 # How long connecting to a server, and each request to NATS, may take.
 connect-timeout = "5s"
+
+# This host's place among the hosts of one deployment, when store.backend is "jetstream": they share
+# the partitions of every subscription, and one of them at a time runs the jobs and the webhooks.
+[cluster]
+# This host's id: letters, digits, '-' and '_', unique in the deployment, the same across restarts;
+# "" for the machine's hostname (other characters made '-').
+host-id = ""
+# How long a host's membership lasts without a renewal; at least 3s, the same on every host.
+lease-ttl = "15s"
+# URL the other hosts and operators reach this host's REST API at; "" for http:// and server.listen.
+address = ""
 
 # Bearer tokens. With none, the server listens on loopback only and every request is allowed.
 # Roles: reader (read), operator (read; resume, skip, pause), deployer (read; modules and events), admin.

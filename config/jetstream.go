@@ -13,8 +13,8 @@ import (
 const (
 	// BackendBadger keeps the event log in Badger under the data directory (the default).
 	BackendBadger = "badger"
-	// BackendJetStream keeps the event log in a NATS JetStream stream ([store.jetstream]), which every
-	// host pointed at it shares.
+	// BackendJetStream keeps the event log and the ledger in NATS JetStream streams ([store.jetstream]),
+	// which every host pointed at them shares: cluster mode ([cluster]).
 	BackendJetStream = "jetstream"
 )
 

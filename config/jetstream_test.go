@@ -44,18 +44,23 @@ connect-timeout = "0s"
 			[]string{`berth.toml:4: store.jetstream.urls: []: must name at least one NATS server`}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.text), "berth.toml")
-			errs := Errors(err)
-			if len(errs) != len(tc.want) || (err != nil) != (len(tc.want) > 0) {
-				t.Fatalf("got %d errors (%v), want %d", len(errs), err, len(tc.want))
-			}
-			for i, e := range errs {
-				if !strings.HasPrefix(e.Error(), tc.want[i]) {
-					t.Errorf("error %d = %q, want prefix %q", i, e.Error(), tc.want[i])
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantErrors(t, tc.text, tc.want) })
+	}
+}
+
+// wantErrors parses text as berth.toml and checks its errors: one per
+// want, in order, each starting with it; none when want is empty.
+func wantErrors(t *testing.T, text string, want []string) {
+	t.Helper()
+	_, err := Parse([]byte(text), "berth.toml")
+	errs := Errors(err)
+	if len(errs) != len(want) || (err != nil) != (len(want) > 0) {
+		t.Fatalf("got %d errors (%v), want %d", len(errs), err, len(want))
+	}
+	for i, e := range errs {
+		if !strings.HasPrefix(e.Error(), want[i]) {
+			t.Errorf("error %d = %q, want prefix %q", i, e.Error(), want[i])
+		}
 	}
 }
 

@@ -17,3 +17,7 @@ func (c *Config) ModulesDir() string { return filepath.Join(c.Server.DataDir, "m
 
 // WasmCacheDir returns the directory of the sandbox's compilation cache: <data-dir>/wasm-cache.
 func (c *Config) WasmCacheDir() string { return filepath.Join(c.Server.DataDir, "wasm-cache") }
+
+// LedgerCacheDir returns the directory of this host's cache of a ledger kept in NATS JetStream
+// (store.backend "jetstream"): <data-dir>/ledger-cache.
+func (c *Config) LedgerCacheDir() string { return filepath.Join(c.Server.DataDir, "ledger-cache") }

@@ -8,8 +8,8 @@ import (
 )
 
 // restartKeys returns the keys (as [Changes] writes them, or a table whose every key is meant) that the
-// running host cannot apply on reload: the listener, the data directory, the store backend and its
-// NATS connection, the partitioning, concurrency,
+// running host cannot apply on reload: the listener, the data directory, the store backend, its
+// NATS connection and the host's place in the cluster, the partitioning, concurrency,
 // checkpointing and outage detection of the subscription engine, the sandbox, and the log format.
 func restartKeys() []string {
 	return []string{
@@ -19,6 +19,7 @@ func restartKeys() []string {
 		"server.write-timeout",
 		"store.backend",
 		"store.jetstream",
+		"cluster",
 		"subscription.partitions",
 		"subscription.concurrency",
 		"subscription.checkpoint-every",

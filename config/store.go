@@ -33,8 +33,9 @@ type StoreConfig struct {
 	// AuditRetention is how long the audit log keeps an entry (default 90 days).
 	AuditRetention retry.Duration `toml:"audit-retention"`
 	// Backend is where the event log is kept: "badger" (the default, in the data directory) or
-	// "jetstream" (a NATS JetStream stream, [store.jetstream], shared by every host pointed at it). The
-	// ledger stays in the data directory either way, for now. Changing it needs a restart.
+	// "jetstream" (a NATS JetStream stream, [store.jetstream], shared by every host pointed at it, with
+	// the ledger, the modules and the cluster's membership beside it: cluster mode, [cluster]). Changing
+	// it needs a restart.
 	Backend string `toml:"backend"`
 	// JetStream is [store.jetstream], used when Backend is "jetstream".
 	JetStream JetStreamConfig `toml:"jetstream"`

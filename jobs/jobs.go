@@ -7,6 +7,10 @@
 // order and its counts) is written after every record, so a host that
 // stops, or crashes, goes on where it was when it starts again; a record
 // acted on just before a crash is met again and counted as gone.
+//
+// On a ledger several hosts share (Options.Shared), any host stores, reads
+// and cancels jobs, and the one host that serves (Serve; the cluster's jobs
+// duty) runs them all, looking in the ledger for new and cancelled ones.
 package jobs
 
 import (
@@ -53,7 +57,21 @@ type Options struct {
 	// holds its aggregate); default 10s. Read at each record, so a reload
 	// applies.
 	ItemTimeout func() time.Duration
+	// Shared says the ledger is shared by several hosts, one of which at a
+	// time runs the jobs (the cluster's duty): Open and Create start
+	// nothing, and Serve runs every running job of the ledger, whichever
+	// host created it, for as long as its context lasts (serve.go). False
+	// (a single host): Open goes on with the jobs left running and Create
+	// starts its job; Serve is not needed.
+	Shared bool
+	// PollInterval is how often, with Shared, Serve looks in the ledger for
+	// jobs created or cancelled on other hosts, and Wait for a change
+	// another host made; on Clock. Default 1s.
+	PollInterval time.Duration
 }
+
+// DefaultPollInterval is the default Options.PollInterval.
+const DefaultPollInterval = time.Second
 
 // Spec asks for a job.
 type Spec struct {
@@ -74,6 +92,11 @@ type Runner struct {
 	mu      sync.Mutex
 	running map[uint64]context.CancelFunc // jobs with a goroutine
 	changed chan struct{}                 // closed and replaced when a job's stored state changes
+	// created wakes Serve when this host stored a job (Shared; buffer 1).
+	created chan struct{}
+	// cancelling holds the jobs a Cancel is stopping, which Serve must not
+	// start again before the cancel is stored.
+	cancelling map[uint64]bool
 }
 
 // pageSize is how many records a job reads from the ledger at once.
@@ -90,33 +113,45 @@ func Open(ctx context.Context, opts Options) (*Runner, error) {
 	if opts.ItemTimeout == nil {
 		opts.ItemTimeout = func() time.Duration { return 10 * time.Second }
 	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	r := &Runner{opts: opts, ctx: rctx, stop: stop, running: map[uint64]context.CancelFunc{}, changed: make(chan struct{})}
-	var left []*ledger.Job
-	err := opts.Ledger.View(ctx, func(tx ledger.Tx) error {
-		var after uint64
-		for {
-			page, err := tx.ListJobs(after, 0)
-			if err != nil || len(page) == 0 {
-				return err
-			}
-			for _, j := range page {
-				if j.State == ledger.JobRunning {
-					left = append(left, j)
-				}
-			}
-			after = page[len(page)-1].ID
-		}
-	})
+	r := &Runner{opts: opts, ctx: rctx, stop: stop, running: map[uint64]context.CancelFunc{}, changed: make(chan struct{}),
+		created: make(chan struct{}, 1), cancelling: map[uint64]bool{}}
+	if opts.Shared {
+		return r, nil // Serve goes on with them, on whichever host runs the jobs
+	}
+	all, err := r.all(ctx)
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	for _, j := range left {
-		opts.Logger.Info("job goes on", "job", j.ID, "action", j.Action, "done", j.Done, "matched", j.Matched)
-		r.start(j)
+	for _, j := range all {
+		if j.State == ledger.JobRunning {
+			opts.Logger.Info("job goes on", "job", j.ID, "action", j.Action, "done", j.Done, "matched", j.Matched)
+			r.start(r.ctx, j, nil)
+		}
 	}
 	return r, nil
+}
+
+// all reads every job, oldest first: operators create jobs by the dozen,
+// not the million.
+func (r *Runner) all(ctx context.Context) ([]*ledger.Job, error) {
+	var out []*ledger.Job
+	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+		var after uint64
+		for {
+			page, err := tx.ListJobs(after, 1000)
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			out = append(out, page...)
+			after = page[len(page)-1].ID
+		}
+	})
+	return out, err
 }
 
 // Close stops every job's goroutine (the jobs stay running in the ledger,
@@ -215,7 +250,14 @@ func (r *Runner) Create(ctx context.Context, s Spec) (*ledger.Job, error) {
 	}
 	r.opts.Logger.Info("job created", "job", j.ID, "action", j.Action, "matched", matched, "rate", j.Rate,
 		"actor", j.Actor, "reason", j.Reason)
-	r.start(j)
+	if r.opts.Shared {
+		select { // a Serve on this host starts it now; another host's at its next poll
+		case r.created <- struct{}{}:
+		default:
+		}
+		return j, nil
+	}
+	r.start(r.ctx, j, nil)
 	return j, nil
 }
 
@@ -234,38 +276,31 @@ func (r *Runner) Get(ctx context.Context, id uint64) (*ledger.Job, error) {
 }
 
 // Recent returns up to limit jobs with ids below before (0: any), newest
-// first. It reads every job: operators create jobs by the dozen, not the
-// million.
+// first. It reads every job.
 func (r *Runner) Recent(ctx context.Context, before uint64, limit int) ([]*ledger.Job, error) {
-	var out []*ledger.Job
-	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
-		var after uint64
-		for {
-			page, err := tx.ListJobs(after, 1000)
-			if err != nil || len(page) == 0 {
-				return err
-			}
-			for _, j := range page {
-				if before == 0 || j.ID < before {
-					out = append(out, j)
-				}
-			}
-			after = page[len(page)-1].ID
-		}
-	})
+	all, err := r.all(ctx)
 	if err != nil {
 		return nil, err
 	}
+	out := slices.DeleteFunc(all, func(j *ledger.Job) bool { return before != 0 && j.ID >= before })
 	slices.Reverse(out)
 	return out[:min(limit, len(out))], nil
 }
 
 // Cancel stops a running job where it is; what it did stays done. It
-// returns the job as stored, cancelled.
+// returns the job as stored, cancelled. With Shared, a job another host
+// runs stops there at its next write of progress or that host's next poll
+// (it may act on the record it was at).
 func (r *Runner) Cancel(ctx context.Context, id uint64, actor string) (*ledger.Job, error) {
 	r.mu.Lock()
 	stop := r.running[id]
+	r.cancelling[id] = true
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.cancelling, id)
+		r.mu.Unlock()
+	}()
 	if stop != nil {
 		stop() // the job's goroutine writes nothing more once it sees this
 		r.waitStopped(ctx, id)
@@ -312,7 +347,8 @@ func (r *Runner) waitStopped(ctx context.Context, id uint64) {
 }
 
 // Wait returns once the job is no longer running (done or cancelled), or ctx
-// is done. Tests and the CLI's --wait use it.
+// is done. Tests and the CLI's --wait use it. With Shared it also looks
+// every PollInterval, since another host may be running the job.
 func (r *Runner) Wait(ctx context.Context, id uint64) (*ledger.Job, error) {
 	for {
 		r.mu.Lock()
@@ -322,11 +358,18 @@ func (r *Runner) Wait(ctx context.Context, id uint64) (*ledger.Job, error) {
 		if err != nil || j.State != ledger.JobRunning {
 			return j, err
 		}
+		poll, stop := make(<-chan struct{}), func() bool { return false }
+		if r.opts.Shared {
+			poll, stop = r.after(r.opts.PollInterval)
+		}
 		select {
 		case <-ch:
+		case <-poll:
 		case <-ctx.Done():
+			stop()
 			return j, ctx.Err()
 		}
+		stop()
 	}
 }
 

@@ -4,19 +4,33 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 	"golang.org/x/time/rate"
 )
 
-// start runs j in a goroutine of its own.
-func (r *Runner) start(j *ledger.Job) {
-	ctx, cancel := context.WithCancel(r.ctx)
+// start runs j in a goroutine of its own, until parent ends (r.ctx, or a
+// Serve's); also counted in served when not nil.
+// It does nothing if j has a goroutine already, or a Cancel is stopping it.
+func (r *Runner) start(parent context.Context, j *ledger.Job, served *sync.WaitGroup) {
+	ctx, cancel := context.WithCancel(parent)
 	r.mu.Lock()
+	if _, has := r.running[j.ID]; has || r.cancelling[j.ID] {
+		r.mu.Unlock()
+		cancel()
+		return
+	}
 	r.running[j.ID] = cancel
 	r.mu.Unlock()
+	if served != nil {
+		served.Add(1)
+	}
 	r.wg.Go(func() {
+		if served != nil {
+			defer served.Done()
+		}
 		defer func() {
 			cancel()
 			r.mu.Lock()
@@ -24,7 +38,13 @@ func (r *Runner) start(j *ledger.Job) {
 			r.mu.Unlock()
 			r.notify()
 		}()
-		if err := r.run(ctx, j); err != nil && ctx.Err() == nil {
+		err := r.run(ctx, j)
+		if errors.Is(err, errNotRunning) {
+			// Cancelled on another host (Shared): its Cancel wrote the state.
+			r.opts.Logger.Info("job stopped: it was cancelled", "job", j.ID)
+			return
+		}
+		if err != nil && ctx.Err() == nil {
 			// The ledger refused a write (a full disk, say): the job stays
 			// running in the ledger and goes on at the next start.
 			r.opts.Logger.Error("job stopped; it goes on when the host starts again", "job", j.ID, "error", err)
@@ -35,6 +55,15 @@ func (r *Runner) start(j *ledger.Job) {
 // run works through j's records from its cursor, one at a time at its rate,
 // writing its progress after each.
 func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
+	// As stored now: Serve's look at the ledger may be older than a cancel.
+	stored, err := r.Get(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	if stored.State != ledger.JobRunning {
+		return errNotRunning
+	}
+	j = stored
 	lim := rate.NewLimiter(rate.Limit(j.Rate), 1)
 	if err := r.settleInFlight(ctx, j); err != nil {
 		return err
@@ -129,14 +158,29 @@ func (r *Runner) act(ctx context.Context, j *ledger.Job, rec *ledger.Record) {
 	}
 }
 
-// save writes j's progress, unless it was cancelled meanwhile (Cancel
-// writes the cancelled job itself, after this goroutine stopped).
+// errNotRunning: the stored job is no longer running, so its goroutine
+// stops without writing.
+var errNotRunning = errors.New("jobs: the job is no longer running")
+
+// save writes j's progress, unless it was cancelled meanwhile: Cancel
+// writes the cancelled job itself, after this goroutine stopped — or, when
+// another host of a shared ledger cancelled it, the stored state says so,
+// and the write is refused with errNotRunning rather than undo the cancel.
 func (r *Runner) save(ctx context.Context, j *ledger.Job) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	j.Updated = r.opts.Clock.Now().UTC()
-	err := r.opts.Ledger.Update(ctx, func(tx ledger.Tx) error { return tx.PutJob(j) })
+	err := r.opts.Ledger.Update(ctx, func(tx ledger.Tx) error {
+		stored, err := tx.Job(j.ID)
+		if err != nil {
+			return err
+		}
+		if stored.State != ledger.JobRunning {
+			return errNotRunning
+		}
+		return tx.PutJob(j)
+	})
 	if err == nil {
 		r.notify()
 	}

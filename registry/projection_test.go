@@ -42,7 +42,7 @@ type projEnv struct {
 	cfg    *config.Config
 	kit    *hostkit.Host
 	events eventlog.Log
-	store  *ledger.Badger
+	store  ledger.Store
 	eng    *subscription.Engine
 	reg    *registry.Registry
 	proj   *registry.Projections

@@ -49,6 +49,13 @@ type Options struct {
 	// Store keeps the modules' bytes and versions. Default (nil): files
 	// in Dir.
 	Store ModuleStore
+	// Added, when set, is called after the registry added subscriptions to
+	// the engine (a module deployed here or on another host with a handler
+	// new to the engine), with the registry's lock held: it must not block
+	// or call the registry. The host tells its cluster then, so that the
+	// new subscriptions' partitions are shared out. Subscriptions are never
+	// removed from the engine (a module's removal detaches them).
+	Added func()
 }
 
 // Registry holds the deployed modules. It is safe for concurrent use.
@@ -238,12 +245,19 @@ type VersionInfo struct {
 // added, existing ones (a new version, a restart) are updated in place.
 func (r *Registry) subscribe(ctx context.Context, d *deployed, old *deployed) error {
 	existing := r.opts.Engine.Subscriptions()
+	added := false
+	defer func() {
+		if added && r.opts.Added != nil {
+			r.opts.Added()
+		}
+	}()
 	for _, spec := range r.specs(d) {
 		var err error
 		if slices.Contains(existing, spec.Name) {
 			err = r.opts.Engine.UpdateSpec(spec)
 		} else {
 			err = r.opts.Engine.Add(ctx, spec)
+			added = added || err == nil
 		}
 		if err != nil {
 			return fmt.Errorf("registry: subscription %s: %w", spec.Name, err)

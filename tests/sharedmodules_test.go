@@ -8,8 +8,10 @@ import (
 	"github.com/berthhq/berth/internal/natstest"
 )
 
-// jetStreamConfig is the [store] of a host on the JetStream backend at url.
-func jetStreamConfig(url, stream string) string {
+// jetStreamConfig is the [store] and [cluster] of host id on the JetStream
+// backend at url: the hosts of one test run on one machine, so each needs
+// an id of its own (the default, the hostname, would be the same).
+func jetStreamConfig(url, stream, id string) string {
 	return fmt.Sprintf(`
 [store]
 backend = "jetstream"
@@ -18,7 +20,10 @@ backend = "jetstream"
 urls = [%q]
 stream = %q
 subject-prefix = "e2e.%s"
-`, url, stream, stream)
+
+[cluster]
+host-id = %q
+`, url, stream, stream, id)
 }
 
 // TestModulesReachEveryHost: two hosts on one JetStream deployment share
@@ -27,9 +32,8 @@ subject-prefix = "e2e.%s"
 // finds what was uploaded before it.
 func TestModulesReachEveryHost(t *testing.T) {
 	srv := natstest.RunServer(t)
-	cfg := jetStreamConfig(srv.URL(), "SHARED")
-	a := newHost(t, hostConfig{Extra: cfg})
-	b := newHost(t, hostConfig{Extra: cfg})
+	a := newHost(t, hostConfig{Extra: jetStreamConfig(srv.URL(), "SHARED", "a")})
+	b := newHost(t, hostConfig{Extra: jetStreamConfig(srv.URL(), "SHARED", "b")})
 	summary, err := orderSummaryWasm()
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +63,7 @@ func TestModulesReachEveryHost(t *testing.T) {
 		t.Errorf("versions as b sees them: %+v", vs.Versions)
 	}
 	// A host that starts later finds the modules.
-	c := newHost(t, hostConfig{Extra: cfg})
+	c := newHost(t, hostConfig{Extra: jetStreamConfig(srv.URL(), "SHARED", "c")})
 	if v := version(c, moduleName); v != 3 {
 		t.Errorf("a host started later has version %d, want 3", v)
 	}

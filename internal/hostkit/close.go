@@ -5,7 +5,8 @@ import (
 	"errors"
 )
 
-// Close closes the host in the reverse order of [Open], within ctx: the webhook dispatcher, the engine
+// Close closes the host in the reverse order of [Open], within ctx: its place in the cluster (its
+// duties end, its partitions are stopped and released to the other hosts), the webhook dispatcher, the engine
 // (its handlers' calls end, its checkpoints are written), the query store's background removals, the
 // sandbox, the ledger, the event log, the NATS connection and the free-space guard. It returns what the stores could not
 // flush and close in time; what the engine, the webhooks and the sandbox could not do is only logged,
@@ -17,6 +18,7 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	h.closed = true
+	h.closeCluster(ctx)
 	if h.stopModuleWatch != nil {
 		h.stopModuleWatch()
 		h.moduleWatchWG.Wait()
@@ -26,7 +28,9 @@ func (h *Host) Close(ctx context.Context) error {
 		h.retentionWG.Wait()
 	}
 	if h.Hooks != nil {
-		h.stopHooks()
+		if h.stopHooks != nil { // a single host's; in a cluster the duty ended with it
+			h.stopHooks()
+		}
 		if err := h.Hooks.Close(ctx); err != nil {
 			h.log.Error("close webhooks", "error", err)
 		}

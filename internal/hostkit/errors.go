@@ -3,7 +3,7 @@ package hostkit
 // OpenError is why [Open] failed: the part that did not open, and its error.
 type OpenError struct {
 	// Part names the part: "configuration", "data directory", "NATS connection", "event log", "ledger", "sandbox",
-	// "engine" or "modules".
+	// "engine", "modules", "jobs" or "cluster".
 	Part string
 	// Err is the part's own error.
 	Err error

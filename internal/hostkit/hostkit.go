@@ -1,26 +1,29 @@
 // Package hostkit assembles the host: the guard of the data directory's free space, the event log
-// (Badger, or NATS JetStream over the host's one NATS connection) and the Badger failure ledger, the WebAssembly sandbox, the subscription engine, the module registry with
-// its projections' query store, and the webhook dispatcher, each from its options in the
-// configuration (config.Config's EngineOptions, Sandbox, DiskOptions, Hooks and directories).
+// and the failure ledger (Badger under the data directory, or NATS JetStream over the host's one NATS
+// connection), the WebAssembly sandbox, the subscription engine, the module registry with its
+// projections' query store, the jobs runner and the webhook dispatcher, and — with JetStream — the
+// host's place in the cluster, each from its options in the configuration (config.Config's
+// EngineOptions, Sandbox, DiskOptions, Hooks, directories and [cluster] table).
 //
 // It is the one place that wiring is written: the binary (cmd/host) opens its host with [Open] and
 // serves the REST API over it, and every test that needs a whole host opens the same one, so that the
 // choice of a backend, or the order parts open in, cannot differ between what runs and what is tested.
 //
 // The files: hostkit.go (the Host and Open), nats.go (the event log's backend and the NATS
-// connection), close.go (Close), reconfigure.go (the reload path),
+// connection), cluster.go (the ledger's backend and cluster mode: membership, partitions, duties),
+// close.go (Close), reconfigure.go (the reload path), retention.go (the retention sweep),
 // disk.go (the free-space check at start) and errors.go ([OpenError]).
 package hostkit
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/diskspace"
@@ -65,8 +68,10 @@ type Host struct {
 	// NATS is the host's one connection to NATS, made from [store.jetstream] when store.backend is
 	// "jetstream" (nil otherwise). Every part on JetStream shares it; Close closes it last.
 	NATS *nats.Conn
-	// Ledger is the failure ledger (parked aggregates, checkpoints, read models, the webhook outbox).
-	Ledger *ledger.Badger
+	// Ledger is the failure ledger (parked aggregates, checkpoints, read models, the webhook outbox,
+	// jobs): the Badger ledger under the data directory, or the JetStream ledger every host of the
+	// deployment shares (store.backend).
+	Ledger ledger.Store
 	// Sandbox runs the modules.
 	Sandbox *sandbox.Sandbox
 	// Engine runs the subscriptions; it is started when Open returns.
@@ -77,8 +82,12 @@ type Host struct {
 	Modules *registry.Registry
 	// Jobs runs the operators' bulk resume and skip jobs.
 	Jobs *jobs.Runner
-	// Hooks delivers the webhooks, on goroutines of its own.
+	// Hooks delivers the webhooks, on goroutines of its own (in a cluster, on the host that holds
+	// the webhooks duty only).
 	Hooks *webhook.Dispatcher
+	// Cluster is this host's place in the deployment when store.backend is "jetstream": its
+	// membership, the partitions it owns and the duties it stands for (nil on a single host).
+	Cluster *cluster.Cluster
 
 	log      *slog.Logger
 	cfg      atomic.Pointer[config.Config]
@@ -86,6 +95,10 @@ type Host struct {
 
 	stopHooks context.CancelFunc
 	hooksWG   sync.WaitGroup
+	// subsAdded asks for the engine's subscriptions to be told to the cluster (cluster.go).
+	subsAdded    chan struct{}
+	stopSubsSync context.CancelFunc
+	subsSyncWG   sync.WaitGroup
 	// stopModuleWatch ends the following of a shared module store (nats.go).
 	stopModuleWatch context.CancelFunc
 	moduleWatchWG   sync.WaitGroup
@@ -101,7 +114,9 @@ type Host struct {
 // cfg.Server.DataDir (made if missing; below store.min-free the host does not open, since a store
 // opened on a full disk writes on open and dies of SIGBUS), the event log and the ledger, the sandbox,
 // the engine, the projections' query store and the registry (which loads the stored modules and adds
-// their subscriptions), then it starts the engine and the webhook dispatcher. A part that fails is
+// their subscriptions), then it starts the engine, the jobs runner and the webhook dispatcher — or,
+// in a cluster (store.backend "jetstream"), joins it: the cluster gives the engine its partitions,
+// and the jobs, the webhooks and the retention sweep run on the host holding their duty. A part that fails is
 // named by the [*OpenError] returned, and whatever was opened before it is closed (within
 // server.shutdown-timeout), so that the same directory can be opened again.
 func Open(ctx context.Context, cfg *config.Config, opts Options) (*Host, error) {
@@ -111,7 +126,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Host, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, &OpenError{Part: "configuration", Err: err}
 	}
-	h := &Host{log: opts.Logger}
+	h := &Host{log: opts.Logger, subsAdded: make(chan struct{}, 1)}
 	h.cfg.Store(cfg)
 	if err := h.open(ctx, cfg, opts); err != nil {
 		// Not ctx, which may be what ended the open: the stores opened must
@@ -135,12 +150,8 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 	if err := h.openEvents(ctx, cfg); err != nil {
 		return err
 	}
-	if h.Ledger, err = ledger.Open(cfg.LedgerDir(), ledger.Options{Logger: h.log, Space: h.Disk}); err != nil {
-		return &OpenError{Part: "ledger", Err: err}
-	}
-	// Held open, so that a data directory removed under the host is noticed.
-	if err := h.Disk.Watch(cfg.LedgerDir()); err != nil {
-		return &OpenError{Part: "data directory", Err: err}
+	if err := h.openLedger(ctx, cfg); err != nil {
+		return err
 	}
 	sb := cfg.Sandbox()
 	sb.Logger = h.log
@@ -156,6 +167,11 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 		return &OpenError{Part: "engine", Err: err}
 	}
 	eng.Logger, eng.Clock, eng.Jitter = h.log, opts.Clock, opts.Jitter
+	// In a cluster the engine delivers only the partitions the cluster
+	// gives it, from its start.
+	if eng.Host, err = hostID(cfg); err != nil {
+		return &OpenError{Part: "cluster", Err: err}
+	}
 	if h.Engine, err = subscription.Open(h.Events, h.Ledger, eng); err != nil {
 		return &OpenError{Part: "engine", Err: err}
 	}
@@ -165,7 +181,8 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 		return &OpenError{Part: "modules", Err: err}
 	}
 	if h.Modules, err = registry.Open(ctx, registry.Options{Dir: cfg.ModulesDir(), Store: store, Sandbox: h.Sandbox,
-		Engine: h.Engine, Config: h.Config, Logger: h.log, Space: h.Disk, Projections: h.Projections}); err != nil {
+		Engine: h.Engine, Config: h.Config, Logger: h.log, Space: h.Disk, Projections: h.Projections,
+		Added: h.subscriptionsAdded}); err != nil {
 		return &OpenError{Part: "modules", Err: err}
 	}
 	if h.NATS != nil {
@@ -174,28 +191,30 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 	if err := h.Engine.Start(ctx); err != nil {
 		return &OpenError{Part: "engine", Err: err}
 	}
+	if h.NATS != nil {
+		if err := h.openCluster(ctx, cfg, opts.Clock); err != nil {
+			return err
+		}
+	}
 	if h.Jobs, err = jobs.Open(ctx, jobs.Options{Ledger: h.Ledger, Engine: h.Engine, Clock: opts.Clock, Logger: h.log,
-		ItemTimeout: func() time.Duration { return h.Config().Server.OperatorWait.Std() }}); err != nil {
+		ItemTimeout: func() time.Duration { return h.Config().Server.OperatorWait.Std() }, Shared: h.Cluster != nil}); err != nil {
 		return &OpenError{Part: "jobs", Err: err}
 	}
-	h.startHooks(cfg)
+	h.Hooks = webhook.New(h.Ledger, webhook.Options{Hooks: cfg.Hooks(), Logger: h.log})
+	if h.Cluster != nil {
+		return h.standForDuties(ctx, opts.Clock)
+	}
+	h.startHooks()
 	h.startRetention(opts.Clock)
 	return nil
 }
 
-// startHooks runs the webhook dispatcher. It reads the ledger's outbox on goroutines of its own: a hook
-// that is down never holds up event handling.
-func (h *Host) startHooks(cfg *config.Config) {
-	h.Hooks = webhook.New(h.Ledger, webhook.Options{Hooks: cfg.Hooks(), Logger: h.log})
+// startHooks runs the webhook dispatcher (a single host's: in a cluster it is a duty). It reads the
+// ledger's outbox on goroutines of its own: a hook that is down never holds up event handling.
+func (h *Host) startHooks() {
 	hctx, cancel := context.WithCancel(context.Background())
 	h.stopHooks = cancel
-	h.hooksWG.Add(1)
-	go func() {
-		defer h.hooksWG.Done()
-		if err := h.Hooks.Run(hctx); err != nil && !errors.Is(err, context.Canceled) {
-			h.log.Error("webhooks stopped", "error", err)
-		}
-	}()
+	h.hooksWG.Go(func() { h.runHooks(hctx) })
 }
 
 // Config returns the running configuration: the one Open was given, or the last one

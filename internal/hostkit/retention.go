@@ -17,32 +17,38 @@ const sweepBatch = 1000
 // startRetention sweeps, at start and hourly on the host's clock, the
 // resolved records older than store.resolved-retention and the audit entries
 // older than store.audit-retention.
+// In a cluster the sweep is a duty (cluster.go): one host sweeps the shared
+// ledger, from when it takes the duty.
 func (h *Host) startRetention(clock subscription.Clock) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopRetention = cancel
+	h.retentionWG.Go(func() { h.retain(ctx, clock) })
+}
+
+// retain sweeps at once and then hourly on clock (nil: real time) until ctx
+// ends.
+func (h *Host) retain(ctx context.Context, clock subscription.Clock) {
 	if clock == nil {
 		clock = subscription.RealClock()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stopRetention = cancel
 	// AfterFunc, not NewTimer: a FakeClock counts NewTimer timers as the
 	// engine's waiters, and this is none of the engine's.
 	tick := make(chan struct{}, 1)
-	h.retentionWG.Go(func() {
-		for {
-			h.sweep(ctx, clock.Now())
-			t := clock.AfterFunc(sweepEvery, func() {
-				select {
-				case tick <- struct{}{}:
-				default:
-				}
-			})
+	for {
+		h.sweep(ctx, clock.Now())
+		t := clock.AfterFunc(sweepEvery, func() {
 			select {
-			case <-tick:
-			case <-ctx.Done():
-				t.Stop()
-				return
+			case tick <- struct{}{}:
+			default:
 			}
+		})
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			t.Stop()
+			return
 		}
-	})
+	}
 }
 
 // sweep removes what the retention keys say is past keeping, in bounded

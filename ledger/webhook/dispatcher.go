@@ -182,7 +182,9 @@ func (d *Dispatcher) now() time.Time { return d.opts.Clock() }
 // Run delivers until ctx is done or [Dispatcher.Close] is called: it returns
 // nil after Close, ctx's error when ctx ended it, [ErrClosed] when called
 // after Close, and the validation error of Options.Hooks at once. Only one
-// Run may be active at a time. An attempt in flight when Run stops is
+// Run may be active at a time; a Run after one that ctx ended goes on from
+// the cursors stored in the ledger (which another dispatcher on a shared
+// ledger may have moved meanwhile). An attempt in flight when Run stops is
 // abandoned and sent again later (at least once).
 func (d *Dispatcher) Run(ctx context.Context) error {
 	d.mu.Lock()
@@ -200,6 +202,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	d.running, d.runCtx, d.cancel, d.runDone = true, runCtx, cancel, make(chan struct{})
 	for _, name := range d.order {
+		// Another dispatcher on a shared ledger may have delivered since an
+		// earlier Run of this one (a cluster's webhooks duty moves between
+		// hosts): each Run starts from the stored cursors.
+		d.workers[name].forget()
 		d.startLocked(d.workers[name], nil)
 	}
 	done := d.runDone

@@ -247,7 +247,16 @@ func (w *worker) step(ctx context.Context) bool {
 	return false
 }
 
-// load reads the durable cursor once.
+// forget drops what the worker read from the ledger and the delivery in
+// flight, so that its next run reads the durable cursor again. Call it
+// only while the worker's goroutine is not running.
+func (w *worker) forget() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.loaded, w.cur = false, nil
+}
+
+// load reads the durable cursor once per run.
 func (w *worker) load(ctx context.Context) bool {
 	w.mu.Lock()
 	loaded := w.loaded
@@ -325,7 +334,13 @@ func (w *worker) persist(ctx context.Context) {
 	if c <= durable {
 		return
 	}
-	err := w.d.store.Update(context.WithoutCancel(ctx), func(tx ledger.Tx) error {
+	var stored uint64
+	err := w.d.store.Update(context.WithoutCancel(ctx), func(tx ledger.Tx) (err error) {
+		// Never back: on a shared ledger another host's dispatcher may
+		// have delivered further during a handover.
+		if stored, err = readCursor(tx, w.name); err != nil || stored >= c {
+			return err
+		}
 		return writeCursor(tx, w.name, c)
 	})
 	if err != nil {
@@ -333,7 +348,7 @@ func (w *worker) persist(ctx context.Context) {
 		return
 	}
 	w.mu.Lock()
-	w.durable = max(w.durable, c)
+	w.durable = max(w.durable, c, stored)
 	w.mu.Unlock()
 	w.d.pokeAck()
 }

@@ -1,0 +1,229 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/subscription"
+)
+
+// dutyLog records when each host's work of a duty ran.
+type dutyLog struct {
+	mu    sync.Mutex
+	spans []interval // end zero: running
+}
+
+// work returns host's DutyFunc: it runs until its context ends, noting
+// both times on now.
+func (l *dutyLog) work(host string, now func() time.Time) DutyFunc {
+	return func(ctx context.Context) {
+		l.mu.Lock()
+		l.spans = append(l.spans, interval{host: host, start: now()})
+		i := len(l.spans) - 1
+		l.mu.Unlock()
+		<-ctx.Done()
+		l.mu.Lock()
+		l.spans[i].end = now()
+		l.mu.Unlock()
+	}
+}
+
+// running returns the hosts whose work runs now.
+func (l *dutyLog) running() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.spans {
+		if s.end.IsZero() {
+			out = append(out, s.host)
+		}
+	}
+	return out
+}
+
+// last returns the latest span of host, false if none.
+func (l *dutyLog) last(host string) (interval, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.spans) - 1; i >= 0; i-- {
+		if l.spans[i].host == host {
+			return l.spans[i], true
+		}
+	}
+	return interval{}, false
+}
+
+// assertSerial fails unless each span ended before the next one started:
+// never two hosts at the duty at once.
+func (l *dutyLog) assertSerial(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	spans := slices.Clone(l.spans)
+	slices.SortFunc(spans, func(a, b interval) int { return a.start.Compare(b.start) })
+	for i := 1; i < len(spans); i++ {
+		if prev := spans[i-1]; prev.end.IsZero() || prev.end.After(spans[i].start) {
+			t.Fatalf("%s did the duty from %v to %v, %s started at %v", prev.host, prev.start, prev.end, spans[i].host, spans[i].start)
+		}
+	}
+}
+
+// dutyHosts starts a host per id on n, each standing for duty "jobs", and
+// waits until one of them holds it; it returns the hosts, their duties and
+// the holder's index.
+func dutyHosts(t *testing.T, n *natstest.Node, ttl time.Duration, log *dutyLog, ids ...string) ([]*host, []*Duty, int) {
+	t.Helper()
+	st := openLedger(t)
+	var hosts []*host
+	var duties []*Duty
+	for _, id := range ids {
+		h := startHost(t, n.URL(), id, st, Options{LeaseTTL: ttl})
+		d, err := h.c.Duty(t.Context(), "jobs", log.work(id, time.Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts, duties = append(hosts, h), append(duties, d)
+	}
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "one host doing the duty", func() bool {
+		return len(log.running()) == 1
+	})
+	holder := slices.Index(ids, log.running()[0])
+	return hosts, duties, holder
+}
+
+// TestDutyOneHolder: of three hosts standing for a duty, exactly one does
+// it, the server names it as the holder, and the duty's key is not taken
+// for a member.
+func TestDutyOneHolder(t *testing.T) {
+	var log dutyLog
+	hosts, duties, holder := dutyHosts(t, natstest.RunServer(t), 10*time.Second, &log, "h1", "h2", "h3")
+	for i, d := range duties {
+		if d.Held() != (i == holder) {
+			t.Errorf("%s: Held() = %v, holder is %s", hosts[i].id, d.Held(), hosts[holder].id)
+		}
+		host, addr, err := d.Holder(t.Context())
+		if err != nil || host != hosts[holder].id || addr != "http://"+host+":8080" {
+			t.Errorf("%s: Holder() = %q, %q, %v", hosts[i].id, host, addr, err)
+		}
+	}
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "every host seeing 3 members", func() bool {
+		for _, h := range hosts {
+			if len(h.c.Members()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range hosts[0].c.Members() {
+		if m.Host != "h1" && m.Host != "h2" && m.Host != "h3" {
+			t.Fatalf("a member %+v", m)
+		}
+	}
+	if got := log.running(); len(got) != 1 {
+		t.Fatalf("running: %v", got)
+	}
+	if ds := hosts[1].c.Duties(); len(ds) != 1 || ds[0] != duties[1] || ds[0].Name() != "jobs" {
+		t.Fatalf("Duties() = %v", ds)
+	}
+	if _, err := hosts[0].c.Duty(t.Context(), "jobs", log.work("h1", time.Now)); !errors.Is(err, errOptions) {
+		t.Fatalf("a duty twice: %v", err)
+	}
+	for _, name := range []string{"", "a.b", "a:b"} {
+		if _, err := hosts[0].c.Duty(t.Context(), name, log.work("h1", time.Now)); !errors.Is(err, errOptions) {
+			t.Fatalf("duty %q: %v", name, err)
+		}
+	}
+}
+
+// TestDutyHandoverOnClose: a holder that closes stops the work, deletes the
+// key, and another host takes the duty at once — well within a renewal
+// interval, so not by the key running out or by polling — and the host
+// that closed stands for it no more.
+func TestDutyHandoverOnClose(t *testing.T) {
+	var log dutyLog
+	hosts, duties, holder := dutyHosts(t, natstest.RunServer(t), 10*time.Second, &log, "h1", "h2", "h3")
+	closed := time.Now()
+	if err := hosts[holder].c.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if span, _ := log.last(hosts[holder].id); span.end.IsZero() || duties[holder].Held() {
+		t.Fatalf("the closed host still does the duty: %+v", span)
+	}
+	checkfor.Cond(t, 2*time.Second, 5*time.Millisecond, "another host doing the duty", func() bool {
+		return len(log.running()) == 1
+	})
+	next := log.running()[0]
+	if next == hosts[holder].id {
+		t.Fatalf("the closed host took the duty again")
+	}
+	if span, _ := log.last(next); span.start.Sub(closed) > 10*time.Second/3 {
+		t.Fatalf("taken over %v after the close", span.start.Sub(closed))
+	}
+	log.assertSerial(t)
+}
+
+// TestDutyTakeoverAfterAbandon: a holder whose renewals stop (its NATS
+// connection closed, as a kill or a network cut leaves it) stops the work
+// on its own clock, and another host takes the duty within 2x TTL of the
+// cut — after the holder stopped.
+func TestDutyTakeoverAfterAbandon(t *testing.T) {
+	const ttl = 2 * time.Second
+	var log dutyLog
+	hosts, duties, holder := dutyHosts(t, natstest.RunServer(t), ttl, &log, "h1", "h2")
+	cut := time.Now()
+	hosts[holder].nc.Close()
+	checkfor.Cond(t, 2*ttl, 5*time.Millisecond, "the other host doing the duty", func() bool {
+		r := log.running()
+		return len(r) == 1 && r[0] != hosts[holder].id
+	})
+	if took := time.Since(cut); took > 2*ttl {
+		t.Fatalf("taken over %v after the cut, more than 2x TTL", took)
+	}
+	span, _ := log.last(hosts[holder].id)
+	if span.end.Before(cut) || duties[holder].Held() {
+		t.Fatalf("the abandoned holder's work: %+v (cut at %v)", span, cut)
+	}
+	log.assertSerial(t)
+}
+
+// TestDutyGiveUpAtDeadline: a holder that cannot renew does the duty until
+// TTL - Margin (8 s of 10) after it sent its last confirmed write, by its
+// own clock, and not a moment longer.
+func TestDutyGiveUpAtDeadline(t *testing.T) {
+	n := natstest.RunServer(t)
+	clock := subscription.NewFakeClock(start)
+	var log dutyLog
+	h := startHost(t, n.URL(), "solo", openLedger(t), Options{LeaseTTL: 10 * time.Second, Clock: clock})
+	d, err := h.c.Duty(t.Context(), "jobs", log.work("solo", clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the host doing the duty", func() bool {
+		return len(log.running()) == 1
+	})
+	// Both leases (membership and duty) wait for their next renewal.
+	if err := clock.BlockUntil(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	h.nc.Close() // every renewal fails from now on
+	clock.Advance(8*time.Second - time.Millisecond)
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "a failed renewal of the duty", func() bool {
+		return d.stats.renewalFailures.Load() >= 1
+	})
+	if !d.Held() || len(log.running()) != 1 {
+		t.Fatalf("gave the duty up before the deadline")
+	}
+	clock.Advance(time.Millisecond)
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the work stopping", func() bool {
+		return len(log.running()) == 0 && !d.Held()
+	})
+	if span, _ := log.last("solo"); !span.end.Equal(start.Add(8 * time.Second)) {
+		t.Fatalf("stopped at %v, want the deadline %v", span.end, start.Add(8*time.Second))
+	}
+}

@@ -1,0 +1,395 @@
+package hostkit_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/jobs"
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/webhook"
+	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/subscription"
+)
+
+// Several hosts in one process on one in-process NATS server, each with its
+// own data directory and host id, all with store.backend "jetstream": one
+// deployment, sharing the event log, the ledger and the modules.
+
+// handledLog keeps, by invocation key, the "handled" lines the eachevent
+// guest logs on one host.
+type handledLog struct {
+	mu   sync.Mutex
+	keys map[string]int
+}
+
+func (l *handledLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *handledLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *handledLog) WithGroup(string) slog.Handler            { return l }
+func (l *handledLog) Handle(_ context.Context, r slog.Record) error {
+	if !strings.HasPrefix(r.Message, "handled") {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "key" {
+			l.mu.Lock()
+			l.keys[a.Value.String()]++
+			l.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (l *handledLog) snapshot() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.keys)
+}
+
+// member is one host of a test deployment.
+type member struct {
+	id      string
+	h       *hostkit.Host
+	handled *handledLog
+}
+
+// clusterConfig is testConfig on backend jetstream at url, as host id.
+func clusterConfig(t *testing.T, url, id string) *config.Config {
+	cfg := testConfig(t.TempDir())
+	cfg.Store.Backend = config.BackendJetStream
+	cfg.Store.JetStream.URLs = []string{url}
+	cfg.Cluster.HostID = id
+	cfg.Cluster.LeaseTTL = config.MinLeaseTTL
+	// Checkpoints as often as a host writes them: every 10ms on three hosts
+	// would load the shared ledger for nothing.
+	cfg.Subscription.CheckpointInterval = config.DefaultCheckpointInterval
+	return cfg
+}
+
+// openMembers opens a host per id on url, sharing one compilation cache.
+func openMembers(t *testing.T, url string, mutate func(*config.Config), ids ...string) []*member {
+	t.Helper()
+	cache := t.TempDir()
+	var out []*member
+	for _, id := range ids {
+		cfg := clusterConfig(t, url, id)
+		if mutate != nil {
+			mutate(cfg)
+		}
+		m := &member{id: id, handled: &handledLog{keys: map[string]int{}}}
+		m.h = open(t, cfg, hostkit.Options{Logger: slog.New(m.handled), WasmCacheDir: cache})
+		out = append(out, m)
+	}
+	return out
+}
+
+// owners returns which host owns each partition of sub by the hosts'
+// clusters, and false unless every partition has exactly one.
+func owners(ms []*member, sub string, partitions int) ([]string, bool) {
+	got := make([]string, partitions)
+	for _, m := range ms {
+		for p := range m.h.Cluster.Owned()[sub] {
+			if got[p] != "" {
+				return got, false
+			}
+			got[p] = m.id
+		}
+	}
+	return got, !slices.Contains(got, "")
+}
+
+const eachEventSub = "EachEvent.onEvent"
+
+// TestClusterSharesThePartitions: three hosts split the partitions of a
+// subscription deployed on one of them; every event appended on any host is
+// handled once, by the host owning its partition; a host that closes hands
+// its partitions to the two others, which then handle everything.
+func TestClusterSharesThePartitions(t *testing.T) {
+	wasm, err := testbuild.Bytes("registry/testdata/eachevent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.RunServer(t)
+	ms := openMembers(t, srv.URL(), nil, "h1", "h2", "h3")
+	ctx := t.Context()
+	if _, _, err := ms[0].h.Modules.Put(ctx, "each-event", wasm); err != nil {
+		t.Fatal(err)
+	}
+	parts := ms[0].h.Config().Subscription.Partitions
+	// Each host compiles the module it is told of before it has the
+	// subscription: on a loaded machine, under -race, that takes a while.
+	checkfor.Cond(t, time.Minute, 5*time.Millisecond, "three hosts splitting the partitions", func() bool {
+		got, ok := owners(ms, eachEventSub, parts)
+		if !ok {
+			return false
+		}
+		for _, m := range ms {
+			if !slices.Contains(got, m.id) {
+				return false
+			}
+		}
+		return true
+	})
+
+	appendOn := func(ms []*member, from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if _, err := ms[i%len(ms)].h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Thing", AggregateID: fmt.Sprint("t", i),
+				ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "Happened"}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// handledOnce waits until n events were handled, then checks that each
+	// was handled once in all, by the host owning its partition.
+	handledOnce := func(ms []*member, n int) {
+		t.Helper()
+		eventually(t, fmt.Sprint(n, " events handled"), func() bool {
+			total := 0
+			for _, m := range ms {
+				for _, c := range m.handled.snapshot() {
+					total += c
+				}
+			}
+			return total >= n
+		})
+		by := map[string]string{}
+		for _, m := range ms {
+			for k, c := range m.handled.snapshot() {
+				if c != 1 || by[k] != "" {
+					t.Fatalf("%s handled on %s %d times, and on %q", k, m.id, c, by[k])
+				}
+				by[k] = m.id
+			}
+		}
+		if len(by) != n {
+			t.Fatalf("%d events handled, want %d", len(by), n)
+		}
+		hosts := map[string]bool{}
+		for _, id := range by {
+			hosts[id] = true
+		}
+		if len(hosts) != len(ms) {
+			t.Fatalf("events handled on %v, want every one of %d hosts", slices.Collect(maps.Keys(hosts)), len(ms))
+		}
+	}
+	appendOn(ms, 0, 40)
+	handledOnce(ms, 40)
+
+	if err := ms[2].h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rest := ms[:2]
+	eventually(t, "h1 and h2 owning every partition", func() bool {
+		got, ok := owners(rest, eachEventSub, parts)
+		return ok && slices.Contains(got, "h1") && slices.Contains(got, "h2")
+	})
+	for _, m := range rest {
+		clear(m.handled.keys)
+	}
+	appendOn(rest, 40, 80)
+	handledOnce(rest, 40)
+}
+
+// dutyHolder waits until exactly one host holds the duty and returns it.
+func dutyHolder(t *testing.T, ms []*member, name string) *member {
+	t.Helper()
+	var holder *member
+	eventually(t, "one host holding duty "+name, func() bool {
+		holder = nil
+		for _, m := range ms {
+			for _, d := range m.h.Cluster.Duties() {
+				if d.Name() == name && d.Held() {
+					if holder != nil {
+						return false
+					}
+					holder = m
+				}
+			}
+		}
+		return holder != nil
+	})
+	return holder
+}
+
+// hookCalls is a webhook receiver: the deliveries, as "event aggregate".
+type hookCalls struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *hookCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var p webhook.Payload
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	c.got = append(c.got, p.Type+" "+p.AggregateID)
+	c.mu.Unlock()
+}
+
+func (c *hookCalls) count(call string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(slices.DeleteFunc(slices.Clone(c.got), func(g string) bool { return g != call }))
+}
+
+// invocations counts a hand-made handler's calls by aggregate and host; an
+// aggregate's first call fails (unrecoverable: it parks), the others pass.
+type invocations struct {
+	mu    sync.Mutex
+	calls map[string][]string // aggregate → the hosts that called, in order
+}
+
+func (v *invocations) on(host string) subscription.Invoker {
+	return subscription.InvokerFunc(func(_ context.Context, d subscription.Delivery) *retry.Failure {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.calls[d.Commit.AggregateID] = append(v.calls[d.Commit.AggregateID], host)
+		if len(v.calls[d.Commit.AggregateID]) == 1 {
+			return &retry.Failure{Classes: []string{"Refused"}, Message: "refused"}
+		}
+		return nil
+	})
+}
+
+func (v *invocations) of(id string) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.calls[id])
+}
+
+// outboxEmpty reports whether every notification was delivered and
+// acknowledged (so no host can send it again).
+func outboxEmpty(t *testing.T, h *hostkit.Host) bool {
+	var n int
+	if err := h.Ledger.View(t.Context(), func(tx ledger.Tx) error {
+		ns, err := tx.Notifications(0, 1)
+		n = len(ns)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n == 0
+}
+
+// TestClusterDutiesRunOnce: of two hosts, one runs the jobs and one sends
+// the webhooks: a record parked on either is told to the webhook once, a
+// bulk job created on the host that does not run jobs is run by the one
+// that does, once; and when that host closes, the other takes every duty
+// over and goes on.
+func TestClusterDutiesRunOnce(t *testing.T) {
+	hooks := &hookCalls{}
+	hookSrv := httptest.NewServer(hooks)
+	t.Cleanup(hookSrv.Close)
+	srv := natstest.RunServer(t)
+	ms := openMembers(t, srv.URL(), func(cfg *config.Config) {
+		cfg.Webhooks = []config.Webhook{{Name: "ops", URL: hookSrv.URL}}
+		cfg.ClassifierConfig.Rules = []retry.Rule{{Class: "Refused", As: "unrecoverable"}}
+	}, "h1", "h2")
+	ctx := t.Context()
+	const sub = "Test.orders"
+	calls := &invocations{calls: map[string][]string{}}
+	for _, m := range ms {
+		if err := m.h.Engine.Add(ctx, subscription.Spec{Name: sub, Start: subscription.StartBeginning, Invoker: calls.on(m.id)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.h.Cluster.SetSubscriptions(ctx, m.h.Engine.Subscriptions()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := ms[0].h.Config().Subscription.Partitions
+	var owner []string
+	eventually(t, "two hosts splitting the partitions", func() bool {
+		var ok bool
+		owner, ok = owners(ms, sub, parts)
+		return ok && slices.Contains(owner, "h1") && slices.Contains(owner, "h2")
+	})
+	jobsOn, hooksOn := dutyHolder(t, ms, "jobs"), dutyHolder(t, ms, "webhooks")
+	dutyHolder(t, ms, "retention")
+	other := ms[0]
+	if other == jobsOn {
+		other = ms[1]
+	}
+	// An aggregate of a partition the jobs host owns: jobs act through the
+	// engine of the host they run on.
+	id := ""
+	for i := 0; id == ""; i++ {
+		if c := fmt.Sprint("o-", i); owner[eventlog.PartitionOf("Order", c, parts)] == jobsOn.id {
+			id = c
+		}
+	}
+	if _, err := other.h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: id,
+		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, id+" parked and told once", func() bool {
+		return hooks.count("parked "+id) == 1 && outboxEmpty(t, other.h)
+	})
+
+	j, err := other.h.Jobs.Create(ctx, jobs.Spec{Action: ledger.JobResume, Filter: ledger.JobFilter{Subscriptions: []string{sub}},
+		Actor: "ops", Rate: 100})
+	if err != nil || j.Matched != 1 {
+		t.Fatalf("create the job: %+v, %v", j, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	done, err := other.h.Jobs.Wait(wctx, j.ID)
+	if err != nil || done.State != ledger.JobDone || done.Done != 1 || done.Failed != 0 {
+		t.Fatalf("the job: %+v, %v", done, err)
+	}
+	eventually(t, id+" resumed and told once", func() bool {
+		return hooks.count("resumed "+id) == 1 && outboxEmpty(t, other.h)
+	})
+	if got := calls.of(id); !slices.Equal(got, []string{jobsOn.id, jobsOn.id}) {
+		t.Fatalf("%s handled on %v; want twice on %s (the park, the job's resume)", id, got, jobsOn.id)
+	}
+	if hooks.count("parked "+id) != 1 {
+		t.Fatalf("webhook deliveries %v", hooks.got)
+	}
+
+	// The host holding the webhooks duty closes: the other sends them.
+	if err := hooksOn.h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rest := ms[0]
+	if rest == hooksOn {
+		rest = ms[1]
+	}
+	for _, name := range []string{"jobs", "webhooks", "retention"} {
+		if dutyHolder(t, []*member{rest}, name) != rest {
+			t.Fatalf("duty %s not taken over", name)
+		}
+	}
+	eventually(t, rest.id+" owning every partition", func() bool {
+		got, ok := owners([]*member{rest}, sub, parts)
+		return ok && !slices.Contains(got, hooksOn.id)
+	})
+	if _, err := rest.h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: "late",
+		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "late parked and told once", func() bool {
+		return hooks.count("parked late") == 1 && outboxEmpty(t, rest.h)
+	})
+	if hooks.count("parked "+id) != 1 || hooks.count("resumed "+id) != 1 {
+		t.Fatalf("webhook deliveries after the handover %v", hooks.got)
+	}
+}

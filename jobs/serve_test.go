@@ -1,0 +1,190 @@
+package jobs_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/jobs"
+	"github.com/berthhq/berth/ledger"
+)
+
+// The jobs of a ledger several hosts share (Options.Shared): runners over
+// one real ledger, one of which at a time serves, as the hosts of a cluster
+// do with the jobs duty.
+
+// messages is a slog handler that keeps the messages logged.
+type messages struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (m *messages) Enabled(context.Context, slog.Level) bool { return true }
+func (m *messages) WithAttrs([]slog.Attr) slog.Handler       { return m }
+func (m *messages) WithGroup(string) slog.Handler            { return m }
+func (m *messages) Handle(_ context.Context, r slog.Record) error {
+	m.mu.Lock()
+	m.got = append(m.got, r.Message)
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *messages) count(msg string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, g := range m.got {
+		if g == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// host is one host's runner of a shared ledger, with its own engine.
+type host struct {
+	r   *jobs.Runner
+	eng *engine
+	log *messages
+}
+
+func (e *env) sharedHost() *host {
+	e.t.Helper()
+	h := &host{eng: &engine{store: e.store, subs: e.eng.subs, busy: map[string]bool{}, gone: map[string]bool{}}, log: &messages{}}
+	r, err := jobs.Open(context.Background(), jobs.Options{Ledger: e.store, Engine: h.eng, Clock: e.clock, Shared: true,
+		Logger: slog.New(h.log)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { r.Close(context.Background()) })
+	h.r = r
+	return h
+}
+
+// serve runs h's Serve until the returned stop, which waits for it.
+func (h *host) serve() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.r.Serve(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// drive advances the clock a second at a time until cond holds.
+func (e *env) drive(what string, cond func() bool) {
+	e.t.Helper()
+	checkfor.Cond(e.t, 10*time.Second, time.Millisecond, what, func() bool {
+		if cond() {
+			return true
+		}
+		e.clock.Advance(time.Second)
+		return false
+	})
+}
+
+// TestSharedJobRunsWhereServed: a job created on a host that does not serve
+// is stored, not run there; the serving host finds it at its next look and
+// runs it, and the creating host's Wait sees it done.
+func TestSharedJobRunsWhereServed(t *testing.T) {
+	e := newEnv(t)
+	e.park("A.h", 4, "X")
+	a, b := e.sharedHost(), e.sharedHost()
+	defer b.serve()()
+	ctx := context.Background()
+	j, err := a.r.Create(ctx, jobs.Spec{Action: ledger.JobResume, Rate: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drive("the job done", func() bool {
+		got, err := a.r.Get(ctx, j.ID)
+		return err == nil && got.State == ledger.JobDone
+	})
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	waited := make(chan *ledger.Job)
+	go func() {
+		done, _ := a.r.Wait(wctx, j.ID)
+		waited <- done
+	}()
+	if done := <-waited; done == nil || done.State != ledger.JobDone || done.Done != 4 {
+		t.Fatalf("Wait on the creating host: %+v", done)
+	}
+	if n := len(a.eng.called()); n != 0 {
+		t.Errorf("the host that does not serve acted %d times", n)
+	}
+	if n := len(b.eng.called()); n != 4 {
+		t.Errorf("the serving host acted %d times, want 4", n)
+	}
+}
+
+// TestSharedHandover: when the serving host stops serving mid-job (its duty
+// moved), its job stops; the next host to serve goes on from the stored
+// progress, and every record is acted on once.
+func TestSharedHandover(t *testing.T) {
+	e := newEnv(t)
+	e.park("A.h", 6, "X")
+	a, b := e.sharedHost(), e.sharedHost()
+	stopA := a.serve()
+	ctx := context.Background()
+	j, err := a.r.Create(ctx, jobs.Spec{Action: ledger.JobSkip, Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drive("two records done on a", func() bool { return len(a.eng.called()) >= 2 })
+	stopA()
+	acted := len(a.eng.called())
+	defer b.serve()()
+	e.drive("the job done on b", func() bool {
+		got, err := b.r.Get(ctx, j.ID)
+		return err == nil && got.State == ledger.JobDone
+	})
+	if n := len(a.eng.called()); n != acted {
+		t.Fatalf("a acted %d times after it stopped serving", n-acted)
+	}
+	seen := map[string]bool{}
+	for _, c := range append(a.eng.called(), b.eng.called()...) {
+		if seen[c] {
+			t.Errorf("%s twice", c)
+		}
+		seen[c] = true
+	}
+	if got, _ := b.r.Get(ctx, j.ID); got.Done != 6 || len(seen) != 6 {
+		t.Fatalf("after the handover: %+v, %d acted on", got, len(seen))
+	}
+}
+
+// TestSharedCancelElsewhere: a job cancelled on a host that does not run it
+// stops on the host that does, which acts on nothing more and does not
+// write its progress over the cancel.
+func TestSharedCancelElsewhere(t *testing.T) {
+	e := newEnv(t)
+	e.park("A.h", 5, "X")
+	a, b := e.sharedHost(), e.sharedHost()
+	defer b.serve()()
+	ctx := context.Background()
+	j, err := a.r.Create(ctx, jobs.Spec{Action: ledger.JobResume, Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drive("the first record done on b", func() bool { return len(b.eng.called()) >= 1 })
+	if err := e.clock.BlockUntil(ctx, 1); err != nil { // b's job paces
+		t.Fatal(err)
+	}
+	cancelled, err := a.r.Cancel(ctx, j.ID, "ops")
+	if err != nil || cancelled.State != ledger.JobCancelled {
+		t.Fatalf("cancel: %+v, %v", cancelled, err)
+	}
+	acted := len(b.eng.called())
+	e.drive("b's job stopping", func() bool { return b.log.count("job stopped: it was cancelled") == 1 })
+	if n := len(b.eng.called()); n != acted {
+		t.Errorf("b acted %d times after the cancel", n-acted)
+	}
+	if got, _ := a.r.Get(ctx, j.ID); got.State != ledger.JobCancelled || got.Done != cancelled.Done {
+		t.Errorf("stored after b stopped: %+v; want it as cancelled: %+v", got, cancelled)
+	}
+}
