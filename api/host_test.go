@@ -166,7 +166,7 @@ config = { notifications-url = %q }
 	t.Cleanup(func() { h.kit.Close(context.Background()) })
 	h.cfg = hostConfig{t: t, kit: h.kit}
 	h.events, h.ledger, h.engine, h.modules = h.kit.Events, h.kit.Ledger, h.kit.Engine, h.kit.Modules
-	h.api = New(Deps{Config: h.kit.Config, Reload: h.reload, Modules: h.modules, Jobs: h.kit.Jobs, Log: h.events, Engine: h.engine,
+	h.api = New(Deps{Config: h.kit.Config, Reload: h.reload, Modules: h.modules, Jobs: h.kit.Jobs, Log: h.events, Engine: h.engine, Operator: h.kit.Operator,
 		Ledger: h.ledger, Logger: logger})
 	return h
 }

@@ -215,6 +215,17 @@ var client = &http.Client{Timeout: 30 * time.Second}
 // sent as JSON; contentType defaults to application/json when there is a body.
 func (h *hostProc) request(method, path string, body any, header ...string) response {
 	h.t.Helper()
+	r, err := h.try(method, path, body, header...)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// try is request for a host that may not answer (killed, or on its way
+// down): an error rather than a failed test when the request gets no answer.
+// It may be called from any goroutine.
+func (h *hostProc) try(method, path string, body any, header ...string) (response, error) {
 	var rd io.Reader
 	ct := ""
 	switch b := body.(type) {
@@ -226,7 +237,7 @@ func (h *hostProc) request(method, path string, body any, header ...string) resp
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
-			h.t.Fatal(err)
+			return response{}, err
 		}
 		rd, ct = bytes.NewReader(j), "application/json"
 	}
@@ -234,7 +245,7 @@ func (h *hostProc) request(method, path string, body any, header ...string) resp
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, h.URL+path, rd)
 	if err != nil {
-		h.t.Fatal(err)
+		return response{}, err
 	}
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
@@ -251,14 +262,14 @@ func (h *hostProc) request(method, path string, body any, header ...string) resp
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
+		return response{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		h.t.Fatalf("%s %s: read body: %v", method, path, err)
+		return response{}, fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
 // must sends a request and fails the test unless the answer has status want.

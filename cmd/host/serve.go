@@ -184,7 +184,8 @@ func (h *host) open(cfg *config.Config) error {
 	}
 	h.kit = kit
 	h.api = api.New(api.Deps{Config: kit.Config, Reload: h.reload, Modules: kit.Modules, Jobs: kit.Jobs, Log: kit.Events, Engine: kit.Engine,
-		Ledger: kit.Ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: kit.Sandbox, Disk: kit.Disk})
+		Ledger: kit.Ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: kit.Sandbox, Disk: kit.Disk,
+		Operator: kit.Operator, Cluster: kit.Cluster})
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
 		return err
 	}

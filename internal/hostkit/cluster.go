@@ -152,6 +152,13 @@ func (h *Host) runHooks(ctx context.Context) {
 // jobs, the webhooks), and the partitions are stopped and released, so the
 // other hosts take them over at once.
 func (h *Host) closeCluster(ctx context.Context) {
+	if h.stopOperator != nil {
+		// First: a call another host forwards must not reach an engine
+		// that is closing.
+		if err := h.stopOperator(); err != nil {
+			h.log.Error("stop answering other hosts' operator calls", "error", err)
+		}
+	}
 	if h.stopSubsSync != nil {
 		h.stopSubsSync()
 		h.subsSyncWG.Wait()

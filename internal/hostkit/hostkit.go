@@ -88,6 +88,12 @@ type Host struct {
 	// Cluster is this host's place in the deployment when store.backend is "jetstream": its
 	// membership, the partitions it owns and the duties it stands for (nil on a single host).
 	Cluster *cluster.Cluster
+	// Operator makes the operator calls (resume, skip, pause, reset) of the REST API and of the
+	// jobs: the engine on a single host; in a cluster a cluster.Forwarder over it, which acts
+	// where each call must — on the aggregate's owner, or on every host (operator.go).
+	Operator subscription.Operator
+	// stopOperator ends the Forwarder's answering the other hosts' calls (closeCluster).
+	stopOperator func() error
 
 	log      *slog.Logger
 	cfg      atomic.Pointer[config.Config]
@@ -196,7 +202,10 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 			return err
 		}
 	}
-	if h.Jobs, err = jobs.Open(ctx, jobs.Options{Ledger: h.Ledger, Engine: h.Engine, Clock: opts.Clock, Logger: h.log,
+	if h.Operator, h.stopOperator, err = openOperator(h.Engine, h.Cluster, h.NATS, h.Config, h.log); err != nil {
+		return err
+	}
+	if h.Jobs, err = jobs.Open(ctx, jobs.Options{Ledger: h.Ledger, Engine: h.Operator, Clock: opts.Clock, Logger: h.log,
 		ItemTimeout: func() time.Duration { return h.Config().Server.OperatorWait.Std() }, Shared: h.Cluster != nil}); err != nil {
 		return &OpenError{Part: "jobs", Err: err}
 	}
