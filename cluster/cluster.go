@@ -76,7 +76,11 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 		members: map[string]liveMember{}, owned: map[string]map[int]uint64{},
 		subs: slices.Clone(opts.Subscriptions),
 	}
-	c.lease = newLease(kv, opts.Host, &c.opts, memberInfo{Address: opts.Address, Version: opts.Version, Started: opts.Clock.Now()},
+	if err := checkAgreement(ctx, kv, &opts); err != nil {
+		return nil, err
+	}
+	c.lease = newLease(kv, opts.Host, &c.opts, memberInfo{Address: opts.Address, Version: opts.Version, Started: opts.Clock.Now(),
+		Partitions: opts.Partitions},
 		&c.stats, opts.retryEvery())
 	if err := c.join(ctx); err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ type memberInfo struct {
 	// Host is the holder's id in a duty's key (duty.go); a member's key is
 	// its id already, and leaves it out.
 	Host string `json:"host,omitempty"`
+	// Partitions is a member's partition count, which every host must share
+	// (checkAgreement); 0 from a build that did not record it.
+	Partitions int `json:"partitions,omitempty"`
 }
 
 func (m memberInfo) encode() []byte {
