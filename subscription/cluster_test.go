@@ -146,7 +146,8 @@ func TestTwoHostsShareTheWorkExactlyOnce(t *testing.T) {
 // twice is what at-least-once from a checkpoint allows: a partition's
 // checkpoint is its lowest unfinished position, so a run stopped delivers
 // again the events its partitions finished above it — exactly those of the
-// moved partition after the attempt held in flight, and at most MaxInFlight
+// moved partition A finished at or above the checkpoint it left (the held
+// attempt's position, or an attempt's in flight below it), and at most MaxInFlight
 // positions of every other partition whose run stopped.
 func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 	clock := NewFakeClock(t0)
@@ -196,6 +197,17 @@ func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 	delete(ownedA, moved)
 	own(t, a, ownedA)
 	given.Store(true)
+	// Where B starts the moved partition: A's checkpoint of it, its lowest
+	// unfinished position — the held attempt's, or lower when another
+	// attempt (Concurrency is 2) was in flight below it when A stopped.
+	var from uint64
+	if err := e.store.View(t.Context(), func(tx ledger.Tx) error {
+		var err error
+		from, _, err = tx.PartitionCheckpoint(sub, moved)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	for p, ep := range e.claim("B", 2, moved) {
 		ownedB[p] = ep
 	}
@@ -203,8 +215,10 @@ func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 	for range versions - versions/2 {
 		appendAll()
 	}
-	heldAt := pos[held+"@2"]
-	twiceMoved, twiceElsewhere, aboveHeld := 0, 0, 0
+	if heldAt := pos[held+"@2"]; from == 0 || from > heldAt {
+		t.Fatalf("A left the moved partition at checkpoint %d, want at most the held attempt's position %d", from, heldAt)
+	}
+	twiceMoved, twiceElsewhere, aboveFrom := 0, 0, 0
 	for _, id := range ids {
 		eventually(t, id+" handled to its last version", func() bool {
 			return slices.Contains(recA.handled(id), versions) || slices.Contains(recB.handled(id), versions)
@@ -221,13 +235,13 @@ func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 		}
 		twiceMoved += n
 		for _, v := range byA {
-			if pos[fmt.Sprint(id, "@", v)] > heldAt {
-				aboveHeld++
+			if pos[fmt.Sprint(id, "@", v)] >= from {
+				aboveFrom++
 			}
 		}
 	}
-	if twiceMoved != aboveHeld {
-		t.Fatalf("the moved partition handled %d events twice, want the %d A handled above the attempt held in flight", twiceMoved, aboveHeld)
+	if twiceMoved != aboveFrom {
+		t.Fatalf("the moved partition handled %d events twice, want the %d A handled at or above its checkpoint %d", twiceMoved, aboveFrom, from)
 	}
 	// Three partitions besides the moved one were in a run that stopped.
 	if bound := window * 3; twiceElsewhere > bound {
