@@ -17,6 +17,7 @@ import (
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // benchBackend is where a benchmark host keeps its event log and its
@@ -87,6 +88,7 @@ func openBenchHost(b *testing.B, cfg *config.Config, cache string, be benchBacke
 	})
 	var events eventlog.Log
 	var store ledger.Store
+	var ledgerTx func() uint64
 	if be.urls == "" {
 		l, err := eventlog.Open(cfg.EventLogDir(), eventlog.Options{})
 		if err != nil {
@@ -119,6 +121,7 @@ func openBenchHost(b *testing.B, cfg *config.Config, cache string, be benchBacke
 		}
 		closers = append(closers, func() error { return st.Close(ctx) })
 		store = st
+		ledgerTx = streamLastSeq(b, nc, stream+"_LEDGER")
 	}
 	sb := cfg.Sandbox()
 	sb.CacheDir = cache
@@ -146,5 +149,26 @@ func openBenchHost(b *testing.B, cfg *config.Config, cache string, be benchBacke
 	if err := engine.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return benchHost{events: events, sandbox: box, engine: engine, modules: modules}
+	return benchHost{events: events, sandbox: box, engine: engine, modules: modules, ledgerTx: ledgerTx}
+}
+
+// streamLastSeq returns a function that reads the last sequence of the
+// stream name: for the ledger's stream, how many transactions it has
+// committed (one message each).
+func streamLastSeq(b *testing.B, nc *nats.Conn, name string) func() uint64 {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() uint64 {
+		s, err := js.Stream(context.Background(), name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		info, err := s.Info(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
 }
