@@ -27,6 +27,25 @@ type benchBackend struct {
 	name     string
 	urls     string
 	replicas int
+	servers  []*natstest.Node
+}
+
+// apiRequests returns how many JetStream API requests (stream info, direct
+// gets, consumer calls; not publishes) be's servers have answered, or nil
+// on Badger.
+func (be benchBackend) apiRequests() func() uint64 {
+	if be.servers == nil {
+		return nil
+	}
+	return func() uint64 {
+		var n uint64
+		for _, s := range be.servers {
+			if info, err := s.Server().Jsz(nil); err == nil {
+				n += info.API.Total
+			}
+		}
+		return n
+	}
 }
 
 // BenchmarkDeliverBackends is BenchmarkDeliverWasm's reactor and projection
@@ -44,10 +63,11 @@ func BenchmarkDeliverBackends(b *testing.B) {
 		b.Fatal(err)
 	}
 	cache := b.TempDir()
+	one, three := natstest.RunServer(b), natstest.RunCluster(b, 3)
 	backends := []benchBackend{
 		{name: "badger"},
-		{name: "jetstream-R1", urls: natstest.RunServer(b).URL(), replicas: 1},
-		{name: "jetstream-R3", urls: natstest.RunCluster(b, 3).URLs(), replicas: 3},
+		{name: "jetstream-R1", urls: one.URL(), replicas: 1, servers: []*natstest.Node{one}},
+		{name: "jetstream-R3", urls: three.URLs(), replicas: 3, servers: three.Nodes},
 	}
 	hosts := 0 // names each host's streams
 	for _, be := range backends {
@@ -149,7 +169,8 @@ func openBenchHost(b *testing.B, cfg *config.Config, cache string, be benchBacke
 	if err := engine.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return benchHost{events: events, sandbox: box, engine: engine, modules: modules, ledgerTx: ledgerTx}
+	return benchHost{events: events, sandbox: box, engine: engine, modules: modules, ledgerTx: ledgerTx,
+		apiRequests: be.apiRequests()}
 }
 
 // streamLastSeq returns a function that reads the last sequence of the

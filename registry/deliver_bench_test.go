@@ -88,6 +88,9 @@ type benchHost struct {
 	// ledgerTx returns how many transactions the ledger has committed, or
 	// is nil for a ledger that does not tell.
 	ledgerTx func() uint64
+	// apiRequests returns how many JetStream API requests the servers have
+	// answered, or is nil off JetStream.
+	apiRequests func() uint64
 }
 
 // benchConfig is the default configuration over a data directory of b's,
@@ -127,9 +130,12 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 	// both figures alike.
 	before := poolCeiling(b, h.sandbox, cfg, wasm, b.N/2)
 
-	var txBefore uint64
+	var txBefore, apiBefore uint64
 	if h.ledgerTx != nil {
 		txBefore = h.ledgerTx()
+	}
+	if h.apiRequests != nil {
+		apiBefore = h.apiRequests()
 	}
 	b.ResetTimer()
 	start := time.Now()
@@ -159,6 +165,10 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 		// How many events each of the delivery's ledger transactions
 		// carried (group commits, checkpoints), on a ledger that counts them.
 		b.ReportMetric(float64(b.N)/float64(max(h.ledgerTx()-txBefore, 1)), "events/ledger-tx")
+	}
+	if h.apiRequests != nil {
+		// Stream infos and gets of the delivery (the Status polls' included).
+		b.ReportMetric(float64(h.apiRequests()-apiBefore)/float64(b.N), "api-req/event")
 	}
 	after := poolCeiling(b, h.sandbox, cfg, wasm, b.N-b.N/2)
 	ceiling := float64(b.N) / (before + after).Seconds()
