@@ -3,7 +3,6 @@ package registry_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,10 +11,11 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/hostkit"
-	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/samples/bench/summary"
 	"github.com/berthhq/berth/sandbox"
+	"github.com/berthhq/berth/subscription"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -66,81 +66,84 @@ func BenchmarkDeliverWasm(b *testing.B) {
 	}
 	cache := b.TempDir() // shared, so that each host loads the guest from the compilation cache
 	for _, g := range benchGuests {
-		b.Run(g.kind, func(b *testing.B) { benchDeliverWasm(b, g, wasm[g.kind], cache, nil) })
+		b.Run(g.kind, func(b *testing.B) {
+			ctx := context.Background()
+			cfg := benchConfig(b)
+			kit, err := hostkit.Open(ctx, cfg, hostkit.Options{WasmCacheDir: cache})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer kit.Close(ctx)
+			benchDeliverWasm(b, g, wasm[g.kind], cfg, benchHost{events: kit.Events, sandbox: kit.Sandbox, engine: kit.Engine, modules: kit.Modules})
+		})
 	}
 }
 
-// BenchmarkDeliverBackends is BenchmarkDeliverWasm's reactor on each event
-// log backend in one run: Badger, and JetStream on one in-process NATS node
-// (R1) and on a three-node cluster (R3). The ledger is Badger in all three.
-//
-//	go test ./registry -run '^$' -bench BenchmarkDeliverBackends -benchtime 5000x -count 3
-func BenchmarkDeliverBackends(b *testing.B) {
-	wasm, err := benchWasm()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cache := b.TempDir()
-	g := benchGuests[0]
-	jetStream := func(urls string, replicas int) func(*config.Config) {
-		return func(cfg *config.Config) {
-			cfg.Store.Backend = config.BackendJetStream
-			cfg.Store.JetStream.URLs = strings.Split(urls, ",")
-			cfg.Store.JetStream.Replicas = replicas
-		}
-	}
-	b.Run("badger", func(b *testing.B) { benchDeliverWasm(b, g, wasm[g.kind], cache, nil) })
-	b.Run("jetstream-R1", func(b *testing.B) {
-		benchDeliverWasm(b, g, wasm[g.kind], cache, jetStream(natstest.RunServer(b).URL(), 1))
-	})
-	b.Run("jetstream-R3", func(b *testing.B) {
-		benchDeliverWasm(b, g, wasm[g.kind], cache, jetStream(natstest.RunCluster(b, 3).URLs(), 3))
-	})
+// benchHost is what benchDeliverWasm uses of a host.
+type benchHost struct {
+	events  eventlog.Log
+	sandbox *sandbox.Sandbox
+	engine  *subscription.Engine
+	modules *registry.Registry
+	// ledgerTx returns how many transactions the ledger has committed, or
+	// is nil for a ledger that does not tell.
+	ledgerTx func() uint64
+	// apiRequests returns how many JetStream API requests the servers have
+	// answered, or is nil off JetStream.
+	apiRequests func() uint64
 }
 
-func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cache string, setup func(*config.Config)) {
-	ctx := context.Background()
+// benchConfig is the default configuration over a data directory of b's,
+// with the sandbox on compiled code only: with tier-up (the default) a
+// module missing from the cache would start on the interpreter for its
+// first second or so, whose cost is BenchmarkColdStart's (sandbox), not
+// this comparison's.
+func benchConfig(b *testing.B) *config.Config {
 	cfg := config.Default()
 	cfg.Server.DataDir = b.TempDir()
-	if setup != nil {
-		setup(cfg)
-	}
-	// Delivery and ceiling both on compiled code: with tier-up (the default) a module missing from
-	// the cache would start on the interpreter for its first second or so, whose cost is
-	// BenchmarkColdStart's (sandbox), not this comparison's.
 	cfg.SandboxConfig.TierUp = false
-	kit, err := hostkit.Open(ctx, cfg, hostkit.Options{WasmCacheDir: cache})
+	return cfg
+}
+
+// benchDeliverWasm appends b.N events for g's subscription while it is
+// paused, timing the appends (the first half one after another, the second
+// by 16 appenders at once), then times their delivery by h beside the pool
+// ceiling.
+func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Config, h benchHost) {
+	ctx := context.Background()
+	info, _, err := h.modules.Put(ctx, "bench", wasm)
 	if err != nil {
-		b.Fatal(err)
-	}
-	defer kit.Close(ctx)
-	if _, _, err := kit.Modules.Put(ctx, "bench", wasm); err != nil {
 		b.Fatal(err)
 	}
 	// Paused while the events are appended, so that what is timed is the
-	// delivery alone.
-	if err := kit.Engine.Pause(ctx, g.sub); err != nil {
-		b.Fatal(err)
-	}
-	for i := range b.N {
-		if _, err := kit.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order",
-			AggregateID: fmt.Sprint("ord-", i%benchAggregates), ExpectedVersion: eventlog.AnyVersion,
-			Events: []eventlog.Event{{Type: "OrderPlaced", Payload: summary.Payload}}}); err != nil {
+	// delivery alone; the module's other subscriptions (samples/bench's
+	// noop) stay paused, so that neither the appends nor the delivery share
+	// the machine with their reading of the log.
+	for _, sub := range info.Subscriptions {
+		if err := h.engine.Pause(ctx, sub); err != nil {
 			b.Fatal(err)
 		}
 	}
+	serial, parallel := benchAppend(b, h.events, b.N)
 	// The ceiling is measured half before and half after the delivery, so
 	// that a change in the shared machine's load during the run weighs on
 	// both figures alike.
-	before := poolCeiling(b, kit, cfg, wasm, b.N/2)
+	before := poolCeiling(b, h.sandbox, cfg, wasm, b.N/2)
 
+	var txBefore, apiBefore uint64
+	if h.ledgerTx != nil {
+		txBefore = h.ledgerTx()
+	}
+	if h.apiRequests != nil {
+		apiBefore = h.apiRequests()
+	}
 	b.ResetTimer()
 	start := time.Now()
-	if err := kit.Engine.Unpause(ctx, g.sub); err != nil {
+	if err := h.engine.Unpause(ctx, g.sub); err != nil {
 		b.Fatal(err)
 	}
 	for {
-		st, err := kit.Engine.Status(ctx, g.sub)
+		st, err := h.engine.Status(ctx, g.sub)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -152,26 +155,95 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cache string, set
 			}
 			break
 		}
-		time.Sleep(time.Millisecond)
+		// Not every millisecond: a Status reads the log's head and the
+		// ledger, on JetStream a round trip each.
+		time.Sleep(5 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	after := poolCeiling(b, kit, cfg, wasm, b.N-b.N/2)
+	if h.ledgerTx != nil {
+		// How many events each of the delivery's ledger transactions
+		// carried (group commits, checkpoints), on a ledger that counts them.
+		b.ReportMetric(float64(b.N)/float64(max(h.ledgerTx()-txBefore, 1)), "events/ledger-tx")
+	}
+	if h.apiRequests != nil {
+		// Stream infos and gets of the delivery (the Status polls' included).
+		b.ReportMetric(float64(h.apiRequests()-apiBefore)/float64(b.N), "api-req/event")
+	}
+	after := poolCeiling(b, h.sandbox, cfg, wasm, b.N-b.N/2)
 	ceiling := float64(b.N) / (before + after).Seconds()
 	rate := float64(b.N) / elapsed.Seconds()
 	b.ReportMetric(rate, "events/s")
 	b.ReportMetric(ceiling, "ceiling-events/s")
 	b.ReportMetric(rate/ceiling, "ratio")
+	if serial > 0 {
+		b.ReportMetric(serial, "appends/s-serial")
+	}
+	if parallel > 0 {
+		b.ReportMetric(parallel, "appends/s-par16")
+	}
+}
+
+// benchAppenders is how many goroutines append at once in the parallel
+// half of benchAppend (as eventlog's BenchmarkAppend/parallel16).
+const benchAppenders = 16
+
+// benchAppend appends n one-event commits of samples/bench's order over
+// benchAggregates aggregates, the first half one after another and the
+// second by benchAppenders goroutines, and returns each half's appends per
+// second (0 for a half too small to time).
+func benchAppend(b *testing.B, events eventlog.Log, n int) (serial, parallel float64) {
+	b.Helper()
+	ctx := context.Background()
+	appendOne := func(i int) error {
+		_, err := events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order",
+			AggregateID: fmt.Sprint("ord-", i%benchAggregates), ExpectedVersion: eventlog.AnyVersion,
+			Events: []eventlog.Event{{Type: "OrderPlaced", Payload: summary.Payload}}})
+		return err
+	}
+	half := n / 2
+	start := time.Now()
+	for i := range half {
+		if err := appendOne(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if half >= benchAppenders {
+		serial = float64(half) / time.Since(start).Seconds()
+	}
+	var next atomic.Int64
+	next.Store(int64(half))
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	start = time.Now()
+	for range benchAppenders {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				if err := appendOne(int(i)); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	if n-half >= benchAppenders {
+		parallel = float64(n-half) / time.Since(start).Seconds()
+	}
+	return serial, parallel
 }
 
 // poolCeiling returns how long n calls of the guest's handler take when
-// made directly on a module of its own in kit's sandbox, by as many
+// made directly on a module of its own in sandbox sb, by as many
 // goroutines as the pool has instances: what the host's delivery could
 // reach if the engine and the stores cost nothing.
-func poolCeiling(b *testing.B, kit *hostkit.Host, cfg *config.Config, wasm []byte, n int) time.Duration {
+func poolCeiling(b *testing.B, sb *sandbox.Sandbox, cfg *config.Config, wasm []byte, n int) time.Duration {
 	b.Helper()
 	ctx := context.Background()
-	mod, err := kit.Sandbox.Load(ctx, "ceiling", wasm, cfg.Module("ceiling"))
+	mod, err := sb.Load(ctx, "ceiling", wasm, cfg.Module("ceiling"))
 	if err != nil {
 		b.Fatal(err)
 	}
