@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/jetstream"
@@ -63,6 +65,7 @@ func TestHosts(t *testing.T) {
 		{"Fencing", testHostsFencing},
 		{"SeeEachOther", testHostsSeeEachOther},
 		{"ReadOnlyUpdateSeesTheOther", testHostsReadOnlyUpdate},
+		{"LocalView", testHostsLocalView},
 	}
 	for _, c := range clusters {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,4 +229,26 @@ func testHostsReadOnlyUpdate(t *testing.T, a, b *jetstream.Store) {
 			t.Errorf("write %d: a read-only Update on the other host reads checkpoint %d", i+1, p)
 		}
 	}
+}
+
+// testHostsLocalView: a LocalView sees this host's own commits at once (an
+// Update returns once its host applied it) and the other host's once this
+// host's copy has applied them, without a View's round trip.
+func testHostsLocalView(t *testing.T, a, b *jetstream.Store) {
+	checkpoint := func(s *jetstream.Store) uint64 {
+		var p uint64
+		if err := ledger.LocalView(t.Context(), s, func(tx ledger.Tx) error {
+			var err error
+			p, _, err = tx.Checkpoint("sub-l")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mustUpdate(t, a, func(tx ledger.Tx) error { return tx.SetCheckpoint("sub-l", 7) })
+	if p := checkpoint(a); p != 7 {
+		t.Fatalf("a's LocalView after its own Update reads checkpoint %d, want 7", p)
+	}
+	checkfor.Cond(t, 10*time.Second, 5*time.Millisecond, "b's copy to apply a's commit", func() bool { return checkpoint(b) == 7 })
 }

@@ -224,6 +224,29 @@ func (s *Store) View(ctx context.Context, fn func(ledger.Tx) error) error {
 	if err := s.catchUp(ctx); err != nil {
 		return err
 	}
+	return s.read(fn)
+}
+
+// LocalView runs fn on this host's cache as it has applied the stream so
+// far, without catching up first (ledger.LocalViewer): it may miss what
+// other hosts committed in the last moments, and never sees anything that
+// did not commit. For reads checked again in an Update.
+func (s *Store) LocalView(ctx context.Context, fn func(ledger.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.life.RUnlock()
+	if err := s.errBroken(); err != nil {
+		return err
+	}
+	return s.read(fn)
+}
+
+// read runs fn read-only on the cache at the applied sequence.
+func (s *Store) read(fn func(ledger.Tx) error) error {
 	txn := s.db.NewTransactionAt(s.appliedSeq(), false)
 	defer txn.Discard()
 	tx := ledger.NewKVTx(kvtx.Badger(txn), true)
