@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 	"unsafe"
+
+	"github.com/berthhq/berth/internal/lpcodec"
 )
 
 // A stored commit is a compact binary record (the position is its key):
@@ -34,14 +36,13 @@ func AppendCommit(b []byte, c *Commit) []byte {
 	b = binary.AppendUvarint(b, c.Version)
 	b = binary.AppendVarint(b, c.Time.Unix())
 	b = binary.AppendUvarint(b, uint64(c.Time.Nanosecond()))
-	b = appendLP(b, c.AggregateType)
-	b = appendLP(b, c.AggregateID)
-	b = appendLP(b, c.OwnerID)
+	b = lpcodec.AppendLP(b, c.AggregateType)
+	b = lpcodec.AppendLP(b, c.AggregateID)
+	b = lpcodec.AppendLP(b, c.OwnerID)
 	b = binary.AppendUvarint(b, uint64(len(c.Events)))
 	for _, e := range c.Events {
-		b = appendLP(b, e.Type)
-		b = binary.AppendUvarint(b, uint64(len(e.Payload)))
-		b = append(b, e.Payload...)
+		b = lpcodec.AppendLP(b, e.Type)
+		b = lpcodec.AppendLP(b, e.Payload)
 	}
 	return b
 }
@@ -55,59 +56,11 @@ func EncodedSize(c *Commit) int {
 	return n
 }
 
-// decoder reads the fields of an encoded commit; the first error sticks.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errCorrupt
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = errCorrupt
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-// bytes returns a length-prefixed field as a sub-slice of the buffer
-// (capacity-limited, so appending to it never overwrites the next field).
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.err = errCorrupt
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
-
 // str returns a length-prefixed field as a string that shares the buffer's
 // bytes (no copy): DecodeCommit's buffer is the commit's own and never
 // changes after it (see there).
-func (d *decoder) str() string {
-	v := d.bytes()
+func str(d *lpcodec.Reader) string {
+	v := d.LP()
 	if len(v) == 0 {
 		return ""
 	}
@@ -124,28 +77,25 @@ func DecodeCommit(pos uint64, b []byte) (Commit, error) {
 	if len(b) == 0 || b[0] != commitCodec {
 		return Commit{}, fmt.Errorf("%w at position %d: unknown codec", errCorrupt, pos)
 	}
-	d := decoder{b: b[1:]}
-	c := Commit{Position: pos, Version: d.uvarint()}
-	sec := d.varint()
-	nsec := d.uvarint()
+	d := lpcodec.NewReader(b[1:], errCorrupt)
+	c := Commit{Position: pos, Version: d.Uvarint()}
+	sec := d.Varint()
+	nsec := d.Uvarint()
 	c.Time = time.Unix(sec, int64(nsec)).UTC()
-	c.AggregateType = d.str()
-	c.AggregateID = d.str()
-	c.OwnerID = d.str()
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.b)) { // every event takes at least 2 bytes
-		d.err = errCorrupt
-	}
-	if d.err == nil {
+	c.AggregateType = str(&d)
+	c.AggregateID = str(&d)
+	c.OwnerID = str(&d)
+	n := d.Count() // every event takes at least 2 bytes
+	if d.Err == nil {
 		c.Events = make([]Event, 0, n)
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			c.Events = append(c.Events, Event{Type: d.str(), Payload: d.bytes()})
+		for i := 0; i < n && d.Err == nil; i++ {
+			c.Events = append(c.Events, Event{Type: str(&d), Payload: d.LP()})
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = errCorrupt
+	if d.Len() != 0 {
+		d.Fail()
 	}
-	if d.err != nil || nsec >= 1e9 {
+	if d.Err != nil || nsec >= 1e9 {
 		return Commit{}, fmt.Errorf("%w at position %d", errCorrupt, pos)
 	}
 	return c, nil

@@ -1,6 +1,10 @@
 package eventlog
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/berthhq/berth/internal/lpcodec"
+)
 
 // Key layout. Every key starts with one byte naming its kind; names inside
 // keys are length-prefixed (uvarint length, then the bytes), so an aggregate
@@ -28,12 +32,6 @@ const layoutVersion = 1
 
 var formatKey = []byte{kindMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
-// appendLP appends a length-prefixed string.
-func appendLP(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
 func positionKey(pos uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{kindPosition}, pos)
 }
@@ -42,8 +40,8 @@ func positionKey(pos uint64) []byte {
 func aggregatePrefix(aggregateType, aggregateID string) []byte {
 	b := make([]byte, 0, 1+2*binary.MaxVarintLen16+len(aggregateType)+len(aggregateID)+8)
 	b = append(b, kindAggregate)
-	b = appendLP(b, aggregateType)
-	return appendLP(b, aggregateID)
+	b = lpcodec.AppendLP(b, aggregateType)
+	return lpcodec.AppendLP(b, aggregateID)
 }
 
 func aggregateKey(aggregateType, aggregateID string, version uint64) []byte {
@@ -53,6 +51,6 @@ func aggregateKey(aggregateType, aggregateID string, version uint64) []byte {
 func versionKey(aggregateType, aggregateID string) []byte {
 	b := make([]byte, 0, 1+2*binary.MaxVarintLen16+len(aggregateType)+len(aggregateID))
 	b = append(b, kindVersion)
-	b = appendLP(b, aggregateType)
-	return appendLP(b, aggregateID)
+	b = lpcodec.AppendLP(b, aggregateType)
+	return lpcodec.AppendLP(b, aggregateID)
 }

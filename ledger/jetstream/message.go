@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/berthhq/berth/internal/lpcodec"
 )
 
 // A transaction's message on the stream, in this binary form (uv: uvarint,
@@ -59,120 +61,65 @@ func messageOf(r *recorder, snapshot uint64) *txMessage {
 	return m
 }
 
-func appendLP(b, s []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
 func (m *txMessage) encode() []byte {
 	b := []byte{messageFormat}
 	b = binary.AppendUvarint(b, m.snapshot)
 	b = binary.AppendUvarint(b, uint64(len(m.reads)))
 	for _, k := range m.reads {
-		b = appendLP(b, k)
+		b = lpcodec.AppendLP(b, k)
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.ranges)))
 	for _, r := range m.ranges {
-		b = appendLP(appendLP(b, r.start), r.end)
+		b = lpcodec.AppendLP(lpcodec.AppendLP(b, r.start), r.end)
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.keys)))
 	for i, k := range m.keys {
 		w := m.writes[i]
 		if w.del {
-			b = appendLP(append(b, opDelete), k)
+			b = lpcodec.AppendLP(append(b, opDelete), k)
 			continue
 		}
-		b = appendLP(appendLP(append(b, opSet), k), w.value)
+		b = lpcodec.AppendLP(lpcodec.AppendLP(append(b, opSet), k), w.value)
 	}
 	return b
 }
 
 var errMalformed = errors.New("malformed transaction message")
 
-// decoder reads a message; the first error sticks.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errMalformed
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) byte() byte {
-	if d.err != nil || len(d.b) == 0 {
-		d.err = errMalformed
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *decoder) lp() []byte {
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(d.b)) {
-		d.err = errMalformed
-		return nil
-	}
-	s := d.b[:n:n]
-	d.b = d.b[n:]
-	return s
-}
-
-// count reads a number of items, each at least one byte long.
-func (d *decoder) count() int {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.err = errMalformed
-		return 0
-	}
-	return int(n)
-}
-
 func decodeMessage(b []byte) (*txMessage, error) {
-	d := &decoder{b: b}
-	if f := d.byte(); d.err == nil && f != messageFormat {
+	d := lpcodec.NewReader(b, errMalformed)
+	if f := d.Byte(); d.Err == nil && f != messageFormat {
 		return nil, fmt.Errorf("%w: a transaction message of format %d (this host reads %d)", ErrLayout, f, messageFormat)
 	}
-	m := &txMessage{snapshot: d.uvarint()}
-	for range d.count() {
-		m.reads = append(m.reads, d.lp())
+	m := &txMessage{snapshot: d.Uvarint()}
+	for range d.Count() {
+		m.reads = append(m.reads, d.LP())
 	}
-	for range d.count() {
-		start := d.lp()
-		end := d.lp()
+	for range d.Count() {
+		start := d.LP()
+		end := d.LP()
 		if len(end) == 0 {
 			end = nil
 		}
 		m.ranges = append(m.ranges, keyRange{start: start, end: end})
 	}
-	for range d.count() {
-		op := d.byte()
-		m.keys = append(m.keys, d.lp())
+	for range d.Count() {
+		op := d.Byte()
+		m.keys = append(m.keys, d.LP())
 		switch op {
 		case opSet:
-			m.writes = append(m.writes, write{value: d.lp()})
+			m.writes = append(m.writes, write{value: d.LP()})
 		case opDelete:
 			m.writes = append(m.writes, write{del: true})
 		default:
-			d.err = errMalformed
+			d.Fail()
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = errMalformed
+	if d.Len() != 0 {
+		d.Fail()
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	return m, nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/berthhq/berth/internal/lpcodec"
 )
 
 // A snapshot is the ledger as of a compaction point M, one object named
@@ -130,7 +132,7 @@ func (s *Store) encodeSnapshot(w io.Writer, seq uint64) error {
 		if err != nil {
 			return err
 		}
-		b = appendLP(appendLP(b[:0], item.Key()), v)
+		b = lpcodec.AppendLP(lpcodec.AppendLP(b[:0], item.Key()), v)
 		if _, err := bw.Write(b); err != nil {
 			return err
 		}
