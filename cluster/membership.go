@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/jsapi"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,6 +45,11 @@ func decodeMember(b []byte) (memberInfo, error) {
 	return m, nil
 }
 
+// openRequestTimeout bounds each request of opening the membership bucket;
+// one the cluster cannot answer yet is tried again until Open's context
+// ends (jsapi.Retry).
+const openRequestTimeout = 5 * time.Second
+
 // openBucket creates the membership bucket or opens the existing one, which
 // must have the lease TTL this host uses: the TTL is enforced by the server,
 // and a host whose own give-up deadline assumed a longer one would still be
@@ -60,18 +66,22 @@ func openBucket(ctx context.Context, js jetstream.JetStream, o *Options) (jetstr
 		// a TTL, long enough for any watcher to catch up.
 		LimitMarkerTTL: o.LeaseTTL,
 	}
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketExists) {
-		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
-	}
-	kv, err = js.KeyValue(ctx, o.Bucket)
+	kv, err := jsapi.Retry(ctx, openRequestTimeout, func(ctx context.Context) (jetstream.KeyValue, error) {
+		kv, err := js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			return js.KeyValue(ctx, o.Bucket)
+		}
+		return kv, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
 	}
-	st, err := kv.Status(ctx)
+	// The bucket is the stream KV_<bucket>: the first heartbeat would find
+	// no leader to answer it.
+	if err := jsapi.AwaitLeader(ctx, js, "KV_"+o.Bucket, openRequestTimeout); err != nil {
+		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
+	}
+	st, err := jsapi.Retry(ctx, openRequestTimeout, kv.Status)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
 	}

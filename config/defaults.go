@@ -27,7 +27,7 @@ func Default() *Config {
 			ResolvedRetention: DefaultResolvedRetention, AuditRetention: DefaultAuditRetention,
 			Backend: BackendBadger, JetStream: JetStreamConfig{
 				URLs: []string{DefaultNATSURL}, Stream: jetstream.DefaultStream, SubjectPrefix: jetstream.DefaultPrefix,
-				Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout,
+				Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout, OpenTimeout: DefaultNATSOpenTimeout,
 			}},
 		Cluster: ClusterConfig{LeaseTTL: DefaultLeaseTTL},
 		Jobs:    JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
@@ -147,6 +147,9 @@ subject-prefix = "berth.events"
 replicas = 1
 # How long connecting to a server, and each request to NATS, may take.
 connect-timeout = "5s"
+# How long the host waits at start for each of its streams and buckets while the cluster cannot answer
+# yet (forming, electing leaders, or other hosts creating the same streams at that moment).
+open-timeout = "30s"
 
 # This host's place among the hosts of one deployment, when store.backend is "jetstream": they share
 # the partitions of every subscription, and one of them at a time runs the jobs and the webhooks.

@@ -22,6 +22,7 @@ const (
 const (
 	DefaultNATSURL            = "nats://127.0.0.1:4222"
 	DefaultNATSConnectTimeout = retry.Duration(5e9)
+	DefaultNATSOpenTimeout    = retry.Duration(30e9)
 )
 
 // JetStreamConfig is [store.jetstream]: the NATS connection and the stream of the event log when
@@ -54,6 +55,11 @@ type JetStreamConfig struct {
 	// ConnectTimeout bounds connecting to one server, and each request to NATS once connected (default
 	// 5s).
 	ConnectTimeout retry.Duration `toml:"connect-timeout"`
+	// OpenTimeout bounds how long the host waits at start for each of its JetStream parts (the event
+	// log, the ledger, the modules' object store, the membership bucket) while the cluster cannot
+	// answer yet — one still forming or electing leaders, or other hosts creating the same streams at
+	// the same moment (default 30s).
+	OpenTimeout retry.Duration `toml:"open-timeout"`
 }
 
 func (s StoreConfig) validateBackend(p *problems, at keyPath) {
@@ -97,6 +103,7 @@ func (j JetStreamConfig) validate(p *problems, at keyPath) {
 		p.add(at.key("replicas"), strconv.Itoa(j.Replicas), "must be 1 or 3")
 	}
 	positiveDuration(p, at.key("connect-timeout"), j.ConnectTimeout)
+	positiveDuration(p, at.key("open-timeout"), j.OpenTimeout)
 }
 
 // EventLogJetStream returns the options of the JetStream event log from [store.jetstream]; the host

@@ -41,16 +41,6 @@ func (l *Log) untilAnswered(ctx context.Context, f func(rctx context.Context) er
 	}
 }
 
-// openRequest returns the context of a request of Open: ctx itself when
-// it has a deadline (creating a replicated stream may take a while, and the
-// caller knows how long it will wait), else ctx bounded by RequestTimeout.
-func (l *Log) openRequest(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return l.request(ctx)
-}
-
 // fail wraps the error of operation op: the caller's own context error as
 // it is (ctx is the caller's, not a request's), anything else naming the
 // stream, what went wrong and the state of a connection that is not up.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -44,77 +44,34 @@ func (l *Log) streamConfig() jetstream.StreamConfig {
 }
 
 // ensureStream returns the stream, creating it when there is none, or an
-// error naming every way an existing one does not fit.
+// error naming every way an existing one does not fit. Each request is
+// bounded by RequestTimeout and tried again while the cluster cannot answer
+// it yet (jsapi.Retry), until ctx ends: a cluster still forming, or another
+// host creating the same stream at the same moment, is waited for.
 func (l *Log) ensureStream(ctx context.Context) (jetstream.Stream, error) {
-	rctx, cancel := l.openRequest(ctx)
-	defer cancel()
-	s, err := l.js.Stream(rctx, l.opts.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = l.create(rctx)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			// Another host created it meanwhile, with another config: check
-			// what it made.
-			s, err = l.js.Stream(rctx, l.opts.Stream)
+	s, err := jsapi.Retry(ctx, l.opts.RequestTimeout, func(rctx context.Context) (jetstream.Stream, error) {
+		s, err := l.js.Stream(rctx, l.opts.Stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			s, err = l.js.CreateStream(rctx, l.streamConfig())
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				// Another host created it meanwhile, with another config:
+				// check what it made.
+				s, err = l.js.Stream(rctx, l.opts.Stream)
+			}
 		}
-	}
+		return s, err
+	})
 	if err != nil {
-		return nil, l.fail(ctx, "open", err)
+		return nil, l.fail(context.WithoutCancel(ctx), "open", err)
 	}
 	if diffs := l.incompatible(s.CachedInfo().Config); len(diffs) > 0 {
 		return nil, fmt.Errorf("eventlog/jetstream: stream %s exists with an incompatible configuration: %s",
 			l.opts.Stream, strings.Join(diffs, "; "))
 	}
-	if err := l.awaitLeader(rctx, s); err != nil {
-		return nil, l.fail(ctx, "open: waiting for the stream's leader", err)
+	if err := jsapi.AwaitLeader(ctx, l.js, l.opts.Stream, l.opts.RequestTimeout); err != nil {
+		return nil, l.fail(context.WithoutCancel(ctx), "open: waiting for the stream's leader", err)
 	}
 	return s, nil
-}
-
-// awaitLeader returns once the replicated stream has elected a leader: a
-// stream just created, or one whose leader's server is gone, answers no
-// publish until then, and an Open that returned before would hand its
-// caller "no responders" for its first appends.
-func (l *Log) awaitLeader(ctx context.Context, s jetstream.Stream) error {
-	if l.opts.Replicas == 1 {
-		return nil
-	}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		info, err := s.Info(ctx)
-		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if err == nil {
-				err = ctx.Err()
-			}
-			return err
-		case <-tick.C:
-		}
-	}
-}
-
-// errCodeNoPlacement is JetStream's "no suitable peers for placement"
-// (JSClusterNoPeersErrF), which nats.go has no name for.
-const errCodeNoPlacement jetstream.ErrorCode = 10005
-
-// create creates the stream. A cluster still forming may refuse to place
-// it for a moment ("no suitable peers for placement, peer offline"): that
-// is tried again while rctx lasts, and the last refusal returned.
-func (l *Log) create(rctx context.Context) (jetstream.Stream, error) {
-	for {
-		s, err := l.js.CreateStream(rctx, l.streamConfig())
-		if apiCode(err) != errCodeNoPlacement {
-			return s, err
-		}
-		select {
-		case <-rctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // incompatible lists how cfg differs from what the log needs.

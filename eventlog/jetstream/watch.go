@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -15,15 +16,15 @@ import (
 // nats.go recreates an ordered consumer that a server restart or a lost
 // heartbeat broke, from the last sequence it delivered.
 func (l *Log) startWatch(ctx context.Context, head uint64) error {
-	rctx, cancel := l.openRequest(ctx)
-	defer cancel()
-	cons, err := l.stream.OrderedConsumer(rctx, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   head + 1,
-		HeadersOnly:   true,
+	cons, err := jsapi.Retry(ctx, l.opts.RequestTimeout, func(rctx context.Context) (jetstream.Consumer, error) {
+		return l.stream.OrderedConsumer(rctx, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:   head + 1,
+			HeadersOnly:   true,
+		})
 	})
 	if err != nil {
-		return l.fail(ctx, "open: tail watcher", err)
+		return l.fail(context.WithoutCancel(ctx), "open: tail watcher", err)
 	}
 	l.watch, err = cons.Consume(func(m jetstream.Msg) {
 		if meta, err := m.Metadata(); err == nil {

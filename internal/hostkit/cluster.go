@@ -42,7 +42,9 @@ func (h *Host) openLedger(ctx context.Context, cfg *config.Config) error {
 	} else {
 		j := cfg.Store.JetStream
 		dir = cfg.LedgerCacheDir()
-		l, err := jsledger.Open(ctx, h.NATS, jsledger.Options{Stream: j.Stream + "_LEDGER", Subject: j.Stream + "_LEDGER.tx",
+		octx, cancel := openWithin(ctx, cfg)
+		defer cancel()
+		l, err := jsledger.Open(octx, h.NATS, jsledger.Options{Stream: j.Stream + "_LEDGER", Subject: j.Stream + "_LEDGER.tx",
 			Replicas: j.Replicas, Dir: dir, Space: h.Disk, Logger: h.log})
 		if err != nil {
 			return &OpenError{Part: "ledger", Err: err}
@@ -76,7 +78,9 @@ func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock subscr
 	if err != nil {
 		return &OpenError{Part: "cluster", Err: err}
 	}
-	if h.Cluster, err = cluster.Open(ctx, h.NATS, cluster.Options{
+	octx, cancel := openWithin(ctx, cfg)
+	defer cancel()
+	if h.Cluster, err = cluster.Open(octx, h.NATS, cluster.Options{
 		Host: id, Address: cfg.ClusterAddress(), Version: buildinfo.Read().Version,
 		Ledger: h.Ledger, Engine: h.Engine, Subscriptions: h.Engine.Subscriptions(),
 		Partitions: cfg.Subscription.Partitions, LeaseTTL: cfg.Cluster.LeaseTTL.Std(),

@@ -34,13 +34,22 @@ func (h *Host) openEvents(ctx context.Context, cfg *config.Config) error {
 	if h.NATS, err = connectNATS(cfg.Store.JetStream, h.log); err != nil {
 		return &OpenError{Part: "NATS connection", Err: err}
 	}
-	l, err := jetstream.Open(ctx, h.NATS, cfg.EventLogJetStream())
+	octx, cancel := openWithin(ctx, cfg)
+	defer cancel()
+	l, err := jetstream.Open(octx, h.NATS, cfg.EventLogJetStream())
 	if err != nil {
 		return &OpenError{Part: "event log", Err: err}
 	}
 	h.Events = l
 	h.log.Info("event log on NATS JetStream", "store", cfg.Store.String())
 	return nil
+}
+
+// openWithin bounds the opening of one JetStream part of the host by store.jetstream.open-timeout:
+// each waits that long for a cluster that cannot answer yet (forming, electing leaders, or other
+// hosts creating the same streams at this moment), each request bounded by connect-timeout.
+func openWithin(ctx context.Context, cfg *config.Config) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, cfg.Store.JetStream.OpenTimeout.Std())
 }
 
 // connectNATS makes the host's one NATS connection from [store.jetstream]: its servers, credentials
@@ -51,8 +60,12 @@ func connectNATS(j config.JetStreamConfig, log *slog.Logger) (*nats.Conn, error)
 		nats.Name("berth host"),
 		nats.Timeout(j.ConnectTimeout.Std()),
 		nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn("NATS connection lost; reconnecting", "error", err)
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			// Close calls this too (with a nil error): the host closing
+			// its connection is no loss.
+			if !nc.IsClosed() {
+				log.Warn("NATS connection lost; reconnecting", "error", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("NATS connection back", "server", nc.ConnectedUrlRedacted())
@@ -88,7 +101,9 @@ func (h *Host) openModuleStore(ctx context.Context, cfg *config.Config) (registr
 	if h.NATS == nil {
 		return registry.NewFileStore(cfg.ModulesDir(), h.Disk)
 	}
-	return jsmodules.Open(ctx, h.NATS, jsmodules.Options{Bucket: cfg.Store.JetStream.Stream + "_MODULES",
+	octx, cancel := openWithin(ctx, cfg)
+	defer cancel()
+	return jsmodules.Open(octx, h.NATS, jsmodules.Options{Bucket: cfg.Store.JetStream.Stream + "_MODULES",
 		Replicas: cfg.Store.JetStream.Replicas, Timeout: cfg.Store.JetStream.ConnectTimeout.Std()})
 }
 

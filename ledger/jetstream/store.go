@@ -47,6 +47,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/jsapi"
 	"sync"
 	"time"
 
@@ -150,31 +151,13 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// errNoPeers is JetStream's error code for "no suitable peers for
-// placement": a cluster that has just started (or lost a node) does not know
-// enough live peers for the replicas yet.
-const errNoPeers jetstream.ErrorCode = 10005
-
-// request makes a request to JetStream's API, asking again while it goes
-// unanswered (a stream just created, or electing a leader), the cluster
-// has too few peers for the replicas, or no server answers (a node going
-// down under the client), until ctx ends.
+// request makes a request to JetStream's API, each try bounded by
+// requestTimeout, asking again while the cluster cannot answer it yet (a
+// stream just created or electing a leader, too few peers for the
+// replicas, no server answering while a node goes down under the client),
+// until ctx ends (jsapi.Retry).
 func request[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
-	for {
-		actx, cancel := context.WithTimeout(ctx, requestTimeout)
-		v, err := fn(actx)
-		cancel()
-		var apiErr *jetstream.APIError
-		retry := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil ||
-			errors.Is(err, nats.ErrNoResponders) ||
-			errors.As(err, &apiErr) && apiErr.ErrorCode == errNoPeers
-		if !retry {
-			return v, err
-		}
-		if cerr := pause(ctx); cerr != nil {
-			return v, fmt.Errorf("%w (%w)", err, cerr)
-		}
-	}
+	return jsapi.Retry(ctx, requestTimeout, fn)
 }
 
 // start follows the stream from the first sequence the cache lacks.

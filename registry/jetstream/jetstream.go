@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/jsapi"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,10 @@ type Options struct {
 	Bucket string
 	// Replicas of the bucket: 1 or 3 (default 1).
 	Replicas int
-	// Timeout bounds opening the bucket (default 10s).
+	// Timeout bounds each request of opening the bucket (default 10s); a
+	// request the cluster cannot answer yet (one forming, or another host
+	// creating the same bucket) is tried again until Open's context ends
+	// (for 30s without a deadline).
 	Timeout time.Duration
 }
 
@@ -49,7 +53,8 @@ var (
 // metaKey is the object metadata key holding a version's StoredModule.
 const metaKey = "berth-module"
 
-// Open opens (creating if needed) the bucket on nc.
+// Open opens (creating if needed) the bucket on nc, and waits until its
+// stream has a leader.
 func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if opts.Bucket == "" {
 		opts.Bucket = "BERTH_MODULES"
@@ -64,11 +69,16 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("modules: jetstream: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: opts.Bucket, Replicas: opts.Replicas,
-		Description: "Berth modules and their versions"})
+	obj, err := jsapi.Retry(ctx, opts.Timeout, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		return js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: opts.Bucket, Replicas: opts.Replicas,
+			Description: "Berth modules and their versions"})
+	})
 	if err != nil {
+		return nil, fmt.Errorf("modules: object store %s: %w", opts.Bucket, err)
+	}
+	// The bucket is the stream OBJ_<bucket>; its first put would find no
+	// leader to answer it.
+	if err := jsapi.AwaitLeader(ctx, js, "OBJ_"+opts.Bucket, opts.Timeout); err != nil {
 		return nil, fmt.Errorf("modules: object store %s: %w", opts.Bucket, err)
 	}
 	return &Store{obj: obj}, nil

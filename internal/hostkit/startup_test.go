@@ -1,0 +1,55 @@
+package hostkit_test
+
+import (
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/internal/natstest"
+)
+
+// TestHostsStartTogetherOnAFreshCluster: three hosts opened at the same
+// moment on a three-node NATS cluster that has no Berth streams yet (R3)
+// all open — each creates, or finds another creating, the event log, the
+// ledger, the modules and the membership bucket — and share the partitions.
+// This is the README's walkthrough, where hosts started together failed with
+// "no answer from NATS" and "context deadline exceeded" while the cluster
+// placed the new streams.
+func TestHostsStartTogetherOnAFreshCluster(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	ids := []string{"h1", "h2", "h3"}
+	hosts := make([]*hostkit.Host, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		cfg := clusterConfig(t, c.URLs(), id)
+		cfg.Store.JetStream.URLs = []string{c.Nodes[i].URL()}
+		cfg.Store.JetStream.Replicas = 3
+		wg.Go(func() {
+			hosts[i], errs[i] = hostkit.Open(t.Context(), cfg, hostkit.Options{Logger: slog.New(slog.DiscardHandler)})
+		})
+	}
+	wg.Wait()
+	for i, h := range hosts {
+		if h != nil {
+			t.Cleanup(func() { h.Close(t.Context()) })
+		}
+		if errs[i] != nil {
+			t.Errorf("open %s: %v", ids[i], errs[i])
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	checkfor.Cond(t, time.Minute, 10*time.Millisecond, "three hosts in the membership", func() bool {
+		for _, h := range hosts {
+			if len(h.Cluster.Members()) != len(ids) {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -1,0 +1,121 @@
+// Package jsapi makes the JetStream API requests that open Berth's streams,
+// buckets and object stores on a cluster that may not be able to answer
+// yet. A cluster still forming refuses to place a replicated stream ("no
+// suitable peers"), one electing a leader answers nobody ("no responders"),
+// and — seen with nats-server 2.15 — of several hosts creating the same
+// replicated stream at the same moment only one is answered: the others'
+// requests time out although the stream is made. Retry sends such a request
+// again, each try bounded on its own, until the caller's context ends; the
+// next try then finds what the first one made.
+//
+// The event log, the ledger, the module store and the membership bucket all
+// open through it, so every part of a host started beside others on a fresh
+// cluster waits the same way, as long as the host's open deadline
+// (store.jetstream.open-timeout) allows.
+package jsapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultWait bounds Retry when the caller's context has no deadline.
+const DefaultWait = 30 * time.Second
+
+// Error codes of JetStream's API a cluster gives while it cannot answer
+// yet, which nats.go has no names for.
+const (
+	codeNoPeers      jetstream.ErrorCode = 10005 // JSClusterNoPeersErrF: no suitable peers for placement
+	codeNotAvailable jetstream.ErrorCode = 10008 // JSClusterNotAvailErr: JetStream system temporarily unavailable
+	codeNotLeader    jetstream.ErrorCode = 10009 // JSClusterNotLeaderErr: JetStream cluster can not handle request
+)
+
+// Transient reports whether err is what a JetStream cluster answers while it
+// forms, elects a leader or places a stream — worth trying again — rather
+// than a refusal that trying again would only repeat. A request's own
+// timeout is transient; the caller's context ending is not (Retry checks
+// that apart).
+func Transient(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.ErrorCode == codeNoPeers || apiErr.ErrorCode == codeNotAvailable || apiErr.ErrorCode == codeNotLeader
+	}
+	return false
+}
+
+// Pauses between tries: from firstPause, doubling up to maxPause.
+const (
+	firstPause = 50 * time.Millisecond
+	maxPause   = time.Second
+)
+
+// Retry calls fn, each call with a context bounded by perTry, until it
+// returns a result, an error that is not Transient, or ctx ends (then the
+// last error, with how long it was tried). Without a deadline on ctx it
+// tries for DefaultWait.
+func Retry[T any](ctx context.Context, perTry time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultWait)
+		defer cancel()
+	}
+	start := time.Now()
+	pause := firstPause
+	for {
+		tctx, cancel := context.WithTimeout(ctx, perTry)
+		v, err := fn(tctx)
+		cancel()
+		if !Transient(err) {
+			return v, err
+		}
+		if ctx.Err() != nil {
+			return v, fmt.Errorf("%w (tried for %v)", err, time.Since(start).Round(time.Millisecond))
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, fmt.Errorf("%w (tried for %v)", err, time.Since(start).Round(time.Millisecond))
+		case <-t.C:
+		}
+		pause = min(2*pause, maxPause)
+	}
+}
+
+// AwaitLeader returns once the stream named stream has a leader (at once
+// for a stream of one replica): a replicated stream just created, or one
+// whose leader's server is gone, answers no publish until then, and a part
+// that opened before would hand its first writes "no responders". It is
+// bounded as Retry is.
+func AwaitLeader(ctx context.Context, js jetstream.JetStream, stream string, perTry time.Duration) error {
+	_, err := Retry(ctx, perTry, func(ctx context.Context) (struct{}, error) {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return struct{}{}, err
+		}
+		info := s.CachedInfo()
+		if info.Config.Replicas <= 1 || info.Cluster != nil && info.Cluster.Leader != "" {
+			return struct{}{}, nil
+		}
+		return struct{}{}, errNoLeader
+	})
+	if errors.Is(err, errNoLeader) {
+		return fmt.Errorf("stream %s: %w", stream, err)
+	}
+	return err
+}
+
+// errNoLeader is AwaitLeader's transient "not yet": it wraps
+// ErrNoStreamResponse so that Transient takes it as one.
+var errNoLeader = fmt.Errorf("no leader elected yet: %w", jetstream.ErrNoStreamResponse)
