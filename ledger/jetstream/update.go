@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
@@ -47,7 +48,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.Tx) error) error {
 	if err := s.CheckWrite(); err != nil {
 		return err
 	}
-	for range s.opts.MaxAttempts {
+	for n := range s.opts.MaxAttempts {
 		if err := s.errBroken(); err != nil {
 			return err
 		}
@@ -56,6 +57,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.Tx) error) error {
 		if err != nil || committed {
 			return err
 		}
+		backOff(ctx, n)
 	}
 	return fmt.Errorf("%w: %d attempts", ErrConflict, s.opts.MaxAttempts)
 }
@@ -175,5 +177,26 @@ func (s *Store) publish(ctx context.Context, id string, data []byte) (*jetstream
 		if cerr := pause(ctx); cerr != nil {
 			return nil, fmt.Errorf("ledger/jetstream: publishing to %s: %w (%w)", s.opts.Subject, err, cerr)
 		}
+	}
+}
+
+// Back-off after an aborted attempt: a random pause up to abortPause
+// doubled per abort of the same Update, at most maxAbortPause.
+const (
+	abortPause    = time.Millisecond
+	maxAbortPause = 50 * time.Millisecond
+)
+
+// backOff pauses after the n-th (from 0) aborted attempt of an Update. yield
+// orders two hosts that take turns on a key; it cannot part several that
+// keep meeting on one (a loaded machine, several writers on each host),
+// where the same host can win again and again: a random pause growing with
+// each abort makes a run of MaxAttempts losses unlikely past any load.
+func backOff(ctx context.Context, n int) {
+	t := time.NewTimer(rand.N(min(abortPause<<min(n, 16), maxAbortPause)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
