@@ -55,7 +55,8 @@ type hostProc struct {
 	stderr  *syncBuffer
 	done    chan struct{}
 	waitErr error
-	token   string // sent as a bearer token by the request helpers, when set
+	token   string      // sent as a bearer token by the request helpers, when set
+	serving chan string // the URL, once the host logs that it serves
 }
 
 var servingRE = regexp.MustCompile(`msg="berth is serving" url=(http://\S+)`)
@@ -71,7 +72,20 @@ func startHost(t testing.TB, data, configPath string) *hostProc {
 // startHostArgs runs the binary with args and waits until it serves.
 func startHostArgs(t testing.TB, data, configPath string, args ...string) *hostProc {
 	t.Helper()
-	h := &hostProc{t: t, Data: data, Config: configPath, stderr: &syncBuffer{}, done: make(chan struct{})}
+	h := spawnHost(t, data, configPath, args...)
+	if err := h.awaitServing(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// spawnHost runs the binary with args and returns at once; awaitServing
+// waits until it serves. Hosts that must start at the same moment are
+// spawned one after another, then awaited.
+func spawnHost(t testing.TB, data, configPath string, args ...string) *hostProc {
+	t.Helper()
+	h := &hostProc{t: t, Data: data, Config: configPath, stderr: &syncBuffer{}, done: make(chan struct{}),
+		serving: make(chan string, 1)}
 	h.cmd = exec.Command(hostBin, args...)
 	pr, pw := io.Pipe()
 	h.cmd.Stderr = pw
@@ -79,7 +93,6 @@ func startHostArgs(t testing.TB, data, configPath string, args ...string) *hostP
 	if err := h.cmd.Start(); err != nil {
 		t.Fatalf("start host: %v", err)
 	}
-	urlc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64*1024), 1<<20)
@@ -88,7 +101,7 @@ func startHostArgs(t testing.TB, data, configPath string, args ...string) *hostP
 			line := sc.Text()
 			h.stderr.Write([]byte(line + "\n"))
 			if m := servingRE.FindStringSubmatch(line); m != nil && !sent {
-				urlc <- m[1]
+				h.serving <- m[1]
 				sent = true
 			}
 		}
@@ -105,14 +118,21 @@ func startHostArgs(t testing.TB, data, configPath string, args ...string) *hostP
 			t.Logf("host %s stderr:\n%s", h.URL, h.stderr.String())
 		}
 	})
-	select {
-	case h.URL = <-urlc:
-	case <-h.done:
-		t.Fatalf("host exited before serving: %v\n%s", h.waitErr, h.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("host did not serve within 60s:\n%s", h.stderr.String())
-	}
 	return h
+}
+
+// awaitServing waits until the host spawned by spawnHost serves, and sets
+// its URL; an error with its stderr if it exits first or takes longer than
+// within.
+func (h *hostProc) awaitServing(within time.Duration) error {
+	select {
+	case h.URL = <-h.serving:
+		return nil
+	case <-h.done:
+		return fmt.Errorf("host exited before serving: %v\n%s", h.waitErr, h.stderr.String())
+	case <-time.After(within):
+		return fmt.Errorf("host did not serve within %v:\n%s", within, h.stderr.String())
+	}
 }
 
 // Stop ends the host with SIGTERM (SIGKILL after 20s) and waits for it.

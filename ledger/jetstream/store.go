@@ -238,11 +238,15 @@ func (s *Store) read(fn func(ledger.Tx) error) error {
 	return err
 }
 
-// catchUp waits until the cache has applied the stream's last sequence.
+// catchUp waits until the cache has applied the stream's last sequence,
+// for at most the Options' Timeout.
 func (s *Store) catchUp(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	info, err := s.stream.Info(ctx)
+	// Each ask waits publishTimeout, as a publish does: one sent to a node
+	// as it went down, or to a stream still settling its leader, goes
+	// unanswered, and the next one is answered.
+	info, err := jsapi.Retry(ctx, publishTimeout, func(ctx context.Context) (*jetstream.StreamInfo, error) { return s.stream.Info(ctx) })
 	if err != nil {
 		return fmt.Errorf("ledger/jetstream: the last sequence of %s: %w", s.opts.Stream, err)
 	}

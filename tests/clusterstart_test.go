@@ -1,0 +1,76 @@
+package tests
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/internal/natstest"
+)
+
+// TestThreeHostsStartTogether: the README's walkthrough as a user runs it —
+// three built hosts started at the same moment on a three-node NATS cluster
+// that has no Berth streams yet (replicas 3). Each creates the event log,
+// the ledger, the modules' object store and the membership bucket, or finds
+// another host creating them; NATS answers only one of several identical
+// creates, and the streams' leaders are elected meanwhile. Every host must
+// serve, see the other two, share a subscription uploaded on one of them,
+// and deliver what is appended on any of them.
+func TestThreeHostsStartTogether(t *testing.T) {
+	nc := natstest.RunCluster(t, 3)
+	svc := newNotifier(t)
+	hosts := make([]*hostProc, 3)
+	for i := range hosts {
+		data := t.TempDir()
+		path := filepath.Join(data, "berth.toml")
+		writeFile(t, path, hostConfig{NotifyURL: svc.URL(), Extra: clusterConfig(nc.URLs(), i) + fastRetry}.TOML())
+		hosts[i] = spawnHost(t, data, path, "serve", "--config", path, "--data", data, "--listen", "127.0.0.1:0")
+	}
+	for i, h := range hosts {
+		if err := h.awaitServing(60 * time.Second); err != nil {
+			t.Fatalf("host-%d: %v", i, err)
+		}
+	}
+	all := []string{"host-0", "host-1", "host-2"}
+	for i, h := range hosts {
+		eventually(t, 30*time.Second, fmt.Sprintf("host-%d to see three hosts", i), func() bool {
+			r := h.request("GET", "/v1/cluster", nil)
+			var v clusterView
+			if r.Status != 200 {
+				return false
+			}
+			r.JSON(t, &v)
+			return len(v.Hosts) == 3
+		})
+	}
+
+	hosts[2].uploadNotifier(t, 201)
+	eventually(t, 30*time.Second, "every host to see the subscription shared by all three", func() bool {
+		for _, h := range hosts {
+			if !ownedBy(h.owners(), []string{subName}, all...) {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 12 {
+		hosts[i%3].appendShipped(t, fmt.Sprintf("start-%02d", i), fmt.Sprintf("buyer-%d", i%4))
+	}
+	eventually(t, 30*time.Second, "12 orders notified", func() bool {
+		seen := map[string]bool{}
+		for _, c := range svc.callsOf("") {
+			if c.Status == http.StatusAccepted {
+				seen[c.Order] = true
+			}
+		}
+		return len(seen) == 12
+	})
+	for i, h := range hosts {
+		if s := h.Stderr(); strings.Contains(s, "NATS connection lost") || strings.Contains(s, "level=ERROR") {
+			t.Errorf("host-%d logged a lost connection or an error while starting:\n%s", i, s)
+		}
+	}
+}
