@@ -147,8 +147,8 @@ subject-prefix = "berth.events"
 replicas = 1
 # How long connecting to a server, and each request to NATS, may take.
 connect-timeout = "5s"
-# How long the host waits at start for each of its streams and buckets while the cluster cannot answer
-# yet (forming, electing leaders, or other hosts creating the same streams at that moment).
+# How long the host waits at start for NATS to take connections, and for each of its streams and
+# buckets while the cluster cannot answer yet (forming, electing leaders, other hosts creating them).
 open-timeout = "30s"
 
 # This host's place among the hosts of one deployment, when store.backend is "jetstream": they share

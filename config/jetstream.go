@@ -55,7 +55,8 @@ type JetStreamConfig struct {
 	// ConnectTimeout bounds connecting to one server, and each request to NATS once connected (default
 	// 5s).
 	ConnectTimeout retry.Duration `toml:"connect-timeout"`
-	// OpenTimeout bounds how long the host waits at start for each of its JetStream parts (the event
+	// OpenTimeout bounds how long the host waits at start for a NATS server that takes connections, and
+	// for each of its JetStream parts (the event
 	// log, the ledger, the modules' object store, the membership bucket) while the cluster cannot
 	// answer yet — one still forming or electing leaders, or other hosts creating the same streams at
 	// the same moment (default 30s).

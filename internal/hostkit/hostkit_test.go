@@ -3,6 +3,8 @@ package hostkit_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
@@ -281,11 +284,37 @@ func TestJetStreamBackend(t *testing.T) {
 	}
 	h.Close(ctx)
 
+	// With no NATS server, the host waits store.jetstream.open-timeout for
+	// one, then names the connection and the key.
 	srv.Shutdown()
 	cfg.Store.JetStream.ConnectTimeout = retry.Duration(200 * time.Millisecond)
+	cfg.Store.JetStream.OpenTimeout = retry.Duration(time.Second)
 	_, err := hostkit.Open(ctx, cfg, hostkit.Options{})
 	var oe *hostkit.OpenError
-	if !errors.As(err, &oe) || oe.Part != "NATS connection" || !strings.Contains(err.Error(), "store.jetstream.urls") {
+	if !errors.As(err, &oe) || oe.Part != "NATS connection" || !strings.Contains(err.Error(), "store.jetstream.urls") ||
+		!strings.Contains(err.Error(), "tried for") {
 		t.Fatalf("open with the NATS server down: %v", err)
+	}
+
+	// A server that comes up while the host waits (started with the
+	// hosts, as the README's walkthrough does) is taken.
+	cfg.Store.JetStream.OpenTimeout = config.DefaultNATSOpenTimeout
+	opened := make(chan error, 1)
+	waiting := &syncbuf.Buffer{}
+	go func() {
+		h, err := hostkit.Open(ctx, cfg, hostkit.Options{Logger: slog.New(slog.NewTextHandler(waiting, nil))})
+		if err == nil {
+			defer h.Close(ctx)
+			var head uint64
+			if head, err = h.Events.Head(ctx); err == nil && head != 1 {
+				err = fmt.Errorf("head %d, want 1", head)
+			}
+		}
+		opened <- err
+	}()
+	eventually(t, "the host to say it waits for NATS", func() bool { return strings.Contains(waiting.String(), "no NATS server takes connections yet") })
+	srv.Restart()
+	if err := <-opened; err != nil {
+		t.Fatalf("open while the NATS server starts: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package hostkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -31,7 +32,9 @@ func (h *Host) openEvents(ctx context.Context, cfg *config.Config) error {
 		return nil
 	}
 	var err error
-	if h.NATS, err = connectNATS(cfg.Store.JetStream, h.log); err != nil {
+	cctx, cancel := openWithin(ctx, cfg)
+	defer cancel()
+	if h.NATS, err = connectNATS(cctx, cfg.Store.JetStream, h.log); err != nil {
 		return &OpenError{Part: "NATS connection", Err: err}
 	}
 	octx, cancel := openWithin(ctx, cfg)
@@ -53,9 +56,11 @@ func openWithin(ctx context.Context, cfg *config.Config) (context.Context, conte
 }
 
 // connectNATS makes the host's one NATS connection from [store.jetstream]: its servers, credentials
-// or nkey seed, TLS files and connect timeout. It reconnects for ever (a NATS server restarting or
-// a cluster moving its leader is not the end of the host), logging each loss and return.
-func connectNATS(j config.JetStreamConfig, log *slog.Logger) (*nats.Conn, error) {
+// or nkey seed, TLS files and connect timeout. While no server takes connections yet (NATS started
+// with the hosts, and still starting) it tries again until ctx ends; a refusal (credentials, TLS)
+// fails at once. Once connected it reconnects for ever (a NATS server restarting or a cluster
+// moving its leader is not the end of the host), logging each loss and return.
+func connectNATS(ctx context.Context, j config.JetStreamConfig, log *slog.Logger) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name("berth host"),
 		nats.Timeout(j.ConnectTimeout.Std()),
@@ -87,12 +92,30 @@ func connectNATS(j config.JetStreamConfig, log *slog.Logger) (*nats.Conn, error)
 	if j.TLSCertFile != "" {
 		opts = append(opts, nats.ClientCert(j.TLSCertFile, j.TLSKeyFile))
 	}
-	nc, err := nats.Connect(strings.Join(j.URLs, ","), opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s (store.jetstream.urls): %w", strings.Join(j.URLs, ", "), err)
+	start, told := time.Now(), false
+	for {
+		nc, err := nats.Connect(strings.Join(j.URLs, ","), opts...)
+		if err == nil {
+			return nc, nil
+		}
+		if !errors.Is(err, nats.ErrNoServers) {
+			return nil, fmt.Errorf("connect to %s (store.jetstream.urls): %w", strings.Join(j.URLs, ", "), err)
+		}
+		if !told {
+			log.Info("no NATS server takes connections yet; waiting (store.jetstream.open-timeout)", "urls", j.URLs)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to %s (store.jetstream.urls): %w (tried for %v)", strings.Join(j.URLs, ", "), err,
+				time.Since(start).Round(time.Millisecond))
+		case <-time.After(connectPause):
+		}
 	}
-	return nc, nil
 }
+
+// connectPause is how long connectNATS waits before it tries the servers again.
+const connectPause = 250 * time.Millisecond
 
 // openModuleStore returns where the modules are kept: the files under the data directory, or, with
 // store.backend "jetstream", the object store every host of the deployment shares (registry/jetstream),

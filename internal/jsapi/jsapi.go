@@ -60,7 +60,14 @@ const (
 	maxPause   = time.Second
 )
 
-// Retry calls fn, each call with a context bounded by perTry, until it
+// firstTry bounds Retry's first try: a create that NATS will never answer
+// (another host's identical one went first) costs a host that long, not
+// the whole perTry. Each later try has twice as long, up to perTry, so a
+// cluster slower than that to answer is still waited for.
+const firstTry = time.Second
+
+// Retry calls fn, each call with a context bounded by perTry (the first by
+// firstTry, each next twice as long up to perTry), until it
 // returns a result, an error that is not Transient, or ctx ends (then the
 // last error, with how long it was tried). Without a deadline on ctx it
 // tries for DefaultWait.
@@ -71,9 +78,10 @@ func Retry[T any](ctx context.Context, perTry time.Duration, fn func(context.Con
 		defer cancel()
 	}
 	start := time.Now()
-	pause := firstPause
+	pause, try := firstPause, min(firstTry, perTry)
 	for {
-		tctx, cancel := context.WithTimeout(ctx, perTry)
+		tctx, cancel := context.WithTimeout(ctx, try)
+		try = min(2*try, perTry)
 		v, err := fn(tctx)
 		cancel()
 		if !Transient(err) {
