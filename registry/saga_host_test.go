@@ -1,7 +1,6 @@
 package registry_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
@@ -95,30 +95,12 @@ func (g *fakeGateway) callsOf(typ string) []gatewayCall {
 	return out
 }
 
-// sagaLog is the host's log, written by the engine's goroutines.
-type sagaLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *sagaLog) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *sagaLog) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // sagaHost is a host (internal/hostkit) over a temporary directory with the
 // compiled order-saga deployed.
 type sagaHost struct {
 	events eventlog.Log
 	engine *subscription.Engine
-	log    *sagaLog
+	log    *syncbuf.Buffer
 }
 
 const sagaSub = "OrderSaga.onOrderPlaced"
@@ -133,7 +115,7 @@ max-backoff = "2ms"
 func newSagaHost(t *testing.T, wasm []byte, cacheDir, toml string, clock subscription.Clock) *sagaHost {
 	t.Helper()
 	ctx := context.Background()
-	h := &sagaHost{log: &sagaLog{}}
+	h := &sagaHost{log: &syncbuf.Buffer{}}
 	cfg, err := config.Parse([]byte(toml), "berth.toml")
 	if err != nil {
 		t.Fatal(err)

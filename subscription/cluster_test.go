@@ -1,7 +1,6 @@
 package subscription
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -265,24 +265,6 @@ func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 	t.Logf("handled twice: %d of the moved partition, %d of the others, of %d events", twiceMoved, twiceElsewhere, aggs*versions)
 }
 
-// syncBuffer is a log sink safe for the engine's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Another host claims a partition behind this host's back, while an
 // aggregate of it is in its backoff: the next failure would park it, but
 // the park's transaction is fenced, so the host stops that partition at
@@ -303,7 +285,7 @@ func TestFencedPartitionStopsWithoutParkingOrCharging(t *testing.T) {
 	})
 	s := spec(sub, rec)
 	s.OverrideRetry = retry.Settings{MaxAttempts: 2}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	opts := Options{Partitions: parts, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	e := newEnv(t, opts)
 	e.clock = clock

@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -27,24 +27,6 @@ const (
 	moduleName = "shipment-notifier"
 )
 
-// syncBuffer is a bytes.Buffer safe for the process's writer and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // hostProc is one running `host serve` process.
 type hostProc struct {
 	t       testing.TB
@@ -52,7 +34,7 @@ type hostProc struct {
 	URL     string
 	Data    string
 	Config  string
-	stderr  *syncBuffer
+	stderr  *syncbuf.Buffer
 	done    chan struct{}
 	waitErr error
 	token   string      // sent as a bearer token by the request helpers, when set
@@ -84,7 +66,7 @@ func startHostArgs(t testing.TB, data, configPath string, args ...string) *hostP
 // spawned one after another, then awaited.
 func spawnHost(t testing.TB, data, configPath string, args ...string) *hostProc {
 	t.Helper()
-	h := &hostProc{t: t, Data: data, Config: configPath, stderr: &syncBuffer{}, done: make(chan struct{}),
+	h := &hostProc{t: t, Data: data, Config: configPath, stderr: &syncbuf.Buffer{}, done: make(chan struct{}),
 		serving: make(chan string, 1)}
 	h.cmd = exec.Command(hostBin, args...)
 	pr, pw := io.Pipe()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -364,7 +365,7 @@ func TestMaxAttemptsDrops(t *testing.T) {
 		}
 		return answer{status: http.StatusOK}
 	})
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	opts := testOptions(t, clock, rc.hook("h"))
 	opts.MaxAttempts = 3
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
