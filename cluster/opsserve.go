@@ -131,11 +131,10 @@ func (f *Forwarder) unhold(ctx context.Context, k holdKey, why string) error {
 		f.opts.Logger.Warn("a reset's hold expired before the host resetting lifted it; going on", "subscription", k.sub, "hold", k.id)
 	}
 	// The run starts from the checkpoints it reads in an Update that writes
-	// nothing, which a ledger on JetStream answers from this host's cache
-	// as it is: a View first catches the cache up to every commit so far —
-	// the reset's among them — or this host would start from its old
-	// checkpoints and write them back over the reset. Until it can, the
-	// hold stays, tried again every second.
+	// nothing, which catches this host's cache up to the reset's commit on
+	// its own; this empty View is a probe first: a ledger that cannot be
+	// reached now keeps the hold, tried again every second, rather than
+	// starting a run whose first read would fail.
 	if err := f.c.opts.Ledger.View(ctx, func(ledger.Tx) error { return nil }); err != nil {
 		f.mu.Lock()
 		if t := f.holds[k]; t != nil {
