@@ -1,0 +1,86 @@
+package jsapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestTransient(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"a try's timeout", fmt.Errorf("create: %w", context.DeadlineExceeded), true},
+		{"nats timeout", nats.ErrTimeout, true},
+		{"no responders", nats.ErrNoResponders, true},
+		{"no stream response", jetstream.ErrNoStreamResponse, true},
+		{"no peers for placement", &jetstream.APIError{Code: 500, ErrorCode: 10005, Description: "no suitable peers for placement"}, true},
+		{"temporarily unavailable", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
+		{"cluster cannot handle it", &jetstream.APIError{Code: 500, ErrorCode: 10009}, true},
+		{"name in use", jetstream.ErrStreamNameAlreadyInUse, false},
+		{"stream not found", jetstream.ErrStreamNotFound, false},
+		{"jetstream off", jetstream.ErrJetStreamNotEnabled, false},
+		{"cancelled", context.Canceled, false},
+		{"closed", nats.ErrConnectionClosed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Transient(tc.err); got != tc.want {
+				t.Errorf("Transient(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRetryAsksAgainWhileTransient: a request the cluster cannot answer yet
+// is sent again, each try bounded by its own growing timeout, until it is
+// answered; a refusal ends it at once; the caller's deadline ends it with
+// the last error and how long it tried.
+func TestRetryAsksAgainWhileTransient(t *testing.T) {
+	t.Run("answered at the third try", func(t *testing.T) {
+		var bounds []time.Duration
+		v, err := Retry(t.Context(), 5*time.Second, func(ctx context.Context) (int, error) {
+			d, _ := ctx.Deadline()
+			bounds = append(bounds, time.Until(d).Round(100*time.Millisecond))
+			if len(bounds) < 3 {
+				return 0, nats.ErrNoResponders
+			}
+			return 7, nil
+		})
+		if v != 7 || err != nil {
+			t.Fatalf("Retry = %d, %v; want 7, nil", v, err)
+		}
+		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+		for i := range want {
+			if bounds[i] != want[i] {
+				t.Fatalf("tries bounded by %v, want %v", bounds, want)
+			}
+		}
+	})
+	t.Run("refusal", func(t *testing.T) {
+		tries := 0
+		_, err := Retry(t.Context(), time.Second, func(context.Context) (int, error) {
+			tries++
+			return 0, jetstream.ErrStreamNameAlreadyInUse
+		})
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) || tries != 1 {
+			t.Fatalf("after %d tries: %v; want one try and the refusal", tries, err)
+		}
+	})
+	t.Run("caller's deadline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		_, err := Retry(ctx, time.Second, func(context.Context) (int, error) { return 0, nats.ErrNoResponders })
+		if !errors.Is(err, nats.ErrNoResponders) || !strings.Contains(err.Error(), "tried for") {
+			t.Fatalf("Retry past the deadline: %v; want no responders, tried for …", err)
+		}
+	})
+}
