@@ -9,7 +9,9 @@ import "context"
 // every host (see Watcher).
 type ModuleStore interface {
 	// Store keeps wasm as version m.Version of module m.Name and makes it
-	// the current one; then removes the oldest versions beyond keep.
+	// the current one; then removes the oldest versions beyond keep. A
+	// store shared by several hosts fails with ErrVersionTaken when another
+	// host's upload has that number, storing nothing.
 	Store(ctx context.Context, m StoredModule, wasm []byte, keep int) error
 	// Current returns every module's current version and its bytes.
 	Current(ctx context.Context) ([]StoredModule, [][]byte, error)

@@ -186,15 +186,27 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 }
 
 // storeVersion numbers s after every version name has had, and stores it
-// as the current one.
+// as the current one. On a store shared by several hosts another host's
+// upload may take the number first (ErrVersionTaken): s takes the next one,
+// up to maxVersionTries times.
 func (r *Registry) storeVersion(ctx context.Context, s *StoredModule, wasm []byte) error {
 	last, err := r.store.LastVersion(ctx, s.Name)
 	if err != nil {
 		return err
 	}
-	s.Version = last + 1
-	return r.store.Store(ctx, *s, wasm, r.keepVersions())
+	for range maxVersionTries {
+		last++
+		s.Version = last
+		if err = r.store.Store(ctx, *s, wasm, r.keepVersions()); !errors.Is(err, ErrVersionTaken) {
+			return err
+		}
+	}
+	return err
 }
+
+// maxVersionTries bounds how many numbers an upload tries when other
+// hosts' uploads of the same module keep taking them.
+const maxVersionTries = 20
 
 // keepVersions is store.module-versions as configured now (a reload applies
 // from the next upload): how many versions of a module are kept, the current

@@ -21,6 +21,10 @@ const DefaultKeepVersions = config.DefaultModuleVersions
 // ErrUnknownVersion: the module has no kept version of that number.
 var ErrUnknownVersion = errors.New("unknown module version")
 
+// ErrVersionTaken: a ModuleStore shared by several hosts refused to store a
+// version number another host's upload has; the registry numbers again.
+var ErrVersionTaken = errors.New("module version number taken by another upload")
+
 // Versions are kept beside the current module, one directory per module:
 //
 //	<dir>/versions/<name>/<version>.wasm and <version>.json

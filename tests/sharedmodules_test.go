@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,4 +71,85 @@ func TestModulesReachEveryHost(t *testing.T) {
 	}
 	b.must(204, "DELETE", "/v1/modules/"+moduleName, nil)
 	eventually(t, 10*time.Second, "a and c to remove it", func() bool { return version(a, moduleName) == 0 && version(c, moduleName) == 0 })
+}
+
+// TestUploadsToTwoHostsAtOnce: two deployers push different code under one
+// module name to two hosts of a deployment at the same moment. Each upload
+// gets a version number of its own (both hosts counted the same next one:
+// only one may have it), every kept version holds the bytes its upload
+// answered with, and both hosts end on the same current version.
+func TestUploadsToTwoHostsAtOnce(t *testing.T) {
+	srv := natstest.RunServer(t)
+	a := newHost(t, hostConfig{Extra: jetStreamConfig(srv.URL(), "RACE", "a")})
+	b := newHost(t, hostConfig{Extra: jetStreamConfig(srv.URL(), "RACE", "b")})
+	summary, err := orderSummaryWasm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const each = 3
+	type upload struct {
+		Version int    `json:"version"`
+		SHA256  string `json:"sha256"`
+	}
+	var mu sync.Mutex
+	var ups []upload
+	var wg sync.WaitGroup
+	for _, side := range []struct {
+		h    *hostProc
+		wasm []byte
+	}{{a, notifierWasm}, {b, summary}} {
+		wg.Go(func() {
+			for range each {
+				r, err := side.h.try("PUT", "/v1/modules/"+moduleName, side.wasm, "Content-Type", "application/wasm")
+				if err != nil || (r.Status != 200 && r.Status != 201) {
+					t.Errorf("PUT on %s: %v %v", side.h.URL, r, err)
+					return
+				}
+				var u upload
+				if err := json.Unmarshal(r.Body, &u); err != nil {
+					t.Errorf("PUT answer %s: %v", r, err)
+					return
+				}
+				mu.Lock()
+				ups = append(ups, u)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	bySHA := map[int]string{}
+	for _, u := range ups {
+		if bySHA[u.Version] != "" {
+			t.Fatalf("version %d given to two uploads: %+v", u.Version, ups)
+		}
+		bySHA[u.Version] = u.SHA256
+	}
+	if len(bySHA) != 2*each {
+		t.Fatalf("%d versions for %d uploads: %+v", len(bySHA), 2*each, ups)
+	}
+	for _, h := range []*hostProc{a, b} {
+		var vs struct {
+			Versions []moduleVersion `json:"versions"`
+		}
+		h.must(200, "GET", "/v1/modules/"+moduleName+"/versions", nil).JSON(t, &vs)
+		for _, v := range vs.Versions {
+			if want := bySHA[v.Version]; v.SHA256 != want {
+				t.Errorf("%s: version %d holds %s, its upload answered %s", h.URL, v.Version, v.SHA256, want)
+			}
+		}
+	}
+	current := func(h *hostProc) upload {
+		var u upload
+		if r := h.request("GET", "/v1/modules/"+moduleName, nil); r.Status == 200 {
+			json.Unmarshal(r.Body, &u)
+		}
+		return u
+	}
+	eventually(t, 10*time.Second, "both hosts on the same current version", func() bool {
+		ua, ub := current(a), current(b)
+		return ua.Version != 0 && ua == ub && bySHA[ua.Version] == ua.SHA256
+	})
 }

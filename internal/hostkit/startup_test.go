@@ -2,6 +2,7 @@ package hostkit_test
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testbuild"
 )
 
 // TestHostsStartTogetherOnAFreshCluster: three hosts opened at the same
@@ -51,5 +53,49 @@ func TestHostsStartTogetherOnAFreshCluster(t *testing.T) {
 			}
 		}
 		return true
+	})
+}
+
+// TestUploadsOnTwoHostsAtOnce: two deployers pushing the same module to two
+// hosts at the same moment each get a version of their own — no number is
+// given twice — and both hosts end on the same current version.
+func TestUploadsOnTwoHostsAtOnce(t *testing.T) {
+	wasm, err := testbuild.Bytes("registry/testdata/eachevent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.RunServer(t)
+	ms := openMembers(t, srv.URL(), nil, "h1", "h2")
+	const each = 4
+	var mu sync.Mutex
+	var got []int
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		wg.Go(func() {
+			for range each {
+				info, _, err := m.h.Modules.Put(t.Context(), "each-event", wasm)
+				if err != nil {
+					t.Errorf("put on %s: %v", m.id, err)
+					return
+				}
+				mu.Lock()
+				got = append(got, info.Version)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(got)
+	want := make([]int, 2*each)
+	for i := range want {
+		want[i] = i + 1
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("versions given %v, want %v (each once)", got, want)
+	}
+	eventually(t, "both hosts on the same current version", func() bool {
+		a, okA := ms[0].h.Modules.Get("each-event")
+		b, okB := ms[1].h.Modules.Get("each-event")
+		return okA && okB && a.Version == b.Version
 	})
 }

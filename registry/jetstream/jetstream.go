@@ -8,6 +8,13 @@
 // the StoredModule of the module's current version (deleting it removes the
 // module; its versions stay). A version is stored before it becomes current,
 // so a host that dies in between leaves the old current one.
+//
+// Version numbers are claimed in a KV bucket beside it, "<bucket>_VERSIONS",
+// one key "<name>.<version>" created once: two hosts taking an upload of the
+// same module at the same moment both count the same next number, and only
+// one may have it (the other's Store fails with registry.ErrVersionTaken and
+// the registry numbers again) — else both would write one version object,
+// and the current one could name one upload's hash over the other's bytes.
 package jetstream
 
 import (
@@ -16,12 +23,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/jsapi"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/registry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,7 +49,8 @@ type Options struct {
 
 // Store is the module store in a JetStream object store.
 type Store struct {
-	obj jetstream.ObjectStore
+	obj    jetstream.ObjectStore
+	claims jetstream.KeyValue // version numbers taken, "<name>.<version>"
 }
 
 var (
@@ -81,17 +89,48 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if err := jsapi.AwaitLeader(ctx, js, "OBJ_"+opts.Bucket, opts.Timeout); err != nil {
 		return nil, fmt.Errorf("modules: object store %s: %w", opts.Bucket, err)
 	}
-	return &Store{obj: obj}, nil
+	claims, err := jsapi.Retry(ctx, opts.Timeout, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: claimsBucket(opts.Bucket), Replicas: opts.Replicas,
+			Description: "Berth module version numbers taken, one key each"})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("modules: version claims %s: %w", claimsBucket(opts.Bucket), err)
+	}
+	if err := jsapi.AwaitLeader(ctx, js, "KV_"+claimsBucket(opts.Bucket), opts.Timeout); err != nil {
+		return nil, fmt.Errorf("modules: version claims %s: %w", claimsBucket(opts.Bucket), err)
+	}
+	return &Store{obj: obj, claims: claims}, nil
+}
+
+// claimsBucket names the KV bucket of the version claims of the object
+// store bucket.
+func claimsBucket(bucket string) string { return bucket + "_VERSIONS" }
+
+// claim takes version v of name for this upload: registry.ErrVersionTaken
+// when another upload has it.
+func (s *Store) claim(ctx context.Context, name string, v int) error {
+	_, err := s.claims.Create(ctx, name+"."+strconv.Itoa(v), nil)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("modules: %s v%d: %w", name, v, registry.ErrVersionTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("modules: claim %s v%d: %w", name, v, err)
+	}
+	return nil
 }
 
 func versionName(name string, v int) string { return "v/" + name + "/" + strconv.Itoa(v) }
 func currentName(name string) string        { return "c/" + name }
 
-// Store keeps the version, makes it current, and removes the oldest beyond
-// keep.
+// Store claims the version number, keeps the version, makes it current,
+// and removes the oldest beyond keep. registry.ErrVersionTaken when another
+// host's upload has the number.
 func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte, keep int) error {
 	meta, err := json.Marshal(m)
 	if err != nil {
+		return err
+	}
+	if err := s.claim(ctx, m.Name, m.Version); err != nil {
 		return err
 	}
 	if _, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: versionName(m.Name, m.Version),

@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -90,5 +91,40 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 	metas, _, err := b.Current(ctx)
 	if err != nil || len(metas) != 0 {
 		t.Errorf("b's current modules after the removal: %+v, %v", metas, err)
+	}
+}
+
+// TestVersionTakenOnce: two hosts storing the same version number of one
+// module — both counted the same next number — cannot both have it: the
+// second is refused with registry.ErrVersionTaken and stores nothing, so
+// the version's bytes stay the first's.
+func TestVersionTakenOnce(t *testing.T) {
+	n := natstest.RunServer(t)
+	ctx := t.Context()
+	a, err := jsmodules.Open(ctx, connect(t, n.URL()), jsmodules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := jsmodules.Open(ctx, connect(t, n.URL()), jsmodules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := registry.StoredModule{Name: "m", Version: 1, SHA256: "aaaa", Size: 1}
+	if err := a.Store(ctx, first, []byte("a"), 5); err != nil {
+		t.Fatal(err)
+	}
+	second := registry.StoredModule{Name: "m", Version: 1, SHA256: "bbbb", Size: 1}
+	if err := b.Store(ctx, second, []byte("b"), 5); !errors.Is(err, registry.ErrVersionTaken) {
+		t.Fatalf("storing a taken version: %v, want ErrVersionTaken", err)
+	}
+	for name, s := range map[string]*jsmodules.Store{"a": a, "b": b} {
+		m, wasm, err := s.Load(ctx, "m", 1)
+		if err != nil || m.SHA256 != "aaaa" || string(wasm) != "a" {
+			t.Fatalf("v1 through %s: %+v %q %v; want the first upload's", name, m, wasm, err)
+		}
+	}
+	second.Version = 2
+	if err := b.Store(ctx, second, []byte("b"), 5); err != nil {
+		t.Fatalf("the next number: %v", err)
 	}
 }
