@@ -51,20 +51,26 @@ func TestObjectStore(t *testing.T) {
 	t.Run("R3", func(t *testing.T) { suite(t, natstest.RunCluster(t, 3).URLs(), 3) })
 }
 
+// twoHosts opens the default bucket twice, each over a connection of its
+// own, as two hosts do.
+func twoHosts(t *testing.T, ctx context.Context, url string) (a, b *jsmodules.Store) {
+	t.Helper()
+	for _, s := range []**jsmodules.Store{&a, &b} {
+		var err error
+		if *s, err = jsmodules.Open(ctx, connect(t, url), jsmodules.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b
+}
+
 // TestWatchSeesAnotherHost: a module stored or removed through one host's
 // store is told to the other's watcher.
 func TestWatchSeesAnotherHost(t *testing.T) {
 	n := natstest.RunServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := jsmodules.Open(ctx, connect(t, n.URL()), jsmodules.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := jsmodules.Open(ctx, connect(t, n.URL()), jsmodules.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := twoHosts(t, ctx, n.URL())
 	var mu sync.Mutex
 	var seen []string
 	go b.Watch(ctx, func(name string) { mu.Lock(); seen = append(seen, name); mu.Unlock() })
@@ -101,14 +107,7 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 func TestVersionTakenOnce(t *testing.T) {
 	n := natstest.RunServer(t)
 	ctx := t.Context()
-	a, err := jsmodules.Open(ctx, connect(t, n.URL()), jsmodules.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := jsmodules.Open(ctx, connect(t, n.URL()), jsmodules.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := twoHosts(t, ctx, n.URL())
 	first := registry.StoredModule{Name: "m", Version: 1, SHA256: "aaaa", Size: 1}
 	if err := a.Store(ctx, first, []byte("a"), 5); err != nil {
 		t.Fatal(err)
