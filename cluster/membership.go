@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/jsapi"
 	"time"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

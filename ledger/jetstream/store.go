@@ -47,11 +47,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/jsapi"
 	"sync"
 	"time"
 
 	"github.com/berthhq/berth/internal/badgerdb"
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/internal/kvtx"
 	"github.com/nats-io/nats.go"
