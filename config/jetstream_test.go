@@ -30,6 +30,7 @@ stream = "A.B"
 subject-prefix = "berth.>"
 replicas = 2
 connect-timeout = "0s"
+open-timeout = "-1s"
 `, []string{
 			`berth.toml:4: store.jetstream.urls[1]: "http://b:4222": scheme must be nats, tls, ws or wss`,
 			`berth.toml:4: store.jetstream.urls[2]: "nats://": has no host`,
@@ -39,6 +40,7 @@ connect-timeout = "0s"
 			`berth.toml:9: store.jetstream.subject-prefix: "berth.>": subject prefix "berth.>" is not`,
 			`berth.toml:10: store.jetstream.replicas: 2: must be 1 or 3`,
 			`berth.toml:11: store.jetstream.connect-timeout: "0s": must be more than 0`,
+			`berth.toml:12: store.jetstream.open-timeout: "-1s": must not be negative`,
 		}},
 		{"no urls", "[store]\nbackend = \"jetstream\"\n[store.jetstream]\nurls = []\n",
 			[]string{`berth.toml:4: store.jetstream.urls: []: must name at least one NATS server`}},
@@ -73,7 +75,7 @@ func TestEventLogJetStream(t *testing.T) {
 	if got := c.EventLogJetStream(); got != want {
 		t.Fatalf("EventLogJetStream() = %+v, want %+v", got, want)
 	}
-	for _, k := range []string{"store.backend", "store.jetstream.urls", "store.jetstream.replicas"} {
+	for _, k := range []string{"store.backend", "store.jetstream.urls", "store.jetstream.replicas", "store.jetstream.open-timeout"} {
 		if !NeedsRestart(k) {
 			t.Errorf("NeedsRestart(%s) = false", k)
 		}
