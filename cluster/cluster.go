@@ -65,7 +65,9 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
-	kv, err := openBucket(ctx, js, &opts)
+	bctx, cancel := context.WithTimeout(ctx, opts.OpenTimeout)
+	kv, err := openBucket(bctx, js, &opts)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 )
@@ -70,6 +71,12 @@ type Options struct {
 	// Replicas of the membership bucket when this host creates it: 1, or 3
 	// on a three-node NATS cluster. Default 1.
 	Replicas int
+	// OpenTimeout bounds how long Open asks for the membership bucket while
+	// the NATS cluster cannot answer yet (forming, electing its leader,
+	// other hosts creating it at the same moment: internal/jsapi). It does
+	// not bound the wait for a previous run's key to expire (up to a
+	// LeaseTTL). Default 30 s.
+	OpenTimeout time.Duration
 	// Clock is the source of time of the lease (renewals, the give-up
 	// deadline, lease ages). Default subscription.RealClock().
 	Clock subscription.Clock
@@ -99,6 +106,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 1
+	}
+	if o.OpenTimeout == 0 {
+		o.OpenTimeout = jsapi.DefaultWait
 	}
 	if o.Clock == nil {
 		o.Clock = subscription.RealClock()

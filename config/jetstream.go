@@ -59,7 +59,8 @@ type JetStreamConfig struct {
 	// for each of its JetStream parts (the event
 	// log, the ledger, the modules' object store, the membership bucket) while the cluster cannot
 	// answer yet — one still forming or electing leaders, or other hosts creating the same streams at
-	// the same moment (default 30s).
+	// the same moment (default 30s). Not catching the ledger's cache up, nor waiting for the host's
+	// previous run's membership to expire.
 	OpenTimeout retry.Duration `toml:"open-timeout"`
 }
 

@@ -42,10 +42,8 @@ func (h *Host) openLedger(ctx context.Context, cfg *config.Config) error {
 	} else {
 		j := cfg.Store.JetStream
 		dir = cfg.LedgerCacheDir()
-		octx, cancel := openWithin(ctx, cfg)
-		defer cancel()
-		l, err := jsledger.Open(octx, h.NATS, jsledger.Options{Stream: j.Stream + "_LEDGER", Subject: j.Stream + "_LEDGER.tx",
-			Replicas: j.Replicas, Dir: dir, Space: h.Disk, Logger: h.log})
+		l, err := jsledger.Open(ctx, h.NATS, jsledger.Options{Stream: j.Stream + "_LEDGER", Subject: j.Stream + "_LEDGER.tx",
+			Replicas: j.Replicas, Dir: dir, Space: h.Disk, Logger: h.log, OpenTimeout: j.OpenTimeout.Std()})
 		if err != nil {
 			return &OpenError{Part: "ledger", Err: err}
 		}
@@ -78,14 +76,13 @@ func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock subscr
 	if err != nil {
 		return &OpenError{Part: "cluster", Err: err}
 	}
-	octx, cancel := openWithin(ctx, cfg)
-	defer cancel()
-	if h.Cluster, err = cluster.Open(octx, h.NATS, cluster.Options{
+	if h.Cluster, err = cluster.Open(ctx, h.NATS, cluster.Options{
 		Host: id, Address: cfg.ClusterAddress(), Version: buildinfo.Read().Version,
 		Ledger: h.Ledger, Engine: h.Engine, Subscriptions: h.Engine.Subscriptions(),
 		Partitions: cfg.Subscription.Partitions, LeaseTTL: cfg.Cluster.LeaseTTL.Std(),
 		Bucket: cfg.Store.JetStream.Stream + "_MEMBERS", Replicas: cfg.Store.JetStream.Replicas,
-		Clock: clock, Logger: h.log,
+		OpenTimeout: cfg.Store.JetStream.OpenTimeout.Std(),
+		Clock:       clock, Logger: h.log,
 	}); err != nil {
 		return &OpenError{Part: "cluster", Err: err}
 	}

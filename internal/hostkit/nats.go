@@ -48,9 +48,11 @@ func (h *Host) openEvents(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// openWithin bounds the opening of one JetStream part of the host by store.jetstream.open-timeout:
-// each waits that long for a cluster that cannot answer yet (forming, electing leaders, or other
-// hosts creating the same streams at this moment), each request bounded by connect-timeout.
+// openWithin bounds connecting to NATS, opening the event log and the modules' object store by
+// store.jetstream.open-timeout: each waits that long for a cluster that cannot answer yet (forming,
+// electing leaders, or other hosts creating the same streams at this moment). The ledger and the
+// cluster take the timeout as an option instead: it bounds finding their stream or bucket, not
+// catching the ledger's cache up or waiting for a previous run's membership to expire.
 func openWithin(ctx context.Context, cfg *config.Config) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, cfg.Store.JetStream.OpenTimeout.Std())
 }

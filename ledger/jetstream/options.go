@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/internal/jsapi"
 )
 
 // Options configure a Store. The zero value is a usable default; every host
@@ -38,6 +39,13 @@ type Options struct {
 	// for this host to apply it, and how long a View waits to catch up.
 	// Default (0): DefaultTimeout.
 	Timeout time.Duration
+
+	// OpenTimeout bounds how long Open asks for the stream while the NATS
+	// cluster cannot answer yet (forming, electing its leader, other hosts
+	// creating it at the same moment: internal/jsapi). It does not bound
+	// catching the cache up with the stream, which takes as long as the
+	// stream's tail (Open's context does). Default (0): 30 s.
+	OpenTimeout time.Duration
 
 	// MaxAttempts bounds how often Update runs its closure when
 	// transactions of other hosts that committed first keep conflicting
@@ -104,6 +112,9 @@ func (o Options) resolved() (Options, error) {
 	case 1, 3:
 	default:
 		return o, fmt.Errorf("ledger/jetstream: replicas %d: want 1 or 3", o.Replicas)
+	}
+	if o.OpenTimeout == 0 {
+		o.OpenTimeout = jsapi.DefaultWait
 	}
 	if o.Timeout < 0 || o.MaxAttempts < 0 {
 		return o, fmt.Errorf("ledger/jetstream: negative timeout %v or max attempts %d", o.Timeout, o.MaxAttempts)

@@ -118,11 +118,15 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger/jetstream: %w", err)
 	}
-	stream, err := createStream(ctx, js, o)
+	// Asking for the stream is bounded by OpenTimeout; catching up with it
+	// (restoring a snapshot, applying the tail) only by ctx.
+	actx, cancel := context.WithTimeout(ctx, o.OpenTimeout)
+	defer cancel()
+	stream, err := createStream(actx, js, o)
 	if err != nil {
 		return nil, err
 	}
-	info, err := request(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return stream.Info(ctx) })
+	info, err := request(actx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return stream.Info(ctx) })
 	if err != nil {
 		return nil, fmt.Errorf("ledger/jetstream: stream %s: %w", o.Stream, err)
 	}
