@@ -28,6 +28,7 @@ func Default() *Config {
 			Backend: BackendBadger, JetStream: JetStreamConfig{
 				URLs: []string{DefaultNATSURL}, Stream: jetstream.DefaultStream, SubjectPrefix: jetstream.DefaultPrefix,
 				Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout, OpenTimeout: DefaultNATSOpenTimeout,
+				LedgerCompactEvery: DefaultLedgerCompactEvery, LedgerCompactKeep: DefaultLedgerCompactKeep,
 			}},
 		Cluster: ClusterConfig{LeaseTTL: DefaultLeaseTTL},
 		Jobs:    JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
@@ -150,6 +151,11 @@ connect-timeout = "5s"
 # How long the host waits at start for NATS to take connections, and for each of its streams and
 # buckets while the cluster cannot answer yet (forming, electing leaders, other hosts creating them).
 open-timeout = "30s"
+# Transactions past the last compaction point that make a host snapshot the ledger's cache and purge
+# its stream before the point; 0 for never.
+ledger-compact-every = 100000
+# Transactions before a compaction point the purge leaves, for hosts a little behind.
+ledger-compact-keep = 10000
 
 # This host's place among the hosts of one deployment, when store.backend is "jetstream": they share
 # the partitions of every subscription, and one of them at a time runs the jobs and the webhooks.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/berthhq/berth/eventlog/jetstream"
+	jsledger "github.com/berthhq/berth/ledger/jetstream"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -23,6 +24,10 @@ const (
 	DefaultNATSURL            = "nats://127.0.0.1:4222"
 	DefaultNATSConnectTimeout = retry.Duration(5e9)
 	DefaultNATSOpenTimeout    = retry.Duration(30e9)
+	// DefaultLedgerCompactEvery and DefaultLedgerCompactKeep are the ledger stream's compaction
+	// (ledger/jetstream's own defaults).
+	DefaultLedgerCompactEvery = jsledger.DefaultCompactEvery
+	DefaultLedgerCompactKeep  = jsledger.DefaultCompactKeep
 )
 
 // JetStreamConfig is [store.jetstream]: the NATS connection and the stream of the event log when
@@ -62,6 +67,13 @@ type JetStreamConfig struct {
 	// the same moment (default 30s). Not catching the ledger's cache up, nor waiting for the host's
 	// previous run's membership to expire.
 	OpenTimeout retry.Duration `toml:"open-timeout"`
+	// LedgerCompactEvery is how many transactions past the last compaction point make a host compact
+	// the ledger's stream: snapshot its cache to <stream>_LEDGER_SNAPSHOTS and purge the stream
+	// before the point (default 100000; 0: never, and the stream grows for ever).
+	LedgerCompactEvery int `toml:"ledger-compact-every"`
+	// LedgerCompactKeep is how many transactions before a compaction point the purge leaves, for
+	// hosts running a little behind (default 10000; at least 1, fewer than ledger-compact-every).
+	LedgerCompactKeep int `toml:"ledger-compact-keep"`
 }
 
 func (s StoreConfig) validateBackend(p *problems, at keyPath) {
@@ -106,6 +118,23 @@ func (j JetStreamConfig) validate(p *problems, at keyPath) {
 	}
 	positiveDuration(p, at.key("connect-timeout"), j.ConnectTimeout)
 	positiveDuration(p, at.key("open-timeout"), j.OpenTimeout)
+	switch {
+	case j.LedgerCompactEvery < 0:
+		p.add(at.key("ledger-compact-every"), strconv.Itoa(j.LedgerCompactEvery), "must be 0 (never) or more")
+	case j.LedgerCompactKeep < 1:
+		p.add(at.key("ledger-compact-keep"), strconv.Itoa(j.LedgerCompactKeep), "must be at least 1")
+	case j.LedgerCompactEvery > 0 && j.LedgerCompactKeep >= j.LedgerCompactEvery:
+		p.add(at.key("ledger-compact-keep"), strconv.Itoa(j.LedgerCompactKeep), "must be less than ledger-compact-every (%d)", j.LedgerCompactEvery)
+	}
+}
+
+// LedgerCompaction returns ledger/jetstream's CompactEvery and CompactKeep from [store.jetstream]
+// (a CompactEvery of -1 for ledger-compact-every 0: never).
+func (j JetStreamConfig) LedgerCompaction() (every, keep int) {
+	if j.LedgerCompactEvery == 0 {
+		return -1, j.LedgerCompactKeep
+	}
+	return j.LedgerCompactEvery, j.LedgerCompactKeep
 }
 
 // EventLogJetStream returns the options of the JetStream event log from [store.jetstream]; the host

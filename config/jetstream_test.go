@@ -31,6 +31,7 @@ subject-prefix = "berth.>"
 replicas = 2
 connect-timeout = "0s"
 open-timeout = "-1s"
+ledger-compact-every = -1
 `, []string{
 			`berth.toml:4: store.jetstream.urls[1]: "http://b:4222": scheme must be nats, tls, ws or wss`,
 			`berth.toml:4: store.jetstream.urls[2]: "nats://": has no host`,
@@ -41,7 +42,13 @@ open-timeout = "-1s"
 			`berth.toml:10: store.jetstream.replicas: 2: must be 1 or 3`,
 			`berth.toml:11: store.jetstream.connect-timeout: "0s": must be more than 0`,
 			`berth.toml:12: store.jetstream.open-timeout: "-1s": must not be negative`,
+			`berth.toml:13: store.jetstream.ledger-compact-every: -1: must be 0 (never) or more`,
 		}},
+		{"compaction keeps fewer than it compacts", "[store]\nbackend = \"jetstream\"\n[store.jetstream]\nledger-compact-every = 100\nledger-compact-keep = 100\n",
+			[]string{`berth.toml:5: store.jetstream.ledger-compact-keep: 100: must be less than ledger-compact-every (100)`}},
+		{"compaction keeps something", "[store]\nbackend = \"jetstream\"\n[store.jetstream]\nledger-compact-keep = 0\n",
+			[]string{`berth.toml:4: store.jetstream.ledger-compact-keep: 0: must be at least 1`}},
+		{"never compacting keeps any number", "[store]\nbackend = \"jetstream\"\n[store.jetstream]\nledger-compact-every = 0\nledger-compact-keep = 200000\n", nil},
 		{"no urls", "[store]\nbackend = \"jetstream\"\n[store.jetstream]\nurls = []\n",
 			[]string{`berth.toml:4: store.jetstream.urls: []: must name at least one NATS server`}},
 	}

@@ -42,8 +42,10 @@ func (h *Host) openLedger(ctx context.Context, cfg *config.Config) error {
 	} else {
 		j := cfg.Store.JetStream
 		dir = cfg.LedgerCacheDir()
+		every, keep := j.LedgerCompaction()
 		l, err := jsledger.Open(ctx, h.NATS, jsledger.Options{Stream: j.Stream + "_LEDGER", Subject: j.Stream + "_LEDGER.tx",
-			Replicas: j.Replicas, Dir: dir, Space: h.Disk, Logger: h.log, OpenTimeout: j.OpenTimeout.Std()})
+			Replicas: j.Replicas, Dir: dir, Space: h.Disk, Logger: h.log, OpenTimeout: j.OpenTimeout.Std(),
+			CompactEvery: every, CompactKeep: keep})
 		if err != nil {
 			return &OpenError{Part: "ledger", Err: err}
 		}
