@@ -92,7 +92,17 @@ func (c *Cluster) URLs() string {
 // in a temporary directory; it is shut down when the test ends.
 func RunServer(t testing.TB) *Node {
 	t.Helper()
+	return RunServerWith(t, nil)
+}
+
+// RunServerWith is RunServer with the server's options changed by mutate
+// first (authentication, TLS) when it is not nil.
+func RunServerWith(t testing.TB, mutate func(*server.Options)) *Node {
+	t.Helper()
 	n := &Node{t: t, opts: baseOptions(t, "n1")}
+	if mutate != nil {
+		mutate(&n.opts)
+	}
 	n.start()
 	t.Cleanup(n.Shutdown)
 	return n
