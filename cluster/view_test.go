@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
 )
 
@@ -24,6 +25,8 @@ func TestViewAccessors(t *testing.T) {
 	if err := h.c.Reachable(t.Context()); err != nil {
 		t.Fatalf("Reachable with the node up: %v", err)
 	}
+	// The host's view of the members fills in from its watcher, after Open.
+	checkfor.Cond(t, 10*time.Second, 5*time.Millisecond, "the host to see itself", func() bool { return len(h.c.Members()) == 1 })
 	n.Shutdown()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
