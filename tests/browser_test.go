@@ -30,17 +30,28 @@ func newBrowser(t *testing.T, within time.Duration, extra ...chromedp.ExecAlloca
 		chromedp.WindowSize(1400, 900),
 	)
 	opts = append(opts, extra...)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(cancelCtx)
-	ctx, cancel := context.WithTimeout(ctx, within)
-	t.Cleanup(cancel)
-	// Start the browser now, so that its start is not charged to the first step.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
+	// Start the browser now, so that its start is not charged to the first
+	// step. A loaded machine has seen chromium exit before it served its
+	// DevTools ("chrome failed to start"): that is the machine's, not the
+	// console's, so it is tried again, twice at most.
+	var err error
+	for try := range 3 {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+		ctx, cancel := context.WithTimeout(ctx, within)
+		if err = chromedp.Do(ctx); err == nil {
+			t.Cleanup(cancelAlloc)
+			t.Cleanup(cancelCtx)
+			t.Cleanup(cancel)
+			return ctx
+		}
+		cancel()
+		cancelCtx()
+		cancelAlloc()
+		t.Logf("start chromium (try %d): %v", try+1, err)
 	}
-	return ctx
+	t.Fatalf("start chromium: %v", err)
+	return nil
 }
 
 // evaluate runs js in the page and returns its string result, failing the
