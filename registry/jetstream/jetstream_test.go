@@ -74,9 +74,12 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	go b.Watch(ctx, func(name string) { mu.Lock(); seen = append(seen, name); mu.Unlock() })
-	// The watcher starts after Watch subscribed; store until it sees one.
+	// The watcher starts after Watch subscribed; store versions until it
+	// sees one.
+	version := 0
 	checkfor.Cond(t, 10*time.Second, 50*time.Millisecond, "b to see a's upload", func() bool {
-		if err := a.Store(ctx, registry.StoredModule{Name: "m", Version: 1, SHA256: "x", Size: 1}, []byte{0}, 10); err != nil {
+		version++
+		if err := a.Store(ctx, registry.StoredModule{Name: "m", Version: version, SHA256: "x", Size: 1}, []byte{0}, 10); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
