@@ -104,11 +104,18 @@ func Retry[T any](ctx context.Context, perTry time.Duration, fn func(context.Con
 // AwaitLeader returns once the stream named stream has a leader (at once
 // for a stream of one replica): a replicated stream just created, or one
 // whose leader's server is gone, answers no publish until then, and a part
-// that opened before would hand its first writes "no responders". It is
+// that opened before would hand its first writes "no responders". A stream
+// not found is waited for too: the caller has just made or found it, and a
+// server that has not applied its creation yet says so for a moment. It is
 // bounded as Retry is.
 func AwaitLeader(ctx context.Context, js jetstream.JetStream, stream string, perTry time.Duration) error {
 	_, err := Retry(ctx, perTry, func(ctx context.Context) (struct{}, error) {
 		s, err := js.Stream(ctx, stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			// The caller has just made or found it: a server that has not
+			// applied its creation yet answers "not found" for a moment.
+			return struct{}{}, fmt.Errorf("%w (not known yet to the server asked: %v)", errNoLeader, err)
+		}
 		if err != nil {
 			return struct{}{}, err
 		}

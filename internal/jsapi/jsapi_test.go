@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -83,4 +84,34 @@ func TestRetryAsksAgainWhileTransient(t *testing.T) {
 			t.Fatalf("Retry past the deadline: %v; want no responders, tried for …", err)
 		}
 	})
+}
+
+// TestAwaitLeaderWaitsForAStreamBeingCreated: a stream not known yet (its
+// creation not applied by the server asked) is waited for, and the wait
+// ends with the stream's leader once it exists.
+func TestAwaitLeaderWaitsForAStreamBeingCreated(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- AwaitLeader(t.Context(), js, "LATE", time.Second) }()
+	time.Sleep(300 * time.Millisecond) // the stream comes later than the wait starts
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "LATE", Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("AwaitLeader: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := AwaitLeader(ctx, js, "NEVER", time.Second); !errors.Is(err, jetstream.ErrNoStreamResponse) || !strings.Contains(err.Error(), "NEVER") {
+		t.Fatalf("AwaitLeader of a stream never made: %v", err)
+	}
 }
