@@ -50,7 +50,7 @@ func (r *Registry) Sync(ctx context.Context, name string) error {
 }
 
 // deployStored deploys a version the store already holds, unless it runs
-// here already.
+// here already — also one older than the one running here (see below).
 func (r *Registry) deployStored(ctx context.Context, m StoredModule, wasm []byte) error {
 	r.mu.Lock()
 	if d, ok := r.mods[m.Name]; ok && d.Version == m.Version && d.SHA256 == m.SHA256 {
@@ -65,10 +65,15 @@ func (r *Registry) deployStored(ctx context.Context, m StoredModule, wasm []byte
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.mods[m.Name]
-	if old != nil && old.Version >= m.Version {
-		mod.Close(ctx) // a newer one came meanwhile
+	if old != nil && old.Version == m.Version && old.SHA256 == m.SHA256 {
+		mod.Close(ctx) // deployed meanwhile
 		return nil
 	}
+	// An older version than the one running here is deployed too: the
+	// store's current one is what every host runs, and two hosts' uploads
+	// whose writes crossed leave the one stored last current, whatever its
+	// number. A Sync that read a state since overtaken is corrected by the
+	// next change's Sync: every write of a current version is watched.
 	d := &deployed{StoredModule: m, mod: mod}
 	if err := r.subscribe(ctx, d, old); err != nil {
 		mod.Close(ctx)
