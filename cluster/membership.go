@@ -66,7 +66,9 @@ func openBucket(ctx context.Context, js jetstream.JetStream, o *Options) (jetstr
 		// a TTL, long enough for any watcher to catch up.
 		LimitMarkerTTL: o.LeaseTTL,
 	}
-	kv, err := jsapi.Retry(ctx, openRequestTimeout, func(ctx context.Context) (jetstream.KeyValue, error) {
+	// The bucket is the stream KV_<bucket>: the first heartbeat would find
+	// no leader to answer it without the wait.
+	kv, err := jsapi.Ensure(ctx, js, "KV_"+o.Bucket, openRequestTimeout, func(ctx context.Context) (jetstream.KeyValue, error) {
 		kv, err := js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			return js.KeyValue(ctx, o.Bucket)
@@ -74,11 +76,6 @@ func openBucket(ctx context.Context, js jetstream.JetStream, o *Options) (jetstr
 		return kv, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
-	}
-	// The bucket is the stream KV_<bucket>: the first heartbeat would find
-	// no leader to answer it.
-	if err := jsapi.AwaitLeader(ctx, js, "KV_"+o.Bucket, openRequestTimeout); err != nil {
 		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
 	}
 	st, err := jsapi.Retry(ctx, openRequestTimeout, kv.Status)

@@ -131,6 +131,18 @@ func AwaitLeader(ctx context.Context, js jetstream.JetStream, stream string, per
 	return err
 }
 
+// Ensure creates or opens a JetStream asset with open, asked again as Retry
+// does, then waits for its stream to have a leader (AwaitLeader): a bucket
+// or object store whose first write would find none to answer it. stream is
+// the asset's stream: "KV_<bucket>", "OBJ_<bucket>", or a stream's name.
+func Ensure[T any](ctx context.Context, js jetstream.JetStream, stream string, perTry time.Duration, open func(context.Context) (T, error)) (T, error) {
+	v, err := Retry(ctx, perTry, open)
+	if err != nil {
+		return v, err
+	}
+	return v, AwaitLeader(ctx, js, stream, perTry)
+}
+
 // errNoLeader is AwaitLeader's transient "not yet": it wraps
 // ErrNoStreamResponse so that Transient takes it as one.
 var errNoLeader = fmt.Errorf("no leader elected yet: %w", jetstream.ErrNoStreamResponse)

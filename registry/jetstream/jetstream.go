@@ -77,26 +77,20 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("modules: jetstream: %w", err)
 	}
-	obj, err := jsapi.Retry(ctx, opts.Timeout, func(ctx context.Context) (jetstream.ObjectStore, error) {
+	// Each is a stream (OBJ_<bucket>, KV_<bucket>) whose first write would
+	// find no leader to answer it without the wait.
+	obj, err := jsapi.Ensure(ctx, js, "OBJ_"+opts.Bucket, opts.Timeout, func(ctx context.Context) (jetstream.ObjectStore, error) {
 		return js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: opts.Bucket, Replicas: opts.Replicas,
 			Description: "Berth modules and their versions"})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("modules: object store %s: %w", opts.Bucket, err)
 	}
-	// The bucket is the stream OBJ_<bucket>; its first put would find no
-	// leader to answer it.
-	if err := jsapi.AwaitLeader(ctx, js, "OBJ_"+opts.Bucket, opts.Timeout); err != nil {
-		return nil, fmt.Errorf("modules: object store %s: %w", opts.Bucket, err)
-	}
-	claims, err := jsapi.Retry(ctx, opts.Timeout, func(ctx context.Context) (jetstream.KeyValue, error) {
+	claims, err := jsapi.Ensure(ctx, js, "KV_"+claimsBucket(opts.Bucket), opts.Timeout, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: claimsBucket(opts.Bucket), Replicas: opts.Replicas,
 			Description: "Berth module version numbers taken, one key each"})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("modules: version claims %s: %w", claimsBucket(opts.Bucket), err)
-	}
-	if err := jsapi.AwaitLeader(ctx, js, "KV_"+claimsBucket(opts.Bucket), opts.Timeout); err != nil {
 		return nil, fmt.Errorf("modules: version claims %s: %w", claimsBucket(opts.Bucket), err)
 	}
 	return &Store{obj: obj, claims: claims}, nil
