@@ -15,7 +15,8 @@ import (
 )
 
 // Badger is the embedded Log, kept in a Badger database under one directory.
-// It is safe for concurrent use. Appends are serialised by a mutex, so the
+// It is safe for concurrent use. Appends are written by one caller at a
+// time, in groups of those waiting (group commit: append.go), so the
 // version check, the position assigned and the write are one step and the
 // positions have no gaps; reads run concurrently against Badger snapshots.
 type Badger struct {
@@ -27,9 +28,12 @@ type Badger struct {
 	life   sync.RWMutex
 	closed bool
 
-	// appendMu serialises appends.
-	appendMu sync.Mutex
-	// head is the position of the last commit; written under appendMu.
+	// queueMu guards the appends waiting to be written and whether one
+	// caller (the leader) is writing a group of them.
+	queueMu sync.Mutex
+	queue   []*pendingAppend
+	leading bool
+	// head is the position of the last commit; written by the leader only.
 	head atomic.Uint64
 
 	waitMu sync.Mutex
