@@ -13,21 +13,17 @@ import (
 // with SyncWrites, one fsync) takes from the queue of waiting appends.
 const maxGroup = 512
 
-// pendingAppend is one Append waiting in the group-commit queue.
+// pendingAppend is one Append in the group-commit queue; write records its
+// outcome in it.
 type pendingAppend struct {
-	ctx  context.Context
-	req  *AppendRequest
-	c    Commit
-	done chan appendResult // buffered: a leader never blocks on it
+	ctx context.Context
+	req *AppendRequest
+	c   Commit
+	err error
 }
 
-// appendResult is a pending append's outcome, or (lead) the word that its
-// caller is to write the next group, its own commit first.
-type appendResult struct {
-	c    Commit
-	err  error
-	lead bool
-}
+// errNotWritten is a pending append's outcome until its group is written.
+var errNotWritten = errors.New("eventlog: append: not written (the append that wrote its group failed)")
 
 // Append validates req, checks the aggregate's version and writes the commit
 // at the next position. The returned commit is what Read will return: Time
@@ -40,7 +36,9 @@ type appendResult struct {
 // the order they arrived, in one transaction: with SyncWrites they share
 // one fsync (group commit), so many clients cost little more than one.
 // Each is checked against the versions the ones before it in its group
-// wrote, and fails or succeeds on its own.
+// wrote, and fails or succeeds on its own. Once queued, an append is
+// written or refused by its group: it is not abandoned when ctx ends,
+// which is checked just before it is written.
 func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) {
 	if err := ctx.Err(); err != nil {
 		return Commit{}, err
@@ -53,48 +51,16 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 		return Commit{}, err
 	}
 	defer b.life.RUnlock()
-
-	p := &pendingAppend{ctx: ctx, req: &req, c: c, done: make(chan appendResult, 1)}
-	b.queueMu.Lock()
-	b.queue = append(b.queue, p)
-	lead := !b.leading
-	b.leading = true
-	b.queueMu.Unlock()
-	if !lead {
-		// Once queued, an append is written or refused by a leader: it is
-		// not abandoned on ctx, whose end the leader checks before writing.
-		if r := <-p.done; !r.lead {
-			return r.c, r.err
-		}
+	p := &pendingAppend{ctx: ctx, req: &req, c: c, err: errNotWritten}
+	b.appends.Do(p, b.write)
+	if p.err != nil {
+		return Commit{}, p.err
 	}
-	b.writeGroup()
-	r := <-p.done
-	return r.c, r.err
-}
-
-// writeGroup takes the waiting appends (the caller's first), writes them,
-// answers each, and hands the lead to the first append still waiting.
-func (b *Badger) writeGroup() {
-	b.queueMu.Lock()
-	n := min(len(b.queue), maxGroup)
-	group := b.queue[:n:n]
-	b.queue = b.queue[n:]
-	b.queueMu.Unlock()
-
-	b.write(group)
-
-	b.queueMu.Lock()
-	if len(b.queue) > 0 {
-		b.queue[0].done <- appendResult{lead: true}
-	} else {
-		b.leading = false
-		b.queue = nil
-	}
-	b.queueMu.Unlock()
+	return p.c, nil
 }
 
 // write writes group in as few transactions as Badger takes (one, unless
-// they are too large together) and answers each append.
+// they are too large together) and records each append's outcome.
 func (b *Badger) write(group []*pendingAppend) {
 	head := b.head.Load()
 	txn := b.db.NewTransaction(true)
@@ -107,11 +73,7 @@ func (b *Badger) write(group []*pendingAppend) {
 			err = fmt.Errorf("eventlog: append: %w", err)
 		}
 		for _, p := range written {
-			if err != nil {
-				p.done <- appendResult{err: err}
-				continue
-			}
-			p.done <- appendResult{c: p.c}
+			p.err = err
 		}
 		if err == nil && len(written) > 0 {
 			b.space.Wrote(wrote)
@@ -127,11 +89,11 @@ func (b *Badger) write(group []*pendingAppend) {
 	}
 	for _, p := range group {
 		if err := p.ctx.Err(); err != nil {
-			p.done <- appendResult{err: err}
+			p.err = err
 			continue
 		}
 		if err := b.space.Check(); err != nil {
-			p.done <- appendResult{err: fmt.Errorf("eventlog: append refused: %w", err)}
+			p.err = fmt.Errorf("eventlog: append refused: %w", err)
 			continue
 		}
 		n, dirty, err := b.set(txn, p, head+1)
@@ -148,9 +110,9 @@ func (b *Badger) write(group []*pendingAppend) {
 		}
 		switch {
 		case errors.Is(err, badger.ErrTxnTooBig):
-			p.done <- appendResult{err: fmt.Errorf("%w: commit of %d events is too large for one transaction (raise MemTableSize)", ErrInvalid, len(p.c.Events))}
+			p.err = fmt.Errorf("%w: commit of %d events is too large for one transaction (raise MemTableSize)", ErrInvalid, len(p.c.Events))
 		case err != nil:
-			p.done <- appendResult{err: err}
+			p.err = err
 		default:
 			written = append(written, p)
 			wrote += n

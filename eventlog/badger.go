@@ -11,6 +11,7 @@ import (
 
 	"github.com/berthhq/berth/internal/badgerdb"
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/internal/groupcommit"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -28,12 +29,9 @@ type Badger struct {
 	life   sync.RWMutex
 	closed bool
 
-	// queueMu guards the appends waiting to be written and whether one
-	// caller (the leader) is writing a group of them.
-	queueMu sync.Mutex
-	queue   []*pendingAppend
-	leading bool
-	// head is the position of the last commit; written by the leader only.
+	// appends is the group-commit queue every Append goes through.
+	appends *groupcommit.Queue[*pendingAppend]
+	// head is the position of the last commit; written by appends' writer.
 	head atomic.Uint64
 
 	waitMu sync.Mutex
@@ -59,7 +57,8 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Badger{db: db, space: opts.Space, changed: make(chan struct{}), done: make(chan struct{})}
+	b := &Badger{db: db, space: opts.Space, changed: make(chan struct{}), done: make(chan struct{}),
+		appends: groupcommit.New[*pendingAppend](maxGroup)}
 	head, err := b.recover()
 	if err != nil {
 		_ = db.Close(context.Background())
