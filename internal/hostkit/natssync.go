@@ -61,14 +61,11 @@ func askServersSync(nc *nats.Conn, wait time.Duration) (servers []serverSync, ok
 			break
 		}
 		m, err := sub.NextMsg(left)
-		if errors.Is(err, nats.ErrNoResponders) {
+		if errors.Is(err, nats.ErrNoResponders) { // nothing in the host's account answers $SYS
 			return nil, false
 		}
 		if err != nil {
 			break
-		}
-		if len(m.Data) == 0 && m.Header.Get("Status") == "503" { // no responders
-			return nil, false
 		}
 		answered++
 		var r struct {
