@@ -64,15 +64,34 @@ func (e *env) sharedHost() *host {
 	return h
 }
 
-// serve runs h's Serve until the returned stop, which waits for it.
+// serve runs h's Serve, unfenced, until the returned stop, which waits for
+// it.
 func (h *host) serve() (stop func()) {
+	stop, _ = h.serveAs(ledger.DutyFence{})
+	return stop
+}
+
+// serveAs runs h's Serve under fence until the returned stop, which waits
+// for it; returned is closed when Serve returns.
+func (h *host) serveAs(fence ledger.DutyFence) (stop func(), returned <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.r.Serve(ctx)
+		h.r.Serve(ctx, fence)
 	}()
-	return func() { cancel(); <-done }
+	return func() { cancel(); <-done }, done
+}
+
+// claim claims the jobs duty for host in the ledger at the next epoch, as
+// a cluster host does when its term starts.
+func (e *env) claim(host string) ledger.DutyFence {
+	e.t.Helper()
+	f, _, err := ledger.TakeDuty(context.Background(), e.store, "jobs", host)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return f
 }
 
 // drive advances the clock a second at a time until cond holds.
@@ -186,5 +205,61 @@ func TestSharedCancelElsewhere(t *testing.T) {
 	}
 	if got, _ := a.r.Get(ctx, j.ID); got.State != ledger.JobCancelled || got.Done != cancelled.Done {
 		t.Errorf("stored after b stopped: %+v; want it as cancelled: %+v", got, cancelled)
+	}
+}
+
+// TestSharedFencedHandover: the jobs duty moves while its old holder is
+// still in an action that does not stop (the timing failed: a clock that
+// jumped, an engine slower than the margin). The new holder claims the
+// duty, settles the record in flight — still parked, so it acts on it —
+// and finishes the job; the old holder's late action finds the record gone,
+// its write of progress is refused (fenced), it acts on nothing more and
+// its Serve returns. Every record is acted on once, counted done once.
+func TestSharedFencedHandover(t *testing.T) {
+	e := newEnv(t)
+	e.park("A.h", 6, "X")
+	a, b := e.sharedHost(), e.sharedHost()
+	release := make(chan struct{})
+	a.eng.block = map[string]chan struct{}{"A-02": release}
+	stopA, aReturned := a.serveAs(e.claim("a"))
+	defer stopA()
+	ctx := context.Background()
+	j, err := a.r.Create(ctx, jobs.Spec{Action: ledger.JobResume, Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drive("a in its action on A-02", func() bool { return len(a.eng.called()) == 3 })
+
+	stopB, _ := b.serveAs(e.claim("b")) // the duty moved; a goes on, unaware
+	defer stopB()
+	e.drive("the job done on b", func() bool {
+		got, err := b.r.Get(ctx, j.ID)
+		return err == nil && got.State == ledger.JobDone
+	})
+	close(release)
+	select {
+	case <-aReturned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a's Serve did not stop once fenced")
+	}
+	if n := a.log.count("job stopped here: the jobs duty moved to another host"); n != 1 {
+		t.Errorf("a logged its fenced stop %d times", n)
+	}
+	if got := a.eng.called(); len(got) != 3 {
+		t.Errorf("a acted on %v; want nothing after A-02", got)
+	}
+	seen := map[string]bool{}
+	for _, c := range append(a.eng.acted(), b.eng.acted()...) {
+		if seen[c] {
+			t.Errorf("%s twice", c)
+		}
+		seen[c] = true
+	}
+	got, _ := b.r.Get(ctx, j.ID)
+	if len(seen) != 6 || got.Done != 6 || got.Gone != 0 || got.Failed != 0 || got.InFlight != nil {
+		t.Fatalf("after the fenced handover: %+v; %d records acted on", got, len(seen))
+	}
+	if e.parked() != 0 {
+		t.Fatalf("%d records still parked", e.parked())
 	}
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -93,4 +94,25 @@ func (t *KVTx) FenceDuty(duty, host string, epoch uint64) error {
 			ErrFenced, duty, was, at, host, epoch))
 	}
 	return nil
+}
+
+// TakeDuty claims duty for host in st at the epoch after the stored claim's,
+// in one transaction, whoever held it: a host takes a duty once it holds
+// its lease, which the previous holder's has ended. It returns the claim,
+// for the work to check, and the host that held it before ("" if none).
+func TakeDuty(ctx context.Context, st Store, duty, host string) (DutyFence, string, error) {
+	var f DutyFence
+	var was string
+	err := st.Update(ctx, func(tx Tx) error {
+		h, e, err := tx.DutyHolder(duty)
+		if err != nil {
+			return err
+		}
+		was, f = h, DutyFence{Duty: duty, Host: host, Epoch: e + 1}
+		return tx.ClaimDuty(f.Duty, f.Host, f.Epoch)
+	})
+	if err != nil {
+		return DutyFence{}, "", err
+	}
+	return f, was, nil
 }

@@ -89,7 +89,8 @@ func testPartitionOwner(t *testing.T, open Opener) {
 
 // testDutyHolder: a duty's claim needs a later epoch, FenceDuty fails a
 // whole transaction for anyone but the holder at its epoch, duties are
-// apart from each other and from partitions, and the zero DutyFence holds.
+// apart from each other and from partitions, the zero DutyFence holds, and
+// TakeDuty claims at the next epoch.
 func testDutyHolder(t *testing.T, open Opener) {
 	s := openNew(t, open)
 	ctx := context.Background()
@@ -160,6 +161,14 @@ func testDutyHolder(t *testing.T, open Opener) {
 		}
 		return nil
 	})
+	// TakeDuty claims at the next epoch, whoever held it.
+	if f, was, err := ledger.TakeDuty(ctx, s, "jobs", "host-c"); err != nil || was != "host-b" ||
+		f != (ledger.DutyFence{Duty: "jobs", Host: "host-c", Epoch: 3}) {
+		t.Fatalf("TakeDuty = %+v, %q, %v; want host-c at 3, from host-b", f, was, err)
+	}
+	if err := s.Update(ctx, b.Check); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("host-b's check after host-c took the duty: %v, want ErrFenced", err)
+	}
 	for _, bad := range []func(tx ledger.Tx) error{
 		func(tx ledger.Tx) error { return tx.ClaimDuty("", "h", 1) },
 		func(tx ledger.Tx) error { return tx.ClaimDuty("jobs", "", 9) },
