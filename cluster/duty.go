@@ -131,17 +131,17 @@ func (c *Cluster) Duty(ctx context.Context, name string, fn DutyFunc) (*Duty, er
 func (d *Duty) follow(ctx context.Context) {
 	for {
 		if term := d.lease.current(); term != nil {
-			if fence, ok := d.claim(term); ok {
+			if fence, was, ok := d.claim(term); ok {
 				d.fence.Store(&fence)
 				d.held.Store(true)
-				d.opts.Logger.Info("cluster: duty taken", "duty", d.name, "host", d.opts.Host, "epoch", fence.Epoch)
+				d.opts.Logger.Info("cluster: duty taken", "duty", d.name, "host", d.opts.Host, "epoch", fence.Epoch, "from", was)
 				d.fn(term, fence)
-				<-term.Done()
-				d.held.Store(false)
+			}
+			<-term.Done()
+			if d.held.Swap(false) {
 				d.fence.Store(nil)
 				d.opts.Logger.Info("cluster: duty given up", "duty", d.name, "host", d.opts.Host)
 			}
-			<-term.Done()
 			continue
 		}
 		select {
@@ -154,16 +154,16 @@ func (d *Duty) follow(ctx context.Context) {
 
 // claim claims the duty in the ledger for this term, at the epoch after the
 // stored claim's, trying again every retry interval (the ledger may be
-// briefly away) until it lands or the term ends (false).
-func (d *Duty) claim(term context.Context) (ledger.DutyFence, bool) {
+// briefly away) until it lands or the term ends (false). It returns the
+// claim and the host that held the duty before.
+func (d *Duty) claim(term context.Context) (ledger.DutyFence, string, bool) {
 	for {
 		f, was, err := ledger.TakeDuty(term, d.ledger, d.name, d.opts.Host)
 		if err == nil {
-			d.opts.Logger.Info("cluster: duty claimed", "duty", d.name, "epoch", f.Epoch, "from", was)
-			return f, true
+			return f, was, true
 		}
 		if term.Err() != nil {
-			return ledger.DutyFence{}, false
+			return ledger.DutyFence{}, "", false
 		}
 		d.opts.Logger.Warn("cluster: claim duty; trying again", "duty", d.name, "err", err)
 		t := d.opts.Clock.NewTimer(d.opts.retryEvery())
@@ -171,7 +171,7 @@ func (d *Duty) claim(term context.Context) (ledger.DutyFence, bool) {
 		case <-t.C():
 		case <-term.Done():
 			t.Stop()
-			return ledger.DutyFence{}, false
+			return ledger.DutyFence{}, "", false
 		}
 	}
 }
