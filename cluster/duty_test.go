@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,4 +278,43 @@ func TestDutyFencesTheOldHolder(t *testing.T) {
 		t.Fatalf("the new holder's write: %v", err)
 	}
 	log.assertSerial(t)
+}
+
+// refusingStore is a real ledger whose Updates fail while refuse is set,
+// counting the refusals: a ledger briefly out of reach.
+type refusingStore struct {
+	ledger.Store
+	refuse  atomic.Bool
+	refused atomic.Int32
+}
+
+func (s *refusingStore) Update(ctx context.Context, fn func(ledger.Tx) error) error {
+	if s.refuse.Load() {
+		s.refused.Add(1)
+		return errors.New("the ledger is out of reach")
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// TestDutyWorkWaitsForItsClaim: a host that takes a duty's lease while the
+// ledger refuses its claim does not start the work; it tries the claim
+// again, and the work starts under the claim once it lands.
+func TestDutyWorkWaitsForItsClaim(t *testing.T) {
+	st := &refusingStore{Store: openLedger(t)}
+	st.refuse.Store(true)
+	var log dutyLog
+	h := startHost(t, natstest.RunServer(t).URL(), "solo", st, Options{LeaseTTL: 2 * time.Second})
+	d, err := h.c.Duty(t.Context(), "jobs", log.work("solo", time.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Cond(t, 5*time.Second, time.Millisecond, "the claim refused twice", func() bool { return st.refused.Load() >= 2 })
+	if len(log.running()) != 0 || d.Held() || d.Fence().Fenced() {
+		t.Fatalf("the work runs without a claim: %v, held %v", log.running(), d.Held())
+	}
+	st.refuse.Store(false)
+	checkfor.Cond(t, 5*time.Second, time.Millisecond, "the work running", func() bool { return len(log.running()) == 1 })
+	if span, _ := log.last("solo"); span.epoch != 1 || d.Fence().Epoch != 1 {
+		t.Fatalf("the work runs at epoch %d (fence %+v), want 1", span.epoch, d.Fence())
+	}
 }
