@@ -236,8 +236,10 @@ func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job, fence ledger
 	case err != nil:
 		return err
 	default:
-		if err := r.save(ctx, j, fence); err != nil {
-			return err
+		if fence.Fenced() {
+			if err := r.save(ctx, j, fence); err != nil {
+				return err
+			}
 		}
 		r.act(ctx, j, rec)
 		if ctx.Err() != nil {
