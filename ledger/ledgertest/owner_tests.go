@@ -118,8 +118,8 @@ func testDutyHolder(t *testing.T, open Opener) {
 	update(t, s, func(tx ledger.Tx) error { return tx.ClaimDuty(b.Duty, b.Host, b.Epoch) })
 
 	// The old holder's write is fenced off whole, even if its closure
-	// ignores the error; so is a read-only check (the webhooks' before a
-	// send); the new holder's goes through.
+	// ignores the error; a check alone fails too, in an Update or a View
+	// (the webhooks' before a send); the new holder's goes through.
 	err := s.Update(ctx, func(tx ledger.Tx) error {
 		_ = a.Check(tx)
 		return tx.SetMeta("~jobs", "k", []byte("late"))
@@ -129,6 +129,12 @@ func testDutyHolder(t *testing.T, open Opener) {
 	}
 	if err := s.Update(ctx, a.Check); !errors.Is(err, ledger.ErrFenced) {
 		t.Fatalf("the old holder's check: %v, want ErrFenced", err)
+	}
+	if err := s.View(ctx, a.Check); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("the old holder's check in a View: %v, want ErrFenced", err)
+	}
+	if err := s.View(ctx, b.Check); err != nil {
+		t.Fatalf("the new holder's check in a View: %v", err)
 	}
 	for _, f := range []ledger.DutyFence{
 		{Duty: "jobs", Host: "host-a", Epoch: 2}, {Duty: "jobs", Host: "host-b", Epoch: 1},

@@ -194,8 +194,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // RunFenced is Run for the host holding a cluster's webhooks duty, under
 // the duty's claim: every ledger write of the dispatcher checks fence (the
-// hooks' cursors, the outbox's acknowledgement), and so does a ledger
-// transaction right before each delivery is sent. Once another host has
+// hooks' cursors, the outbox's acknowledgement), and so does a read of the
+// ledger right before each delivery is sent. Once another host has
 // claimed the duty, the ledger refuses them (ledger.ErrFenced): nothing
 // more is sent from here, and RunFenced returns that error. The zero fence
 // fences nothing (Run).

@@ -34,8 +34,9 @@
 //
 // In a cluster one host at a time dispatches (the webhooks duty), under the
 // duty's claim in the ledger ([Dispatcher.RunFenced]): every cursor write
-// and acknowledgement checks it, and so does a transaction right before
-// each delivery is sent, so a host whose duty moved on sends nothing more.
+// and acknowledgement checks it, and so does a read of the ledger right
+// before each delivery is sent, so a host whose duty moved on sends nothing
+// more.
 // A request already on the wire when the duty moved may still arrive: the
 // new holder sends that notification again (at least once, as above).
 //

@@ -327,15 +327,17 @@ func (w *worker) doneLocked(seq uint64) {
 	w.cursor = max(w.cursor, seq)
 }
 
-// claim checks, in a ledger transaction, that the Run's fence still holds
-// right before a delivery is sent: a host whose webhooks duty moved on
-// sends nothing more. Unfenced (a single host), it reads nothing.
+// claim checks that the Run's fence still holds right before a delivery is
+// sent: a host whose webhooks duty moved on sends nothing more. A View is
+// enough: it reads the ledger as current as an Update would (a shared
+// ledger catches up first), without queueing behind this host's writes.
+// Unfenced (a single host), it reads nothing.
 func (w *worker) claim(ctx context.Context) bool {
 	fence := w.d.runFence()
 	if !fence.Fenced() {
 		return true
 	}
-	err := w.d.store.Update(ctx, fence.Check)
+	err := w.d.store.View(ctx, fence.Check)
 	if err != nil && !w.d.checkFenced(err) {
 		w.storeError(ctx, "checking the webhooks duty", err)
 	}
