@@ -66,5 +66,8 @@
 // a duty, held by whichever host owns the key "duty.<name>" in the
 // membership bucket, by the same lease as a membership (duty.go). The
 // members' watcher watches one-token keys only, so a duty's key is never
-// taken for a host.
+// taken for a host. Each term of a duty's lease starts with a claim in the
+// ledger at the next epoch (ledger.Tx.ClaimDuty), and the duty's work
+// fences every ledger write with it (ledger.DutyFence), as the engine
+// fences a partition's: a host whose duty moved on cannot act for it.
 package cluster

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/berthhq/berth/ledger"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -28,17 +29,26 @@ import (
 // expired: a holder that stopped renewing (killed, cut off) is replaced
 // within the TTL plus a third of it, a holder that closed at once.
 //
-// Unlike partitions, a duty has no fencing: its work must tolerate a
-// moment's overlap should the timing fail anyway (a clock that jumped, work
-// slower than Margin to stop) — jobs settle the record in flight again, and
-// webhooks are at least once.
+// Like a partition, a duty is fenced in the ledger: at the start of each
+// term, before its work runs, the host claims the duty there at the stored
+// epoch + 1 (ledger.Tx.ClaimDuty), and the work gets that claim
+// (ledger.DutyFence) to check in every transaction it writes. Should the
+// timing fail (a clock that jumped, work slower than Margin to stop), the
+// old holder's writes fail with ledger.ErrFenced once the new holder has
+// claimed: a job does not put its next record in flight, a webhook is not
+// sent, and neither records progress. What the old holder had begun
+// before the claim (a resume in the engine, a request on the wire) may
+// still land: jobs settle the record in flight, webhooks are at least
+// once.
 
-// DutyFunc is a duty's work. It is called when this host takes the duty,
-// with a context that ends when the host loses or gives it up, and must
-// return within Options.Margin of that (before another host may take the
-// duty over). If it returns earlier, the host holds the duty idle until the
-// term ends; it is called again at the next term.
-type DutyFunc func(ctx context.Context)
+// DutyFunc is a duty's work. It is called when this host takes the duty and
+// has claimed it in the ledger, with a context that ends when the host
+// loses or gives it up, and the claim, which every ledger write of the
+// work checks (fence.Check). It must return within Options.Margin of the
+// context's end (before another host may take the duty over). If it
+// returns earlier, the host holds the duty idle until the term ends; it is
+// called again, with a new claim, at the next term.
+type DutyFunc func(ctx context.Context, fence ledger.DutyFence)
 
 // dutyPrefix starts every duty's key.
 const dutyPrefix = "duty."
@@ -47,14 +57,16 @@ const dutyPrefix = "duty."
 // the goroutine that runs the work while the lease holds. Its methods are
 // safe for concurrent use.
 type Duty struct {
-	name  string
-	kv    jetstream.KeyValue
-	lease *lease
-	fn    DutyFunc
-	opts  *Options
-	stats counters // the lease's; not the cluster's
+	name   string
+	kv     jetstream.KeyValue
+	ledger ledger.Store
+	lease  *lease
+	fn     DutyFunc
+	opts   *Options
+	stats  counters // the lease's; not the cluster's
 
 	held     atomic.Bool
+	fence    atomic.Pointer[ledger.DutyFence] // the claim of the term the work runs in
 	cancel   context.CancelFunc
 	leased   chan struct{} // lease.run returned
 	watched  chan struct{} // watch returned
@@ -84,7 +96,7 @@ func (c *Cluster) Duty(ctx context.Context, name string, fn DutyFunc) (*Duty, er
 			return nil, fmt.Errorf("%w: duty %q twice", errOptions, name)
 		}
 	}
-	d := &Duty{name: name, kv: c.kv, fn: fn, opts: &c.opts,
+	d := &Duty{name: name, kv: c.kv, ledger: c.opts.Ledger, fn: fn, opts: &c.opts,
 		leased: make(chan struct{}), watched: make(chan struct{}), followed: make(chan struct{})}
 	info := memberInfo{Host: c.opts.Host, Address: c.opts.Address, Version: c.opts.Version, Started: c.opts.Clock.Now()}
 	d.lease = newLease(c.kv, dutyPrefix+name, &c.opts, info, &d.stats, c.opts.renewEvery())
@@ -119,18 +131,47 @@ func (c *Cluster) Duty(ctx context.Context, name string, fn DutyFunc) (*Duty, er
 func (d *Duty) follow(ctx context.Context) {
 	for {
 		if term := d.lease.current(); term != nil {
-			d.held.Store(true)
-			d.opts.Logger.Info("cluster: duty taken", "duty", d.name, "host", d.opts.Host)
-			d.fn(term)
+			if fence, was, ok := d.claim(term); ok {
+				d.fence.Store(&fence)
+				d.held.Store(true)
+				d.opts.Logger.Info("cluster: duty taken", "duty", d.name, "host", d.opts.Host, "epoch", fence.Epoch, "from", was)
+				d.fn(term, fence)
+			}
 			<-term.Done()
-			d.held.Store(false)
-			d.opts.Logger.Info("cluster: duty given up", "duty", d.name, "host", d.opts.Host)
+			if d.held.Swap(false) {
+				d.fence.Store(nil)
+				d.opts.Logger.Info("cluster: duty given up", "duty", d.name, "host", d.opts.Host)
+			}
 			continue
 		}
 		select {
 		case <-d.lease.changed:
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// claim claims the duty in the ledger for this term, at the epoch after the
+// stored claim's, trying again every retry interval (the ledger may be
+// briefly away) until it lands or the term ends (false). It returns the
+// claim and the host that held the duty before.
+func (d *Duty) claim(term context.Context) (ledger.DutyFence, string, bool) {
+	for {
+		f, was, err := ledger.TakeDuty(term, d.ledger, d.name, d.opts.Host)
+		if err == nil {
+			return f, was, true
+		}
+		if term.Err() != nil {
+			return ledger.DutyFence{}, "", false
+		}
+		d.opts.Logger.Warn("cluster: claim duty; trying again", "duty", d.name, "err", err)
+		t := d.opts.Clock.NewTimer(d.opts.retryEvery())
+		select {
+		case <-t.C():
+		case <-term.Done():
+			t.Stop()
+			return ledger.DutyFence{}, "", false
 		}
 	}
 }
@@ -178,6 +219,15 @@ func (d *Duty) Name() string { return d.name }
 // Held reports whether this host holds the duty now (its work is running,
 // or stopping).
 func (d *Duty) Held() bool { return d.held.Load() }
+
+// Fence returns the claim this host's work runs under now: the zero
+// DutyFence when it does not hold the duty.
+func (d *Duty) Fence() ledger.DutyFence {
+	if f := d.fence.Load(); f != nil {
+		return *f
+	}
+	return ledger.DutyFence{}
+}
 
 // Holder returns the host that holds the duty as the server has it ("" when
 // nobody does), and its address.

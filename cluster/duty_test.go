@@ -5,11 +5,13 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 )
 
@@ -20,11 +22,11 @@ type dutyLog struct {
 }
 
 // work returns host's DutyFunc: it runs until its context ends, noting
-// both times on now.
+// both times on now, and its claim's epoch.
 func (l *dutyLog) work(host string, now func() time.Time) DutyFunc {
-	return func(ctx context.Context) {
+	return func(ctx context.Context, fence ledger.DutyFence) {
 		l.mu.Lock()
-		l.spans = append(l.spans, interval{host: host, start: now()})
+		l.spans = append(l.spans, interval{host: host, start: now(), epoch: fence.Epoch})
 		i := len(l.spans) - 1
 		l.mu.Unlock()
 		<-ctx.Done()
@@ -59,8 +61,9 @@ func (l *dutyLog) last(host string) (interval, bool) {
 	return interval{}, false
 }
 
-// assertSerial fails unless each span ended before the next one started:
-// never two hosts at the duty at once.
+// assertSerial fails unless each span ended before the next one started,
+// at a later epoch: never two hosts at the duty at once, and each term's
+// claim fences the ones before.
 func (l *dutyLog) assertSerial(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()
@@ -70,6 +73,9 @@ func (l *dutyLog) assertSerial(t *testing.T) {
 	for i := 1; i < len(spans); i++ {
 		if prev := spans[i-1]; prev.end.IsZero() || prev.end.After(spans[i].start) {
 			t.Fatalf("%s did the duty from %v to %v, %s started at %v", prev.host, prev.start, prev.end, spans[i].host, spans[i].start)
+		}
+		if prev := spans[i-1]; spans[i].epoch <= prev.epoch {
+			t.Fatalf("%s did the duty at epoch %d after %s at %d", spans[i].host, spans[i].epoch, prev.host, prev.epoch)
 		}
 	}
 }
@@ -225,5 +231,90 @@ func TestDutyGiveUpAtDeadline(t *testing.T) {
 	})
 	if span, _ := log.last("solo"); !span.end.Equal(start.Add(8 * time.Second)) {
 		t.Fatalf("stopped at %v, want the deadline %v", span.end, start.Add(8*time.Second))
+	}
+}
+
+// TestDutyFencesTheOldHolder: each term's work runs under a claim in the
+// ledger at the epoch after the last; once another host took the duty
+// over, a write checked with the old holder's claim is refused with
+// ledger.ErrFenced and the new holder's goes through.
+func TestDutyFencesTheOldHolder(t *testing.T) {
+	var log dutyLog
+	hosts, duties, holder := dutyHosts(t, natstest.RunServer(t), 10*time.Second, &log, "h1", "h2")
+	old := duties[holder].Fence()
+	if old.Duty != "jobs" || old.Host != hosts[holder].id || old.Epoch == 0 {
+		t.Fatalf("the holder's claim: %+v", old)
+	}
+	if f := duties[1-holder].Fence(); f.Fenced() {
+		t.Fatalf("the host standing by has a claim: %+v", f)
+	}
+	st := hosts[0].c.opts.Ledger
+	write := func(f ledger.DutyFence) error {
+		return st.Update(t.Context(), func(tx ledger.Tx) error {
+			if err := f.Check(tx); err != nil {
+				return err
+			}
+			return tx.SetMeta("~test", "by", []byte(f.Host))
+		})
+	}
+	if err := write(old); err != nil {
+		t.Fatalf("the holder's write: %v", err)
+	}
+	if err := hosts[holder].c.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var next ledger.DutyFence
+	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the other host holding the duty", func() bool {
+		next = duties[1-holder].Fence()
+		return next.Fenced()
+	})
+	if next.Host != hosts[1-holder].id || next.Epoch != old.Epoch+1 {
+		t.Fatalf("the new claim %+v after %+v", next, old)
+	}
+	if err := write(old); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("the old holder's write after the handover: %v, want ErrFenced", err)
+	}
+	if err := write(next); err != nil {
+		t.Fatalf("the new holder's write: %v", err)
+	}
+	log.assertSerial(t)
+}
+
+// refusingStore is a real ledger whose Updates fail while refuse is set,
+// counting the refusals: a ledger briefly out of reach.
+type refusingStore struct {
+	ledger.Store
+	refuse  atomic.Bool
+	refused atomic.Int32
+}
+
+func (s *refusingStore) Update(ctx context.Context, fn func(ledger.Tx) error) error {
+	if s.refuse.Load() {
+		s.refused.Add(1)
+		return errors.New("the ledger is out of reach")
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// TestDutyWorkWaitsForItsClaim: a host that takes a duty's lease while the
+// ledger refuses its claim does not start the work; it tries the claim
+// again, and the work starts under the claim once it lands.
+func TestDutyWorkWaitsForItsClaim(t *testing.T) {
+	st := &refusingStore{Store: openLedger(t)}
+	st.refuse.Store(true)
+	var log dutyLog
+	h := startHost(t, natstest.RunServer(t).URL(), "solo", st, Options{LeaseTTL: 2 * time.Second})
+	d, err := h.c.Duty(t.Context(), "jobs", log.work("solo", time.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Cond(t, 5*time.Second, time.Millisecond, "the claim refused twice", func() bool { return st.refused.Load() >= 2 })
+	if len(log.running()) != 0 || d.Held() || d.Fence().Fenced() {
+		t.Fatalf("the work runs without a claim: %v, held %v", log.running(), d.Held())
+	}
+	st.refuse.Store(false)
+	checkfor.Cond(t, 5*time.Second, time.Millisecond, "the work running", func() bool { return len(log.running()) == 1 })
+	if span, _ := log.last("solo"); span.epoch != 1 || d.Fence().Epoch != 1 {
+		t.Fatalf("the work runs at epoch %d (fence %+v), want 1", span.epoch, d.Fence())
 	}
 }

@@ -232,6 +232,7 @@ func ledgerOwners(t *testing.T, st ledger.Store, sub string, partitions int) []c
 type interval struct {
 	host       string
 	start, end time.Time // end zero: still working
+	epoch      uint64    // a duty's: the claim its work ran under
 }
 
 // assertNoOverlap fails unless, for every partition of subs, the engines'

@@ -10,7 +10,10 @@
 //
 // On a ledger several hosts share (Options.Shared), any host stores, reads
 // and cancels jobs, and the one host that serves (Serve; the cluster's jobs
-// duty) runs them all, looking in the ledger for new and cancelled ones.
+// duty) runs them all, looking in the ledger for new and cancelled ones. It
+// writes their progress under the duty's claim (ledger.DutyFence), the
+// record in flight before it acts on it: a host whose duty moved on is
+// refused that write, so it acts on nothing more.
 package jobs
 
 import (

@@ -25,6 +25,10 @@ type engine struct {
 	busy  map[string]bool
 	gone  map[string]bool
 	hold  string // an action on this id waits for its context to end, and does nothing
+	// block holds an action on an id until the channel closes, whatever its
+	// context: an engine slower to stop than the duty's margin.
+	block map[string]chan struct{}
+	done  []string // the actions that took a record out
 }
 
 func (e *engine) Subscriptions() []string { return e.subs }
@@ -32,11 +36,14 @@ func (e *engine) Subscriptions() []string { return e.subs }
 func (e *engine) act(ctx context.Context, what, sub, typ, id string) error {
 	e.mu.Lock()
 	e.calls = append(e.calls, what+" "+id)
-	busy, gone, hold := e.busy[id], e.gone[id], e.hold == id
+	busy, gone, hold, block := e.busy[id], e.gone[id], e.hold == id, e.block[id]
 	e.mu.Unlock()
 	if hold {
 		<-ctx.Done()
 		return ctx.Err()
+	}
+	if block != nil {
+		<-block
 	}
 	switch {
 	case busy:
@@ -44,7 +51,16 @@ func (e *engine) act(ctx context.Context, what, sub, typ, id string) error {
 	case gone:
 		return subscription.ErrNotParked
 	}
-	return e.store.Update(ctx, func(tx ledger.Tx) error { return tx.DeleteParked(sub, typ, id) })
+	err := e.store.Update(context.WithoutCancel(ctx), func(tx ledger.Tx) error { return tx.DeleteParked(sub, typ, id) })
+	if errors.Is(err, ledger.ErrNotFound) {
+		return subscription.ErrNotParked // as the engine answers for a record no longer parked
+	}
+	if err == nil {
+		e.mu.Lock()
+		e.done = append(e.done, what+" "+id)
+		e.mu.Unlock()
+	}
+	return err
 }
 
 func (e *engine) Resume(ctx context.Context, sub, typ, id, actor, reason string) error {
@@ -53,6 +69,13 @@ func (e *engine) Resume(ctx context.Context, sub, typ, id, actor, reason string)
 
 func (e *engine) Skip(ctx context.Context, sub, typ, id string, through uint64, actor, reason string) error {
 	return e.act(ctx, "skip", sub, typ, id)
+}
+
+// acted returns the actions that took a record out, in order.
+func (e *engine) acted() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.done...)
 }
 
 func (e *engine) called() []string {

@@ -11,10 +11,19 @@ import (
 	"golang.org/x/time/rate"
 )
 
+// serving is a Serve's part in the jobs it starts: they are counted in wg,
+// write under fence, and call fenced when the ledger refused a write for
+// the fence (the duty moved on), which stops the Serve.
+type serving struct {
+	wg     sync.WaitGroup
+	fence  ledger.DutyFence
+	fenced func()
+}
+
 // start runs j in a goroutine of its own, until parent ends (r.ctx, or a
-// Serve's); also counted in served when not nil.
+// Serve's, then served is not nil).
 // It does nothing if j has a goroutine already, or a Cancel is stopping it.
-func (r *Runner) start(parent context.Context, j *ledger.Job, served *sync.WaitGroup) {
+func (r *Runner) start(parent context.Context, j *ledger.Job, served *serving) {
 	ctx, cancel := context.WithCancel(parent)
 	r.mu.Lock()
 	if _, has := r.running[j.ID]; has || r.cancelling[j.ID] {
@@ -24,12 +33,14 @@ func (r *Runner) start(parent context.Context, j *ledger.Job, served *sync.WaitG
 	}
 	r.running[j.ID] = cancel
 	r.mu.Unlock()
+	var fence ledger.DutyFence
 	if served != nil {
-		served.Add(1)
+		served.wg.Add(1)
+		fence = served.fence
 	}
 	r.wg.Go(func() {
 		if served != nil {
-			defer served.Done()
+			defer served.wg.Done()
 		}
 		defer func() {
 			cancel()
@@ -38,10 +49,19 @@ func (r *Runner) start(parent context.Context, j *ledger.Job, served *sync.WaitG
 			r.mu.Unlock()
 			r.notify()
 		}()
-		err := r.run(ctx, j)
-		if errors.Is(err, errNotRunning) {
+		err := r.run(ctx, j, fence)
+		switch {
+		case errors.Is(err, errNotRunning):
 			// Cancelled on another host (Shared): its Cancel wrote the state.
 			r.opts.Logger.Info("job stopped: it was cancelled", "job", j.ID)
+			return
+		case errors.Is(err, ledger.ErrFenced):
+			// Another host claimed the jobs duty: it goes on with the job
+			// (and the record in flight), so this host acts on nothing more.
+			r.opts.Logger.Warn("job stopped here: the jobs duty moved to another host", "job", j.ID, "error", err)
+			if served != nil {
+				served.fenced()
+			}
 			return
 		}
 		if err != nil && ctx.Err() == nil {
@@ -53,8 +73,10 @@ func (r *Runner) start(parent context.Context, j *ledger.Job, served *sync.WaitG
 }
 
 // run works through j's records from its cursor, one at a time at its rate,
-// writing its progress after each.
-func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
+// writing its progress after each; every write checks fence. The record is
+// put in flight, by a write, before it is acted on: a host whose duty moved
+// on is refused that write, so it does not act.
+func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) error {
 	// As stored now: Serve's look at the ledger may be older than a cancel.
 	stored, err := r.Get(ctx, j.ID)
 	if err != nil {
@@ -65,7 +87,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
 	}
 	j = stored
 	lim := rate.NewLimiter(rate.Limit(j.Rate), 1)
-	if err := r.settleInFlight(ctx, j); err != nil {
+	if err := r.settleInFlight(ctx, j, fence); err != nil {
 		return err
 	}
 	subs := subscriptionsOf(j.Filter)
@@ -86,7 +108,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
 				return err
 			}
 			j.InFlight = &ledger.JobItem{Subscription: rec.Subscription, AggregateType: rec.AggregateType, AggregateID: rec.AggregateID}
-			if err := r.save(ctx, j); err != nil {
+			if err := r.save(ctx, j, fence); err != nil {
 				return err
 			}
 			r.act(ctx, j, rec)
@@ -95,7 +117,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
 			}
 			j.InFlight = nil
 			j.Cursor.After = ledger.Cursor(rec.Subscription, rec.AggregateType, rec.AggregateID)
-			if err := r.save(ctx, j); err != nil {
+			if err := r.save(ctx, j, fence); err != nil {
 				return err
 			}
 		}
@@ -105,7 +127,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job) error {
 	}
 	now := r.opts.Clock.Now().UTC()
 	j.State, j.Finished = ledger.JobDone, now
-	if err := r.save(ctx, j); err != nil {
+	if err := r.save(ctx, j, fence); err != nil {
 		return err
 	}
 	r.opts.Logger.Info("job done", "job", j.ID, "action", j.Action, "done", j.Done, "failed", j.Failed,
@@ -166,12 +188,16 @@ var errNotRunning = errors.New("jobs: the job is no longer running")
 // writes the cancelled job itself, after this goroutine stopped — or, when
 // another host of a shared ledger cancelled it, the stored state says so,
 // and the write is refused with errNotRunning rather than undo the cancel.
-func (r *Runner) save(ctx context.Context, j *ledger.Job) error {
+// The write checks fence: ledger.ErrFenced once the jobs duty moved on.
+func (r *Runner) save(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	j.Updated = r.opts.Clock.Now().UTC()
 	err := r.opts.Ledger.Update(ctx, func(tx ledger.Tx) error {
+		if err := fence.Check(tx); err != nil {
+			return err
+		}
 		stored, err := tx.Job(j.ID)
 		if err != nil {
 			return err
@@ -190,8 +216,10 @@ func (r *Runner) save(ctx context.Context, j *ledger.Job) error {
 // settleInFlight settles the record a job was acting on when it stopped
 // (a crash, or a host stopping in the middle of an action): if it is no
 // longer parked, or is being resumed, the action happened and is counted;
-// if it is still parked as it was, the action did not, and is done now.
-func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job) error {
+// if it is still parked as it was, the action did not, and is done now —
+// once a write under fence has put it in flight again, so that a host
+// whose duty moved on does not act on it.
+func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) error {
 	it := j.InFlight
 	if it == nil {
 		return nil
@@ -208,6 +236,11 @@ func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job) error {
 	case err != nil:
 		return err
 	default:
+		if fence.Fenced() {
+			if err := r.save(ctx, j, fence); err != nil {
+				return err
+			}
+		}
 		r.act(ctx, j, rec)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -215,5 +248,5 @@ func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job) error {
 	}
 	j.InFlight = nil
 	j.Cursor.After = ledger.Cursor(it.Subscription, it.AggregateType, it.AggregateID)
-	return r.save(ctx, j)
+	return r.save(ctx, j, fence)
 }

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
@@ -11,20 +10,26 @@ import (
 // Serve runs the jobs of a shared ledger (Options.Shared) until ctx ends or
 // the runner closes, then stops them and returns once their goroutines did:
 // the host that holds the cluster's jobs duty calls it for as long as it
-// holds it. It starts every running job the ledger holds — left by an
-// earlier holder, or created on any host — and looks again every
-// PollInterval (at once after a Create on this host), starting the new ones
-// and stopping those cancelled elsewhere. A job goes on from its stored
-// progress, settling the record an earlier holder had in flight.
-func (r *Runner) Serve(ctx context.Context) {
+// holds it, with the duty's claim as fence. It starts every running job the
+// ledger holds — left by an earlier holder, or created on any host — and
+// looks again every PollInterval (at once after a Create on this host),
+// starting the new ones and stopping those cancelled elsewhere. A job goes
+// on from its stored progress, settling the record an earlier holder had
+// in flight.
+//
+// Every write of the jobs' progress checks fence, the record in flight
+// before it is acted on included: once another host claimed the duty,
+// the ledger refuses them (ledger.ErrFenced), the job acts on nothing more,
+// and Serve stops early. The zero fence fences nothing.
+func (r *Runner) Serve(ctx context.Context, fence ledger.DutyFence) {
 	sctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	var served sync.WaitGroup
-	defer served.Wait()
+	served := &serving{fence: fence, fenced: cancel}
+	defer served.wg.Wait()
 	for sctx.Err() == nil {
-		if err := r.scan(sctx, &served); err != nil && sctx.Err() == nil {
+		if err := r.scan(sctx, served); err != nil && sctx.Err() == nil {
 			r.opts.Logger.Warn("jobs: reading the jobs failed; looking again", "error", err)
 		}
 		poll, stopPoll := r.after(r.opts.PollInterval)
@@ -39,7 +44,7 @@ func (r *Runner) Serve(ctx context.Context) {
 
 // scan starts the running jobs without a goroutine here, and stops the
 // goroutines of jobs no longer running in the ledger.
-func (r *Runner) scan(ctx context.Context, served *sync.WaitGroup) error {
+func (r *Runner) scan(ctx context.Context, served *serving) error {
 	jobs, err := r.all(ctx)
 	if err != nil {
 		return err

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 )
@@ -64,15 +66,34 @@ func (e *env) sharedHost() *host {
 	return h
 }
 
-// serve runs h's Serve until the returned stop, which waits for it.
+// serve runs h's Serve, unfenced, until the returned stop, which waits for
+// it.
 func (h *host) serve() (stop func()) {
+	stop, _ = h.serveAs(ledger.DutyFence{})
+	return stop
+}
+
+// serveAs runs h's Serve under fence until the returned stop, which waits
+// for it; returned is closed when Serve returns.
+func (h *host) serveAs(fence ledger.DutyFence) (stop func(), returned <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.r.Serve(ctx)
+		h.r.Serve(ctx, fence)
 	}()
-	return func() { cancel(); <-done }
+	return func() { cancel(); <-done }, done
+}
+
+// claim claims the jobs duty for host in the ledger at the next epoch, as
+// a cluster host does when its term starts.
+func (e *env) claim(host string) ledger.DutyFence {
+	e.t.Helper()
+	f, _, err := ledger.TakeDuty(context.Background(), e.store, "jobs", host)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return f
 }
 
 // drive advances the clock a second at a time until cond holds.
@@ -187,4 +208,102 @@ func TestSharedCancelElsewhere(t *testing.T) {
 	if got, _ := a.r.Get(ctx, j.ID); got.State != ledger.JobCancelled || got.Done != cancelled.Done {
 		t.Errorf("stored after b stopped: %+v; want it as cancelled: %+v", got, cancelled)
 	}
+}
+
+// handOverMidJob runs a resume job over 6 records, A-00 to A-05, served by
+// a, and has a stuck in an action that does not stop (on A-02) when move
+// hands the jobs duty to b. a's action returns once b has acted on A-02
+// and A-03, mid-job: unfenced, a would go on over b's progress. It checks
+// that a stops, fenced, having acted on nothing more, and that b finishes
+// the job with every record acted on once, counted done once.
+func (e *env) handOverMidJob(a, b *host, move func()) {
+	t := e.t
+	t.Helper()
+	e.park("A.h", 6, "X")
+	release := make(chan struct{})
+	a.eng.mu.Lock()
+	a.eng.block = map[string]chan struct{}{"A-02": release}
+	a.eng.mu.Unlock()
+	ctx := context.Background()
+	j, err := b.r.Create(ctx, jobs.Spec{Action: ledger.JobResume, Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drive("a in its action on A-02", func() bool { return len(a.eng.called()) == 3 })
+	move()
+	e.drive("b acting on A-02 and A-03", func() bool { return len(b.eng.acted()) >= 2 })
+	close(release)
+	checkfor.Cond(t, 10*time.Second, time.Millisecond, "a stopping, fenced", func() bool {
+		return a.log.count("job stopped here: the jobs duty moved to another host") == 1
+	})
+	e.drive("the job done on b", func() bool {
+		got, err := b.r.Get(ctx, j.ID)
+		return err == nil && got.State == ledger.JobDone
+	})
+	if got := a.eng.called(); len(got) != 3 {
+		t.Errorf("a acted on %v; want nothing after A-02", got)
+	}
+	seen := map[string]bool{}
+	for _, c := range append(a.eng.acted(), b.eng.acted()...) {
+		if seen[c] {
+			t.Errorf("%s twice", c)
+		}
+		seen[c] = true
+	}
+	got, _ := b.r.Get(ctx, j.ID)
+	if len(seen) != 6 || got.Done != 6 || got.Gone != 0 || got.Failed != 0 || got.InFlight != nil {
+		t.Fatalf("after the handover: %+v; %d records acted on", got, len(seen))
+	}
+	if e.parked() != 0 {
+		t.Fatalf("%d records still parked", e.parked())
+	}
+}
+
+// TestSharedFencedHandover: the jobs duty moves (b claims it in the ledger
+// and serves) while its old holder a still serves, in an action that does
+// not stop (the timing failed: a clock that jumped, an engine slower than
+// the margin). b settles the record a had in flight — still parked, so it
+// acts on it — and goes on; a's late action finds the record gone, its
+// write of progress is refused (fenced), it acts on nothing more and its
+// Serve returns.
+func TestSharedFencedHandover(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.sharedHost(), e.sharedHost()
+	stopA, aReturned := a.serveAs(e.claim("a"))
+	defer stopA()
+	e.handOverMidJob(a, b, func() {
+		stopB, _ := b.serveAs(e.claim("b")) // a goes on, unaware
+		t.Cleanup(stopB)
+	})
+	select {
+	case <-aReturned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a's Serve did not stop once fenced")
+	}
+}
+
+// TestJobsDutyMovesMidJob: two hosts of a cluster (real leases on an
+// in-process NATS server) stand for the jobs duty over one ledger. The
+// holder, a, is in its action on a record when its clock stops and it is
+// cut off: it goes on believing it holds the duty. b takes the duty over
+// once a's lease ran out on the server, claims it at the next epoch, and
+// goes on with the job from the record a had in flight; a, refused
+// (fenced), acts on nothing more (handOverMidJob).
+func TestJobsDutyMovesMidJob(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.sharedHost(), e.sharedHost()
+	srv := natstest.RunServer(t)
+	const ttl = 2 * time.Second
+	clockA := clustertest.NewClock(t)
+	ha := clustertest.Start(t, srv.URL(), "a", e.store, ttl, clockA)
+	fa := clustertest.WaitHeld(t, ha.Stand(t, "jobs", a.r.Serve))
+	hb := clustertest.Start(t, srv.URL(), "b", e.store, ttl, nil)
+	db := hb.Stand(t, "jobs", b.r.Serve)
+	e.handOverMidJob(a, b, func() {
+		clockA.Stop()
+		ha.Cut()
+		if fb := clustertest.WaitHeld(t, db); fb.Epoch != fa.Epoch+1 {
+			t.Fatalf("b's claim %+v after a's %+v", fb, fa)
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 //	'c' lp(subscription)                              -> checkpoint(8)
 //	'q' lp(subscription) partition(4)                 -> partition checkpoint(8)
 //	'o' lp(subscription) partition(4)                 -> owner epoch(8) host
+//	'y' lp(duty)                                      -> holder epoch(8) host
 //	'j' id(8)                                         -> Job as JSON
 //	'x' "job-seq"                                     -> last job id(8)
 //	'u' seq(8)                                        -> AuditEntry as JSON
@@ -49,6 +50,7 @@ const (
 	kindCheckpoint = 'c'
 	kindPartition  = 'q'
 	kindOwner      = 'o'
+	kindDuty       = 'y'
 	kindJob        = 'j'
 	kindAudit      = 'u'
 	kindResolved   = 'h'

@@ -29,9 +29,10 @@ var (
 	// ErrTooBig means a transaction grew larger than the store can commit at
 	// once. Nothing of it is committed; split the work over transactions.
 	ErrTooBig = errors.New("ledger: transaction too big")
-	// ErrFenced means a transaction was fenced off: the partition it acts
-	// for is owned by another host or a later epoch (see Tx.Fence). Nothing
-	// of it is committed; its host must stop working on that partition.
+	// ErrFenced means a transaction was fenced off: the partition or duty
+	// it acts for is owned by another host or a later epoch (see Tx.Fence,
+	// Tx.FenceDuty). Nothing of it is committed; its host must stop working
+	// on that partition or duty.
 	ErrFenced = errors.New("ledger: fenced")
 )
 
@@ -259,6 +260,20 @@ type Tx interface {
 	// on a store shared by several hosts, a claim that commits first makes
 	// every later commit fenced by the old epoch fail.
 	Fence(subscription string, partition int, host string, epoch uint64) error
+
+	// DutyHolder returns the host that last claimed the duty (work one host
+	// of a deployment at a time does: the jobs, the webhooks) and the epoch
+	// of its claim ("", 0 when none has).
+	DutyHolder(duty string) (host string, epoch uint64, err error)
+	// ClaimDuty makes host the duty's holder at epoch, which must be greater
+	// than the stored epoch (ErrFenced otherwise). A host that takes a duty
+	// over claims it before its work writes anything.
+	ClaimDuty(duty, host string, epoch uint64) error
+	// FenceDuty fails the transaction with ErrFenced (and fails its commit,
+	// even if the closure ignores the error) unless host at epoch holds the
+	// duty: the duty's work calls it (DutyFence.Check) in every transaction
+	// it writes, so a host whose duty moved on cannot act for it.
+	FenceDuty(duty, host string, epoch uint64) error
 
 	// CreateJob stores a new bulk job under the next id (it sets j.ID).
 	CreateJob(j *Job) error

@@ -95,15 +95,19 @@ func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock subscr
 
 // standForDuties stands this host for the work one host of the deployment
 // at a time does: the jobs, the webhooks and the retention sweep, each run
-// while this host holds its duty.
+// while this host holds its duty. The jobs and the webhooks write under the
+// duty's claim (its fence), so that once another host took the duty over,
+// the ledger refuses this host's writes for it and it acts no more. The
+// retention sweep needs none: it only removes what is past keeping, and
+// removing it twice removes nothing more.
 func (h *Host) standForDuties(ctx context.Context, clock subscription.Clock) error {
 	for _, d := range []struct {
 		name string
 		work cluster.DutyFunc
 	}{
 		{dutyJobs, h.Jobs.Serve},
-		{dutyWebhooks, h.runHooks},
-		{dutyRetention, func(ctx context.Context) { h.retain(ctx, clock) }},
+		{dutyWebhooks, h.runHooksFenced},
+		{dutyRetention, func(ctx context.Context, _ ledger.DutyFence) { h.retain(ctx, clock) }},
 	} {
 		if _, err := h.Cluster.Duty(ctx, d.name, d.work); err != nil {
 			return &OpenError{Part: "cluster", Err: fmt.Errorf("duty %s: %w", d.name, err)}
@@ -143,10 +147,19 @@ func (h *Host) syncSubscriptions() {
 	})
 }
 
-// runHooks runs the webhook dispatcher until ctx ends: on a single host for
-// its lifetime, in a cluster while this host holds the webhooks duty.
-func (h *Host) runHooks(ctx context.Context) {
-	if err := h.Hooks.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+// runHooks runs the webhook dispatcher of a single host for its lifetime,
+// until ctx ends: unfenced.
+func (h *Host) runHooks(ctx context.Context) { h.runHooksFenced(ctx, ledger.DutyFence{}) }
+
+// runHooksFenced runs the webhook dispatcher until ctx ends, in a cluster
+// while this host holds the webhooks duty, under its claim.
+func (h *Host) runHooksFenced(ctx context.Context, fence ledger.DutyFence) {
+	err := h.Hooks.RunFenced(ctx, fence)
+	switch {
+	case err == nil || errors.Is(err, context.Canceled):
+	case errors.Is(err, ledger.ErrFenced):
+		h.log.Warn("webhooks stopped here: another host took the webhooks duty over", "error", err)
+	default:
 		h.log.Error("webhooks stopped", "error", err)
 	}
 }

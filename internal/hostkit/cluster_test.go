@@ -290,12 +290,15 @@ func outboxEmpty(t *testing.T, h *hostkit.Host) bool {
 	return n == 0
 }
 
-// TestClusterDutiesRunOnce: of two hosts, one runs the jobs and one sends
-// the webhooks: a record parked on either is told to the webhook once, a
-// bulk job created on the host that does not run jobs is run by the one
-// that does, once; and when that host closes, the other takes every duty
-// over and goes on.
-func TestClusterDutiesRunOnce(t *testing.T) {
+// dutySub is the subscription of dutyCluster's hosts.
+const dutySub = "Test.orders"
+
+// dutyCluster opens two hosts, h1 and h2, sending webhooks to the hook
+// receiver it returns, with subscription dutySub on calls (an aggregate's
+// first call fails and parks it), and waits until they split its
+// partitions.
+func dutyCluster(t *testing.T) ([]*member, *hookCalls, *invocations) {
+	t.Helper()
 	hooks := &hookCalls{}
 	hookSrv := httptest.NewServer(hooks)
 	t.Cleanup(hookSrv.Close)
@@ -305,10 +308,9 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 		cfg.ClassifierConfig.Rules = []retry.Rule{{Class: "Refused", As: "unrecoverable"}}
 	}, "h1", "h2")
 	ctx := t.Context()
-	const sub = "Test.orders"
 	calls := &invocations{calls: map[string][]string{}}
 	for _, m := range ms {
-		if err := m.h.Engine.Add(ctx, subscription.Spec{Name: sub, Start: subscription.StartBeginning, Invoker: calls.on(m.id)}); err != nil {
+		if err := m.h.Engine.Add(ctx, subscription.Spec{Name: dutySub, Start: subscription.StartBeginning, Invoker: calls.on(m.id)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.h.Cluster.SetSubscriptions(ctx, m.h.Engine.Subscriptions()); err != nil {
@@ -316,12 +318,24 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 		}
 	}
 	parts := ms[0].h.Config().Subscription.Partitions
-	var owner []string
 	eventually(t, "two hosts splitting the partitions", func() bool {
-		var ok bool
-		owner, ok = owners(ms, sub, parts)
+		owner, ok := owners(ms, dutySub, parts)
 		return ok && slices.Contains(owner, "h1") && slices.Contains(owner, "h2")
 	})
+	return ms, hooks, calls
+}
+
+// TestClusterDutiesRunOnce: of two hosts, one runs the jobs and one sends
+// the webhooks: a record parked on either is told to the webhook once, a
+// bulk job created on the host that does not run jobs is run by the one
+// that does, once; and when that host closes, the other takes every duty
+// over and goes on.
+func TestClusterDutiesRunOnce(t *testing.T) {
+	ms, hooks, calls := dutyCluster(t)
+	ctx := t.Context()
+	const sub = dutySub
+	parts := ms[0].h.Config().Subscription.Partitions
+	owner, _ := owners(ms, sub, parts)
 	jobsOn, hooksOn := dutyHolder(t, ms, "jobs"), dutyHolder(t, ms, "webhooks")
 	dutyHolder(t, ms, "retention")
 	other := ms[0]
@@ -391,5 +405,90 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 	})
 	if hooks.count("parked "+id) != 1 || hooks.count("resumed "+id) != 1 {
 		t.Fatalf("webhook deliveries after the handover %v", hooks.got)
+	}
+}
+
+// TestClusterJobMovesMidJob: the host running a bulk resume gives the jobs
+// duty up mid-job (its duty closes; the host stays): the other host claims
+// the duty at the next epoch and goes on from the job's stored progress.
+// Every parked aggregate, on either host's partitions, is resumed exactly
+// once (handled twice: the park, the resume), the job counts each done
+// once, and each resume is told to the webhook once.
+func TestClusterJobMovesMidJob(t *testing.T) {
+	ms, hooks, calls := dutyCluster(t)
+	ctx := t.Context()
+	const n = 10
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprint("m-", i)
+		if _, err := ms[i%2].h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: ids[i],
+			ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every aggregate parked and told", func() bool {
+		for _, id := range ids {
+			if hooks.count("parked "+id) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	jobsOn := dutyHolder(t, ms, "jobs")
+	other := ms[0]
+	if other == jobsOn {
+		other = ms[1]
+	}
+	var before ledger.DutyFence
+	for _, d := range jobsOn.h.Cluster.Duties() {
+		if d.Name() == "jobs" {
+			before = d.Fence()
+		}
+	}
+	j, err := other.h.Jobs.Create(ctx, jobs.Spec{Action: ledger.JobResume, Filter: ledger.JobFilter{Subscriptions: []string{dutySub}},
+		Actor: "ops", Rate: 5})
+	if err != nil || j.Matched != n {
+		t.Fatalf("create the job: %+v, %v", j, err)
+	}
+	eventually(t, "the job a third done", func() bool {
+		got, err := other.h.Jobs.Get(ctx, j.ID)
+		return err == nil && got.Done >= n/3
+	})
+	for _, d := range jobsOn.h.Cluster.Duties() {
+		if d.Name() == "jobs" {
+			if err := d.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if dutyHolder(t, ms, "jobs") != other {
+		t.Fatal("the jobs duty did not move")
+	}
+	for _, d := range other.h.Cluster.Duties() {
+		if f := d.Fence(); d.Name() == "jobs" && f.Epoch != before.Epoch+1 {
+			t.Fatalf("claim %+v after %+v", f, before)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	done, err := other.h.Jobs.Wait(wctx, j.ID)
+	if err != nil || done.State != ledger.JobDone || done.Done != n || done.Gone != 0 || done.Failed != 0 {
+		t.Fatalf("the job: %+v, %v", done, err)
+	}
+	eventually(t, "every resume told", func() bool {
+		for _, id := range ids {
+			if hooks.count("resumed "+id) == 0 {
+				return false
+			}
+		}
+		return outboxEmpty(t, other.h)
+	})
+	for _, id := range ids {
+		if got := calls.of(id); len(got) != 2 {
+			t.Errorf("%s handled on %v; want twice (the park, the resume)", id, got)
+		}
+		if c := hooks.count("resumed " + id); c != 1 {
+			t.Errorf("resumed %s told %d times", id, c)
+		}
 	}
 }

@@ -30,6 +30,7 @@ func Run(t *testing.T, open Opener) {
 		{"Checkpoint", testCheckpoint},
 		{"PartitionCheckpoint", testPartitionCheckpoint},
 		{"PartitionOwner", testPartitionOwner},
+		{"DutyHolder", testDutyHolder},
 		{"Meta", testMeta},
 		{"Rollback", testRollback},
 		{"ViewIsReadOnly", testViewReadOnly},

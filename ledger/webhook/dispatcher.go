@@ -148,6 +148,8 @@ type Dispatcher struct {
 	running  bool
 	runCtx   context.Context // the running Run's, nil when not running
 	cancel   context.CancelFunc
+	fence    ledger.DutyFence // the running Run's
+	fenced   error            // the write refused for fence, which ended the Run
 	runDone  chan struct{}
 	wg       sync.WaitGroup // the workers' goroutines
 }
@@ -187,6 +189,17 @@ func (d *Dispatcher) now() time.Time { return d.opts.Clock() }
 // ledger may have moved meanwhile). An attempt in flight when Run stops is
 // abandoned and sent again later (at least once).
 func (d *Dispatcher) Run(ctx context.Context) error {
+	return d.RunFenced(ctx, ledger.DutyFence{})
+}
+
+// RunFenced is Run for the host holding a cluster's webhooks duty, under
+// the duty's claim: every ledger write of the dispatcher checks fence (the
+// hooks' cursors, the outbox's acknowledgement), and so does a read of the
+// ledger right before each delivery is sent. Once another host has
+// claimed the duty, the ledger refuses them (ledger.ErrFenced): nothing
+// more is sent from here, and RunFenced returns that error. The zero fence
+// fences nothing (Run).
+func (d *Dispatcher) RunFenced(ctx context.Context, fence ledger.DutyFence) error {
 	d.mu.Lock()
 	switch {
 	case d.err != nil:
@@ -201,6 +214,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	d.running, d.runCtx, d.cancel, d.runDone = true, runCtx, cancel, make(chan struct{})
+	d.fence, d.fenced = fence, nil
 	for _, name := range d.order {
 		// Another dispatcher on a shared ledger may have delivered since an
 		// earlier Run of this one (a cluster's webhooks duty moves between
@@ -231,10 +245,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		select {
 		case <-runCtx.Done():
 			d.mu.Lock()
-			closed := d.closed
+			closed, fenced := d.closed, d.fenced
 			d.mu.Unlock()
-			if closed {
+			switch {
+			case closed:
 				return nil
+			case fenced != nil && ctx.Err() == nil:
+				return fenced
 			}
 			return ctx.Err()
 		case <-t.C:
@@ -449,6 +466,30 @@ func (d *Dispatcher) Stats() []HookStats {
 	return out
 }
 
+// runFence returns the fence of the running Run.
+func (d *Dispatcher) runFence() ledger.DutyFence {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.fence
+}
+
+// checkFenced ends the running Run if err says the ledger refused a write
+// for its fence (another host claimed the webhooks duty), and reports
+// whether it did.
+func (d *Dispatcher) checkFenced(err error) bool {
+	if !errors.Is(err, ledger.ErrFenced) {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fenced == nil && d.cancel != nil {
+		d.fenced = err
+		d.cancel()
+		d.log.Warn("webhook: the webhooks duty moved to another host; sending nothing more here", "error", err)
+	}
+	return true
+}
+
 // ack removes the outbox entries every configured hook is done with: up to
 // the smallest durable cursor, or all of them when no hook is configured. A
 // read-only look comes first, so that the ledger's writers are not held up
@@ -464,7 +505,11 @@ func (d *Dispatcher) ack(ctx context.Context) error {
 			return err
 		}
 		var through uint64
+		fence := d.runFence()
 		err = d.store.Update(ctx, func(tx ledger.Tx) error {
+			if err := fence.Check(tx); err != nil {
+				return err
+			}
 			oldest, target, err := d.ackRange(tx)
 			if err != nil || oldest == 0 || oldest > target {
 				return err
@@ -472,7 +517,7 @@ func (d *Dispatcher) ack(ctx context.Context) error {
 			through = min(target, oldest+ackChunk-1)
 			return tx.AckNotifications(through)
 		})
-		if err != nil || through == 0 || through >= target {
+		if d.checkFenced(err) || err != nil || through == 0 || through >= target {
 			return err
 		}
 	}

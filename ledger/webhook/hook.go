@@ -32,6 +32,14 @@
 // they are delivered or dropped; [Dispatcher.Stats] shows how many are
 // pending.
 //
+// In a cluster one host at a time dispatches (the webhooks duty), under the
+// duty's claim in the ledger ([Dispatcher.RunFenced]): every cursor write
+// and acknowledgement checks it, and so does a read of the ledger right
+// before each delivery is sent, so a host whose duty moved on sends nothing
+// more.
+// A request already on the wire when the duty moved may still arrive: the
+// new holder sends that notification again (at least once, as above).
+//
 // # Retries
 //
 // A delivery that fails (a network error, a timeout, or an answer other than

@@ -203,6 +203,9 @@ func (w *worker) step(ctx context.Context) bool {
 		return true
 	}
 
+	if !w.claim(ctx) {
+		return false
+	}
 	retryAfter, err := w.send(ctx, hook, n)
 	if err != nil && ctx.Err() != nil {
 		return false // abandoned: tried again later
@@ -324,6 +327,23 @@ func (w *worker) doneLocked(seq uint64) {
 	w.cursor = max(w.cursor, seq)
 }
 
+// claim checks that the Run's fence still holds right before a delivery is
+// sent: a host whose webhooks duty moved on sends nothing more. A View is
+// enough: it reads the ledger as current as an Update would (a shared
+// ledger catches up first), without queueing behind this host's writes.
+// Unfenced (a single host), it reads nothing.
+func (w *worker) claim(ctx context.Context) bool {
+	fence := w.d.runFence()
+	if !fence.Fenced() {
+		return true
+	}
+	err := w.d.store.View(ctx, fence.Check)
+	if err != nil && !w.d.checkFenced(err) {
+		w.storeError(ctx, "checking the webhooks duty", err)
+	}
+	return err == nil
+}
+
 // persist writes the cursor to the ledger when it moved. The write is not
 // cancelled with ctx, so a delivery that succeeded as the dispatcher stops
 // is not sent again; a write that fails is tried again at the next step.
@@ -335,7 +355,11 @@ func (w *worker) persist(ctx context.Context) {
 		return
 	}
 	var stored uint64
+	fence := w.d.runFence()
 	err := w.d.store.Update(context.WithoutCancel(ctx), func(tx ledger.Tx) (err error) {
+		if err := fence.Check(tx); err != nil {
+			return err
+		}
 		// Never back: on a shared ledger another host's dispatcher may
 		// have delivered further during a handover.
 		if stored, err = readCursor(tx, w.name); err != nil || stored >= c {
@@ -344,7 +368,9 @@ func (w *worker) persist(ctx context.Context) {
 		return writeCursor(tx, w.name, c)
 	})
 	if err != nil {
-		w.storeError(ctx, "writing the cursor", err)
+		if !w.d.checkFenced(err) {
+			w.storeError(ctx, "writing the cursor", err)
+		}
 		return
 	}
 	w.mu.Lock()
