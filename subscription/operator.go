@@ -227,7 +227,7 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	}
 	s.life.Lock()
 	defer s.life.Unlock()
-	if s.run == nil {
+	if s.run == nil && !s.starting.retrying {
 		return fmt.Errorf("subscription %q: not running: %w", s.name, ErrClosed)
 	}
 	if err := s.stopLocked(ctx, false); err != nil {
@@ -235,9 +235,13 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	}
 	if err := s.writeReset(ctx, position, nil); err != nil {
 		// Carry on from the old checkpoint rather than stay stopped.
-		return errors.Join(err, s.startLocked(context.WithoutCancel(ctx)))
+		s.startOrRetryLocked(context.WithoutCancel(ctx))
+		return err
 	}
-	return s.startLocked(context.WithoutCancel(ctx))
+	// The reset is written: a start that fails is tried again
+	// (startretry.go), and the reset stands.
+	s.startOrRetryLocked(context.WithoutCancel(ctx))
+	return nil
 }
 
 // checkReset refuses a reset to a position beyond the log's head + 1, and
