@@ -107,7 +107,8 @@ func (e *Engine) add(spec Spec) error {
 	return nil
 }
 
-// Add adds a subscription; on a started engine it starts at once.
+// Add adds a subscription; on a started engine it starts at once, or is
+// tried again until it does when its start fails (startretry.go).
 func (e *Engine) Add(ctx context.Context, spec Spec) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

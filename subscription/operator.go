@@ -216,7 +216,9 @@ func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until ti
 // checkpoints' write, after every attempt ended. On a ledger shared by
 // several hosts it writes the checkpoints of partitions other hosts own too,
 // so it must not be called there while they run: the cluster's reset holds
-// the subscription on every host first (Hold, ResetHeld, Unhold).
+// the subscription on every host first (Hold, ResetHeld, Unhold). A
+// subscription whose start is being tried again (startretry.go) is reset
+// too, and starts from the new position.
 func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	s, err := e.sub(sub)
 	if err != nil {
