@@ -22,12 +22,21 @@ import (
 // from the checkpoints — with no Own or restart from outside.
 func TestStartTriedAgainUntilNATSIsBack(t *testing.T) {
 	node := natstest.RunServer(t)
-	nc, err := nats.Connect(node.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	startAcrossOutage(t, node.URL(), node.Shutdown, node.Restart)
+}
+
+// startAcrossOutage runs host A over a log on the servers at urls, its
+// ledger in Badger: it delivers, down takes the
+// log's stream away, Own restarts the run (which fails), the retry fails
+// again, up brings the stream back, Status says starting with the read of
+// the head that failed, and the next try delivers again.
+func startAcrossOutage(t *testing.T, urls string, down, up func()) {
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log, err := jetstream.Open(ctx, nc, jetstream.Options{RequestTimeout: 300 * time.Millisecond})
 	if err != nil {
@@ -45,10 +54,12 @@ func TestStartTriedAgainUntilNATSIsBack(t *testing.T) {
 	own(t, a, e.claim("A", 1, 0, 1))
 	appendTo := func(id string) {
 		t.Helper()
-		if _, err := log.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: id,
-			ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderShipped", Payload: []byte(`{}`)}}}); err != nil {
-			t.Fatal(err)
-		}
+		// A stream just back may take a moment to take appends.
+		checkfor.Cond(t, 30*time.Second, 20*time.Millisecond, "an append to "+id, func() bool {
+			_, err := log.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: id,
+				ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderShipped", Payload: []byte(`{}`)}}})
+			return err == nil
+		})
 	}
 	ids := []string{idsIn(0, parts, 1, "p")[0], idsIn(1, parts, 1, "q")[0]}
 	for _, id := range ids {
@@ -56,17 +67,17 @@ func TestStartTriedAgainUntilNATSIsBack(t *testing.T) {
 		rec.waitHandled(t, id, 1)
 	}
 
-	node.Shutdown()
+	down()
 	own(t, a, e.claim("A", 2, 0, 1)) // the restart's head: no answer from NATS
 	e.advance()                      // tried again: still down
 	e.blockUntil(1)
 
-	node.Restart()
-	checkfor.Cond(t, 30*time.Second, 10*time.Millisecond, "the connection back", func() bool { return nc.Status() == nats.CONNECTED })
-	st, err := a.Status(ctx, sub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up()
+	var st Status
+	checkfor.Cond(t, 30*time.Second, 20*time.Millisecond, "the log's head read again", func() bool {
+		st, err = a.Status(ctx, sub)
+		return err == nil
+	})
 	if st.State != StateStarting || st.StartFailures != 2 || !strings.Contains(st.StartError, "head on stream") {
 		t.Fatalf("status %+v, want starting after 2 failed reads of the head", st)
 	}
