@@ -13,7 +13,7 @@ import (
 type engineCollector struct {
 	engine *subscription.Engine
 
-	lag, checkpoint, head, parked, paused, systemic, concurrency, fencings *prometheus.Desc
+	lag, checkpoint, head, parked, paused, systemic, concurrency, fencings, startFailures *prometheus.Desc
 }
 
 func newEngineCollector(e *subscription.Engine) *engineCollector {
@@ -29,12 +29,14 @@ func newEngineCollector(e *subscription.Engine) *engineCollector {
 		concurrency: prometheus.NewDesc("berth_partition_concurrency_lowered", "Partitions whose concurrency backpressure has lowered.", sub, nil),
 		fencings: prometheus.NewDesc("berth_partition_fencings_total",
 			"Partitions this host lost to fencing since it started: another host claimed them, and this one stopped at its next write.", sub, nil),
+		startFailures: prometheus.NewDesc("berth_subscription_start_failures_total",
+			"Failed tries to start the subscription's run (its event log or ledger away); each is tried again until one works.", sub, nil),
 	}
 }
 
 // Describe sends the descriptors.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lag, c.checkpoint, c.head, c.parked, c.paused, c.systemic, c.concurrency, c.fencings} {
+	for _, d := range []*prometheus.Desc{c.lag, c.checkpoint, c.head, c.parked, c.paused, c.systemic, c.concurrency, c.fencings, c.startFailures} {
 		ch <- d
 	}
 }
@@ -72,6 +74,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.systemic, prometheus.GaugeValue, float64(systemic), name)
 		ch <- prometheus.MustNewConstMetric(c.concurrency, prometheus.GaugeValue, float64(lowered), name)
 		ch <- prometheus.MustNewConstMetric(c.fencings, prometheus.CounterValue, float64(st.Fencings), name)
+		ch <- prometheus.MustNewConstMetric(c.startFailures, prometheus.CounterValue, float64(st.StartFailures), name)
 	}
 	ch <- prometheus.MustNewConstMetric(c.head, prometheus.GaugeValue, float64(head))
 }

@@ -130,6 +130,7 @@ func TestSubscriptionsAndParked(t *testing.T) {
 		`berth_subscription_paused{subscription="` + notifierSub + `"} 0`,
 		`berth_subscription_lag{subscription="` + notifierSub + `"}`,
 		`berth_partition_fencings_total{subscription="` + notifierSub + `"} 0`,
+		`berth_subscription_start_failures_total{subscription="` + notifierSub + `"} 0`,
 		"berth_eventlog_head 2",
 	} {
 		if !strings.Contains(metrics, want) {

@@ -95,7 +95,7 @@ func toWireSubscription(st subscription.Status, module string, detail bool) wire
 		return wire.RetrySetting{Value: v, Source: string(p.Sources[key])}
 	}
 	out := wire.Subscription{
-		Name: st.Name, Module: module, State: st.State, PausedUntil: st.PausedUntil, Checkpoint: st.Checkpoint,
+		Name: st.Name, Module: module, State: st.State, StartError: st.StartError, PausedUntil: st.PausedUntil, Checkpoint: st.Checkpoint,
 		DurableCheckpoint: st.DurableCheckpoint, Head: st.Head, Lag: st.Lag, Parked: wire.ParkedCounts{},
 		Retry: wire.RetrySettings{
 			retry.KeyMaxAttempts:          setting(retry.KeyMaxAttempts, p.MaxAttempts),

@@ -68,7 +68,7 @@ func TestAttemptCtx(t *testing.T) {
 			}
 			tt.act(clock, cancelRun)
 			if seen != nil {
-				<-seen
+				recv(t, seen, "the watcher to see Done")
 			}
 			if err := c.Err(); err != tt.wantErr {
 				t.Fatalf("Err() = %v, want %v", err, tt.wantErr)

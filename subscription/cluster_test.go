@@ -25,14 +25,14 @@ func (e *env) host(id string, opts Options, specs ...Spec) *Engine {
 	if opts.Jitter == nil {
 		opts.Jitter = func() float64 { return 0.5 }
 	}
-	eng, err := Open(e.log, e.store, opts, specs...)
+	eng, err := Open(e.eventLog(), e.store, opts, specs...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if err := eng.Start(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(func() { eng.Close(context.Background()) }) // before the stores close
+	e.t.Cleanup(func() { closeWithin(e.t, eng) }) // before the stores close
 	return eng
 }
 
@@ -193,7 +193,7 @@ func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 	for range versions / 2 {
 		appendAll()
 	}
-	<-inFlight
+	recv(t, inFlight, "the held attempt in flight")
 	delete(ownedA, moved)
 	own(t, a, ownedA)
 	given.Store(true)

@@ -181,7 +181,7 @@ func TestConcurrencyWithinPartition(t *testing.T) {
 			t.Errorf("two events of %s at once", id)
 		}
 		mu.Unlock()
-		<-release
+		block(ctx, release)
 		mu.Lock()
 		inFlight[id]--
 		total--
@@ -189,21 +189,24 @@ func TestConcurrencyWithinPartition(t *testing.T) {
 		return nil
 	})
 	e := newEnv(t, Options{Partitions: 1, Concurrency: 3}, spec(sub, inv))
+	unblock := unblockAtEnd(t, release)
 	e.start()
 	for range 3 {
 		for _, id := range []string{"a", "b", "c", "d"} {
 			e.append("Order", id)
 		}
 	}
-	eventually(t, "3 aggregates in flight", func() bool {
+	// The reader may hand over a, b and c before it has read d: wait for
+	// both, the slots full and d waiting for one.
+	var st PartitionStatus
+	eventually(t, "3 aggregates in flight and 1 waiting", func() bool {
 		mu.Lock()
-		defer mu.Unlock()
-		return total == 3
+		n := total
+		mu.Unlock()
+		st = e.status(sub).Partitions[0]
+		return n == 3 && st.Active == 3 && st.Waiting == 1
 	})
-	if st := e.status(sub).Partitions[0]; st.Active != 3 || st.Waiting != 1 {
-		t.Fatalf("partition %+v", st)
-	}
-	close(release)
+	unblock()
 	eventually(t, "all handled", func() bool { return e.status(sub).Checkpoint == 13 })
 	if peak != 3 {
 		t.Fatalf("peak concurrency %d", peak)

@@ -8,8 +8,8 @@
 // Lock order, outermost first: Engine.mu (Add and Start start subscriptions
 // under it), subscription.life (read-held by an operator's call throughout),
 // the aggregate's key lock, run.budgets.mu, subscription.cpMu, partition.mu,
-// tracker.mu. The scheduler's, the gate's, the key-lock table's and the
-// Detector's mutexes are leaves, held only over their own fields; an
+// tracker.mu. The scheduler's, the gate's, the key-lock table's, the
+// Detector's and Engine.bgMu are leaves, held only over their own fields; an
 // attempt's context's (attemptctx.go) is held over its own fields and the
 // making of its child context and timer, beneath nothing of the engine's;
 // and the

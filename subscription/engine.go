@@ -61,8 +61,12 @@ type Engine struct {
 
 	ctx    context.Context // the engine's lifetime; cancelled by Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the scheduler and the retries of failed starts
 	sched  *scheduler
+	// bgMu guards bgClosed, set when Close begins: no goroutine joins wg
+	// after (goBackground). A leaf.
+	bgMu     sync.Mutex
+	bgClosed bool
 }
 
 // Open returns an engine for the given subscriptions; nothing runs before
@@ -103,7 +107,8 @@ func (e *Engine) add(spec Spec) error {
 	return nil
 }
 
-// Add adds a subscription; on a started engine it starts at once.
+// Add adds a subscription; on a started engine it starts at once, or is
+// tried again until it does when its start fails (startretry.go).
 func (e *Engine) Add(ctx context.Context, spec Spec) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -114,12 +119,9 @@ func (e *Engine) Add(ctx context.Context, spec Spec) error {
 		return err
 	}
 	if e.started {
-		s := e.subs[spec.name()]
-		if err := s.start(ctx); err != nil {
-			delete(e.subs, s.name)
-			e.order = e.order[:len(e.order)-1]
-			return err
-		}
+		// A start that fails is tried again until it works (startretry.go):
+		// the subscription is added either way.
+		e.subs[spec.name()].start(ctx)
 	}
 	return nil
 }
@@ -127,7 +129,9 @@ func (e *Engine) Add(ctx context.Context, spec Spec) error {
 // Start loads every subscription's checkpoint, pause state and parked
 // aggregates and starts delivering. A new subscription's starting point is
 // written at once, so that StartEnd means the head at first start, not at
-// every start.
+// every start. A subscription whose start fails (its log or ledger away
+// for a moment) is tried again until it starts (startretry.go); Start does
+// not fail for it.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -137,13 +141,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.started {
 		return errors.New("subscription: engine already started")
 	}
-	for i, name := range e.order {
-		if err := e.subs[name].start(ctx); err != nil {
-			for _, prev := range e.order[:i] {
-				e.subs[prev].stop(ctx, true)
-			}
-			return err
-		}
+	for _, name := range e.order {
+		e.subs[name].start(ctx)
 	}
 	e.started = true
 	e.wg.Add(1)
@@ -164,6 +163,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.closed = true
 	started := e.started
 	e.mu.Unlock()
+	e.closeBackground()
 	e.cancel()
 	e.wg.Wait()
 	var errs []error
@@ -180,6 +180,7 @@ func (e *Engine) abandon() {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	e.closeBackground()
 	e.cancel()
 	e.wg.Wait()
 	for _, name := range e.order {

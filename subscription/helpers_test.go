@@ -19,14 +19,18 @@ var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // env is a test's stores (real Badger in a temp dir), fake clock and engine.
 type env struct {
-	t     *testing.T
-	dir   string
-	log   *eventlog.Badger
-	store *ledger.Badger
-	clock *FakeClock
-	opts  Options
-	specs []Spec
-	eng   *Engine
+	t   *testing.T
+	dir string
+	log *eventlog.Badger
+	// events, when set, is the log engines are opened on instead of log (a
+	// log on NATS, or one that fails on purpose); appends still go to log
+	// unless the test makes its own.
+	events eventlog.Log
+	store  *ledger.Badger
+	clock  *FakeClock
+	opts   Options
+	specs  []Spec
+	eng    *Engine
 }
 
 func newEnv(t *testing.T, opts Options, specs ...Spec) *env {
@@ -35,11 +39,72 @@ func newEnv(t *testing.T, opts Options, specs ...Spec) *env {
 	e.openStores()
 	t.Cleanup(func() {
 		if e.eng != nil {
-			e.eng.Close(context.Background())
+			closeWithin(t, e.eng)
 		}
 		e.closeStores()
 	})
 	return e
+}
+
+// closeWithin closes eng, failing the test rather than hanging it when
+// Close does not return within a minute (a handler that ignores its
+// cancelled context holds it); the stores are then left open.
+func closeWithin(t *testing.T, eng *Engine) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		eng.Close(context.Background())
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Errorf("engine Close did not return within a minute: an attempt never ended")
+	}
+}
+
+// recv waits for a value on ch, failing the test after 10 s.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10s for %s", what)
+		panic("unreachable")
+	}
+}
+
+// block waits, inside a handler, until ch is closed or the attempt is
+// cancelled (the engine closing after a test failed), so that no test
+// leaves a handler blocked that Close would wait for; false when
+// cancelled.
+func block(ctx context.Context, ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// unblockAtEnd returns a func that closes ch once, for a test to let
+// handlers blocked on ch go on; the test's cleanup calls it too, before the
+// engine closes (call it after newEnv), so that a test failing before it
+// does not leave a handler blocked that Close would wait for.
+func unblockAtEnd(t *testing.T, ch chan struct{}) func() {
+	var once sync.Once
+	open := func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(open)
+	return open
+}
+
+// eventLog is the log engines of the test are opened on.
+func (e *env) eventLog() eventlog.Log {
+	if e.events != nil {
+		return e.events
+	}
+	return e.log
 }
 
 func (e *env) openStores() {
@@ -72,7 +137,7 @@ func (e *env) start() *Engine {
 	if opts.Jitter == nil {
 		opts.Jitter = func() float64 { return 0.5 }
 	}
-	eng, err := Open(e.log, e.store, opts, e.specs...)
+	eng, err := Open(e.eventLog(), e.store, opts, e.specs...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -179,9 +244,18 @@ func (e *env) waitGateHeld(name string) {
 // changes (an append, an operator, the clock).
 func (e *env) waitIdle(name string) Status {
 	e.t.Helper()
+	return e.waitIdleOf(e.eng, name)
+}
+
+// waitIdleOf is waitIdle on eng, one of several hosts' engines.
+func (e *env) waitIdleOf(eng *Engine, name string) Status {
+	e.t.Helper()
 	var st Status
 	eventually(e.t, name+" done with the log", func() bool {
-		st = e.status(name)
+		var err error
+		if st, err = eng.Status(context.Background(), name); err != nil {
+			e.t.Fatal(err)
+		}
 		if st.Lag != 0 {
 			return false
 		}

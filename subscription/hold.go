@@ -2,7 +2,6 @@ package subscription
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/berthhq/berth/ledger"
@@ -21,8 +20,9 @@ import (
 // cancelled (not counted, delivered again) — writes its checkpoints, and
 // starts none again until every hold is lifted (Unhold with the same id),
 // whatever Own says meanwhile (it keeps the set for then). Holding again with
-// an id already held changes nothing. ErrClosed if the subscription is not
-// running (nothing to hold).
+// an id already held changes nothing. A subscription whose start is being
+// tried again (startretry.go) is held by ending the retry. ErrClosed if the
+// subscription is not running nor starting (nothing to hold).
 func (e *Engine) Hold(ctx context.Context, sub, id string) error {
 	s, err := e.sub(sub)
 	if err != nil {
@@ -34,12 +34,17 @@ func (e *Engine) Hold(ctx context.Context, sub, id string) error {
 		return nil
 	}
 	if len(s.holds) == 0 {
-		if s.run == nil {
+		switch {
+		case s.run == nil && s.starting.retrying:
+			s.endRetryLocked()
+		case s.run == nil:
 			return fmt.Errorf("subscription %q: not running: %w", s.name, ErrClosed)
-		}
-		if err := s.stopLocked(ctx, true); err != nil {
-			// Not held: nobody would start it again.
-			return errors.Join(err, s.startLocked(context.WithoutCancel(ctx)))
+		default:
+			if err := s.stopLocked(ctx, true); err != nil {
+				// Not held: nobody would start it again.
+				s.startOrRetryLocked(context.WithoutCancel(ctx))
+				return err
+			}
 		}
 		e.logger.Info("subscription held for a reset", "subscription", s.name, "hold", id)
 	}
@@ -51,8 +56,9 @@ func (e *Engine) Hold(ctx context.Context, sub, id string) error {
 }
 
 // Unhold lifts the hold id; when it was the last, the subscription starts
-// again from its stored checkpoints over the partitions it owns. An id not
-// held changes nothing.
+// again from its stored checkpoints over the partitions it owns; a start
+// that fails is tried again until it works (startretry.go), so Unhold does
+// not fail for it. An id not held changes nothing.
 func (e *Engine) Unhold(ctx context.Context, sub, id string) error {
 	s, err := e.sub(sub)
 	if err != nil {
@@ -73,7 +79,8 @@ func (e *Engine) Unhold(ctx context.Context, sub, id string) error {
 		return nil
 	}
 	e.logger.Info("subscription hold lifted", "subscription", s.name, "hold", id)
-	return s.startLocked(context.WithoutCancel(ctx))
+	s.startOrRetryLocked(context.WithoutCancel(ctx))
+	return nil
 }
 
 // ResetHeld is Reset's write on a held subscription: it checks position as

@@ -216,7 +216,9 @@ func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until ti
 // checkpoints' write, after every attempt ended. On a ledger shared by
 // several hosts it writes the checkpoints of partitions other hosts own too,
 // so it must not be called there while they run: the cluster's reset holds
-// the subscription on every host first (Hold, ResetHeld, Unhold).
+// the subscription on every host first (Hold, ResetHeld, Unhold). A
+// subscription whose start is being tried again (startretry.go) is reset
+// too, and starts from the new position.
 func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	s, err := e.sub(sub)
 	if err != nil {
@@ -227,7 +229,7 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	}
 	s.life.Lock()
 	defer s.life.Unlock()
-	if s.run == nil {
+	if s.run == nil && !s.starting.retrying {
 		return fmt.Errorf("subscription %q: not running: %w", s.name, ErrClosed)
 	}
 	if err := s.stopLocked(ctx, false); err != nil {
@@ -235,9 +237,13 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	}
 	if err := s.writeReset(ctx, position, nil); err != nil {
 		// Carry on from the old checkpoint rather than stay stopped.
-		return errors.Join(err, s.startLocked(context.WithoutCancel(ctx)))
+		s.startOrRetryLocked(context.WithoutCancel(ctx))
+		return err
 	}
-	return s.startLocked(context.WithoutCancel(ctx))
+	// The reset is written: a start that fails is tried again
+	// (startretry.go), and the reset stands.
+	s.startOrRetryLocked(context.WithoutCancel(ctx))
+	return nil
 }
 
 // checkReset refuses a reset to a position beyond the log's head + 1, and

@@ -161,10 +161,11 @@ func TestResumeRecordedInHistory(t *testing.T) {
 		if broken.Load() {
 			return &retry.Failure{Classes: []string{"Bug"}}
 		}
-		<-blockReplay
+		<-blockReplay // closed at the test's end if it fails first
 		return nil
 	})
 	e := newEnv(t, Options{}, brokenSpec(rec))
+	unblock := unblockAtEnd(t, blockReplay)
 	e.clock = clock
 	e.start()
 	e.append("Order", "p")
@@ -182,7 +183,7 @@ func TestResumeRecordedInHistory(t *testing.T) {
 	if err := e.eng.Skip(context.Background(), sub, "Order", "p", 0, "bob", "x"); !errors.Is(err, ErrNotParked) {
 		t.Fatalf("skip while resuming: %v", err)
 	}
-	close(blockReplay)
+	unblock()
 	rec.waitHandled(t, "p", 1)
 }
 

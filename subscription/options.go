@@ -53,9 +53,16 @@ type Options struct {
 	Clock Clock
 	// Logger receives the engine's log. Default: discarded.
 	Logger *slog.Logger
-	// Jitter returns a number in [0, 1) for backpressure jitter. Default
-	// math/rand/v2.Float64.
+	// Jitter returns a number in [0, 1) for backpressure jitter and that of
+	// start retries. Default math/rand/v2.Float64.
 	Jitter func() float64
+	// StartTimeout bounds each try of a subscription's start (reading the
+	// log's head and its checkpoints and parks). StartBackoff is the wait
+	// after its first failed try, doubled after each failed try up to
+	// StartBackoffMax (startretry.go). Defaults 30 s, 500 ms and 30 s.
+	StartTimeout    time.Duration
+	StartBackoff    time.Duration
+	StartBackoffMax time.Duration
 }
 
 func (o *Options) defaults() {
@@ -95,4 +102,14 @@ func (o *Options) defaults() {
 	if o.Jitter == nil {
 		o.Jitter = randFloat
 	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if o.StartBackoff <= 0 {
+		o.StartBackoff = 500 * time.Millisecond
+	}
+	if o.StartBackoffMax <= 0 {
+		o.StartBackoffMax = 30 * time.Second
+	}
+	o.StartBackoffMax = max(o.StartBackoffMax, o.StartBackoff)
 }

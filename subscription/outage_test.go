@@ -176,7 +176,7 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	rec := newRecorder(nil, func(d Delivery, n int) *retry.Failure {
 		if d.Commit.AggregateID == "a" && n == 2 {
 			close(started)
-			<-release // in flight while b and c fail
+			<-release // in flight while b and c fail; closed at the test's end if it fails first
 		}
 		if down.Load() {
 			return &retry.Failure{Classes: []string{"SQLException"}, Message: "db gone"}
@@ -186,6 +186,7 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	s := spec(sub, rec)
 	s.OverrideRetry = retry.Settings{MaxAttempts: 2}
 	e := newEnv(t, Options{Partitions: 1, Concurrency: 2}, s)
+	unblock := unblockAtEnd(t, release)
 	rec.clock = e.clock
 	e.start()
 	e.append("Order", "a")
@@ -207,7 +208,7 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	if n := e.storedFailures("a"); n != 1 {
 		t.Fatalf("a's budget counts %d failures while its attempt is in flight, want 1", n)
 	}
-	close(release)
+	unblock()
 	eventually(t, "a's budget refunded", func() bool { return e.storedFailures("a") == 0 })
 	down.Store(false)
 	e.driveUntil("a, b and c handled", func() bool {

@@ -2,7 +2,6 @@ package subscription
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 )
@@ -23,7 +22,11 @@ import (
 // at a time, and its order holds across the change. When Own returns, the
 // engine writes nothing more for a partition left out. The same set again
 // changes nothing. A stopped or not yet started subscription keeps the set
-// for its start.
+// for its start, as does one whose start is being tried again.
+//
+// A restart that fails is tried again until it works (startretry.go):
+// Own's error is then the stop's only, and the start's is in the log and
+// in Status.
 //
 // Own needs Options.Host: a single host owns every partition
 // (ErrBadPartition otherwise, as for a partition outside 0 to
@@ -59,9 +62,6 @@ func (e *Engine) Own(ctx context.Context, subscription string, owned map[int]uin
 	// The final checkpoints are written under the old epochs; a partition
 	// fenced meanwhile writes nothing.
 	stopErr := s.stopLocked(ctx, true)
-	startErr := s.startLocked(context.WithoutCancel(ctx))
-	if startErr != nil {
-		e.logger.Error("subscription stopped: starting it over the partitions owned failed", "subscription", s.name, "err", startErr)
-	}
-	return errors.Join(stopErr, startErr)
+	s.startOrRetryLocked(context.WithoutCancel(ctx))
+	return stopErr
 }

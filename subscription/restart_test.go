@@ -138,7 +138,7 @@ func TestRestartMidReplay(t *testing.T) {
 	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
 		t.Fatal(err)
 	}
-	<-stall
+	recv(t, stall, "version 3's attempt cut off")
 	e.blockUntil(1) // version 3's first attempt failed; in its backoff
 	e.restart()
 	rec.waitHandled(t, "p", 7) // 1, 2 before; 1..5 again after the restart

@@ -14,12 +14,22 @@ const (
 	StatePaused         = "paused"
 	StateStopped        = "stopped"
 	StateSystemicPaused = "systemic-paused"
+	// StateStarting: the subscription's start failed and is being tried
+	// again (startretry.go); Status.StartError says why.
+	StateStarting = "starting"
 )
 
 // Status is a snapshot of one subscription, as this host sees it.
 type Status struct {
-	Name  string
-	State string // StateRunning, StatePaused (by an operator) or StateStopped
+	Name string
+	// State is StateRunning, StatePaused (by an operator), StateStarting (a
+	// failed start being tried again) or StateStopped.
+	State string
+	// StartError is, while starting, the last failed try's error; empty
+	// otherwise. StartFailures counts the failed tries of its starts since
+	// the engine opened.
+	StartError    string
+	StartFailures uint64
 	// PausedUntil is, while paused until a time (Engine.PauseUntil), when
 	// it goes on by itself; zero otherwise.
 	PausedUntil time.Time
@@ -86,7 +96,8 @@ func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 	}
 	cur := s.cur.Load()
 	st := Status{Name: s.name, State: StateRunning, Policy: cur.policy, ParkedSettings: cur.parked,
-		Host: e.opts.Host, PartitionCount: e.opts.Partitions, Fencings: s.fencings.Load()}
+		Host: e.opts.Host, PartitionCount: e.opts.Partitions, Fencings: s.fencings.Load(),
+		StartFailures: s.startFailures.Load()}
 	if !s.gate.isOpen() {
 		st.State = StatePaused
 		st.PausedUntil = s.pausedUntil()
@@ -109,9 +120,15 @@ func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 	live := false
 	s.life.RLock()
 	r := s.run
-	if r == nil {
+	switch {
+	case r == nil && s.starting.retrying && e.ctx.Err() == nil:
+		st.State = StateStarting
+		if s.starting.lastErr != nil {
+			st.StartError = s.starting.lastErr.Error()
+		}
+	case r == nil:
 		st.State = StateStopped
-	} else {
+	default:
 		for _, p := range r.owned {
 			ps := p.status()
 			st.Partitions = append(st.Partitions, ps)

@@ -35,13 +35,19 @@ type subscription struct {
 	// pause is the end of a pause until a time, and its timer.
 	pause    pauseState
 	fencings atomic.Uint64 // partitions this host lost to fencing (fence.go)
+	// starting is the retry of a start that failed (startretry.go); s.life
+	// held. startFailures counts the failed tries since the engine opened.
+	starting      startState
+	startFailures atomic.Uint64
 }
 
-// start loads the durable state and starts a run.
+// start loads the durable state and starts a run, or keeps trying in the
+// background when that fails (startretry.go); the error is the first
+// try's.
 func (s *subscription) start(ctx context.Context) error {
 	s.life.Lock()
 	defer s.life.Unlock()
-	return s.startLocked(ctx)
+	return s.startOrRetryLocked(ctx)
 }
 
 // ownedLocked returns the partitions the host owns, with their epochs:

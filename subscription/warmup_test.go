@@ -27,11 +27,21 @@ type warmingInvoker struct {
 
 func (w *warmingInvoker) Invoke(ctx context.Context, d Delivery) *retry.Failure {
 	n := w.calls.Add(1)
-	w.attempts <- d.Attempt
+	// Ready or not when called: the test closes ready once it has seen the
+	// attempt, which must not turn a warm-up attempt into a compiled one.
+	compiled := false
 	select {
 	case <-w.ready:
-		return w.compiled(ctx)
+		compiled = true
 	default:
+	}
+	select {
+	case w.attempts <- d.Attempt:
+	case <-ctx.Done():
+		return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: "cancelled"}
+	}
+	if compiled {
+		return w.compiled(ctx)
 	}
 	if n > 1 {
 		w.early.Store(true) // delivered again before the host was ready: a busy loop
@@ -62,12 +72,12 @@ func startWarming(t *testing.T, maxAttempts int, id string, compiled func(contex
 // number, once the compiled tier is ready — not before.
 func TestWarmingUpTimeoutIsNotCounted(t *testing.T) {
 	e, clock, inv := startWarming(t, 1, "w", func(context.Context) *retry.Failure { return nil })
-	if a := <-inv.attempts; a != 1 {
+	if a := recv(t, inv.attempts, "an attempt"); a != 1 {
 		t.Fatalf("first attempt numbered %d", a)
 	}
 	clock.Advance(time.Second) // its deadline, on the interpreter
 	close(inv.ready)           // the compiled tier is ready
-	if a := <-inv.attempts; a != 1 {
+	if a := recv(t, inv.attempts, "an attempt"); a != 1 {
 		t.Fatalf("the attempt after warm-up numbered %d, want 1 (the warm-up's is not counted)", a)
 	}
 	e.waitIdle(sub)
@@ -93,10 +103,10 @@ func TestGuestThatSpinsIsChargedOnceCompiled(t *testing.T) {
 		<-ctx.Done()
 		return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: "the call ran past its deadline"}
 	})
-	<-inv.attempts
+	recv(t, inv.attempts, "an attempt")
 	clock.Advance(time.Second) // the warm-up attempt's deadline
 	close(inv.ready)
-	if a := <-inv.attempts; a != 1 {
+	if a := recv(t, inv.attempts, "an attempt"); a != 1 {
 		t.Fatalf("first compiled attempt numbered %d, want 1", a)
 	}
 	clock.Advance(time.Second) // its deadline: charged
@@ -114,7 +124,7 @@ func TestGuestThatSpinsIsChargedOnceCompiled(t *testing.T) {
 		t.Fatalf("budget %+v, want one timeout", sb)
 	}
 	e.advance() // the backoff
-	if a := <-inv.attempts; a != 2 {
+	if a := recv(t, inv.attempts, "an attempt"); a != 2 {
 		t.Fatalf("second compiled attempt numbered %d, want 2", a)
 	}
 	clock.Advance(time.Second)

@@ -7,7 +7,10 @@ import "time"
 type Subscription struct {
 	Name   string `json:"name"`
 	Module string `json:"module,omitempty"` // the module serving it
-	State  string `json:"state"`            // running, paused or stopped
+	State  string `json:"state"`            // running, paused, starting or stopped
+	// StartError is, while starting, why the last try to start it failed
+	// (its event log or ledger away); it is tried again until it starts.
+	StartError string `json:"startError,omitempty"`
 	// PausedUntil is, while paused until a time, when it goes on by itself.
 	PausedUntil time.Time `json:"pausedUntil,omitzero"`
 	// Checkpoint: every commit below it was handled, passed over or held
