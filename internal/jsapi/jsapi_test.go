@@ -86,6 +86,40 @@ func TestRetryAsksAgainWhileTransient(t *testing.T) {
 	})
 }
 
+// TestAskGivesEveryTryTheWholeTime: Ask sends a request again as Retry
+// does, but every try — the first too — has the whole perTry (a publish on
+// a loaded machine is not cut short and sent twice); past the caller's
+// deadline its last error is still Transient, for the caller to answer
+// "unavailable, try again".
+func TestAskGivesEveryTryTheWholeTime(t *testing.T) {
+	var bounds []time.Duration
+	v, err := Ask(t.Context(), 3*time.Second, func(ctx context.Context) (int, error) {
+		d, _ := ctx.Deadline()
+		bounds = append(bounds, time.Until(d).Round(100*time.Millisecond))
+		if len(bounds) < 3 {
+			return 0, nats.ErrTimeout
+		}
+		return 7, nil
+	})
+	if v != 7 || err != nil {
+		t.Fatalf("Ask = %d, %v; want 7, nil", v, err)
+	}
+	for _, b := range bounds {
+		if b != 3*time.Second {
+			t.Fatalf("tries bounded by %v, want 3s each", bounds)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err = Ask(ctx, time.Second, func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	if !Transient(err) || !strings.Contains(err.Error(), "tried for") {
+		t.Fatalf("Ask past the deadline: %v; want a transient error, tried for …", err)
+	}
+}
+
 // TestAwaitLeaderWaitsForAStreamBeingCreated: a stream not known yet (its
 // creation not applied by the server asked) is waited for, and the wait
 // ends with the stream's leader once it exists.
