@@ -156,8 +156,9 @@ func wrongLastSeq(err error) bool {
 }
 
 // mayHaveReached reports whether a publish that failed with err may have
-// been stored: its acknowledgement did not come. "No responders" and
-// JetStream's refusals mean no server took it.
+// been stored: its acknowledgement did not come, or an earlier try with its
+// Nats-Msg-Id is still being stored. "No responders" and JetStream's other
+// refusals mean no server took it.
 func mayHaveReached(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || apiCode(err) == jsapi.CodeDupInProcess
 }

@@ -33,6 +33,11 @@ const (
 	codeNoPeers      jetstream.ErrorCode = 10005 // JSClusterNoPeersErrF: no suitable peers for placement
 	codeNotAvailable jetstream.ErrorCode = 10008 // JSClusterNotAvailErr: JetStream system temporarily unavailable
 	codeNotLeader    jetstream.ErrorCode = 10009 // JSClusterNotLeaderErr: JetStream cluster can not handle request
+	// CodeDupInProcess is JSStreamDuplicateMessageConflict: a publish whose
+	// Nats-Msg-Id an earlier try carried, which the stream has not finished
+	// storing (during an election): asked again, it is answered as a
+	// duplicate of the stored one.
+	CodeDupInProcess jetstream.ErrorCode = 10158
 )
 
 // Transient reports whether err is what a JetStream cluster answers while it
@@ -49,7 +54,8 @@ func Transient(err error) bool {
 		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return true
 	case errors.As(err, &apiErr):
-		return apiErr.ErrorCode == codeNoPeers || apiErr.ErrorCode == codeNotAvailable || apiErr.ErrorCode == codeNotLeader
+		return apiErr.ErrorCode == codeNoPeers || apiErr.ErrorCode == codeNotAvailable || apiErr.ErrorCode == codeNotLeader ||
+			apiErr.ErrorCode == CodeDupInProcess
 	}
 	return false
 }

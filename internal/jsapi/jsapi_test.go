@@ -27,6 +27,7 @@ func TestTransient(t *testing.T) {
 		{"no peers for placement", &jetstream.APIError{Code: 500, ErrorCode: 10005, Description: "no suitable peers for placement"}, true},
 		{"temporarily unavailable", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
 		{"cluster cannot handle it", &jetstream.APIError{Code: 500, ErrorCode: 10009}, true},
+		{"duplicate message id in process", &jetstream.APIError{Code: 409, ErrorCode: 10158}, true},
 		{"name in use", jetstream.ErrStreamNameAlreadyInUse, false},
 		{"stream not found", jetstream.ErrStreamNotFound, false},
 		{"jetstream off", jetstream.ErrJetStreamNotEnabled, false},

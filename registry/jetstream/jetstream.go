@@ -15,13 +15,6 @@
 // one may have it (the other's Store fails with registry.ErrVersionTaken and
 // the registry numbers again) — else both would write one version object,
 // and the current one could name one upload's hash over the other's bytes.
-//
-// Every request is asked again while NATS cannot answer it (jsapi.Ask: a
-// stream electing a leader, a node gone under the client, a request not
-// answered in time), until the caller's deadline or, without one, for
-// jsapi.DefaultWait: an upload is not failed for a blip that the next try
-// gets past. Each write is one that may be made twice: a claim is known
-// for ours by its value, an object put again holds the same.
 package jetstream
 
 import (
@@ -39,7 +32,6 @@ import (
 	"github.com/berthhq/berth/registry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // Options configure a Store. Zero values are defaults.
@@ -57,9 +49,8 @@ type Options struct {
 
 // Store is the module store in a JetStream object store.
 type Store struct {
-	obj     jetstream.ObjectStore
-	claims  jetstream.KeyValue // version numbers taken, "<name>.<version>"
-	timeout time.Duration      // of each try of a request (Options.Timeout)
+	obj    jetstream.ObjectStore
+	claims jetstream.KeyValue // version numbers taken, "<name>.<version>"
 }
 
 var (
@@ -102,45 +93,17 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("modules: version claims %s: %w", claimsBucket(opts.Bucket), err)
 	}
-	return &Store{obj: obj, claims: claims, timeout: opts.Timeout}, nil
+	return &Store{obj: obj, claims: claims}, nil
 }
 
 // claimsBucket names the KV bucket of the version claims of the object
 // store bucket.
 func claimsBucket(bucket string) string { return bucket + "_VERSIONS" }
 
-// ask makes a request with fn, asked again while NATS cannot answer it
-// (jsapi.Ask), each try bounded by the Options' Timeout.
-func ask[T any](ctx context.Context, s *Store, fn func(context.Context) (T, error)) (T, error) {
-	return jsapi.Ask(ctx, s.timeout, fn)
-}
-
-// do is ask for a request that returns only an error.
-func (s *Store) do(ctx context.Context, fn func(context.Context) error) error {
-	_, err := ask(ctx, s, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
-	return err
-}
-
 // claim takes version v of name for this upload: registry.ErrVersionTaken
-// when another upload has it. The claim holds a token of this upload's own,
-// so that a claim whose answer was lost, made again, is known for ours
-// rather than taken for another's (which would skip a number).
+// when another upload has it.
 func (s *Store) claim(ctx context.Context, name string, v int) error {
-	key, token := name+"."+strconv.Itoa(v), []byte(nuid.Next())
-	err := s.do(ctx, func(ctx context.Context) error {
-		_, err := s.claims.Create(ctx, key, token)
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return err
-		}
-		e, gerr := s.claims.Get(ctx, key)
-		switch {
-		case gerr != nil:
-			return gerr
-		case bytes.Equal(e.Value(), token):
-			return nil
-		}
-		return err
-	})
+	_, err := s.claims.Create(ctx, name+"."+strconv.Itoa(v), nil)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("modules: %s v%d: %w", name, v, registry.ErrVersionTaken)
 	}
@@ -164,20 +127,11 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 	if err := s.claim(ctx, m.Name, m.Version); err != nil {
 		return err
 	}
-	// A try of the version's bytes has the Options' Timeout and a second
-	// per MiB: a large module is many chunks, which a loaded cluster
-	// takes a while to store.
-	perTry := s.timeout + time.Duration(len(wasm))*time.Second/(1<<20)
-	if _, err := jsapi.Ask(ctx, perTry, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
-		return s.obj.Put(ctx, jetstream.ObjectMeta{Name: versionName(m.Name, m.Version),
-			Metadata: map[string]string{metaKey: string(meta)}}, bytes.NewReader(wasm))
-	}); err != nil {
+	if _, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: versionName(m.Name, m.Version),
+		Metadata: map[string]string{metaKey: string(meta)}}, bytes.NewReader(wasm)); err != nil {
 		return fmt.Errorf("modules: store %s v%d: %w", m.Name, m.Version, err)
 	}
-	if err := s.do(ctx, func(ctx context.Context) error {
-		_, err := s.obj.PutBytes(ctx, currentName(m.Name), meta)
-		return err
-	}); err != nil {
+	if _, err := s.obj.PutBytes(ctx, currentName(m.Name), meta); err != nil {
 		return fmt.Errorf("modules: make %s v%d current: %w", m.Name, m.Version, err)
 	}
 	vs, err := s.Versions(ctx, m.Name)
@@ -185,7 +139,7 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 		return err
 	}
 	for len(vs) > keep {
-		if err := s.delete(ctx, versionName(m.Name, vs[0].Version)); err != nil {
+		if err := s.obj.Delete(ctx, versionName(m.Name, vs[0].Version)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			return fmt.Errorf("modules: prune %s v%d: %w", m.Name, vs[0].Version, err)
 		}
 		vs = vs[1:]
@@ -195,7 +149,7 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 
 // list returns the infos of the objects whose names start with prefix.
 func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInfo, error) {
-	all, err := ask(ctx, s, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) { return s.obj.List(ctx) })
+	all, err := s.obj.List(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
@@ -212,7 +166,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInf
 }
 
 func (s *Store) currentOf(ctx context.Context, name string) (registry.StoredModule, bool, error) {
-	b, err := s.getBytes(ctx, currentName(name))
+	b, err := s.obj.GetBytes(ctx, currentName(name))
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return registry.StoredModule{}, false, nil
 	}
@@ -254,9 +208,7 @@ func (s *Store) Current(ctx context.Context) ([]registry.StoredModule, [][]byte,
 
 // Load returns a kept version and its bytes.
 func (s *Store) Load(ctx context.Context, name string, version int) (registry.StoredModule, []byte, error) {
-	info, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
-		return s.obj.GetInfo(ctx, versionName(name, version))
-	})
+	info, err := s.obj.GetInfo(ctx, versionName(name, version))
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return registry.StoredModule{}, nil, fmt.Errorf("%w: %s has no version %d", registry.ErrUnknownVersion, name, version)
 	}
@@ -267,7 +219,7 @@ func (s *Store) Load(ctx context.Context, name string, version int) (registry.St
 	if err != nil {
 		return registry.StoredModule{}, nil, err
 	}
-	wasm, err := s.getBytes(ctx, info.Name)
+	wasm, err := s.obj.GetBytes(ctx, info.Name)
 	if err != nil {
 		return registry.StoredModule{}, nil, fmt.Errorf("modules: %s v%d: %w", name, version, err)
 	}
@@ -322,26 +274,10 @@ func (s *Store) LastVersion(ctx context.Context, name string) (int, error) {
 
 // Remove makes name current no more.
 func (s *Store) Remove(ctx context.Context, name string) error {
-	if err := s.delete(ctx, currentName(name)); err != nil {
+	if err := s.obj.Delete(ctx, currentName(name)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return fmt.Errorf("modules: remove %s: %w", name, err)
 	}
 	return nil
-}
-
-// getBytes reads an object's bytes.
-func (s *Store) getBytes(ctx context.Context, name string) ([]byte, error) {
-	return ask(ctx, s, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, name) })
-}
-
-// delete deletes an object; one already gone (by a try whose answer was
-// lost, or another host) is no error.
-func (s *Store) delete(ctx context.Context, name string) error {
-	return s.do(ctx, func(ctx context.Context) error {
-		if err := s.obj.Delete(ctx, name); !errors.Is(err, jetstream.ErrObjectNotFound) {
-			return err
-		}
-		return nil
-	})
 }
 
 // Watch calls changed with the name of each module whose current version is
