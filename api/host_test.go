@@ -148,6 +148,15 @@ checkpoint-interval = "10ms"
 allowed-hosts = [%q]
 config = { notifications-url = %q }
 `, dir, strings.TrimPrefix(svc.URL, "http://"), svc.URL) + extra
+	h.start(dir, text)
+	return h
+}
+
+// start opens the host of the configuration text (its file written to
+// dir) and the API over it.
+func (h *testHost) start(dir, text string) {
+	t := h.t
+	t.Helper()
 	h.configPath = filepath.Join(dir, "berth.toml")
 	if err := os.WriteFile(h.configPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -163,12 +172,15 @@ config = { notifications-url = %q }
 	if h.kit, err = hostkit.Open(t.Context(), cfg, hostkit.Options{Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.kit.Close(context.Background()) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		h.kit.Close(ctx)
+	})
 	h.cfg = hostConfig{t: t, kit: h.kit}
 	h.events, h.ledger, h.engine, h.modules = h.kit.Events, h.kit.Ledger, h.kit.Engine, h.kit.Modules
 	h.api = New(Deps{Config: h.kit.Config, Reload: h.reload, Modules: h.modules, Jobs: h.kit.Jobs, Log: h.events, Engine: h.engine, Operator: h.kit.Operator,
-		Ledger: h.ledger, Logger: logger})
-	return h
+		Ledger: h.ledger, Logger: logger, Cluster: h.kit.Cluster})
 }
 
 // reload does what the host does on POST /v1/config/reload: read the file

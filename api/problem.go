@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/internal/diskspace"
@@ -28,8 +30,10 @@ func notFound(format string, args ...any) *Problem {
 	return problem(http.StatusNotFound, "not-found", fmt.Sprintf(format, args...))
 }
 
-// errorHandler writes every error as application/problem+json. Errors that
-// are not problems become 500s whose detail is logged, not shown.
+// errorHandler writes every error as application/problem+json. A store's
+// transient fault (NATS not answering within the request's time) is a 503
+// with Retry-After (unavailable.go); other errors that are not problems
+// become 500s whose detail is logged, not shown.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -59,6 +63,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			kind = "unauthorized"
 		}
 		p = problem(he.Code, kind, msg)
+	case s.storeUnavailable(err) != nil:
+		p = s.storeUnavailable(err)
+		s.log.Warn("request answered 503: a store did not answer in time", "method", c.Request().Method, "path", c.Request().URL.Path, "error", err)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
 	default:
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "error", err)
 		p = problem(http.StatusInternalServerError, "internal", "the server failed to handle the request; see its log")

@@ -104,7 +104,7 @@ func New(deps Deps) *Server {
 		}
 		mw = append(mw, checkQuery(r.method+" "+openapiPath(r.path), query[r.method+" "+openapiPath(r.path)]))
 		if changesState(r.method) {
-			mw = append(mw, s.limitBody(r), accepts(r.body))
+			mw = append(mw, s.limitBody(r), accepts(r.body), s.writeDeadline)
 		}
 		if r.guarded() {
 			mw = append(mw, s.guardDisk)

@@ -152,6 +152,9 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	}
 	stopLoad()
 	t.Logf("%d appends acknowledged, %d sent again after a failed answer", ackCount(), load.retries.Load())
+	if len(load.refused) > 0 {
+		t.Errorf("appends answered neither 201 nor 503 with Retry-After (%d): %q", len(load.refused), load.refused)
+	}
 
 	// The log: every acknowledged append is in it, at the version acknowledged.
 	var flat []string

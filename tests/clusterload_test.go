@@ -96,6 +96,10 @@ type clusterLoad struct {
 	mu      sync.Mutex
 	acks    []acked
 	retries atomic.Int64 // appends sent again after a host did not answer
+	// refused are the answers other than 201 and 503 with Retry-After: a
+	// host that answers must store the append or say "try again", never
+	// fail it for a NATS blip (a 500).
+	refused []string
 }
 
 func (l *clusterLoad) run(workers int, ids [][]string, buyer func(id string) string) {
@@ -135,6 +139,11 @@ func (l *clusterLoad) run(workers int, ids [][]string, buyer func(id string) str
 							l.mu.Unlock()
 						}
 						break
+					}
+					if err == nil && (r.Status != 503 || r.Header.Get("Retry-After") == "") {
+						l.mu.Lock()
+						l.refused = append(l.refused, fmt.Sprintf("%d %s", r.Status, r.Body))
+						l.mu.Unlock()
 					}
 					// Not acknowledged (a host killed, a NATS node gone): it may
 					// or may not be in the log; send it on to another host.

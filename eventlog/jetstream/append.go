@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
@@ -32,6 +34,13 @@ func (l *Log) Append(ctx context.Context, req eventlog.AppendRequest) (eventlog.
 		return eventlog.Commit{}, err
 	}
 	defer l.leave()
+	if _, ok := ctx.Deadline(); !ok {
+		// A caller without a deadline still gets an answer: NATS is asked
+		// again for as long as PublishAttempts requests may take.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(l.opts.PublishAttempts)*l.opts.RequestTimeout)
+		defer cancel()
+	}
 
 	subj := subjectOf(l.opts.Prefix, req.AggregateType, req.AggregateID)
 	id := nuid.Next() // one per commit: a re-sent publish is a duplicate of its first
@@ -100,22 +109,22 @@ func commitMsg(stream, subj, id string, data []byte, lastSeq uint64) *nats.Msg {
 	return msg
 }
 
-// deliver publishes msg until it is acknowledged. One whose acknowledgement
-// does not come within RequestTimeout is sent again (resent), up to
-// PublishAttempts times. The stream may refuse a repeat of a stored message
-// for its stale expected sequence before it looks at the Nats-Msg-Id (a
-// single server does), so a refused repeat asks whether the first message
-// stored after lastSeq on the subject is this one — the only message that
-// can follow lastSeq there while the expectation holds — and returns its
-// position if so.
+// deliver publishes msg until it is acknowledged, asking again while NATS
+// cannot answer (jsapi.Ask: a leader election, a node gone under the
+// client, an acknowledgement that did not come within RequestTimeout) until
+// ctx ends. Every try is the same message with the same Nats-Msg-Id, so at
+// most one is stored, and a repeat of a stored one is answered with its
+// position — a stored commit is never reported as failed while NATS
+// answers. The stream may refuse a repeat of a stored message for its stale
+// expected sequence before it looks at the Nats-Msg-Id (a single server
+// does), so a refusal after a try that may have reached the stream (resent)
+// asks whether the first message stored after lastSeq on the subject is
+// this one — the only message that can follow lastSeq there while the
+// expectation holds — and returns its position if so.
 func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent bool) (uint64, error) {
 	id := msg.Header.Get(jetstream.MsgIDHeader)
-	for attempt := 1; ; attempt++ {
-		var ack *jetstream.PubAck
-		err := l.untilAnswered(ctx, func(rctx context.Context) (err error) {
-			ack, err = l.js.PublishMsg(rctx, msg)
-			return err
-		})
+	pos, err := jsapi.Ask(ctx, l.opts.RequestTimeout, func(rctx context.Context) (uint64, error) {
+		ack, err := l.js.PublishMsg(rctx, msg)
 		switch {
 		case err == nil:
 			return ack.Sequence, nil
@@ -128,13 +137,15 @@ func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent
 				return m.seq, nil
 			}
 			return 0, err
-		case ctx.Err() != nil || !lostAck(err):
-			return 0, err
-		case attempt >= l.opts.PublishAttempts:
-			return 0, fmt.Errorf("%w (after %d attempts; the commit may or may not be stored)", err, attempt)
+		case mayHaveReached(err):
+			resent = true
 		}
-		resent = true
+		return 0, err
+	})
+	if err != nil && resent && jsapi.Transient(err) {
+		return 0, fmt.Errorf("%w (sent again until the caller's time ran out; the commit may or may not be stored)", err)
 	}
+	return pos, err
 }
 
 // wrongLastSeq reports whether the stream refused a publish because the
@@ -144,10 +155,10 @@ func wrongLastSeq(err error) bool {
 	return code == jetstream.JSErrCodeStreamWrongLastSequence || code == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
-// lostAck reports whether err means the publish may not have reached the
-// stream or its acknowledgement may have been lost, so sending it again (as
-// a duplicate) is the way to learn which.
-func lostAck(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+// mayHaveReached reports whether a publish that failed with err may have
+// been stored: its acknowledgement did not come, or an earlier try with its
+// Nats-Msg-Id is still being stored. "No responders" and JetStream's other
+// refusals mean no server took it.
+func mayHaveReached(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || apiCode(err) == jsapi.CodeDupInProcess
 }

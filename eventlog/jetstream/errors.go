@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -16,42 +17,41 @@ func (l *Log) request(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, l.opts.RequestTimeout)
 }
 
-// noResponderPause is how long a request that no server answered waits
-// before it is sent again.
-const noResponderPause = 50 * time.Millisecond
-
-// untilAnswered runs f with the context of one request (RequestTimeout)
-// again and again while no server answers it at all ("no responders"): a
-// replicated stream electing a leader, or a replica catching up before it
-// serves direct gets, answers nobody for a moment. Any other outcome, or the
-// request's time running out, ends it.
+// untilAnswered runs f, each run bounded by RequestTimeout, again while
+// its error is one NATS gives while it cannot answer yet (jsapi.Transient):
+// a replicated stream electing a leader answers nobody, or "not leader",
+// and a request sent to a node as it went down is never answered. It asks
+// until ctx's deadline — a client's request, which would rather wait out an
+// election than fail — or, for a caller without one, for one
+// RequestTimeout in all (a subscription's read, which starts over on its
+// own). Any other outcome ends it.
 func (l *Log) untilAnswered(ctx context.Context, f func(rctx context.Context) error) error {
-	rctx, cancel := l.request(ctx)
-	defer cancel()
-	for {
-		err := f(rctx)
-		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
-			return err
-		}
-		select {
-		case <-rctx.Done():
-			return err
-		case <-time.After(noResponderPause):
-		}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = l.request(ctx)
+		defer cancel()
 	}
+	_, err := jsapi.Ask(ctx, l.opts.RequestTimeout, func(rctx context.Context) (struct{}, error) {
+		return struct{}{}, f(rctx)
+	})
+	return err
 }
 
-// fail wraps the error of operation op: the caller's own context error as
-// it is (ctx is the caller's, not a request's), anything else naming the
+// fail wraps the error of operation op: the caller's cancelling as it is
+// (ctx is the caller's, not a request's), anything else — a deadline of the
+// caller's that passed while NATS did not answer included — naming the
 // stream, what went wrong and the state of a connection that is not up.
 func (l *Log) fail(ctx context.Context, op string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
 	}
 	var why string
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		why = fmt.Sprintf("no answer from NATS within %v", l.opts.RequestTimeout.Round(time.Millisecond))
+		if ctx.Err() != nil {
+			why = fmt.Sprintf("no answer from NATS in the caller's time (asked again every %v)", l.opts.RequestTimeout.Round(time.Millisecond))
+		}
 	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
 		why = "no JetStream server answered (is the stream's leader being elected, or is JetStream off?)"
 	case errors.Is(err, nats.ErrConnectionClosed):

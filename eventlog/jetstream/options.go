@@ -29,15 +29,18 @@ type Options struct {
 	// no earlier deadline. Default (0): DefaultRequestTimeout.
 	RequestTimeout time.Duration
 
-	// PublishAttempts is how many times Append sends a commit whose
-	// acknowledgement does not arrive within RequestTimeout. Every attempt
-	// carries the same Nats-Msg-Id, so at most one is stored and a later
-	// attempt is answered with the first one's position. Default (0):
+	// PublishAttempts bounds an Append whose caller gives no deadline: it
+	// asks NATS again (a leader election, an acknowledgement that did not
+	// come within RequestTimeout) for PublishAttempts × RequestTimeout in
+	// all. A caller's deadline bounds it otherwise. Every publish of one
+	// commit carries the same Nats-Msg-Id, so at most one is stored and a
+	// later one is answered with the first one's position. Default (0):
 	// DefaultPublishAttempts.
 	PublishAttempts int
 
 	// DuplicateWindow is how long the stream remembers a Nats-Msg-Id; it
-	// must outlast PublishAttempts × RequestTimeout. Default (0):
+	// must outlast PublishAttempts × RequestTimeout and the deadline of an
+	// Append's caller (a REST append's is server.write-timeout). Default (0):
 	// DefaultDuplicateWindow.
 	DuplicateWindow time.Duration
 }

@@ -33,6 +33,11 @@ const (
 	codeNoPeers      jetstream.ErrorCode = 10005 // JSClusterNoPeersErrF: no suitable peers for placement
 	codeNotAvailable jetstream.ErrorCode = 10008 // JSClusterNotAvailErr: JetStream system temporarily unavailable
 	codeNotLeader    jetstream.ErrorCode = 10009 // JSClusterNotLeaderErr: JetStream cluster can not handle request
+	// CodeDupInProcess is JSStreamDuplicateMessageConflict: a publish whose
+	// Nats-Msg-Id an earlier try carried, which the stream has not finished
+	// storing (during an election): asked again, it is answered as a
+	// duplicate of the stored one.
+	CodeDupInProcess jetstream.ErrorCode = 10158
 )
 
 // Transient reports whether err is what a JetStream cluster answers while it
@@ -49,7 +54,8 @@ func Transient(err error) bool {
 		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return true
 	case errors.As(err, &apiErr):
-		return apiErr.ErrorCode == codeNoPeers || apiErr.ErrorCode == codeNotAvailable || apiErr.ErrorCode == codeNotLeader
+		return apiErr.ErrorCode == codeNoPeers || apiErr.ErrorCode == codeNotAvailable || apiErr.ErrorCode == codeNotLeader ||
+			apiErr.ErrorCode == CodeDupInProcess
 	}
 	return false
 }
@@ -72,13 +78,30 @@ const firstTry = time.Second
 // last error, with how long it was tried). Without a deadline on ctx it
 // tries for DefaultWait.
 func Retry[T any](ctx context.Context, perTry time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	return retry(ctx, min(firstTry, perTry), perTry, fn)
+}
+
+// Ask is Retry for a request NATS answers at once when it can — a publish,
+// a get, an object store's put — so that every try has the whole perTry: a
+// short first try would only send such a request twice on a loaded machine.
+// It is how a write a client waits for is asked again through a leader
+// election within the client's deadline (ctx's); the last error of a ctx
+// that ended is still Transient, for the caller to answer "unavailable, try
+// again" rather than fail.
+func Ask[T any](ctx context.Context, perTry time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	return retry(ctx, perTry, perTry, fn)
+}
+
+// retry is Retry and Ask: the first try bounded by first, each next twice
+// as long up to perTry.
+func retry[T any](ctx context.Context, first, perTry time.Duration, fn func(context.Context) (T, error)) (T, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultWait)
 		defer cancel()
 	}
 	start := time.Now()
-	pause, try := firstPause, min(firstTry, perTry)
+	pause, try := firstPause, first
 	for {
 		tctx, cancel := context.WithTimeout(ctx, try)
 		try = min(2*try, perTry)

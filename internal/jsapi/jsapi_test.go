@@ -27,6 +27,7 @@ func TestTransient(t *testing.T) {
 		{"no peers for placement", &jetstream.APIError{Code: 500, ErrorCode: 10005, Description: "no suitable peers for placement"}, true},
 		{"temporarily unavailable", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
 		{"cluster cannot handle it", &jetstream.APIError{Code: 500, ErrorCode: 10009}, true},
+		{"duplicate message id in process", &jetstream.APIError{Code: 409, ErrorCode: 10158}, true},
 		{"name in use", jetstream.ErrStreamNameAlreadyInUse, false},
 		{"stream not found", jetstream.ErrStreamNotFound, false},
 		{"jetstream off", jetstream.ErrJetStreamNotEnabled, false},
@@ -84,6 +85,40 @@ func TestRetryAsksAgainWhileTransient(t *testing.T) {
 			t.Fatalf("Retry past the deadline: %v; want no responders, tried for …", err)
 		}
 	})
+}
+
+// TestAskGivesEveryTryTheWholeTime: Ask sends a request again as Retry
+// does, but every try — the first too — has the whole perTry (a publish on
+// a loaded machine is not cut short and sent twice); past the caller's
+// deadline its last error is still Transient, for the caller to answer
+// "unavailable, try again".
+func TestAskGivesEveryTryTheWholeTime(t *testing.T) {
+	var bounds []time.Duration
+	v, err := Ask(t.Context(), 3*time.Second, func(ctx context.Context) (int, error) {
+		d, _ := ctx.Deadline()
+		bounds = append(bounds, time.Until(d).Round(100*time.Millisecond))
+		if len(bounds) < 3 {
+			return 0, nats.ErrTimeout
+		}
+		return 7, nil
+	})
+	if v != 7 || err != nil {
+		t.Fatalf("Ask = %d, %v; want 7, nil", v, err)
+	}
+	for _, b := range bounds {
+		if b != 3*time.Second {
+			t.Fatalf("tries bounded by %v, want 3s each", bounds)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err = Ask(ctx, time.Second, func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	if !Transient(err) || !strings.Contains(err.Error(), "tried for") {
+		t.Fatalf("Ask past the deadline: %v; want a transient error, tried for …", err)
+	}
 }
 
 // TestAwaitLeaderWaitsForAStreamBeingCreated: a stream not known yet (its
