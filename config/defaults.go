@@ -25,7 +25,7 @@ func Default() *Config {
 		},
 		Store: StoreConfig{MinFree: DefaultMinFree, ModuleVersions: DefaultModuleVersions,
 			ResolvedRetention: DefaultResolvedRetention, AuditRetention: DefaultAuditRetention,
-			Backend: BackendBadger, JetStream: JetStreamConfig{
+			Backend: BackendBadger, Sync: SyncAlways, JetStream: JetStreamConfig{
 				URLs: []string{DefaultNATSURL}, Stream: jetstream.DefaultStream, SubjectPrefix: jetstream.DefaultPrefix,
 				Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout, OpenTimeout: DefaultNATSOpenTimeout,
 				LedgerCompactEvery: DefaultLedgerCompactEvery, LedgerCompactKeep: DefaultLedgerCompactKeep,
@@ -124,6 +124,10 @@ audit-retention = "P90D"
 # Where the event log and the ledger are kept: "badger" (in the data directory) or "jetstream" (NATS
 # JetStream streams named after store.jetstream.stream, shared by every host pointed at them: [cluster]).
 backend = "badger"
+# When the Badger stores fsync: "always" (every acknowledged write is on disk before its answer, so a
+# power cut loses nothing acknowledged) or "none" (faster; a power cut loses recent writes, acknowledged
+# or not). With backend "jetstream" the NATS servers' sync_interval decides instead.
+sync = "always"
 
 # The NATS connection and stream of the event log when store.backend is "jetstream". Every host of one
 # deployment names the same stream, subject-prefix and replicas.

@@ -18,6 +18,7 @@ func restartKeys() []string {
 		"server.read-timeout",
 		"server.write-timeout",
 		"store.backend",
+		"store.sync",
 		"store.jetstream",
 		"cluster",
 		"subscription.partitions",

@@ -39,7 +39,26 @@ type StoreConfig struct {
 	Backend string `toml:"backend"`
 	// JetStream is [store.jetstream], used when Backend is "jetstream".
 	JetStream JetStreamConfig `toml:"jetstream"`
+	// Sync is when the Badger stores fsync (default "always"): "always" makes every write that a
+	// client is told succeeded — and every ledger write of the host's own — durable before the call
+	// returns, so that a power cut loses nothing acknowledged; "none" leaves the writes in the page
+	// cache until a memtable fills or the host stops (faster appends; a power cut or a kernel crash
+	// loses what was written since, acknowledged or not; a crash of the host alone loses nothing).
+	// Changing it needs a restart. With store.backend "jetstream" the NATS servers' sync_interval
+	// decides instead.
+	Sync string `toml:"sync"`
 }
+
+// Values of store.sync.
+const (
+	// SyncAlways fsyncs every write before it is acknowledged (the default).
+	SyncAlways = "always"
+	// SyncNone leaves writes to the page cache: fast, but a power cut loses acknowledged writes.
+	SyncNone = "none"
+)
+
+// SyncWrites reports whether the Badger stores fsync every write (store.sync = "always").
+func (s StoreConfig) SyncWrites() bool { return s.Sync != SyncNone }
 
 // Defaults of store.resolved-retention and store.audit-retention.
 const (
@@ -58,6 +77,9 @@ func (s StoreConfig) validate(p *problems, at keyPath) {
 	positiveDuration(p, at.key("audit-retention"), s.AuditRetention)
 	if s.ModuleVersions < 1 || s.ModuleVersions > 1000 {
 		p.add(at.key("module-versions"), fmt.Sprint(s.ModuleVersions), "must be from 1 (only the current version) to 1000")
+	}
+	if s.Sync != SyncAlways && s.Sync != SyncNone {
+		p.add(at.key("sync"), fmt.Sprintf("%q", s.Sync), "must be %q or %q", SyncAlways, SyncNone)
 	}
 	s.validateBackend(p, at)
 }

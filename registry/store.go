@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/internal/durable"
 )
 
 // stored is a module as kept on disk: <dir>/<name>.wasm and <name>.json
@@ -30,8 +31,10 @@ type StoredModule struct {
 }
 
 // fileStore keeps module bytes durably under one directory: each file is
-// written to a temporary name, synced and renamed, so a crash leaves the old
-// version or the new one, never half of either. A write is refused (with the
+// written through internal/durable (a temporary name, fsynced, renamed, the
+// directory fsynced), so a crash or a power cut leaves the old version or the
+// new one, never half of either, and an upload or a removal that returned is
+// on disk. A write is refused (with the
 // guard's *diskspace.Error) while the data directory is below its reserve.
 type fileStore struct {
 	dir   string
@@ -43,7 +46,7 @@ type fileStore struct {
 // kept version is under versions/<name>/. space, if not nil, refuses writes
 // below the data directory's reserve.
 func NewFileStore(dir string, space *diskspace.Guard) (ModuleStore, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := durable.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	return fileStore{dir: dir, space: space}, nil
@@ -70,11 +73,11 @@ func (fs fileStore) Store(_ context.Context, s StoredModule, wasm []byte, keep i
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(wasmPath, wasm); err != nil {
+	if err := durable.WriteFile(wasmPath, wasm, 0o644); err != nil {
 		return err
 	}
 	fs.space.Wrote(int64(len(wasm)))
-	return writeAtomic(metaPath, meta)
+	return durable.WriteFile(metaPath, meta, 0o644)
 }
 
 // keepOldCurrent keeps the current version of name among the versions if it
@@ -115,13 +118,10 @@ func (fs fileStore) current(name string) (StoredModule, []byte, bool, error) {
 func (fs fileStore) Remove(_ context.Context, name string) error {
 	wasmPath, metaPath := fs.paths(name)
 	// The meta file goes first: without it the bytes are not a module.
-	if err := os.Remove(metaPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := durable.Remove(metaPath); err != nil {
 		return err
 	}
-	if err := os.Remove(wasmPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return durable.Remove(wasmPath)
 }
 
 // Current returns every stored module with its bytes.
@@ -147,24 +147,4 @@ func (fs fileStore) Current(context.Context) ([]StoredModule, [][]byte, error) {
 		}
 	}
 	return metas, codes, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

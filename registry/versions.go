@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/internal/durable"
 )
 
 // DefaultKeepVersions is how many versions of a module the registry keeps,
@@ -45,7 +46,7 @@ func (fs fileStore) versionPaths(name string, version int) (wasm, meta string) {
 // putVersion keeps s (its Version set) and its bytes, then removes the
 // oldest versions beyond keep.
 func (fs fileStore) putVersion(s StoredModule, wasm []byte, keep int) error {
-	if err := os.MkdirAll(fs.versionDir(s.Name), 0o755); err != nil {
+	if err := durable.MkdirAll(fs.versionDir(s.Name), 0o755); err != nil {
 		return err
 	}
 	wasmPath, metaPath := fs.versionPaths(s.Name, s.Version)
@@ -53,11 +54,11 @@ func (fs fileStore) putVersion(s StoredModule, wasm []byte, keep int) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(wasmPath, wasm); err != nil {
+	if err := durable.WriteFile(wasmPath, wasm, 0o644); err != nil {
 		return err
 	}
 	fs.space.Wrote(int64(len(wasm)))
-	if err := writeAtomic(metaPath, meta); err != nil {
+	if err := durable.WriteFile(metaPath, meta, 0o644); err != nil {
 		return err
 	}
 	return fs.prune(s.Name, keep)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/berthhq/berth/api"
 	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/internal/durable"
 	"github.com/berthhq/berth/internal/hostkit"
 	"github.com/spf13/cobra"
 )
@@ -121,10 +122,12 @@ func start(configPath, dataDir, listen string) (*host, error) {
 		}
 		configPath = filepath.Join(dir, "berth.toml")
 		if _, err := os.Stat(configPath); errors.Is(err, os.ErrNotExist) {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			// Durably: a cut right after the first start must not leave an
+			// empty berth.toml that the next start refuses.
+			if err := durable.MkdirAll(dir, 0o755); err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(configPath, config.DefaultTOML(), 0o644); err != nil {
+			if err := durable.WriteFile(configPath, config.DefaultTOML(), 0o644); err != nil {
 				return nil, err
 			}
 			wrote = true

@@ -39,7 +39,18 @@ type DB struct {
 // Open opens (creating if needed) a Badger database with s. An error names
 // the store's directory and, when Badger names one, the file it failed on
 // and why, on one line.
+//
+// A directory left by a crash or a power cut opens on the first try: files
+// the cut left empty are removed first (they held nothing), and one line
+// at WARN on s.Logger says what the store recovered from.
 func Open(s Settings) (*DB, error) {
+	var rec recovery
+	if !s.InMemory {
+		var err error
+		if rec, err = prepare(s.Dir); err != nil {
+			return nil, fmt.Errorf("%s: open %s: %w", s.Store, s.Dir, err)
+		}
+	}
 	last := new(atomic.Pointer[string])
 	bo := badger.DefaultOptions(s.Dir).
 		WithSyncWrites(s.SyncWrites).
@@ -64,6 +75,9 @@ func Open(s Settings) (*DB, error) {
 	db, err := open(bo)
 	if err != nil {
 		return nil, describeOpen(s.Store, s.Dir, err)
+	}
+	if rec.unclean() && s.Logger != nil {
+		s.Logger.Warn(s.Store+": "+rec.String(), "store", s.Store, "dir", s.Dir)
 	}
 	return &DB{DB: db, store: s.Store, dir: s.Dir, lastErr: last}, nil
 }

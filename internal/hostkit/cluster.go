@@ -34,7 +34,7 @@ const (
 func (h *Host) openLedger(ctx context.Context, cfg *config.Config) error {
 	dir := cfg.LedgerDir()
 	if h.NATS == nil {
-		l, err := ledger.Open(dir, ledger.Options{Logger: h.log, Space: h.Disk})
+		l, err := ledger.Open(dir, ledger.Options{Logger: h.log, Space: h.Disk, SyncWrites: cfg.Store.SyncWrites()})
 		if err != nil {
 			return &OpenError{Part: "ledger", Err: err}
 		}

@@ -20,7 +20,7 @@ import (
 // JetStream log over the host's NATS connection, which it makes first (h.NATS).
 func (h *Host) openEvents(ctx context.Context, cfg *config.Config) error {
 	if cfg.Store.Backend != config.BackendJetStream {
-		l, err := eventlog.Open(cfg.EventLogDir(), eventlog.Options{Logger: h.log, Space: h.Disk})
+		l, err := eventlog.Open(cfg.EventLogDir(), eventlog.Options{Logger: h.log, Space: h.Disk, SyncWrites: cfg.Store.SyncWrites()})
 		if err != nil {
 			return &OpenError{Part: "event log", Err: err}
 		}
