@@ -79,8 +79,8 @@ type FS struct {
 // missing or the mount is refused.
 func Mount(t testing.TB, backingDir string) *FS {
 	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Fatalf("powercut: the power-cut tests need FUSE, and /dev/fuse is missing (%v): run them where /dev/fuse exists (a container needs --device /dev/fuse)", err)
+	if err := checkDevice(fuseDevice); err != nil {
+		t.Fatalf("powercut: %v", err)
 	}
 	backing, err := filepath.Abs(backingDir)
 	if err != nil {
@@ -96,6 +96,18 @@ func Mount(t testing.TB, backingDir string) *FS {
 		}
 	})
 	return f
+}
+
+// fuseDevice is the kernel's FUSE device, which every mount opens.
+const fuseDevice = "/dev/fuse"
+
+// checkDevice says, when the FUSE device is missing, what the power-cut
+// tests need: a failure that names it, never a skip.
+func checkDevice(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("the power-cut tests need FUSE, and %s is missing (%v): run them where it exists (a container needs --device %s)", path, err, path)
+	}
+	return nil
 }
 
 // Dir is where the file system is mounted; it stays the same across
