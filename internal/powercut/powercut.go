@@ -12,9 +12,11 @@
 //     pending size) and served to reads from there.
 //   - fsync and fdatasync of a file apply its kept changes to the backing
 //     file. msync(MS_SYNC) of a shared mapping reaches the file system as
-//     the dirty pages' writes followed by an fsync, so it is a sync too.
-//     munmap and close send the dirty pages of a mapping as plain writes:
-//     kept in memory, not synced.
+//     the dirty pages' writes followed by an fsync, so it is a sync too. A
+//     store into a mapped page sends nothing by itself; the kernel writes
+//     the dirty pages back when the mapping is unmapped (FUSE does so at
+//     munmap, TestSharedMappingWrites logs it) or whenever its writeback
+//     runs: plain writes, kept in memory, not synced.
 //   - Metadata operations — create, mkdir, rename, unlink, rmdir, link,
 //     symlink, chmod, chown, utimes, xattrs — reach the backing directory at
 //     once, as if every directory were fsynced after each. So a cut can
@@ -29,12 +31,22 @@
 //     backing directory: what it shows is what a disk would hold after the
 //     power came back.
 //
+// A test uses it so:
+//
+//	pc := powercut.Mount(t, t.TempDir()) // unmounted when the test ends
+//	// start a process whose files are under pc.Dir(); let it work
+//	pc.Cut()      // the power goes: what was not synced is gone
+//	// SIGKILL the process
+//	pc.Remount(t) // the power is back: pc.Dir() shows the disk
+//	// start the process again and check what it kept
+//
 // The backing directory itself is the "disk": applying a sync writes to it
 // without fsyncing it (the machine running the test does not lose power),
 // which keeps the harness fast.
 //
-// Mounting needs /dev/fuse and root (the mount(2) is made directly); a
-// missing /dev/fuse fails the test that asks for a mount, naming it. A test
+// Mounting needs /dev/fuse, and root for the mount(2) made directly
+// (without root, go-fuse falls back on fuse3's fusermount3); a missing
+// /dev/fuse fails the test that asks for a mount, naming it. A test
 // that maps files on the mount must do so in another process: a page fault
 // served by the same Go process can deadlock its garbage collector.
 package powercut
