@@ -160,6 +160,10 @@ open-timeout = "30s"
 ledger-compact-every = 100000
 # Transactions before a compaction point the purge leaves, for hosts a little behind.
 ledger-compact-keep = 10000
+# true once every NATS server runs with jetstream { sync_interval: always } (docs/nats/jetstream.conf):
+# the host cannot learn it, and otherwise reminds at start that acknowledged writes are only as
+# durable as the servers' sync.
+servers-sync-confirmed = false
 
 # This host's place among the hosts of one deployment, when store.backend is "jetstream": they share
 # the partitions of every subscription, and one of them at a time runs the jobs and the webhooks.

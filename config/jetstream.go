@@ -74,6 +74,11 @@ type JetStreamConfig struct {
 	// LedgerCompactKeep is how many transactions before a compaction point the purge leaves, for
 	// hosts running a little behind (default 10000; at least 1, fewer than ledger-compact-every).
 	LedgerCompactKeep int `toml:"ledger-compact-keep"`
+	// ServersSyncConfirmed says the operator has started every NATS server with `jetstream {
+	// sync_interval: always }` (default false). A host cannot learn that without the system account,
+	// so it reminds at start that acknowledged writes are only as durable as the servers' sync, unless
+	// this is true; servers it can see not syncing are warned about either way.
+	ServersSyncConfirmed bool `toml:"servers-sync-confirmed"`
 }
 
 func (s StoreConfig) validateBackend(p *problems, at keyPath) {

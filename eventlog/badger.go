@@ -11,11 +11,13 @@ import (
 
 	"github.com/berthhq/berth/internal/badgerdb"
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/internal/groupcommit"
 	"github.com/dgraph-io/badger/v4"
 )
 
 // Badger is the embedded Log, kept in a Badger database under one directory.
-// It is safe for concurrent use. Appends are serialised by a mutex, so the
+// It is safe for concurrent use. Appends are written by one caller at a
+// time, in groups of those waiting (group commit: append.go), so the
 // version check, the position assigned and the write are one step and the
 // positions have no gaps; reads run concurrently against Badger snapshots.
 type Badger struct {
@@ -27,9 +29,9 @@ type Badger struct {
 	life   sync.RWMutex
 	closed bool
 
-	// appendMu serialises appends.
-	appendMu sync.Mutex
-	// head is the position of the last commit; written under appendMu.
+	// appends is the group-commit queue every Append goes through.
+	appends *groupcommit.Queue[*pendingAppend]
+	// head is the position of the last commit; written by appends' writer.
 	head atomic.Uint64
 
 	waitMu sync.Mutex
@@ -55,7 +57,8 @@ func Open(dir string, opts Options) (*Badger, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Badger{db: db, space: opts.Space, changed: make(chan struct{}), done: make(chan struct{})}
+	b := &Badger{db: db, space: opts.Space, changed: make(chan struct{}), done: make(chan struct{}),
+		appends: groupcommit.New[*pendingAppend](maxGroup)}
 	head, err := b.recover()
 	if err != nil {
 		_ = db.Close(context.Background())

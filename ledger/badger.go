@@ -8,14 +8,17 @@ import (
 
 	"github.com/berthhq/berth/internal/badgerdb"
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/internal/groupcommit"
 	"github.com/berthhq/berth/ledger/internal/kvtx"
 	"github.com/dgraph-io/badger/v4"
 )
 
 // Badger is the embedded Store, kept in a Badger database under one
-// directory. It is safe for concurrent use. Update transactions run one at a
-// time (a mutex serialises them, so they never conflict and a closure runs
-// exactly once); View transactions run concurrently on snapshots.
+// directory. It is safe for concurrent use. Update transactions run one at
+// a time, so they never conflict; those that wait while one runs are run
+// together, in the order they came, in one Badger transaction, and so with
+// SyncWrites under one fsync (group commit). View transactions run
+// concurrently on snapshots.
 type Badger struct {
 	db    *badgerdb.DB
 	space *diskspace.Guard
@@ -24,9 +27,12 @@ type Badger struct {
 	life   sync.RWMutex
 	closed bool
 
-	// updateMu serialises Update transactions.
-	updateMu sync.Mutex
+	// updates is the group-commit queue every Update goes through.
+	updates *groupcommit.Queue[*pendingUpdate]
 }
+
+// maxGroup bounds the Updates that one Badger transaction takes.
+const maxGroup = 256
 
 var _ Store = (*Badger)(nil)
 
@@ -52,7 +58,7 @@ func Open(dir string, opts Options) (*Badger, error) {
 		_ = db.Close(context.Background())
 		return nil, fmt.Errorf("ledger: open %s: deleting the retired due index: %w", dir, err)
 	}
-	return &Badger{db: db, space: opts.Space}, nil
+	return &Badger{db: db, space: opts.Space, updates: groupcommit.New[*pendingUpdate](maxGroup)}, nil
 }
 
 func orDefault(v, d int64) int64 {
@@ -120,6 +126,10 @@ func (s *Badger) enter() error {
 // transaction on the same Store, keep the Tx past its return or share it
 // between goroutines. While the Options' Space guard refuses writes, Update
 // fails with its *diskspace.Error (wrapped) without calling fn.
+//
+// fn may run on another caller's goroutine (the one writing its group), and
+// more than once: again when a closure grouped after it fails, as the Store
+// contract allows. A panic in fn is raised again on Update's caller.
 func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -128,31 +138,119 @@ func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 		return err
 	}
 	defer s.life.RUnlock()
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
-	if err := s.space.Check(); err != nil {
-		return fmt.Errorf("ledger: write refused: %w", err)
+	p := &pendingUpdate{ctx: ctx, fn: fn, err: errNotWritten}
+	s.updates.Do(p, s.write)
+	if p.panicked != nil {
+		panic(p.panicked)
 	}
+	return p.err
+}
 
+// pendingUpdate is one Update in the group-commit queue; write records its
+// outcome in it.
+type pendingUpdate struct {
+	ctx      context.Context
+	fn       func(Tx) error
+	written  int64 // bytes, for the space guard
+	err      error
+	panicked any // fn's panic, raised again on its caller's goroutine
+}
+
+// errNotWritten is a pending Update's outcome until its group is written.
+var errNotWritten = errors.New("ledger: update not written (the update that wrote its group failed)")
+
+// write runs the group's closures in one Badger transaction and commits
+// it. A closure that fails (or whose ctx ended) is rolled back alone: the
+// transaction is begun again with the closures that succeeded before it,
+// run again on the same state (Update's closure may run more than once).
+// One that makes the transaction too big beside the others is run again
+// after they are committed, alone.
+func (s *Badger) write(group []*pendingUpdate) {
 	txn := s.db.NewTransaction(true)
-	defer txn.Discard()
+	defer func() { txn.Discard() }()
+	var ok []*pendingUpdate // run in txn, not yet committed
+	commit := func() {
+		err := txn.Commit()
+		if err != nil {
+			err = fmt.Errorf("ledger: commit: %w", commitErr(err))
+		}
+		for _, p := range ok {
+			p.err = err
+			if err == nil {
+				s.space.Wrote(p.written)
+			}
+		}
+		ok = ok[:0]
+		txn.Discard()
+		txn = s.db.NewTransaction(true)
+	}
+	// rebuild begins txn again with the closures in ok, dropping any that
+	// now fail.
+	rebuild := func() {
+		for {
+			txn.Discard()
+			txn = s.db.NewTransaction(true)
+			failed := -1
+			for i, q := range ok {
+				if !s.run(txn, q) {
+					failed = i
+					break
+				}
+			}
+			if failed < 0 {
+				return
+			}
+			ok = append(ok[:failed:failed], ok[failed+1:]...)
+		}
+	}
+	for _, p := range group {
+		if err := s.space.Check(); err != nil {
+			p.err = fmt.Errorf("ledger: write refused: %w", err)
+			continue
+		}
+		if s.run(txn, p) {
+			ok = append(ok, p)
+			continue
+		}
+		rebuild()
+		if errors.Is(p.err, ErrTooBig) && p.panicked == nil && len(ok) > 0 {
+			commit()
+			if s.run(txn, p) {
+				ok = append(ok, p)
+			} else {
+				rebuild()
+			}
+		}
+	}
+	if len(ok) > 0 {
+		commit()
+	}
+}
+
+// run runs p's closure in txn and reports whether it may be committed;
+// when not, p.err (or p.panicked) says why, and txn holds its writes.
+func (s *Badger) run(txn *badger.Txn, p *pendingUpdate) (ok bool) {
+	if err := p.ctx.Err(); err != nil {
+		p.err = err
+		return false
+	}
 	tx := NewKVTx(kvtx.Badger(txn), false)
-	err := fn(tx)
+	defer func() {
+		if r := recover(); r != nil {
+			tx.End()
+			p.panicked, p.err, ok = r, errNotWritten, false
+		}
+	}()
+	err := p.fn(tx)
 	written, txErr := tx.End()
-	switch {
-	case err != nil:
-		return err
-	case txErr != nil:
-		return txErr
+	if err == nil {
+		err = txErr
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if err == nil {
+		err = p.ctx.Err()
 	}
-	if err := txn.Commit(); err != nil {
-		return fmt.Errorf("ledger: commit: %w", commitErr(err))
-	}
-	s.space.Wrote(written)
-	return nil
+	p.err, p.written = err, written
+	return err == nil
 }
 
 // CheckWrite reports whether an Update would be refused now by the Options'

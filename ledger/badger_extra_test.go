@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/berthhq/berth/ledger"
@@ -82,5 +83,101 @@ func TestCloseTwice(t *testing.T) {
 	}
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestGroupCommit: Updates that wait together are committed together, and
+// each still stands alone: from 16 goroutines, every third closure fails
+// after writing (rolled back alone), every fifth writes ~200 KiB (so a group
+// outgrows one transaction and is split), and one panics (raised on its own
+// caller's goroutine, its writes rolled back). Every other write is there,
+// and each Update returned its own outcome.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	s, err := ledger.Open(t.TempDir(), ledger.Options{MemTableSize: 4 << 20, BlockCacheSize: 4 << 20, SyncWrites: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	const writers, each = 16, 12
+	big := bytes.Repeat([]byte("x"), 200<<10)
+	errFail := errors.New("this closure fails")
+	type outcome struct {
+		key      string
+		err      error
+		panicked any
+	}
+	results := make(chan outcome, writers*each)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				key := fmt.Sprintf("%d-%d", w, i)
+				o := outcome{key: key}
+				func() {
+					defer func() { o.panicked = recover() }()
+					o.err = s.Update(ctx, func(tx ledger.Tx) error {
+						value := []byte(key)
+						if (w*each+i)%5 == 0 {
+							value = append(value, big...)
+						}
+						if err := tx.SetMeta("sub", key, value); err != nil {
+							return err
+						}
+						switch {
+						case w == 7 && i == 5:
+							panic("a closure panics")
+						case (w*each+i)%3 == 0:
+							return errFail
+						}
+						return nil
+					})
+				}()
+				results <- o
+			}
+		})
+	}
+	wg.Wait()
+	close(results)
+	committed := 0
+	for o := range results {
+		var w, i int
+		fmt.Sscanf(o.key, "%d-%d", &w, &i)
+		wantFail := (w*each+i)%3 == 0
+		wantPanic := w == 7 && i == 5
+		switch {
+		case wantPanic:
+			if o.panicked != "a closure panics" {
+				t.Errorf("%s: panic %v on its caller, want the closure's", o.key, o.panicked)
+			}
+		case o.panicked != nil:
+			t.Errorf("%s: panicked with %v, another closure's panic", o.key, o.panicked)
+		case wantFail && !errors.Is(o.err, errFail):
+			t.Errorf("%s: Update returned %v, want its closure's error", o.key, o.err)
+		case !wantFail && o.err != nil:
+			t.Errorf("%s: Update returned %v", o.key, o.err)
+		}
+		err := s.View(ctx, func(tx ledger.Tx) error {
+			v, err := tx.Meta("sub", o.key)
+			switch {
+			case wantFail || wantPanic:
+				if !errors.Is(err, ledger.ErrNotFound) {
+					t.Errorf("%s: a failed Update's write is there (%v)", o.key, err)
+				}
+			case err != nil:
+				t.Errorf("%s: a committed write is missing: %v", o.key, err)
+			case !bytes.HasPrefix(v, []byte(o.key)):
+				t.Errorf("%s: holds %.20q", o.key, v)
+			default:
+				committed++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if committed == 0 {
+		t.Fatal("nothing committed")
 	}
 }

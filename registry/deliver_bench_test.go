@@ -56,7 +56,8 @@ const benchAggregates = 1024
 // pool ceiling of the same guest in the same run: the module called
 // directly on the sandbox by as many goroutines as its pool has instances.
 // events/s is the host's, ceiling-events/s the pool's, ratio the first over
-// the second.
+// the second. Each runs with store.sync "always" (the default: every write
+// fsynced) and "none".
 //
 //	go test ./registry -run '^$' -bench BenchmarkDeliverWasm -benchtime 20000x -count 5
 func BenchmarkDeliverWasm(b *testing.B) {
@@ -66,16 +67,19 @@ func BenchmarkDeliverWasm(b *testing.B) {
 	}
 	cache := b.TempDir() // shared, so that each host loads the guest from the compilation cache
 	for _, g := range benchGuests {
-		b.Run(g.kind, func(b *testing.B) {
-			ctx := context.Background()
-			cfg := benchConfig(b)
-			kit, err := hostkit.Open(ctx, cfg, hostkit.Options{WasmCacheDir: cache})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer kit.Close(ctx)
-			benchDeliverWasm(b, g, wasm[g.kind], cfg, benchHost{events: kit.Events, sandbox: kit.Sandbox, engine: kit.Engine, modules: kit.Modules})
-		})
+		for _, mode := range []string{config.SyncAlways, config.SyncNone} {
+			b.Run(g.kind+"/sync="+mode, func(b *testing.B) {
+				ctx := context.Background()
+				cfg := benchConfig(b)
+				cfg.Store.Sync = mode
+				kit, err := hostkit.Open(ctx, cfg, hostkit.Options{WasmCacheDir: cache})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer kit.Close(ctx)
+				benchDeliverWasm(b, g, wasm[g.kind], cfg, benchHost{events: kit.Events, sandbox: kit.Sandbox, engine: kit.Engine, modules: kit.Modules})
+			})
+		}
 	}
 }
 

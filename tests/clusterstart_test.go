@@ -13,14 +13,15 @@ import (
 
 // TestThreeHostsStartTogether: the README's walkthrough as a user runs it —
 // three built hosts started at the same moment on a three-node NATS cluster
-// that has no Berth streams yet (replicas 3). Each creates the event log,
+// that has no Berth streams yet (replicas 3), its servers syncing every
+// write as the walkthrough's docs/nats/jetstream.conf has them. Each creates the event log,
 // the ledger, the modules' object store and the membership bucket, or finds
 // another host creating them; NATS answers only one of several identical
 // creates, and the streams' leaders are elected meanwhile. Every host must
 // serve, see the other two, share a subscription uploaded on one of them,
 // and deliver what is appended on any of them.
 func TestThreeHostsStartTogether(t *testing.T) {
-	nc := natstest.RunCluster(t, 3)
+	nc := natstest.RunClusterWith(t, 3, natstest.SyncAlways)
 	svc := newNotifier(t)
 	hosts := make([]*hostProc, 3)
 	for i := range hosts {

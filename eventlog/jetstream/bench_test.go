@@ -14,18 +14,18 @@ import (
 // benchPayload is the ~100-byte event of eventlog's BenchmarkAppend.
 var benchPayload = []byte(`{"orderId":"o-123456","sku":"SKU-0001","quantity":3,"price":"19.99","currency":"EUR"}`)
 
+// benchLog is one log a benchmark compares, opened by open.
+type benchLog struct {
+	name string
+	open func(b *testing.B) eventlog.Log
+}
+
 // benchLogs opens the logs compared, in one run: Badger on disk (no fsync,
 // its default), and JetStream on one in-process server (R1) and on an
 // in-process three-node cluster (R3), file storage. The NATS servers run in
 // the benchmark's process and share its cores.
-func benchLogs(b *testing.B) []struct {
-	name string
-	open func(b *testing.B) eventlog.Log
-} {
-	return []struct {
-		name string
-		open func(b *testing.B) eventlog.Log
-	}{
+func benchLogs(b *testing.B) []benchLog {
+	return []benchLog{
 		{"badger", func(b *testing.B) eventlog.Log {
 			l, err := eventlog.Open(b.TempDir(), eventlog.Options{})
 			if err != nil {
@@ -43,6 +43,20 @@ func benchLogs(b *testing.B) []struct {
 	}
 }
 
+// syncAlwaysLogs are benchLogs' JetStream logs on servers that fsync every
+// write before acknowledging it (sync_interval: always); the others run with
+// NATS's default, a sync every two minutes.
+func syncAlwaysLogs() []benchLog {
+	return []benchLog{
+		{"jetstream-R1-syncalways", func(b *testing.B) eventlog.Log {
+			return open(b, natstest.RunServerWith(b, natstest.SyncAlways).URL(), optionsFor(b.Name(), 1))
+		}},
+		{"jetstream-R3-syncalways", func(b *testing.B) eventlog.Log {
+			return open(b, natstest.RunClusterWith(b, 3, natstest.SyncAlways).URLs(), optionsFor(b.Name(), 3))
+		}},
+	}
+}
+
 func benchAppend(l eventlog.Log, id string) error {
 	_, err := l.Append(context.Background(), eventlog.AppendRequest{
 		AggregateType: "order", AggregateID: id, ExpectedVersion: 0,
@@ -54,9 +68,10 @@ func benchAppend(l eventlog.Log, id string) error {
 // BenchmarkAppend appends one commit of one ~100-byte event per op, each to
 // its own aggregate at ExpectedVersion 0: one appender after another
 // (serial: the latency of one append), and 16 at once (parallel: what a
-// host serving many requests gets).
+// host serving many requests gets). The JetStream logs run twice: on
+// servers with NATS's default sync and on servers syncing every write.
 func BenchmarkAppend(b *testing.B) {
-	for _, lc := range benchLogs(b) {
+	for _, lc := range append(benchLogs(b), syncAlwaysLogs()...) {
 		b.Run(lc.name, func(b *testing.B) {
 			l := lc.open(b)
 			// The testing package runs a benchmark more than once (b.N = 1

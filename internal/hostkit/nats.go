@@ -37,6 +37,7 @@ func (h *Host) openEvents(ctx context.Context, cfg *config.Config) error {
 	if h.NATS, err = connectNATS(cctx, cfg.Store.JetStream, h.log); err != nil {
 		return &OpenError{Part: "NATS connection", Err: err}
 	}
+	checkServersSync(h.NATS, cfg.Store.JetStream, h.log)
 	octx, cancel := openWithin(ctx, cfg)
 	defer cancel()
 	l, err := jetstream.Open(octx, h.NATS, cfg.EventLogJetStream())

@@ -108,11 +108,24 @@ func RunServerWith(t testing.TB, mutate func(*server.Options)) *Node {
 	return n
 }
 
+// SyncAlways makes a server fsync every JetStream write before it
+// acknowledges it, as `jetstream { sync_interval: always }` in a NATS config
+// file does; without it a server syncs every two minutes. Pass it to
+// RunServerWith or RunClusterWith.
+func SyncAlways(o *server.Options) { o.SyncAlways = true }
+
 // RunCluster starts a JetStream cluster of size nodes (3 for replicas of 3),
 // each with its own client and route ports and store, routed to one another,
 // and waits until it has elected a meta leader. Every node is shut down when
 // the test ends.
 func RunCluster(t testing.TB, size int) *Cluster {
+	t.Helper()
+	return RunClusterWith(t, size, nil)
+}
+
+// RunClusterWith is RunCluster with every node's options changed by mutate
+// first (e.g. SyncAlways) when it is not nil.
+func RunClusterWith(t testing.TB, size int, mutate func(*server.Options)) *Cluster {
 	t.Helper()
 	if size < 2 {
 		t.Fatalf("natstest: a cluster of %d nodes; use RunServer for one", size)
@@ -127,6 +140,9 @@ func RunCluster(t testing.TB, size int) *Cluster {
 		opts := baseOptions(t, fmt.Sprintf("n%d", i+1))
 		opts.Cluster = server.ClusterOpts{Name: "berth-test", Host: "127.0.0.1", Port: routePorts[i]}
 		opts.Routes = routes
+		if mutate != nil {
+			mutate(&opts)
+		}
 		c.Nodes = append(c.Nodes, &Node{t: t, opts: opts, index: i})
 	}
 	// Start them all before waiting on any: a node of a JetStream cluster is

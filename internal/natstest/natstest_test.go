@@ -76,3 +76,22 @@ func TestRunCluster(t *testing.T) {
 	c.Nodes[0].Restart()
 	c.WaitForMetaLeader(t)
 }
+
+// SyncAlways reaches every node's JetStream (the setting a config file's
+// sync_interval: always gives), and a node without it keeps NATS's default.
+func TestSyncAlways(t *testing.T) {
+	c := RunClusterWith(t, 3, SyncAlways)
+	for _, n := range c.Nodes {
+		if cfg := n.Server().JetStreamConfig(); cfg == nil || !cfg.SyncAlways {
+			t.Fatalf("%s: JetStream config %+v; want sync always", n.Name(), cfg)
+		}
+	}
+	streamRoundTrip(t, c.URLs(), 3)
+	one := RunServerWith(t, SyncAlways)
+	if cfg := one.Server().JetStreamConfig(); !cfg.SyncAlways {
+		t.Fatalf("RunServerWith(SyncAlways): %+v", cfg)
+	}
+	if cfg := RunServer(t).Server().JetStreamConfig(); cfg.SyncAlways || cfg.SyncInterval != 2*time.Minute {
+		t.Fatalf("default server: sync always %v, interval %v; want NATS's default (2m)", cfg.SyncAlways, cfg.SyncInterval)
+	}
+}
