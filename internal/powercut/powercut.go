@@ -587,9 +587,10 @@ func (n *node) backingSize(f fs.FileHandle) (int64, error) {
 
 // readWrite turns open flags into the backing descriptor's: always read
 // and write (so a sync can apply through any handle), never truncating or
-// appending (the kernel gives every write its offset).
+// appending (the kernel gives every write its offset), never O_DIRECT (the
+// harness reads and writes the backing file at any alignment).
 func readWrite(flags uint32) uint32 {
-	return flags&^(syscall.O_ACCMODE|syscall.O_TRUNC|syscall.O_APPEND) | syscall.O_RDWR
+	return flags&^(syscall.O_ACCMODE|syscall.O_TRUNC|syscall.O_APPEND|syscall.O_DIRECT) | syscall.O_RDWR
 }
 
 func (n *node) wrap(lf fs.FileHandle, truncate bool) (fs.FileHandle, syscall.Errno) {
@@ -623,7 +624,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	open := func() (fs.FileHandle, uint32, syscall.Errno) {
 		lf, ff, errno := n.LoopbackNode.Open(ctx, readWrite(flags))
 		if errno == syscall.EACCES || errno == syscall.EISDIR || errno == syscall.EROFS {
-			lf, ff, errno = n.LoopbackNode.Open(ctx, flags&^(syscall.O_TRUNC|syscall.O_APPEND))
+			lf, ff, errno = n.LoopbackNode.Open(ctx, flags&^(syscall.O_TRUNC|syscall.O_APPEND|syscall.O_DIRECT))
 		}
 		if errno != 0 {
 			return nil, 0, errno

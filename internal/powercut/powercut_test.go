@@ -285,10 +285,19 @@ func TestCutKeepsOnlyWhatWasSynced(t *testing.T) {
 	g.Sync()
 	g.Close()
 
+	// Appended to after a sync: the synced part stays.
+	writeFile(t, filepath.Join(d, "appended"), []byte("synced;"), true)
+	a, err := os.OpenFile(filepath.Join(d, "appended"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Write([]byte("appended"))
+	a.Close()
+
 	// Before the cut, everything reads back as written.
 	for path, want := range map[string]string{
 		"synced": string(synced), "unsynced": "never synced", "overwritten": "second, never synced",
-		"shrunk": "0123", "gap": "ab\x00\x00\x00\x00Z",
+		"shrunk": "0123", "gap": "ab\x00\x00\x00\x00Z", "appended": "synced;appended",
 	} {
 		if got := readFile(t, filepath.Join(d, path)); string(got) != want {
 			t.Errorf("%s before the cut: %q, want %q", path, got[:min(len(got), 40)], want[:min(len(want), 40)])
@@ -300,8 +309,8 @@ func TestCutKeepsOnlyWhatWasSynced(t *testing.T) {
 	if b := readFile(t, sized); len(b) != 128<<20 || string(b[1<<20:1<<20+4]) != "tail" || b[5] != 0 {
 		t.Errorf("sized before the cut: %d bytes, tail %q", len(b), b[1<<20:1<<20+4])
 	}
-	if n := pc.Dirty(); n != 4 {
-		t.Errorf("%d files with unsynced changes, want 4 (unsynced, overwritten, sized, shrunk)", n)
+	if n := pc.Dirty(); n != 5 {
+		t.Errorf("%d files with unsynced changes, want 5 (unsynced, overwritten, sized, shrunk, appended)", n)
 	}
 
 	pc.Cut()
@@ -312,7 +321,7 @@ func TestCutKeepsOnlyWhatWasSynced(t *testing.T) {
 
 	for path, want := range map[string]string{
 		"synced": string(synced), "unsynced": "", "overwritten": "first, synced", "sub/sized": "",
-		"shrunk": "0123456789", "gap": "ab\x00\x00\x00\x00Z",
+		"shrunk": "0123456789", "gap": "ab\x00\x00\x00\x00Z", "appended": "synced;",
 	} {
 		if got := readFile(t, filepath.Join(d, path)); string(got) != want {
 			t.Errorf("%s after the cut: %q, want %q", path, got[:min(len(got), 40)], want[:min(len(want), 40)])
