@@ -129,7 +129,16 @@ func cutUnderLoad(t *testing.T, h *hostProc, pc *powercut.FS, svc *notifier, pla
 	load := startLoad(t, []*hostProc{h}, 4, ids, buyer)
 	cutAt := 60 + rng.IntN(240)
 	t.Logf("the cut comes after %d acknowledged appends", cutAt)
+	syncs, acks := pc.SyncsByDir(), load.ackCount()
 	eventually(t, 60*time.Second, fmt.Sprintf("%d acknowledged appends", cutAt), func() bool { return load.ackCount() >= cutAt })
+	var per []string
+	for dir, n := range pc.SyncsByDir() {
+		if n > syncs[dir] {
+			per = append(per, fmt.Sprintf("%s %d", dir, n-syncs[dir]))
+		}
+	}
+	slices.Sort(per)
+	t.Logf("file syncs while %d appends were acknowledged, by directory: %s", load.ackCount()-acks, strings.Join(per, ", "))
 
 	afterKill := plan.afterKill
 	plan.afterKill = func() {
@@ -179,12 +188,13 @@ func cutUnderLoad(t *testing.T, h *hostProc, pc *powercut.FS, svc *notifier, pla
 
 // TestPowerCutKeepsWhatTheOperatorWasToldWasDone: aggregates parked as
 // GET /v1/parked shows them, operator resumes and skips answered 202, an
-// uploaded module answered 201 and a bulk job answered 201 — then the power
-// is cut at once, before anything else could flush them. After the first
-// start: the parks not acted on are still parked, a resumed aggregate is
-// not parked again and its events are notified, a skipped event is never
-// notified (the next one is), the module is deployed, and the job exists
-// and finishes its work.
+// uploaded module answered 201, its subscription paused (200) and a bulk
+// job answered 201 — then the power is cut at once, before anything else
+// could flush them. After the first start: the parks not acted on are
+// still parked, a resumed aggregate is not parked again and its events are
+// notified, a skipped event is never notified (the next one is), the
+// module is deployed and its subscription paused, and the job exists and
+// finishes its work.
 func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 	svc := newNotifier(t)
 	h, pc := newPowercutHost(t, nil, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
@@ -232,6 +242,7 @@ func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 	}
 	var mod moduleInfo
 	h.must(201, "PUT", "/v1/modules/order-summary", summary, "Content-Type", "application/wasm").JSON(t, &mod)
+	h.must(200, "POST", "/v1/subscriptions/"+summarySub+"/pause", nil)
 	var job jobView
 	h.must(201, "POST", "/v1/jobs", []byte(`{"action": "resume", "filter": {"class": "UnknownBuyer", "message": "buyer jobbed"}, "reason": "imported", "rate": 20}`),
 		"Content-Type", "application/json").JSON(t, &job)
@@ -289,7 +300,11 @@ func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 	if got.SHA256 != mod.SHA256 || got.Kind != "projection" {
 		t.Errorf("order-summary after the cut: %+v, want %+v", got, mod)
 	}
-	h2.must(200, "GET", "/v1/subscriptions/"+summarySub, nil)
+	var st subscriptionStatus
+	h2.must(200, "GET", "/v1/subscriptions/"+summarySub, nil).JSON(t, &st)
+	if st.State != "paused" {
+		t.Errorf("%s after the cut: %s, want paused as the operator left it", summarySub, st.State)
+	}
 }
 
 // TestPowerCutWithoutSyncLosesAppends is the control of the tests above

@@ -55,6 +55,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -84,6 +85,9 @@ type FS struct {
 	files map[uint64]*file // by inode number: the files with kept changes, or that had some
 
 	writes atomic.Int64 // write requests received
+	syncs  atomic.Int64 // fsync requests of files received
+
+	byDir map[string]int64 // fsync requests of files, by directory (relative); under mu
 }
 
 // Mount mounts a power-cut view of backingDir on a fresh directory and
@@ -98,7 +102,7 @@ func Mount(t testing.TB, backingDir string) *FS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &FS{backing: backing, dir: t.TempDir(), files: map[uint64]*file{}}
+	f := &FS{backing: backing, dir: t.TempDir(), files: map[uint64]*file{}, byDir: map[string]int64{}}
 	if err := f.mount(); err != nil {
 		t.Fatalf("powercut: %v", err)
 	}
@@ -164,6 +168,19 @@ func (f *FS) Dirty() int {
 // was first mounted: tests use it to see when the kernel sends a mapping's
 // stores.
 func (f *FS) Writes() int64 { return f.writes.Load() }
+
+// Syncs is how many fsync (or fdatasync, or msync) requests of files the
+// file system has received since it was first mounted: tests use it to
+// see how many acknowledged writes share one.
+func (f *FS) Syncs() int64 { return f.syncs.Load() }
+
+// SyncsByDir is Syncs by the directory of the file synced, relative to
+// Dir ("." for its top): which store syncs how often.
+func (f *FS) SyncsByDir() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.byDir)
+}
 
 // Remount unmounts the file system and mounts a fresh view of the backing
 // directory on the same place, as a machine does when it starts again.
@@ -714,6 +731,11 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 		// A directory: its entries reached the backing directory already.
 		return n.fs.change(func() syscall.Errno { return 0 })
 	}
+	n.fs.syncs.Add(1)
+	dir := filepath.Dir(n.Path(n.Root()))
+	n.fs.mu.Lock()
+	n.fs.byDir[dir]++
+	n.fs.mu.Unlock()
 	return n.fs.change(func() syscall.Errno {
 		fl := n.fs.file(n.ino(), false)
 		if fl == nil {
