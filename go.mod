@@ -16,6 +16,7 @@ require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/labstack/echo/v4 v4.16.5
 	github.com/nats-io/jwt/v2 v2.8.3

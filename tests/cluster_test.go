@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,19 +106,8 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		ids[i%6] = append(ids[i%6], fmt.Sprintf("o-%02d", i))
 	}
 	buyer := func(id string) string { return "buyer-" + id[len(id)-1:] }
-	load := &clusterLoad{hosts: hosts, dead: make([]atomic.Bool, 3), stop: make(chan struct{})}
-	load.run(6, ids, buyer)
-	stopped := false
-	stopLoad := func() {
-		if !stopped {
-			stopped = true
-			close(load.stop)
-			load.wg.Wait()
-		}
-	}
-	defer stopLoad()
-	ackCount := func() int { load.mu.Lock(); defer load.mu.Unlock(); return len(load.acks) }
-	eventually(t, 60*time.Second, "300 acknowledged appends", func() bool { return ackCount() >= 300 })
+	load := startLoad(t, hosts, 6, ids, buyer)
+	eventually(t, 60*time.Second, "300 acknowledged appends", func() bool { return load.ackCount() >= 300 })
 
 	// SIGKILL host-1 under load: the others own its partitions within 2x TTL.
 	load.dead[1].Store(true)
@@ -133,8 +121,8 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	if handover > 2*clusterLeaseTTL {
 		t.Errorf("the killed host's partitions were owned again after %v, more than 2x the lease TTL %v", handover, clusterLeaseTTL)
 	}
-	before := ackCount()
-	eventually(t, 60*time.Second, "200 more appends after the handover", func() bool { return ackCount() >= before+200 })
+	before := load.ackCount()
+	eventually(t, 60*time.Second, "200 more appends after the handover", func() bool { return load.ackCount() >= before+200 })
 
 	// A NATS node goes — the one that leads the ledger's stream, the worst
 	// to lose: nothing changes but latency.
@@ -145,13 +133,13 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 			n.Shutdown()
 		}
 	}
-	before = ackCount()
-	eventually(t, 60*time.Second, "200 more appends without the ledger's leader", func() bool { return ackCount() >= before+200 })
+	before = load.ackCount()
+	eventually(t, 60*time.Second, "200 more appends without the ledger's leader", func() bool { return load.ackCount() >= before+200 })
 	if v := hosts[2].owners(); !maps.EqualFunc(v, owned, slices.Equal) {
 		t.Errorf("ownership changed when a NATS node went: %v, was %v", v, owned)
 	}
-	stopLoad()
-	t.Logf("%d appends acknowledged, %d sent again after a failed answer", ackCount(), load.retries.Load())
+	load.halt()
+	t.Logf("%d appends acknowledged, %d sent again after a failed answer", load.ackCount(), load.retries.Load())
 	if len(load.refused) > 0 {
 		t.Errorf("appends answered neither 201 nor 503 with Retry-After (%d): %q", len(load.refused), load.refused)
 	}
@@ -173,19 +161,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	}
 
 	// The projection is the fold of the log, on every host still running.
-	want := map[string]buyerSummary{}
-	for _, id := range flat {
-		for _, e := range logs[id] {
-			s := want[buyer(id)]
-			if e.Type == "OrderPlaced" {
-				s.Orders++
-				s.Total += e.Total
-			} else {
-				s.Shipped++
-			}
-			want[buyer(id)] = s
-		}
-	}
+	want := foldSummaries(logs, buyer)
 	want["buyer-404"] = buyerSummary{Shipped: 5}
 	hosts[0].waitSummaries(t, want)
 	hosts[2].waitSummaries(t, want)

@@ -92,6 +92,7 @@ type clusterLoad struct {
 	dead    []atomic.Bool
 	seq     atomic.Int64
 	stop    chan struct{}
+	once    sync.Once // closes stop
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	acks    []acked
@@ -100,6 +101,30 @@ type clusterLoad struct {
 	// host that answers must store the append or say "try again", never
 	// fail it for a NATS blip (a 500).
 	refused []string
+}
+
+// startLoad starts workers appenders on hosts, worker w on the aggregates
+// ids[w]; the load stops at the test's end if not before.
+func startLoad(t testing.TB, hosts []*hostProc, workers int, ids [][]string, buyer func(id string) string) *clusterLoad {
+	l := &clusterLoad{hosts: hosts, dead: make([]atomic.Bool, len(hosts)), stop: make(chan struct{})}
+	l.run(workers, ids, buyer)
+	t.Cleanup(l.halt)
+	return l
+}
+
+// halt stops the load and waits for its appenders; it may be called again.
+func (l *clusterLoad) halt() {
+	l.once.Do(func() {
+		close(l.stop)
+		l.wg.Wait()
+	})
+}
+
+// ackCount is how many appends were acknowledged so far.
+func (l *clusterLoad) ackCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acks)
 }
 
 func (l *clusterLoad) run(workers int, ids [][]string, buyer func(id string) string) {
@@ -219,6 +244,25 @@ func readAggregate(t *testing.T, h *hostProc, id string) []clusterEvent {
 		}
 		from += len(page.Commits)
 	}
+}
+
+// foldSummaries is the order-summary projection's read model folded from
+// logs by hand: per buyer, its orders, their total and its shipments.
+func foldSummaries(logs map[string][]clusterEvent, buyer func(id string) string) map[string]buyerSummary {
+	want := map[string]buyerSummary{}
+	for id, evs := range logs {
+		for _, e := range evs {
+			s := want[buyer(id)]
+			if e.Type == "OrderPlaced" {
+				s.Orders++
+				s.Total += e.Total
+			} else {
+				s.Shipped++
+			}
+			want[buyer(id)] = s
+		}
+	}
+	return want
 }
 
 // shippedVersions returns the versions of the OrderShipped events of each
