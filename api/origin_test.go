@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/subscription"
@@ -133,6 +135,25 @@ func TestRefusedRequestsChangeNothing(t *testing.T) {
 			fmt.Fprintf(&b, "%s\n", h.do(req{method: "GET", path: p}).body)
 		}
 		return b.String()
+	}
+	// The park is seen a moment before the engine moves its checkpoint past
+	// the event: wait for the subscription to be still.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var st struct {
+			Lag                           uint64
+			Checkpoint, DurableCheckpoint uint64
+		}
+		if err := json.Unmarshal(h.do(req{method: "GET", path: sub}).body, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Lag == 0 && st.Checkpoint == st.DurableCheckpoint {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscription did not catch up: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	before := snapshot()
 

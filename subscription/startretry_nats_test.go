@@ -46,7 +46,9 @@ func startAcrossOutage(t *testing.T, urls string, down, up func()) {
 
 	const parts = 2
 	rec := newRecorder(nil, nil)
-	opts := Options{Partitions: parts}
+	// Each try bounded at 2s: the log's reads, given a deadline, ask NATS
+	// again until it, so a try would otherwise last the default 30s.
+	opts := Options{Partitions: parts, StartTimeout: 2 * time.Second}
 	e := newEnv(t, opts) // its ledger; the log is the one on NATS
 	rec.clock = e.clock
 	e.events = log
