@@ -138,6 +138,13 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 	if err != nil {
 		return err
 	}
+	// The list is read through a consumer that can lag the put just made
+	// on an R3 stream: count the stored version in whether it shows or not,
+	// or the oldest would be kept one upload too long.
+	if !slices.ContainsFunc(vs, func(v registry.StoredModule) bool { return v.Version == m.Version }) {
+		vs = append(vs, m)
+		slices.SortFunc(vs, func(a, b registry.StoredModule) int { return a.Version - b.Version })
+	}
 	for len(vs) > keep {
 		if err := s.obj.Delete(ctx, versionName(m.Name, vs[0].Version)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			return fmt.Errorf("modules: prune %s v%d: %w", m.Name, vs[0].Version, err)
