@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berthhq/berth/internal/jsapi"
@@ -51,6 +52,49 @@ type Options struct {
 type Store struct {
 	obj    jetstream.ObjectStore
 	claims jetstream.KeyValue // version numbers taken, "<name>.<version>"
+	// timeout bounds each try of a list (Options.Timeout).
+	timeout time.Duration
+
+	// recent are this Store's last writes, which its lists wait (briefly)
+	// to see: a list can lag a write just made on an R3 stream.
+	mu     sync.Mutex
+	recent []recentWrite
+}
+
+// recentWrite is an object this Store put (gone false) or deleted.
+type recentWrite struct {
+	name string
+	gone bool
+}
+
+// maxRecent is how many of its last writes a Store's lists wait to see.
+const maxRecent = 16
+
+// wrote records a write of this Store's for its next lists.
+func (s *Store) wrote(name string, gone bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recent = slices.DeleteFunc(s.recent, func(w recentWrite) bool { return w.name == name })
+	s.recent = append(s.recent, recentWrite{name: name, gone: gone})
+	if len(s.recent) > maxRecent {
+		s.recent = s.recent[len(s.recent)-maxRecent:]
+	}
+}
+
+// shows reports whether a list of prefix shows every recent write under it.
+func (s *Store) shows(prefix string, all []*jetstream.ObjectInfo) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.recent {
+		if !strings.HasPrefix(w.name, prefix) {
+			continue
+		}
+		there := slices.ContainsFunc(all, func(o *jetstream.ObjectInfo) bool { return o.Name == w.name && !o.Deleted })
+		if there == w.gone {
+			return false
+		}
+	}
+	return true
 }
 
 var (
@@ -93,7 +137,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("modules: version claims %s: %w", claimsBucket(opts.Bucket), err)
 	}
-	return &Store{obj: obj, claims: claims}, nil
+	return &Store{obj: obj, claims: claims, timeout: opts.Timeout}, nil
 }
 
 // claimsBucket names the KV bucket of the version claims of the object
@@ -103,7 +147,13 @@ func claimsBucket(bucket string) string { return bucket + "_VERSIONS" }
 // claim takes version v of name for this upload: registry.ErrVersionTaken
 // when another upload has it.
 func (s *Store) claim(ctx context.Context, name string, v int) error {
-	_, err := s.claims.Create(ctx, name+"."+strconv.Itoa(v), nil)
+	// Asked again while the bucket's stream cannot answer (a new R3 bucket
+	// said "no response from stream" once). A claim whose answer was lost
+	// then finds its own key and takes the next number: a gap, never a
+	// number given twice.
+	_, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (uint64, error) {
+		return s.claims.Create(ctx, name+"."+strconv.Itoa(v), nil)
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("modules: %s v%d: %w", name, v, registry.ErrVersionTaken)
 	}
@@ -131,9 +181,11 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 		Metadata: map[string]string{metaKey: string(meta)}}, bytes.NewReader(wasm)); err != nil {
 		return fmt.Errorf("modules: store %s v%d: %w", m.Name, m.Version, err)
 	}
+	s.wrote(versionName(m.Name, m.Version), false)
 	if _, err := s.obj.PutBytes(ctx, currentName(m.Name), meta); err != nil {
 		return fmt.Errorf("modules: make %s v%d current: %w", m.Name, m.Version, err)
 	}
+	s.wrote(currentName(m.Name), false)
 	vs, err := s.Versions(ctx, m.Name)
 	if err != nil {
 		return err
@@ -149,6 +201,7 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 		if err := s.obj.Delete(ctx, versionName(m.Name, vs[0].Version)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			return fmt.Errorf("modules: prune %s v%d: %w", m.Name, vs[0].Version, err)
 		}
+		s.wrote(versionName(m.Name, vs[0].Version), true)
 		vs = vs[1:]
 	}
 	return nil
@@ -156,9 +209,31 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 
 // list returns the infos of the objects whose names start with prefix.
 func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInfo, error) {
-	all, err := s.obj.List(ctx)
-	if errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return nil, nil
+	// A list reads through a consumer placed on one of the stream's
+	// servers; one that is not ready never delivers, and a list without a
+	// deadline waited for ever (TestObjectStore/R3 hung once). Each try is
+	// bounded and asked again within ctx (30s when ctx has no deadline).
+	// A list that does not show this Store's own last writes yet is read
+	// again, for up to a second; another host's later write of the same
+	// object would keep it from ever showing, so it is not waited out.
+	var all []*jetstream.ObjectInfo
+	var err error
+	for try := 0; ; try++ {
+		all, err = jsapi.Retry(ctx, s.timeout, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+			all, err := s.obj.List(ctx)
+			if errors.Is(err, jetstream.ErrNoObjectsFound) {
+				return nil, nil
+			}
+			return all, err
+		})
+		if err != nil || try == 50 || s.shows(prefix, all) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("modules: list: %w", err)
@@ -284,6 +359,7 @@ func (s *Store) Remove(ctx context.Context, name string) error {
 	if err := s.obj.Delete(ctx, currentName(name)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return fmt.Errorf("modules: remove %s: %w", name, err)
 	}
+	s.wrote(currentName(name), true)
 	return nil
 }
 
