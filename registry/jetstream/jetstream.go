@@ -177,12 +177,16 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 	if err := s.claim(ctx, m.Name, m.Version); err != nil {
 		return err
 	}
-	if _, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: versionName(m.Name, m.Version),
-		Metadata: map[string]string{metaKey: string(meta)}}, bytes.NewReader(wasm)); err != nil {
+	if _, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+		return s.obj.Put(ctx, jetstream.ObjectMeta{Name: versionName(m.Name, m.Version),
+			Metadata: map[string]string{metaKey: string(meta)}}, bytes.NewReader(wasm))
+	}); err != nil {
 		return fmt.Errorf("modules: store %s v%d: %w", m.Name, m.Version, err)
 	}
 	s.wrote(versionName(m.Name, m.Version), false)
-	if _, err := s.obj.PutBytes(ctx, currentName(m.Name), meta); err != nil {
+	if _, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+		return s.obj.PutBytes(ctx, currentName(m.Name), meta)
+	}); err != nil {
 		return fmt.Errorf("modules: make %s v%d current: %w", m.Name, m.Version, err)
 	}
 	s.wrote(currentName(m.Name), false)
@@ -198,13 +202,33 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 		slices.SortFunc(vs, func(a, b registry.StoredModule) int { return a.Version - b.Version })
 	}
 	for len(vs) > keep {
-		if err := s.obj.Delete(ctx, versionName(m.Name, vs[0].Version)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		if err := s.delete(ctx, versionName(m.Name, vs[0].Version)); err != nil {
 			return fmt.Errorf("modules: prune %s v%d: %w", m.Name, vs[0].Version, err)
 		}
 		s.wrote(versionName(m.Name, vs[0].Version), true)
 		vs = vs[1:]
 	}
 	return nil
+}
+
+// ask makes one request of the object store, asked again while NATS
+// cannot answer it (a leader election, a loaded server: TestUploadsOnTwoHostsAtOnce
+// once answered an upload "nats: timeout") within ctx — a REST write's
+// deadline — each try bounded by the Store's timeout. Every request asked
+// this way is safe to send twice: a put of the same object replaces it, a
+// get reads.
+func ask[T any](ctx context.Context, s *Store, fn func(context.Context) (T, error)) (T, error) {
+	return jsapi.Ask(ctx, s.timeout, fn)
+}
+
+// delete removes the object name, asked again as ask does; one already
+// gone (an earlier try's, or another host's) is not an error.
+func (s *Store) delete(ctx context.Context, name string) error {
+	_, err := ask(ctx, s, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.obj.Delete(ctx, name) })
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil
+	}
+	return err
 }
 
 // list returns the infos of the objects whose names start with prefix.
@@ -248,7 +272,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInf
 }
 
 func (s *Store) currentOf(ctx context.Context, name string) (registry.StoredModule, bool, error) {
-	b, err := s.obj.GetBytes(ctx, currentName(name))
+	b, err := ask(ctx, s, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, currentName(name)) })
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return registry.StoredModule{}, false, nil
 	}
@@ -290,7 +314,9 @@ func (s *Store) Current(ctx context.Context) ([]registry.StoredModule, [][]byte,
 
 // Load returns a kept version and its bytes.
 func (s *Store) Load(ctx context.Context, name string, version int) (registry.StoredModule, []byte, error) {
-	info, err := s.obj.GetInfo(ctx, versionName(name, version))
+	info, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+		return s.obj.GetInfo(ctx, versionName(name, version))
+	})
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return registry.StoredModule{}, nil, fmt.Errorf("%w: %s has no version %d", registry.ErrUnknownVersion, name, version)
 	}
@@ -301,7 +327,7 @@ func (s *Store) Load(ctx context.Context, name string, version int) (registry.St
 	if err != nil {
 		return registry.StoredModule{}, nil, err
 	}
-	wasm, err := s.obj.GetBytes(ctx, info.Name)
+	wasm, err := ask(ctx, s, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, info.Name) })
 	if err != nil {
 		return registry.StoredModule{}, nil, fmt.Errorf("modules: %s v%d: %w", name, version, err)
 	}
@@ -356,7 +382,7 @@ func (s *Store) LastVersion(ctx context.Context, name string) (int, error) {
 
 // Remove makes name current no more.
 func (s *Store) Remove(ctx context.Context, name string) error {
-	if err := s.obj.Delete(ctx, currentName(name)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+	if err := s.delete(ctx, currentName(name)); err != nil {
 		return fmt.Errorf("modules: remove %s: %w", name, err)
 	}
 	s.wrote(currentName(name), true)
