@@ -51,9 +51,13 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		if err != nil {
 			continue
 		}
-		head = max(head, st.Head)
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(st.Lag), name)
-		ch <- prometheus.MustNewConstMetric(c.checkpoint, prometheus.GaugeValue, float64(st.Checkpoint), name)
+		// During an outage the head, lag and parked counts are not known:
+		// they are left out of the scrape rather than shown as 0.
+		if st.Unread == "" {
+			head = max(head, st.Head)
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(st.Lag), name)
+			ch <- prometheus.MustNewConstMetric(c.checkpoint, prometheus.GaugeValue, float64(st.Checkpoint), name)
+		}
 		paused := 0.0
 		if st.State == subscription.StatePaused {
 			paused = 1

@@ -162,7 +162,7 @@ func TestSubscriptionsAndParked(t *testing.T) {
 
 	var st wire.Subscription
 	h.do(req{method: "GET", path: sub}).json(t, &st)
-	if st.Name != notifierSub || st.Module != "shipment-notifier" || st.State != "running" || st.Head != 2 ||
+	if st.Name != notifierSub || st.Module != "shipment-notifier" || st.State != "running" || st.Head == nil || *st.Head != 2 ||
 		st.Parked[rec.State] != 1 || len(st.Partitions) == 0 {
 		t.Errorf("subscription %+v", st)
 	}

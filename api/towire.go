@@ -96,7 +96,7 @@ func toWireSubscription(st subscription.Status, module string, detail bool) wire
 	}
 	out := wire.Subscription{
 		Name: st.Name, Module: module, State: st.State, StartError: st.StartError, PausedUntil: st.PausedUntil, Checkpoint: st.Checkpoint,
-		DurableCheckpoint: st.DurableCheckpoint, Head: st.Head, Lag: st.Lag, Parked: wire.ParkedCounts{},
+		DurableCheckpoint: st.DurableCheckpoint, Parked: wire.ParkedCounts{}, Unread: st.Unread,
 		Retry: wire.RetrySettings{
 			retry.KeyMaxAttempts:          setting(retry.KeyMaxAttempts, p.MaxAttempts),
 			retry.KeyInitialBackoff:       setting(retry.KeyInitialBackoff, p.InitialBackoff.String()),
@@ -109,6 +109,9 @@ func toWireSubscription(st subscription.Status, module string, detail bool) wire
 		ParkedRetries: wire.ParkedSettings{MaxRetries: st.ParkedSettings.MaxRetries, FirstDelay: st.ParkedSettings.FirstDelay.String(),
 			MaxDelay: st.ParkedSettings.MaxDelay.String(), Timeout: st.ParkedSettings.Timeout.String(),
 			RetryUnrecoverable: st.ParkedSettings.RetriesUnrecoverable()},
+	}
+	if st.Unread == "" {
+		out.Head, out.Lag = &st.Head, &st.Lag
 	}
 	for state, n := range st.Parked {
 		out.Parked[string(state)] = n

@@ -73,12 +73,19 @@ func startAcrossOutage(t *testing.T, urls string, down, up func()) {
 	own(t, a, e.claim("A", 2, 0, 1)) // the restart's head: no answer from NATS
 	e.advance()                      // tried again: still down
 	e.blockUntil(1)
+	// During the outage the status still answers, at once: starting, with
+	// what it could not read.
+	asked := time.Now()
+	st, err := a.Status(ctx, sub)
+	if err != nil || st.State != StateStarting || !strings.Contains(st.Unread, "head") || time.Since(asked) > statusReadTimeout+time.Second {
+		t.Fatalf("status during the outage: %+v, %v (after %v), want starting with the head unread", st, err, time.Since(asked))
+	}
+	t.Logf("during the outage: %s", st.Unread)
 
 	up()
-	var st Status
 	checkfor.Cond(t, 30*time.Second, 20*time.Millisecond, "the log's head read again", func() bool {
 		st, err = a.Status(ctx, sub)
-		return err == nil
+		return err == nil && st.Unread == ""
 	})
 	if st.State != StateStarting || st.StartFailures != 2 || !strings.Contains(st.StartError, "head on stream") {
 		t.Fatalf("status %+v, want starting after 2 failed reads of the head", st)

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
@@ -55,8 +56,15 @@ type Status struct {
 	// Fencings counts the partitions this host lost to fencing since it
 	// started: another host claimed them, and this one stopped at its next
 	// write (fence.go).
-	Fencings       uint64
-	Parked         map[ledger.State]int // parked aggregates by state
+	Fencings uint64
+	Parked   map[ledger.State]int // parked aggregates by state
+	// Unread says, during an outage of the event log or the ledger, what
+	// could not be read within statusReadTimeout; Head, Lag, Parked and
+	// (when stopped or starting) the checkpoints are then unknown and
+	// zero. Everything else is this host's own and still shown: an
+	// operator paged by an outage sees the state, the start error and the
+	// partitions rather than an error.
+	Unread         string
 	Policy         retry.Policy         // the effective retry policy, with Sources
 	ParkedSettings retry.ParkedSettings // the effective long-horizon retry settings
 }
@@ -88,7 +96,9 @@ type PartitionStatus struct {
 	Held           int // parked aggregates held in memory
 }
 
-// Status returns a snapshot of a subscription.
+// Status returns a snapshot of a subscription; it fails only for a
+// subscription this engine does not have. What it cannot read from the
+// event log or the ledger (an outage) it says in Status.Unread.
 func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 	s, err := e.sub(name)
 	if err != nil {
@@ -102,19 +112,9 @@ func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 		st.State = StatePaused
 		st.PausedUntil = s.pausedUntil()
 	}
-	if st.Head, err = e.events.Head(ctx); err != nil {
-		return Status{}, err
-	}
-	var stored uint64
-	if err := e.store.View(ctx, func(tx ledger.Tx) error {
-		var err error
-		if st.Parked, err = tx.CountParked(s.name); err != nil {
-			return err
-		}
-		stored, _, err = tx.Checkpoint(s.name)
-		return err
-	}); err != nil {
-		return Status{}, err
+	stored, err := e.readStatus(ctx, s.name, &st)
+	if err != nil {
+		st.Unread = err.Error()
 	}
 	st.Checkpoint, st.DurableCheckpoint = stored, stored
 	live := false
@@ -145,7 +145,7 @@ func (e *Engine) Status(ctx context.Context, name string) (Status, error) {
 		}
 	}
 	s.life.RUnlock()
-	if (live || r == nil) && st.Head+1 > st.Checkpoint {
+	if st.Unread == "" && (live || r == nil) && st.Head+1 > st.Checkpoint {
 		st.Lag = st.Head + 1 - st.Checkpoint
 	}
 	return st, nil
@@ -170,4 +170,34 @@ func (p *partition) status() PartitionStatus {
 		}
 	}
 	return ps
+}
+
+// statusReadTimeout bounds Status's reads of the event log and the ledger:
+// an outage makes a status say so (Status.Unread) at once rather than
+// wait as long as the stores ask NATS again.
+const statusReadTimeout = 2 * time.Second
+
+// readStatus reads the log's head and name's parked counts into st, and
+// returns name's stored checkpoint.
+func (e *Engine) readStatus(ctx context.Context, name string, st *Status) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusReadTimeout)
+	defer cancel()
+	head, err := e.events.Head(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("the event log's head: %w", err)
+	}
+	var stored uint64
+	var parked map[ledger.State]int
+	if err := e.store.View(ctx, func(tx ledger.Tx) error {
+		var err error
+		if parked, err = tx.CountParked(name); err != nil {
+			return err
+		}
+		stored, _, err = tx.Checkpoint(name)
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("the ledger: %w", err)
+	}
+	st.Head, st.Parked = head, parked
+	return stored, nil
 }

@@ -382,6 +382,7 @@ type subscriptionStatus struct {
 	Checkpoint uint64         `json:"checkpoint"`
 	Head       uint64         `json:"head"`
 	Lag        uint64         `json:"lag"`
+	Unread     string         `json:"unread"` // an outage: head and lag not known
 	Parked     map[string]int `json:"parked"`
 	Retry      map[string]struct {
 		Value  any    `json:"value"`

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/nats-io/nats.go"
@@ -21,7 +23,12 @@ func TestJetStreamBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := natstest.RunServer(t)
+	// A write NATS does not answer is asked again for write-timeout less
+	// a tenth, then answered 503: 10s keeps the outage below short.
 	h := newHost(t, hostConfig{Extra: fmt.Sprintf(`
+[server]
+write-timeout = "10s"
+
 [store]
 backend = "jetstream"
 
@@ -78,4 +85,48 @@ subject-prefix = "e2e.events"
 	h.appendOrder(t, "o/4", "ann", "OrderPlaced", 1000)
 	want["ann"] = buyerSummary{3, 1, 1400}
 	h.waitSummaries(t, want)
+
+	// NATS away: the subscriptions still answer, within seconds, and say
+	// what could not be read, rather than vanish from the list or fail; an
+	// append is refused as unavailable. Once NATS is back, delivery goes on.
+	srv.Shutdown()
+	var list struct {
+		Subscriptions []struct {
+			Name   string `json:"name"`
+			State  string `json:"state"`
+			Unread string `json:"unread"`
+		} `json:"subscriptions"`
+	}
+	asked := time.Now()
+	h.must(200, "GET", "/v1/subscriptions", nil).JSON(t, &list)
+	if len(list.Subscriptions) != 1 || !strings.Contains(list.Subscriptions[0].Unread, "event log") || time.Since(asked) > 5*time.Second {
+		t.Fatalf("subscriptions during the outage (after %v): %+v, want the projection with what could not be read", time.Since(asked), list)
+	}
+	name := list.Subscriptions[0].Name
+	var one struct {
+		State  string `json:"state"`
+		Unread string `json:"unread"`
+	}
+	h.must(200, "GET", "/v1/subscriptions/"+name, nil).JSON(t, &one)
+	if one.Unread == "" || one.State == "" {
+		t.Fatalf("%s during the outage: %+v", name, one)
+	}
+	t.Logf("%s during the outage: %s: %s", name, one.State, one.Unread)
+	if r := h.request("POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o/5", "ownerId": "bob",
+		"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]int{"total": 1}}}}); r.Status != 503 ||
+		r.Header.Get("Retry-After") == "" {
+		t.Fatalf("an append during the outage: %s, want 503 with Retry-After", r)
+	}
+	srv.Restart()
+	eventually(t, 30*time.Second, "an append once NATS is back", func() bool {
+		return h.request("POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o/6", "ownerId": "bob",
+			"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]int{"total": 2000}}}}).Status == 201
+	})
+	want["bob"] = buyerSummary{3, 1, 2600}
+	h.waitSummaries(t, want)
+	eventually(t, 30*time.Second, name+" read again with NATS back", func() bool {
+		one.Unread = "" // absent when read
+		h.must(200, "GET", "/v1/subscriptions/"+name, nil).JSON(t, &one)
+		return one.Unread == ""
+	})
 }

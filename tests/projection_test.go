@@ -38,7 +38,7 @@ func (h *hostProc) waitSummaries(t testing.TB, want map[string]buyerSummary) {
 	t.Helper()
 	eventually(t, 30*time.Second, fmt.Sprintf("summaries %v", want), func() bool {
 		var st subscriptionStatus
-		if r := h.request("GET", "/v1/subscriptions/"+summarySub, nil); r.Status != 200 || json.Unmarshal(r.Body, &st) != nil || st.Lag != 0 {
+		if r := h.request("GET", "/v1/subscriptions/"+summarySub, nil); r.Status != 200 || json.Unmarshal(r.Body, &st) != nil || st.Lag != 0 || st.Unread != "" {
 			return false
 		}
 		for buyer, w := range want {

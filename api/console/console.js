@@ -357,8 +357,14 @@ function renderSubs(subs) {
     }
     // The checkpoint is the next position to deliver; on an empty log (head
     // 0) nothing has been delivered yet.
-    cell(tr, s.head === 0 ? "— (the log is empty)" : s.lag === 0 ? `all ${s.head} delivered` : `next to deliver: ${s.checkpoint} (head ${s.head})`);
-    cell(tr, s.lag === 0 ? "caught up" : plural(s.lag, "commit") + " behind");
+    // unread: an outage of the log or the ledger; head and lag not known.
+    if (s.unread) {
+      cell(tr, `next to deliver: ${s.checkpoint} (head not known: ${s.unread})`, "unread");
+      cell(tr, "not known");
+    } else {
+      cell(tr, s.head === 0 ? "— (the log is empty)" : s.lag === 0 ? `all ${s.head} delivered` : `next to deliver: ${s.checkpoint} (head ${s.head})`);
+      cell(tr, s.lag === 0 ? "caught up" : plural(s.lag, "commit") + " behind");
+    }
     const parked = s.parked || {};
     cell(tr, Object.entries(parked).map(([k, v]) => `${v} ${k}`).join(", ") || "none");
     const actions = cell(tr, "", "actions");

@@ -18,10 +18,17 @@ type Subscription struct {
 	Checkpoint uint64 `json:"checkpoint"`
 	// DurableCheckpoint is the checkpoint last written; a restart delivers
 	// again from there.
-	DurableCheckpoint uint64       `json:"durableCheckpoint"`
-	Head              uint64       `json:"head"` // the log's last position
-	Lag               uint64       `json:"lag"`  // commits at or after the checkpoint
-	Parked            ParkedCounts `json:"parked"`
+	DurableCheckpoint uint64 `json:"durableCheckpoint"`
+	// Head is the log's last position; Lag the commits at or after the
+	// checkpoint. Both are absent (nil) while Unread is set: not known,
+	// so that a script waiting for lag 0 is not told "caught up".
+	Head   *uint64      `json:"head,omitempty"`
+	Lag    *uint64      `json:"lag,omitempty"`
+	Parked ParkedCounts `json:"parked"`
+	// Unread says, during an outage of the event log or the ledger, what
+	// this host could not read: head and lag are then absent and parked
+	// empty; the rest is the host's own and current.
+	Unread string `json:"unread,omitempty"`
 	// Partitions: in the list, only the partitions not idle; by name, all.
 	Partitions    []Partition    `json:"partitions,omitempty"`
 	Retry         RetrySettings  `json:"retry"`

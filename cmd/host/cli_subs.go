@@ -70,7 +70,11 @@ func subsList(x *invocation, _ []string) error {
 	}
 	t := x.table("NAME", "MODULE", "STATE", "CHECKPOINT", "HEAD", "LAG", "RETRYING", "WAITING", "RESUMING")
 	for _, s := range list.Subscriptions {
-		t.row(s.Name, orDash(s.Module), stateSummary(s), u(s.Checkpoint), u(s.Head), u(s.Lag),
+		head, lag := "?", "?" // not known during an outage (Unread)
+		if s.Head != nil && s.Lag != nil {
+			head, lag = u(*s.Head), u(*s.Lag)
+		}
+		t.row(s.Name, orDash(s.Module), stateSummary(s), u(s.Checkpoint), head, lag,
 			strconv.Itoa(s.Parked[wire.StateRetrying]), strconv.Itoa(s.Parked[wire.StateWaiting]), strconv.Itoa(s.Parked[wire.StateResuming]))
 	}
 	return t.flush()
@@ -148,15 +152,19 @@ func (x *invocation) showSub(raw []byte, err error, done string) error {
 	// The checkpoint is the next position to deliver, so a subscription
 	// that is caught up is one past the head.
 	kv.add("checkpoint", "%d: the next position to deliver (written: %d, where a restart goes on)", s.Checkpoint, s.DurableCheckpoint)
-	if s.Head == 0 {
+	switch {
+	case s.Head == nil || s.Lag == nil: // an outage of the log or the ledger
+		kv.add("head", "not known: %s", s.Unread)
+		kv.add("lag", "not known")
+	case *s.Head == 0:
 		kv.add("head", "0: the log is empty")
-	} else {
-		kv.add("head", "%d: the log's last position", s.Head)
-	}
-	if s.Lag == 0 {
 		kv.add("lag", "0: caught up")
-	} else {
-		kv.add("lag", "%d %s not yet delivered", s.Lag, plural(int(s.Lag), "commit"))
+	case *s.Lag == 0:
+		kv.add("head", "%d: the log's last position", *s.Head)
+		kv.add("lag", "0: caught up")
+	default:
+		kv.add("head", "%d: the log's last position", *s.Head)
+		kv.add("lag", "%d %s not yet delivered", *s.Lag, plural(int(*s.Lag), "commit"))
 	}
 	var parked []string
 	for _, st := range wire.ParkedStates() {
