@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -26,7 +26,7 @@ func BenchmarkAppendREST(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kit, err := hostkit.Open(b.Context(), cfg, hostkit.Options{})
+	kit, err := assembly.Open(b.Context(), cfg, assembly.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
@@ -26,7 +26,7 @@ import (
 )
 
 // The handler tests run the API over the host's parts as cmd/host opens
-// them (internal/hostkit): Badger event log and ledger in a temporary
+// them (assembly): Badger event log and ledger in a temporary
 // directory, the sandbox, the subscription engine, the module registry, and
 // the ShipmentNotifier sample compiled to wasm, pointed at a notification
 // service in httptest.
@@ -70,7 +70,7 @@ func (b *buyers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type testHost struct {
 	t          *testing.T
 	api        *Server
-	kit        *hostkit.Host
+	kit        *assembly.Host
 	cfg        hostConfig
 	configPath string
 	events     eventlog.Log
@@ -81,11 +81,11 @@ type testHost struct {
 }
 
 // hostConfig is a test host's running configuration: Load is the host's,
-// Store applies another as a reload does (hostkit.Host.Reconfigure),
+// Store applies another as a reload does (assembly.Host.Reconfigure),
 // failing the test if the host refuses it.
 type hostConfig struct {
 	t   *testing.T
-	kit *hostkit.Host
+	kit *assembly.Host
 }
 
 // Load returns the running configuration.
@@ -169,7 +169,7 @@ func (h *testHost) start(dir, text string) {
 	if testing.Verbose() {
 		logger = slog.Default()
 	}
-	if h.kit, err = hostkit.Open(t.Context(), cfg, hostkit.Options{Logger: logger}); err != nil {
+	if h.kit, err = assembly.Open(t.Context(), cfg, assembly.Options{Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -19,7 +19,7 @@
 //
 // Each part of the host takes its options from one method here ([Config.EngineOptions], [Config.Sandbox],
 // [Config.DiskOptions], [Config.Hooks], [Config.Module], the directories of layout.go), so that the host
-// (internal/hostkit) and the tests that open one cannot derive them differently.
+// (assembly) and the tests that open one cannot derive them differently.
 package config
 
 import (

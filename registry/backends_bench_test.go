@@ -90,9 +90,9 @@ func BenchmarkDeliverBackends(b *testing.B) {
 // query store and the registry. On JetStream the event log is the stream
 // S and the ledger the stream S_LEDGER (S = stream), each host's own.
 //
-// It is assembled here rather than by internal/hostkit, whose ledger was
+// It is assembled here rather than by assembly, whose ledger was
 // Badger whatever the event log when this was written; the parts and their
-// options are hostkit's (cfg's engine options and sandbox, the registry
+// options are the assembly's (cfg's engine options and sandbox, the registry
 // over the projections), without cluster mode (no leases, no fencing).
 func openBenchHost(b *testing.B, cfg *config.Config, cache string, be benchBackend, stream string) benchHost {
 	b.Helper()

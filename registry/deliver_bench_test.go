@@ -10,7 +10,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/samples/bench/summary"
@@ -51,7 +51,7 @@ const benchAggregates = 1024
 
 // BenchmarkDeliverWasm measures samples/bench's handler (decode a ~300-byte
 // order and total it) delivered end to end by a whole host with the default
-// configuration (internal/hostkit: Badger log and ledger, the sandbox, the
+// configuration (assembly: Badger log and ledger, the sandbox, the
 // engine's 16 partitions x 4), as a reactor and as a projection, beside the
 // pool ceiling of the same guest in the same run: the module called
 // directly on the sandbox by as many goroutines as its pool has instances.
@@ -72,7 +72,7 @@ func BenchmarkDeliverWasm(b *testing.B) {
 				ctx := context.Background()
 				cfg := benchConfig(b)
 				cfg.Store.Sync = mode
-				kit, err := hostkit.Open(ctx, cfg, hostkit.Options{WasmCacheDir: cache})
+				kit, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: cache})
 				if err != nil {
 					b.Fatal(err)
 				}

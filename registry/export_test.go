@@ -8,7 +8,7 @@ import (
 )
 
 // What the external tests (package registry_test, which open a whole host
-// with internal/hostkit) need of the package's internals.
+// with assembly) need of the package's internals.
 
 // SameJSON reports whether a and b encode to the same JSON.
 var SameJSON = sameJSON

@@ -12,7 +12,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
@@ -105,7 +105,7 @@ func TestProjectionBusyStoreRunsEachGuestOnce(t *testing.T) {
 	cfg.Subscription.CheckpointEvery = 1 << 20
 	cfg.Subscription.CheckpointInterval = retry.Duration(time.Hour)
 	calls := &callLog{msgs: map[string][]string{}}
-	kit, err := hostkit.Open(ctx, cfg, hostkit.Options{Logger: slog.New(calls)})
+	kit, err := assembly.Open(ctx, cfg, assembly.Options{Logger: slog.New(calls)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
@@ -21,7 +21,7 @@ import (
 )
 
 // The projection tests run the order-summary sample, compiled to wasm, in a
-// host (internal/hostkit) over a temporary directory: the real sandbox, a
+// host (assembly) over a temporary directory: the real sandbox, a
 // Badger event log and ledger, a real engine.
 
 const summarySub = "OrderSummary.onOrder"
@@ -40,7 +40,7 @@ type orderSummary struct {
 type projEnv struct {
 	t      *testing.T
 	cfg    *config.Config
-	kit    *hostkit.Host
+	kit    *assembly.Host
 	events eventlog.Log
 	store  ledger.Store
 	eng    *subscription.Engine
@@ -78,7 +78,7 @@ func newProjEnv(t *testing.T, writers int) *projEnv {
 
 func (e *projEnv) open() {
 	e.t.Helper()
-	kit, err := hostkit.Open(context.Background(), e.cfg, hostkit.Options{})
+	kit, err := assembly.Open(context.Background(), e.cfg, assembly.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

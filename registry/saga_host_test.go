@@ -19,7 +19,7 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
@@ -95,7 +95,7 @@ func (g *fakeGateway) callsOf(typ string) []gatewayCall {
 	return out
 }
 
-// sagaHost is a host (internal/hostkit) over a temporary directory with the
+// sagaHost is a host (assembly) over a temporary directory with the
 // compiled order-saga deployed.
 type sagaHost struct {
 	events eventlog.Log
@@ -124,7 +124,7 @@ func newSagaHost(t *testing.T, wasm []byte, cacheDir, toml string, clock subscri
 	cfg.Subscription.Partitions = 2
 	cfg.Subscription.CheckpointInterval = retry.Duration(10 * time.Millisecond)
 	logger := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	kit, err := hostkit.Open(ctx, cfg, hostkit.Options{Logger: logger, Clock: clock, Jitter: func() float64 { return 0 },
+	kit, err := assembly.Open(ctx, cfg, assembly.Options{Logger: logger, Clock: clock, Jitter: func() float64 { return 0 },
 		WasmCacheDir: cacheDir})
 	if err != nil {
 		t.Fatal(err)

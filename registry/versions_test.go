@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/registry"
 )
@@ -23,7 +23,7 @@ var notifierWasm = sync.OnceValues(func() ([]byte, error) { return testbuild.Byt
 type versionEnv struct {
 	t   *testing.T
 	cfg *config.Config
-	kit *hostkit.Host
+	kit *assembly.Host
 }
 
 func newVersionEnv(t *testing.T, keep int) *versionEnv {
@@ -39,7 +39,7 @@ func newVersionEnv(t *testing.T, keep int) *versionEnv {
 
 func (e *versionEnv) open() {
 	e.t.Helper()
-	kit, err := hostkit.Open(context.Background(), e.cfg, hostkit.Options{})
+	kit, err := assembly.Open(context.Background(), e.cfg, assembly.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/berthhq/berth/api"
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/clustertest"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/cluster/clustertest"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/chromedp/chromedp"
 )
@@ -34,7 +34,7 @@ func notOn(sub, host string, hosts ...string) int {
 // cluster.Cluster (h1) beside two more (h2, h3) on one in-process NATS node
 // (internal/clustertest),
 // all claiming in the host's Badger ledger; the rest of the API is a whole
-// host (hostkit). h1 shares out "mailer" and "orders", h2 and h3 only
+// host (assembly). h1 shares out "mailer" and "orders", h2 and h3 only
 // "mailer" — as when a module has not reached every host — so the orders
 // partitions rendezvous gives to h2 and h3 stay unowned: the page counts
 // and marks them. Then h3 dies and leaves the hosts table, once h2 takes
@@ -46,7 +46,7 @@ func TestConsoleCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit, err := hostkit.Open(t.Context(), cfg, hostkit.Options{})
+	kit, err := assembly.Open(t.Context(), cfg, assembly.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/clustertest"
+	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/internal/natstest"
 )
 

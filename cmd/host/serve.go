@@ -18,7 +18,7 @@ import (
 	"github.com/berthhq/berth/api"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/durable"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/spf13/cobra"
 )
 
@@ -85,7 +85,7 @@ func serve(configPath, dataDir, listen string) int {
 	return 0
 }
 
-// host is the running process: the host's parts (hostkit) and the REST API over them.
+// host is the running process: the host's parts (assembly) and the REST API over them.
 type host struct {
 	configPath string
 	overrides  func(*config.Config)
@@ -93,7 +93,7 @@ type host struct {
 	log        *slog.Logger
 	level      slog.LevelVar // log.level, applied again on reload
 
-	kit   *hostkit.Host
+	kit   *assembly.Host
 	api   *api.Server
 	ln    net.Listener
 	ready atomic.Bool
@@ -178,10 +178,10 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// open brings the host's parts up (hostkit.Open), then the API and its
+// open brings the host's parts up (assembly.Open), then the API and its
 // listener.
 func (h *host) open(cfg *config.Config) error {
-	kit, err := hostkit.Open(context.Background(), cfg, hostkit.Options{Logger: h.log})
+	kit, err := assembly.Open(context.Background(), cfg, assembly.Options{Logger: h.log})
 	if err != nil {
 		return fmt.Errorf("not starting: %w", err)
 	}
@@ -243,7 +243,7 @@ func (h *host) stopContext() (context.Context, context.CancelFunc) {
 }
 
 // close stops the host's parts in reverse order of open, within ctx (see
-// hostkit.Host.Close); the API has stopped serving by then.
+// assembly.Host.Close); the API has stopped serving by then.
 func (h *host) close(ctx context.Context) error {
 	if h.kit == nil {
 		return nil

@@ -1,4 +1,4 @@
-package hostkit
+package assembly
 
 import (
 	"context"

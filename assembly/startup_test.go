@@ -1,4 +1,4 @@
-package hostkit_test
+package assembly_test
 
 import (
 	"log/slog"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/testbuild"
 )
@@ -23,7 +23,7 @@ import (
 func TestHostsStartTogetherOnAFreshCluster(t *testing.T) {
 	c := natstest.RunCluster(t, 3)
 	ids := []string{"h1", "h2", "h3"}
-	hosts := make([]*hostkit.Host, len(ids))
+	hosts := make([]*assembly.Host, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
@@ -31,7 +31,7 @@ func TestHostsStartTogetherOnAFreshCluster(t *testing.T) {
 		cfg.Store.JetStream.URLs = []string{c.Nodes[i].URL()}
 		cfg.Store.JetStream.Replicas = 3
 		wg.Go(func() {
-			hosts[i], errs[i] = hostkit.Open(t.Context(), cfg, hostkit.Options{Logger: slog.New(slog.DiscardHandler)})
+			hosts[i], errs[i] = assembly.Open(t.Context(), cfg, assembly.Options{Logger: slog.New(slog.DiscardHandler)})
 		})
 	}
 	wg.Wait()

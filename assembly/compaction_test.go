@@ -1,4 +1,4 @@
-package hostkit_test
+package assembly_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,7 +22,7 @@ func TestLedgerCompactionFromConfig(t *testing.T) {
 	cfg.Store.JetStream.Stream = "COMPACT"
 	cfg.Store.JetStream.LedgerCompactEvery = 60
 	cfg.Store.JetStream.LedgerCompactKeep = 20
-	h := open(t, cfg, hostkit.Options{})
+	h := open(t, cfg, assembly.Options{})
 	ctx := t.Context()
 	for i := range 100 {
 		if err := h.Ledger.Update(ctx, func(tx ledger.Tx) error { return tx.SetCheckpoint(fmt.Sprint("sub-", i), uint64(i)) }); err != nil {

@@ -1,4 +1,4 @@
-package hostkit_test
+package assembly_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/nats-io/nats-server/v2/server"
@@ -59,7 +59,7 @@ system_account: SYS
 func openLogged(t *testing.T, cfg *config.Config) string {
 	t.Helper()
 	var log syncbuf.Buffer
-	open(t, cfg, hostkit.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	open(t, cfg, assembly.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	return log.String()
 }
 

@@ -1,4 +1,4 @@
-package hostkit_test
+package assembly_test
 
 import (
 	"crypto/ecdsa"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
@@ -42,7 +42,7 @@ func jetStreamHost(t *testing.T, url string) *config.Config {
 }
 
 // appendOne appends an event through h, failing the test if it cannot.
-func appendOne(t *testing.T, h *hostkit.Host) {
+func appendOne(t *testing.T, h *assembly.Host) {
 	t.Helper()
 	if _, err := h.Events.Append(t.Context(), eventlog.AppendRequest{AggregateType: "Order", AggregateID: "o-1",
 		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
@@ -56,8 +56,8 @@ func appendOne(t *testing.T, h *hostkit.Host) {
 func refusedAtOnce(t *testing.T, cfg *config.Config, want string) {
 	t.Helper()
 	start := time.Now()
-	_, err := hostkit.Open(t.Context(), cfg, hostkit.Options{})
-	var oe *hostkit.OpenError
+	_, err := assembly.Open(t.Context(), cfg, assembly.Options{})
+	var oe *assembly.OpenError
 	if !errors.As(err, &oe) || oe.Part != "NATS connection" || !strings.Contains(err.Error(), want) {
 		t.Fatalf("open: %v; want a NATS connection error with %q", err, want)
 	}
@@ -82,7 +82,7 @@ func TestNkeyAuthentication(t *testing.T) {
 	}
 	cfg := jetStreamHost(t, srv.URL())
 	cfg.Store.JetStream.NkeySeedFile = seedFile
-	appendOne(t, open(t, cfg, hostkit.Options{}))
+	appendOne(t, open(t, cfg, assembly.Options{}))
 
 	other, _ := nkeys.CreateUser()
 	otherSeed, _ := other.Seed()
@@ -174,7 +174,7 @@ func TestTLSWithClientCertificates(t *testing.T) {
 	cfg := jetStreamHost(t, srv.URL())
 	cfg.Store.JetStream.TLSCAFile = pki.caFile
 	cfg.Store.JetStream.TLSCertFile, cfg.Store.JetStream.TLSKeyFile = pki.clientCert, pki.clientKey
-	appendOne(t, open(t, cfg, hostkit.Options{}))
+	appendOne(t, open(t, cfg, assembly.Options{}))
 
 	// Without a client certificate the server refuses the handshake.
 	cfg = jetStreamHost(t, srv.URL())
@@ -242,7 +242,7 @@ func TestCredentialsFile(t *testing.T) {
 	srv, creds := operatorServer(t)
 	cfg := jetStreamHost(t, srv.URL())
 	cfg.Store.JetStream.CredentialsFile = creds
-	appendOne(t, open(t, cfg, hostkit.Options{}))
+	appendOne(t, open(t, cfg, assembly.Options{}))
 
 	cfg = jetStreamHost(t, srv.URL())
 	refusedAtOnce(t, cfg, "Authorization Violation")

@@ -1,4 +1,4 @@
-package hostkit
+package assembly
 
 // OpenError is why [Open] failed: the part that did not open, and its error.
 type OpenError struct {

@@ -1,4 +1,4 @@
-package hostkit_test
+package assembly_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/jobs"
@@ -65,7 +65,7 @@ func (l *handledLog) snapshot() map[string]int {
 // member is one host of a test deployment.
 type member struct {
 	id      string
-	h       *hostkit.Host
+	h       *assembly.Host
 	handled *handledLog
 }
 
@@ -93,7 +93,7 @@ func openMembers(t *testing.T, url string, mutate func(*config.Config), ids ...s
 			mutate(cfg)
 		}
 		m := &member{id: id, handled: &handledLog{keys: map[string]int{}}}
-		m.h = open(t, cfg, hostkit.Options{Logger: slog.New(m.handled), WasmCacheDir: cache})
+		m.h = open(t, cfg, assembly.Options{Logger: slog.New(m.handled), WasmCacheDir: cache})
 		out = append(out, m)
 	}
 	return out
@@ -278,7 +278,7 @@ func (v *invocations) of(id string) []string {
 
 // outboxEmpty reports whether every notification was delivered and
 // acknowledged (so no host can send it again).
-func outboxEmpty(t *testing.T, h *hostkit.Host) bool {
+func outboxEmpty(t *testing.T, h *assembly.Host) bool {
 	var n int
 	if err := h.Ledger.View(t.Context(), func(tx ledger.Tx) error {
 		ns, err := tx.Notifications(0, 1)

@@ -1,4 +1,4 @@
-package hostkit_test
+package assembly_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/diskspace"
-	"github.com/berthhq/berth/internal/hostkit"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/internal/testbuild"
@@ -38,9 +38,9 @@ func testConfig(dir string) *config.Config {
 }
 
 // open opens a host over cfg that the test closes.
-func open(t *testing.T, cfg *config.Config, opts hostkit.Options) *hostkit.Host {
+func open(t *testing.T, cfg *config.Config, opts assembly.Options) *assembly.Host {
 	t.Helper()
-	h, err := hostkit.Open(t.Context(), cfg, opts)
+	h, err := assembly.Open(t.Context(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestOpenCloseOpenKeepsState(t *testing.T) {
 	}
 	cfg := testConfig(t.TempDir())
 	ctx := t.Context()
-	h, err := hostkit.Open(ctx, cfg, hostkit.Options{})
+	h, err := assembly.Open(ctx, cfg, assembly.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestOpenCloseOpenKeepsState(t *testing.T) {
 		t.Errorf("a second Close: %v", err)
 	}
 
-	h = open(t, cfg, hostkit.Options{})
+	h = open(t, cfg, assembly.Options{})
 	if head, err := h.Events.Head(ctx); err != nil || head != 1 {
 		t.Errorf("head after reopening = %d, %v; want 1", head, err)
 	}
@@ -116,8 +116,8 @@ func TestOpenRefusedBelowTheReserve(t *testing.T) {
 	free := func(n int64) func(string) (int64, error) {
 		return func(string) (int64, error) { return n, nil }
 	}
-	_, err := hostkit.Open(t.Context(), cfg, hostkit.Options{Statfs: free(cfg.Store.MinFree.Bytes() - 1)})
-	var oe *hostkit.OpenError
+	_, err := assembly.Open(t.Context(), cfg, assembly.Options{Statfs: free(cfg.Store.MinFree.Bytes() - 1)})
+	var oe *assembly.OpenError
 	if !errors.As(err, &oe) || oe.Part != "data directory" || !errors.Is(err, diskspace.ErrLow) {
 		t.Fatalf("Open below the reserve: %v; want an OpenError of the data directory matching diskspace.ErrLow", err)
 	}
@@ -129,7 +129,7 @@ func TestOpenRefusedBelowTheReserve(t *testing.T) {
 	if _, err := os.Stat(cfg.EventLogDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the event log was made below the reserve: %v", err)
 	}
-	h := open(t, cfg, hostkit.Options{Statfs: free(cfg.Store.MinFree.Bytes())})
+	h := open(t, cfg, assembly.Options{Statfs: free(cfg.Store.MinFree.Bytes())})
 	if st := h.Disk.Status(); !st.Writable() {
 		t.Errorf("disk status at the reserve: %+v", st)
 	}
@@ -153,7 +153,7 @@ func TestOpenFailureNamesThePartAndClosesTheRest(t *testing.T) {
 		t.Run(tt.part, func(t *testing.T) {
 			cfg := testConfig(t.TempDir())
 			// The stores that open before the broken part hold data.
-			h := open(t, cfg, hostkit.Options{})
+			h := open(t, cfg, assembly.Options{})
 			if _, err := h.Events.Append(t.Context(), eventlog.AppendRequest{AggregateType: "Order", AggregateID: "o-1",
 				ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
 				t.Fatal(err)
@@ -168,15 +168,15 @@ func TestOpenFailureNamesThePartAndClosesTheRest(t *testing.T) {
 			if err := os.WriteFile(path, []byte("not a directory"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := hostkit.Open(t.Context(), cfg, hostkit.Options{})
-			var oe *hostkit.OpenError
+			_, err := assembly.Open(t.Context(), cfg, assembly.Options{})
+			var oe *assembly.OpenError
 			if !errors.As(err, &oe) || oe.Part != tt.part || !strings.HasPrefix(err.Error(), "open "+tt.part+": ") {
 				t.Fatalf("Open with %s a file: %v; want an OpenError of the %s", path, err, tt.part)
 			}
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
-			h = open(t, cfg, hostkit.Options{})
+			h = open(t, cfg, assembly.Options{})
 			if head, err := h.Events.Head(t.Context()); err != nil || head != tt.wantHead {
 				t.Errorf("head after the failed open = %d, %v; want %d", head, err, tt.wantHead)
 			}
@@ -191,7 +191,7 @@ func TestOpenFailureNamesThePartAndClosesTheRest(t *testing.T) {
 func TestReconfigureRefusesABadClassifier(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.ClassifierConfig.Rules = []retry.Rule{{Class: "Flaky", As: "unrecoverable"}}
-	h := open(t, cfg, hostkit.Options{})
+	h := open(t, cfg, assembly.Options{})
 	ctx := t.Context()
 	const sub = "Test.flaky"
 	if err := h.Engine.Add(ctx, subscription.Spec{Name: sub, Invoker: subscription.InvokerFunc(
@@ -261,7 +261,7 @@ func TestJetStreamBackend(t *testing.T) {
 	cfg.Store.Backend = config.BackendJetStream
 	cfg.Store.JetStream.URLs = []string{srv.URL()}
 	ctx := t.Context()
-	h := open(t, cfg, hostkit.Options{})
+	h := open(t, cfg, assembly.Options{})
 	if h.NATS == nil || !h.NATS.IsConnected() {
 		t.Fatal("the host has no NATS connection")
 	}
@@ -278,7 +278,7 @@ func TestJetStreamBackend(t *testing.T) {
 	if _, err := os.Stat(cfg.EventLogDir()); !os.IsNotExist(err) {
 		t.Errorf("a Badger event log was made: %v", err)
 	}
-	h = open(t, cfg, hostkit.Options{})
+	h = open(t, cfg, assembly.Options{})
 	if head, err := h.Events.Head(ctx); err != nil || head != 1 {
 		t.Fatalf("Head after reopening = %d, %v; want 1", head, err)
 	}
@@ -289,8 +289,8 @@ func TestJetStreamBackend(t *testing.T) {
 	srv.Shutdown()
 	cfg.Store.JetStream.ConnectTimeout = retry.Duration(200 * time.Millisecond)
 	cfg.Store.JetStream.OpenTimeout = retry.Duration(time.Second)
-	_, err := hostkit.Open(ctx, cfg, hostkit.Options{})
-	var oe *hostkit.OpenError
+	_, err := assembly.Open(ctx, cfg, assembly.Options{})
+	var oe *assembly.OpenError
 	if !errors.As(err, &oe) || oe.Part != "NATS connection" || !strings.Contains(err.Error(), "store.jetstream.urls") ||
 		!strings.Contains(err.Error(), "tried for") {
 		t.Fatalf("open with the NATS server down: %v", err)
@@ -302,7 +302,7 @@ func TestJetStreamBackend(t *testing.T) {
 	opened := make(chan error, 1)
 	waiting := &syncbuf.Buffer{}
 	go func() {
-		h, err := hostkit.Open(ctx, cfg, hostkit.Options{Logger: slog.New(slog.NewTextHandler(waiting, nil))})
+		h, err := assembly.Open(ctx, cfg, assembly.Options{Logger: slog.New(slog.NewTextHandler(waiting, nil))})
 		if err == nil {
 			defer h.Close(ctx)
 			var head uint64

@@ -1,19 +1,16 @@
-// Package hostkit assembles the host: the guard of the data directory's free space, the event log
-// and the failure ledger (Badger under the data directory, or NATS JetStream over the host's one NATS
-// connection), the WebAssembly sandbox, the subscription engine, the module registry with its
-// projections' query store, the jobs runner and the webhook dispatcher, and — with JetStream — the
-// host's place in the cluster, each from its options in the configuration (config.Config's
-// EngineOptions, Sandbox, DiskOptions, Hooks, directories and [cluster] table).
+// Package assembly assembles one Berth host from its configuration: the guard of the data
+// directory's free space, the event log and the failure ledger (Badger under the data directory, or
+// NATS JetStream over the host's one NATS connection), the WebAssembly sandbox, the subscription
+// engine, the module registry with its projections' query store, the jobs runner and the webhook
+// dispatcher, and — with JetStream — the host's place in the cluster, each from its options in
+// config.Config.
 //
-// It is the one place that wiring is written: the binary (cmd/host) opens its host with [Open] and
-// serves the REST API over it, and every test that needs a whole host opens the same one, so that the
-// choice of a backend, or the order parts open in, cannot differ between what runs and what is tested.
-//
-// The files: hostkit.go (the Host and Open), nats.go (the event log's backend and the NATS
-// connection), cluster.go (the ledger's backend and cluster mode: membership, partitions, duties),
-// close.go (Close), reconfigure.go (the reload path), retention.go (the retention sweep),
-// disk.go (the free-space check at start) and errors.go ([OpenError]).
-package hostkit
+// It is the top of the graph below the REST API and the binary, and the one place that wiring is
+// written: the binary (cmd/host) opens its host with [Open] and serves the REST API over it, and every
+// test that needs a whole host opens the same one, so that the choice of a backend, or the order parts
+// open in, cannot differ between what runs and what is tested. It owns that order (open and Close),
+// the reload path, the retention sweep and the free-space check at start; each part owns its state.
+package assembly
 
 import (
 	"context"
