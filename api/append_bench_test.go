@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/assembly"
+	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -31,8 +31,9 @@ func BenchmarkAppendREST(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { kit.Close(context.Background()) })
-	srv := New(Deps{Config: kit.Config, Modules: kit.Modules, Jobs: kit.Jobs, Log: kit.Events, Engine: kit.Engine,
-		Ledger: kit.Ledger, Logger: slog.New(slog.DiscardHandler)})
+	deps := DepsOf(kit)
+	deps.Logger = slog.New(slog.DiscardHandler)
+	srv := New(deps)
 	h := srv.Handler()
 	n := 0
 	appendOne := func(b *testing.B) {

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
@@ -179,8 +179,9 @@ func (h *testHost) start(dir, text string) {
 	})
 	h.cfg = hostConfig{t: t, kit: h.kit}
 	h.events, h.ledger, h.engine, h.modules = h.kit.Events, h.kit.Ledger, h.kit.Engine, h.kit.Modules
-	h.api = New(Deps{Config: h.kit.Config, Reload: h.reload, Modules: h.modules, Jobs: h.kit.Jobs, Log: h.events, Engine: h.engine, Operator: h.kit.Operator,
-		Ledger: h.ledger, Logger: logger, Cluster: h.kit.Cluster})
+	deps := DepsOf(h.kit)
+	deps.Reload, deps.Logger = h.reload, logger
+	h.api = New(deps)
 }
 
 // reload does what the host does on POST /v1/config/reload: read the file

@@ -84,7 +84,9 @@ func TestDeleteModuleBelowReserve(t *testing.T) {
 	}
 	guard := belowReserve(t)
 	// The same parts, served with the free-space guard.
-	api := New(Deps{Config: h.cfg.Load, Modules: h.modules, Log: h.events, Engine: h.engine, Ledger: h.ledger, Disk: guard})
+	deps := DepsOf(h.kit)
+	deps.Disk = guard
+	api := New(deps)
 	do := func(r req) response {
 		t.Helper()
 		resp := serve(api, r)

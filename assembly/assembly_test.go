@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/diskspace"
-	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/internal/testbuild"

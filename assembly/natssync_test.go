@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/assembly"
+	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/nats-io/nats-server/v2/server"

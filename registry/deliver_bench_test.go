@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/samples/bench/summary"

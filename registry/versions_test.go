@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/assembly"
+	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/registry"
 )

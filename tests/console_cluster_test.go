@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api"
-	"github.com/berthhq/berth/cluster"
-	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/assembly"
+	"github.com/berthhq/berth/cluster"
+	"github.com/berthhq/berth/cluster/clustertest"
+	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/chromedp/chromedp"
 )
@@ -54,8 +54,9 @@ func TestConsoleCluster(t *testing.T) {
 	h1 := clustertest.Join(t, n.URL(), "h1", kit.Ledger, "mailer", "orders").Cluster
 	h2 := clustertest.Join(t, n.URL(), "h2", kit.Ledger, "mailer").Cluster
 	h3 := clustertest.Join(t, n.URL(), "h3", kit.Ledger, "mailer")
-	srv := httptest.NewServer(api.New(api.Deps{Config: kit.Config, Modules: kit.Modules, Jobs: kit.Jobs, Log: kit.Events,
-		Engine: kit.Engine, Ledger: kit.Ledger, Cluster: h1}).Handler())
+	deps := api.DepsOf(kit)
+	deps.Cluster = h1 // the view of the joined hosts, not kit's single host
+	srv := httptest.NewServer(api.New(deps).Handler())
 	t.Cleanup(srv.Close)
 
 	ctx := newBrowser(t, 120*time.Second, chromedp.WindowSize(800, 900))

@@ -9,9 +9,9 @@ import (
 
 	"github.com/berthhq/berth/api"
 	"github.com/berthhq/berth/api/wire"
+	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/internal/natstest"
 )
 

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api"
+	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/durable"
-	"github.com/berthhq/berth/assembly"
 	"github.com/spf13/cobra"
 )
 
@@ -186,9 +186,9 @@ func (h *host) open(cfg *config.Config) error {
 		return fmt.Errorf("not starting: %w", err)
 	}
 	h.kit = kit
-	h.api = api.New(api.Deps{Config: kit.Config, Reload: h.reload, Modules: kit.Modules, Jobs: kit.Jobs, Log: kit.Events, Engine: kit.Engine,
-		Ledger: kit.Ledger, Logger: h.log, Ready: h.ready.Load, Sandbox: kit.Sandbox, Disk: kit.Disk,
-		Operator: kit.Operator, Cluster: kit.Cluster})
+	deps := api.DepsOf(kit)
+	deps.Reload, deps.Logger, deps.Ready = h.reload, h.log, h.ready.Load
+	h.api = api.New(deps)
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
 		return err
 	}
