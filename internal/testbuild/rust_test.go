@@ -11,6 +11,8 @@ import (
 var rustCrates = []string{
 	"guest-sdk/rust",
 	"samples/shipment-notifier-rs",
+	"samples/order-summary-rs",
+	"samples/order-saga-rs",
 }
 
 // TestRustCrates runs each crate's native tests with cargo, so that the one

@@ -182,11 +182,21 @@ impl Processor {
 
     /// Registers f as the handler named name for the event type, with
     /// handler-level retry settings.
-    pub fn on_with<F>(mut self, name: &str, event_type: &str, retry: Retry, f: F) -> Processor
+    pub fn on_with<F>(self, name: &str, event_type: &str, retry: Retry, f: F) -> Processor
     where
         F: Fn(&mut Context<'_>) -> Result<(), Error> + 'static,
     {
-        self.handlers.push(Handler { name: name.into(), event_types: vec![event_type.into()], retry, func: Box::new(f) });
+        self.on_types(name, &[event_type], retry, f)
+    }
+
+    /// Registers f as one handler named name for several event types (one
+    /// subscription, so a projection's handler keeps one read model).
+    pub fn on_types<F>(mut self, name: &str, event_types: &[&str], retry: Retry, f: F) -> Processor
+    where
+        F: Fn(&mut Context<'_>) -> Result<(), Error> + 'static,
+    {
+        let event_types = event_types.iter().map(|t| t.to_string()).collect();
+        self.handlers.push(Handler { name: name.into(), event_types, retry, func: Box::new(f) });
         self
     }
 
