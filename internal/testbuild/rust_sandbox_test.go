@@ -13,21 +13,26 @@ import (
 	"github.com/berthhq/berth/wasm/abi"
 )
 
-// rustNotifier is samples/shipment-notifier-rs compiled, built once.
-var rustNotifier = sync.OnceValues(func() ([]byte, error) {
-	return testbuild.RustBytes("samples/shipment-notifier-rs")
-})
+// rustBuilds holds, by crate, a function that builds the crate's module
+// once per test binary.
+var rustBuilds sync.Map
 
-// rustNotifierSpec loads the compiled Rust ShipmentNotifier in the host's
-// sandbox (the host refuses a module that does not match ABI.md) and fakes
-// its notification service on the host's side.
-func rustNotifierSpec(t *testing.T, opts ...hostspec.Option) *berthtest.Spec {
+// rustSpec loads the compiled module of the Rust crate in the host's sandbox
+// (the host refuses a module that does not match ABI.md).
+func rustSpec(t *testing.T, crate string, opts ...hostspec.Option) *berthtest.Spec {
 	t.Helper()
-	wasm, err := rustNotifier()
+	build, _ := rustBuilds.LoadOrStore(crate, sync.OnceValues(func() ([]byte, error) { return testbuild.RustBytes(crate) }))
+	wasm, err := build.(func() ([]byte, error))()
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := hostspec.New(t, wasm, opts...)
+	return hostspec.New(t, wasm, opts...)
+}
+
+// rustNotifierSpec is the compiled Rust ShipmentNotifier with its
+// notification service faked on the host's side.
+func rustNotifierSpec(t *testing.T, opts ...hostspec.Option) *berthtest.Spec {
+	spec := rustSpec(t, "samples/shipment-notifier-rs", opts...)
 	spec.Config["notifications-url"] = "http://notifications.test"
 	return spec
 }
@@ -106,7 +111,6 @@ func TestRustNotifierInTheSandbox(t *testing.T) {
 		rustNotifierSpec(t).WhenEvent(ev).ExpectNoError().ExpectNoRequest()
 	})
 	t.Run("without a notifications url it fails", func(t *testing.T) {
-		wasm, _ := rustNotifier()
-		hostspec.New(t, wasm).WhenEvent(rustShipped()).ExpectErrorClass(notification).ExpectNoRequest()
+		rustSpec(t, "samples/shipment-notifier-rs").WhenEvent(rustShipped()).ExpectErrorClass(notification).ExpectNoRequest()
 	})
 }

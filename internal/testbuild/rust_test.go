@@ -13,6 +13,7 @@ var rustCrates = []string{
 	"samples/shipment-notifier-rs",
 	"samples/order-summary-rs",
 	"samples/order-saga-rs",
+	"samples/misbehaving-rs",
 }
 
 // TestRustCrates runs each crate's native tests with cargo, so that the one

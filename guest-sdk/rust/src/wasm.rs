@@ -51,13 +51,62 @@ thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::default());
 }
 
-/// _initialize: runs the constructors, then builds the processor.
+/// _initialize: runs the constructors, installs the panic hook, then
+/// builds the processor.
 pub fn initialize(build: fn() -> Processor) {
     // SAFETY: called once per instance, first, by the host (ABI.md, Lifecycle).
     unsafe { __wasm_call_ctors() };
+    std::panic::set_hook(Box::new(report_panic));
     let p = build();
     PROCESSOR.with(|cell| *cell.borrow_mut() = Some(p));
 }
+
+/// Writes a panic to stderr as the host quotes a guest's crash: from
+/// "panic: " on (ABI.md, "Limits and outcomes"). Rust 1.63 cannot unwind on
+/// wasm32, so the panic then aborts: the attempt fails as berth.Trap with
+/// this text, and the instance is discarded.
+fn report_panic(info: &std::panic::PanicInfo<'_>) {
+    let p = info.payload();
+    let msg = p.downcast_ref::<&str>().copied().or_else(|| p.downcast_ref::<String>().map(String::as_str)).unwrap_or("Box<dyn Any>");
+    let at = info.location().map(|l| format!(" [{}:{}]", l.file(), l.line())).unwrap_or_default();
+    eprintln!("panic: {}{}", msg, at);
+}
+
+/// The module's allocator: the system's, which says "out of memory" on
+/// stderr when the module's memory limit refuses it more, before Rust
+/// aborts on the failed allocation. The host takes that text for
+/// berth.MemoryExceeded (ABI.md, "Limits and outcomes"), as it does a Go
+/// guest's "fatal error: out of memory"; without it the abort would read
+/// as a plain trap. A module cannot define a #[global_allocator] of its own.
+struct Allocator;
+
+fn out_of_memory(p: *mut u8) -> *mut u8 {
+    if p.is_null() {
+        use std::io::Write;
+        // No allocation here: a static line, and stderr is unbuffered.
+        let _ = std::io::stderr().write_all(b"fatal error: out of memory\n");
+    }
+    p
+}
+
+// SAFETY: every method hands the call on to System unchanged.
+unsafe impl std::alloc::GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        out_of_memory(std::alloc::System.alloc(l))
+    }
+    unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
+        out_of_memory(std::alloc::System.alloc_zeroed(l))
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        out_of_memory(std::alloc::System.realloc(p, l, n))
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        std::alloc::System.dealloc(p, l)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Allocator = Allocator;
 
 /// berth_alloc: a buffer of at least size bytes for the host's envelope.
 pub fn alloc(size: u32) -> u32 {
