@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use berth::{Context, Error, Processor};
+use berth::{Context, Error, Processor, Request, Retry};
 
 thread_local! {
     /// Keeps allocations reachable so that the memory hog really holds memory.
@@ -93,6 +93,20 @@ pub fn processor() -> Processor {
             Ok(())
         })
         .on("shortTakeReply", "ShortTakeReply", short_take_reply)
+        .on_with("attemptReporter", "ReportAttempt", Retry::new().max_attempts(2).initial_backoff(Duration::from_millis(10)), report_attempt)
+}
+
+/// Tells the service at config report-url its invocation key and attempt,
+/// and fails while the service answers an error: for tests of how the host
+/// numbers attempts.
+fn report_attempt(c: &mut Context) -> Result<(), Error> {
+    let url = c.config("report-url").ok_or_else(|| Error::msg("no report-url configured"))?;
+    let body = format!(r#"{{"key":{},"attempt":{}}}"#, berth::json::quote(&c.invocation_key), c.attempt);
+    let resp = c.http(&Request::post(&url).body(body))?;
+    if resp.status >= 300 {
+        return Err(Error::msg(format!("the reporter answered {}", resp.status)));
+    }
+    Ok(())
 }
 
 berth::export!(processor);
