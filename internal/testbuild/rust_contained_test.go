@@ -1,6 +1,7 @@
 package testbuild_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/berthhq/berth/guest-sdk/berth"
 	"github.com/berthhq/berth/guest-sdk/berthtest"
 	"github.com/berthhq/berth/hostspec"
+	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/sandbox"
 )
 
 func misbehavingSpec(t *testing.T, opts ...hostspec.Option) *berthtest.Spec {
@@ -62,5 +65,30 @@ func TestRustGuestABIDetails(t *testing.T) {
 	lines := spec.Log.Lines()
 	if len(lines) != 1 || lines[0].Key != then.Key || lines[0].Msg != "echo key="+then.Key || lines[0].Level != "info" {
 		t.Errorf("log lines %+v", lines)
+	}
+}
+
+// TestRustModulesGetTheLoopGuard: a module of the Rust SDK imports
+// sched_yield (its _initialize yields once), so the host stops a spinning
+// guest with its loop guard, at no cost to a call, not with wazero's
+// close-on-context-done, which costs microseconds a call.
+func TestRustModulesGetTheLoopGuard(t *testing.T) {
+	sb, err := sandbox.New(sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	for _, crate := range []string{"samples/shipment-notifier-rs", "samples/order-summary-rs", "samples/order-saga-rs"} {
+		wasm, err := testbuild.RustBytes(crate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mod, err := sb.Load(context.Background(), crate, wasm, sandbox.ModuleConfig{})
+		if err != nil {
+			t.Fatalf("%s: %v", crate, err)
+		}
+		if g := mod.DeadlineGuard(); g != "loop-guard" {
+			t.Errorf("%s runs under the %s deadline guard, want loop-guard", crate, g)
+		}
 	}
 }

@@ -57,6 +57,12 @@ pub fn initialize(build: fn() -> Processor) {
     // SAFETY: called once per instance, first, by the host (ABI.md, Lifecycle).
     unsafe { __wasm_call_ctors() };
     std::panic::set_hook(Box::new(report_panic));
+    // The call makes the module import wasi_snapshot_preview1.sched_yield,
+    // which is what the host's loop guard calls to check a deadline (ABI.md,
+    // Deadline): with it the host stops a spinning guest by rewriting its
+    // loops, which costs a call nothing; without it every call would run
+    // under wazero's close-on-context-done, several microseconds a call.
+    std::thread::yield_now();
     let p = build();
     PROCESSOR.with(|cell| *cell.borrow_mut() = Some(p));
 }
