@@ -12,6 +12,8 @@
 //! Build: cargo build --release --target wasm32-wasi
 //! Configure: [commands.Stock] url = "http://…" and [commands.Order] url = "http://…".
 
+#![forbid(unsafe_code)]
+
 use std::time::Duration;
 
 use berth::json::Value;

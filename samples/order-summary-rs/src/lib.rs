@@ -15,6 +15,8 @@
 //! Build: cargo build --release --target wasm32-wasi
 //! Read: GET /v1/projections/OrderSummary.onOrder/buyer%2F<buyer>
 
+#![forbid(unsafe_code)]
+
 use berth::json::Value;
 use berth::{Context, Error, Processor, Retry};
 

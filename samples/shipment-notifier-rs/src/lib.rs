@@ -11,6 +11,8 @@
 //! Configure: [modules.shipment-notifier] config = { notifications-url = "http://…" }
 //! and allow its host in allowed-hosts.
 
+#![forbid(unsafe_code)]
+
 use std::time::Duration;
 
 use berth::{Context, Error, ErrorClass, Processor, Request, Retry};
