@@ -74,7 +74,8 @@ func cargoTargetDir() (string, error) {
 }
 
 // Cargo runs cargo with args (always --offline: there is no registry to
-// reach) in the crate at crateDir (relative to the repository root) with the
+// reach) in the crate at crateDir (relative to the repository root, or
+// absolute) with the
 // toolchain RustToolchain found, and returns its combined output.
 func Cargo(crateDir string, args ...string) ([]byte, error) {
 	tc, err := RustToolchain()
@@ -89,9 +90,10 @@ func Cargo(crateDir string, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	statSources(root, crateDir, "guest-sdk/rust", "wasm/abi/testdata")
+	dir := inRepo(root, crateDir)
+	statSources(root, dir, "guest-sdk/rust", "wasm/abi/testdata")
 	cmd := exec.Command(tc.Cargo, append(args, "--offline")...)
-	cmd.Dir = filepath.Join(root, crateDir)
+	cmd.Dir = dir
 	// The toolchain's own directory comes first on PATH, and RUSTC and
 	// RUSTDOC name its compilers, so that no other rustc on PATH (a rustup
 	// one without the target) mixes in: rlibs of two versions do not link.
@@ -106,7 +108,7 @@ func Cargo(crateDir string, args ...string) ([]byte, error) {
 }
 
 // Rust builds the cdylib crate at crateDir (relative to the repository root,
-// e.g. "samples/shipment-notifier-rs") for RustTarget in release mode, copies
+// e.g. "samples/shipment-notifier-rs", or absolute) for RustTarget in release mode, copies
 // the module into outDir and returns its path.
 func Rust(outDir, crateDir string) (string, error) {
 	if _, err := Cargo(crateDir, "build", "--release", "--target", RustTarget); err != nil {
@@ -116,7 +118,7 @@ func Rust(outDir, crateDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name, err := packageName(filepath.Join(root, crateDir, "Cargo.toml"))
+	name, err := packageName(filepath.Join(inRepo(root, crateDir), "Cargo.toml"))
 	if err != nil {
 		return "", err
 	}
@@ -128,7 +130,7 @@ func Rust(outDir, crateDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("testbuild: %s built no module: %v", crateDir, err)
 	}
-	out := filepath.Join(outDir, strings.ReplaceAll(crateDir, "/", "_")+".wasm")
+	out := filepath.Join(outDir, strings.ReplaceAll(strings.TrimPrefix(crateDir, "/"), "/", "_")+".wasm")
 	return out, os.WriteFile(out, b, 0o644)
 }
 
@@ -171,7 +173,7 @@ func packageName(path string) (string, error) {
 // tests that build them rather than replay a stale pass.
 func statSources(root string, dirs ...string) {
 	for _, d := range dirs {
-		filepath.WalkDir(filepath.Join(root, d), func(path string, e os.DirEntry, err error) error {
+		filepath.WalkDir(inRepo(root, d), func(path string, e os.DirEntry, err error) error {
 			if err != nil {
 				return nil
 			}
@@ -182,4 +184,12 @@ func statSources(root string, dirs ...string) {
 			return nil
 		})
 	}
+}
+
+// inRepo is dir under the repository root, or dir itself if absolute.
+func inRepo(root, dir string) string {
+	if filepath.IsAbs(dir) {
+		return dir
+	}
+	return filepath.Join(root, dir)
 }
