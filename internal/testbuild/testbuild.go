@@ -63,12 +63,18 @@ func All(outDir string, pkgs ...string) (map[string]string, error) {
 // Bytes builds the package at pkg in a temporary directory and returns the
 // module's bytes; wrap it in sync.OnceValues to build once per test binary.
 func Bytes(pkg string) ([]byte, error) {
+	return built(func(dir string) (string, error) { return Wasm(dir, pkg) })
+}
+
+// built runs build with a temporary directory and returns the bytes of the
+// module it wrote there.
+func built(build func(dir string) (string, error)) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "berth-testbuild-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	path, err := Wasm(dir, pkg)
+	path, err := build(dir)
 	if err != nil {
 		return nil, err
 	}
