@@ -1,8 +1,31 @@
-// Package ledger is Berth's durable failure ledger: the parked aggregates of
-// every subscription, the subscriptions' checkpoints and state, and the
-// outbox of notifications about parking, all in one store so that a change to
-// any of them is one transaction. The embedded implementation keeps it in
-// Badger; no Badger type leaves this package.
+// Package ledger is the host's one transactional state store: what the
+// host must neither lose nor half-write is kept in it, so that a change that
+// touches several kinds of state is one transaction (a park, its
+// notification and the partition's fence commit together or not at all).
+// It owns:
+//
+//   - the failure records: one per parked aggregate of a subscription,
+//     counted by state, and the resolved ones until the retention sweeps
+//     them ([ParkedRecords]);
+//   - the subscriptions' checkpoints, whole and per partition, and the
+//     small state kept beside them: paused, retry budgets
+//     ([SubscriptionState]);
+//   - the claims: each partition's owner and each duty's holder at an
+//     epoch, and the fences that fail the writes of a host that lost one
+//     ([Claims], [DutyFence]);
+//   - the operators' bulk jobs and the audit log ([Operations]);
+//   - the outbox of notifications about parked aggregates ([Outbox]),
+//     which package webhook delivers;
+//   - the projections' read models and the last event applied to each
+//     ([ReadModels]).
+//
+// The events themselves are not here but in the event log (package
+// eventlog). A [Store] runs closures as transactions on a [Tx], which is
+// those roles together. [Open] keeps the ledger in Badger for one host;
+// ledger/jetstream keeps it in a JetStream stream shared by every host of a
+// deployment. Both run the same key layout through [KVTx], and
+// ledger/ledgertest is the contract both pass. No Badger type leaves the
+// ledger's packages.
 package ledger
 
 import (
