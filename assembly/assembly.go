@@ -26,10 +26,10 @@ import (
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/ledger/webhook"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
+	"github.com/berthhq/berth/webhook"
 	"github.com/nats-io/nats.go"
 )
 

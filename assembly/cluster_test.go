@@ -22,9 +22,9 @@ import (
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/ledger/webhook"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/subscription"
+	"github.com/berthhq/berth/webhook"
 )
 
 // Several hosts in one process on one in-process NATS server, each with its

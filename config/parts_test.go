@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/ledger/webhook"
 	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/webhook"
 )
 
 // Each part's options come from the keys that set them.

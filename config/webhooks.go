@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/ledger/webhook"
+	"github.com/berthhq/berth/webhook"
 )
 
 // WebhookEvents returns every event a webhook can be told about ([[webhooks]] events), in the order

@@ -23,8 +23,7 @@ type AuditEntry struct {
 func auditKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte{kindAudit}, seq) }
 func auditSeqKey() []byte        { return []byte("xaudit-seq") }
 
-// Audit appends e to the audit log under the next Seq (e.Seq is ignored; a
-// zero Time is set to now).
+// Audit implements [Operations.Audit].
 func (t *KVTx) Audit(e AuditEntry) error {
 	const op = "Audit"
 	if err := t.checkWrite(op); err != nil {
@@ -51,8 +50,7 @@ func (t *KVTx) Audit(e AuditEntry) error {
 	return t.set(op, auditSeqKey(), u64(e.Seq))
 }
 
-// AuditLog returns up to limit (DefaultLimit when 0 or less) entries with
-// Seq above after, oldest first.
+// AuditLog implements [Operations.AuditLog].
 func (t *KVTx) AuditLog(after uint64, limit int) ([]AuditEntry, error) {
 	if err := t.checkRead("AuditLog"); err != nil {
 		return nil, err
@@ -76,9 +74,7 @@ func (t *KVTx) AuditLog(after uint64, limit int) ([]AuditEntry, error) {
 	return out, nil
 }
 
-// SweepAudit removes up to limit (DefaultLimit when 0 or less) of the
-// oldest entries whose Time is before before, and reports whether more such
-// remain. Call it in transactions of its own until it reports none.
+// SweepAudit implements [Operations.SweepAudit].
 func (t *KVTx) SweepAudit(before time.Time, limit int) (bool, error) {
 	const op = "SweepAudit"
 	if err := t.checkWrite(op); err != nil {

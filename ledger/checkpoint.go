@@ -2,8 +2,40 @@ package ledger
 
 import "fmt"
 
-// Checkpoint returns the subscription's checkpoint and whether one is
-// stored (0, false if not).
+// SubscriptionState is where each subscription stands: the position it
+// has handled up to, as a whole and per partition, and the small named
+// values its engine keeps beside them (paused, partition count, retry
+// budgets; the webhooks keep their cursors under a pseudo-subscription).
+type SubscriptionState interface {
+	// Checkpoint returns the subscription's checkpoint: every commit below
+	// it was handled (or held for a parked aggregate). 0, false when none
+	// is stored.
+	Checkpoint(subscription string) (uint64, bool, error)
+	// SetCheckpoint stores the subscription's checkpoint, replacing any.
+	// The subscription must not be empty.
+	SetCheckpoint(subscription string, position uint64) error
+	// PartitionCheckpoint returns the checkpoint of one partition of the
+	// subscription (partition from 0, never negative): every commit of
+	// that partition below it was handled or held. Partitions move between
+	// hosts, so each keeps its own; the subscription's Checkpoint is kept
+	// beside them. 0, false when none is stored.
+	PartitionCheckpoint(subscription string, partition int) (uint64, bool, error)
+	// SetPartitionCheckpoint stores one partition's checkpoint, replacing
+	// any. The subscription must not be empty nor the partition negative.
+	SetPartitionCheckpoint(subscription string, partition int, position uint64) error
+
+	// Meta returns a copy of the value stored for the subscription under
+	// key, ErrNotFound if there is none.
+	Meta(subscription, key string) ([]byte, error)
+	// SetMeta stores value for the subscription under key, replacing any;
+	// nil is stored as an empty value. Neither may be empty.
+	SetMeta(subscription, key string, value []byte) error
+	// DeleteMeta removes the subscription's value under key; removing what
+	// is not there is no error. Neither may be empty.
+	DeleteMeta(subscription, key string) error
+}
+
+// Checkpoint implements [SubscriptionState.Checkpoint].
 func (t *KVTx) Checkpoint(subscription string) (uint64, bool, error) {
 	if err := t.checkRead("Checkpoint"); err != nil {
 		return 0, false, err
@@ -15,7 +47,7 @@ func (t *KVTx) Checkpoint(subscription string) (uint64, bool, error) {
 	return v, ok, nil
 }
 
-// SetCheckpoint stores the subscription's checkpoint, replacing any.
+// SetCheckpoint implements [SubscriptionState.SetCheckpoint].
 func (t *KVTx) SetCheckpoint(subscription string, position uint64) error {
 	if err := t.checkWrite("SetCheckpoint"); err != nil {
 		return err
@@ -26,8 +58,7 @@ func (t *KVTx) SetCheckpoint(subscription string, position uint64) error {
 	return t.set("SetCheckpoint", key(kindCheckpoint, subscription), u64(position))
 }
 
-// PartitionCheckpoint returns one partition's checkpoint and whether one is
-// stored (0, false if not).
+// PartitionCheckpoint implements [SubscriptionState.PartitionCheckpoint].
 func (t *KVTx) PartitionCheckpoint(subscription string, partition int) (uint64, bool, error) {
 	if err := t.checkRead("PartitionCheckpoint"); err != nil {
 		return 0, false, err
@@ -42,7 +73,7 @@ func (t *KVTx) PartitionCheckpoint(subscription string, partition int) (uint64, 
 	return v, ok, nil
 }
 
-// SetPartitionCheckpoint stores one partition's checkpoint, replacing any.
+// SetPartitionCheckpoint implements [SubscriptionState.SetPartitionCheckpoint].
 func (t *KVTx) SetPartitionCheckpoint(subscription string, partition int, position uint64) error {
 	if err := t.checkWrite("SetPartitionCheckpoint"); err != nil {
 		return err
@@ -56,8 +87,7 @@ func (t *KVTx) SetPartitionCheckpoint(subscription string, partition int, positi
 	return t.set("SetPartitionCheckpoint", partitionKey(subscription, partition), u64(position))
 }
 
-// Meta returns a copy of the value stored for the subscription under key,
-// ErrNotFound if there is none.
+// Meta implements [SubscriptionState.Meta].
 func (t *KVTx) Meta(subscription, k string) ([]byte, error) {
 	if err := t.checkRead("Meta"); err != nil {
 		return nil, err
@@ -69,8 +99,7 @@ func (t *KVTx) Meta(subscription, k string) ([]byte, error) {
 	return v, nil
 }
 
-// SetMeta stores value for the subscription under key, replacing any; nil
-// is stored as an empty value.
+// SetMeta implements [SubscriptionState.SetMeta].
 func (t *KVTx) SetMeta(subscription, k string, value []byte) error {
 	if err := t.checkWrite("SetMeta"); err != nil {
 		return err
@@ -81,8 +110,7 @@ func (t *KVTx) SetMeta(subscription, k string, value []byte) error {
 	return t.set("SetMeta", key(kindMeta, subscription, k), append([]byte{}, value...))
 }
 
-// DeleteMeta removes the subscription's value under key; a missing one is
-// no error.
+// DeleteMeta implements [SubscriptionState.DeleteMeta].
 func (t *KVTx) DeleteMeta(subscription, k string) error {
 	if err := t.checkWrite("DeleteMeta"); err != nil {
 		return err

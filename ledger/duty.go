@@ -37,8 +37,7 @@ func (f DutyFence) Fenced() bool { return f.Duty != "" }
 
 func dutyKey(duty string) []byte { return key(kindDuty, duty) }
 
-// DutyHolder returns the host and epoch of the duty's last claim ("", 0 if
-// none).
+// DutyHolder implements [Claims.DutyHolder].
 func (t *KVTx) DutyHolder(duty string) (string, uint64, error) {
 	if err := t.checkRead("DutyHolder"); err != nil {
 		return "", 0, err
@@ -59,8 +58,7 @@ func (t *KVTx) dutyHolder(duty string) (string, uint64, error) {
 	return string(v[8:]), binary.BigEndian.Uint64(v), nil
 }
 
-// ClaimDuty stores host at epoch as the duty's holder, if epoch is greater
-// than the stored one.
+// ClaimDuty implements [Claims.ClaimDuty].
 func (t *KVTx) ClaimDuty(duty, host string, epoch uint64) error {
 	if err := t.checkWrite("ClaimDuty"); err != nil {
 		return err
@@ -80,7 +78,7 @@ func (t *KVTx) ClaimDuty(duty, host string, epoch uint64) error {
 	return t.set("ClaimDuty", dutyKey(duty), append(v, host...))
 }
 
-// FenceDuty fails the transaction unless host at epoch holds the duty.
+// FenceDuty implements [Claims.FenceDuty].
 func (t *KVTx) FenceDuty(duty, host string, epoch uint64) error {
 	if err := t.checkRead("FenceDuty"); err != nil {
 		return err

@@ -114,6 +114,36 @@ func (j *Job) AddFailure(f JobFailure) {
 	}
 }
 
+// Operations keeps what operators do through the API: the bulk jobs they
+// start (kept so that a job survives a restart) and the audit log of every
+// state-changing call.
+type Operations interface {
+	// CreateJob stores j under the next job id, which it sets in j.ID. A
+	// job of an unknown Action, State or filter State, or a Rate not above
+	// 0, is ErrInvalid.
+	CreateJob(j *Job) error
+	// PutJob replaces a stored job; ErrNotFound if there is none, which
+	// fails the transaction. It validates j as CreateJob does.
+	PutJob(j *Job) error
+	// Job returns one job, ErrNotFound if there is none.
+	Job(id uint64) (*Job, error)
+	// ListJobs returns up to limit (DefaultLimit when 0 or less) jobs with
+	// ids above after, oldest first.
+	ListJobs(after uint64, limit int) ([]*Job, error)
+
+	// Audit appends e to the audit log under the next Seq (e.Seq is
+	// ignored; a zero Time is set to now; the Action must not be empty).
+	Audit(e AuditEntry) error
+	// AuditLog returns up to limit (DefaultLimit when 0 or less) entries
+	// with Seq above after, oldest first.
+	AuditLog(after uint64, limit int) ([]AuditEntry, error)
+	// SweepAudit removes up to limit (DefaultLimit when 0 or less) of the
+	// oldest entries, in Seq order, as long as their Time is before before,
+	// and reports whether more such remain. Call it in transactions of its
+	// own until it reports none.
+	SweepAudit(before time.Time, limit int) (more bool, err error)
+}
+
 func jobKey(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{kindJob}, id) }
 func jobSeqKey() []byte       { return []byte("xjob-seq") }
 
@@ -131,7 +161,7 @@ func validJob(j *Job) error {
 	return nil
 }
 
-// CreateJob stores j under the next job id, which it sets.
+// CreateJob implements [Operations.CreateJob].
 func (t *KVTx) CreateJob(j *Job) error {
 	const op = "CreateJob"
 	if err := t.checkWrite(op); err != nil {
@@ -151,7 +181,7 @@ func (t *KVTx) CreateJob(j *Job) error {
 	return t.set(op, jobSeqKey(), u64(j.ID))
 }
 
-// PutJob replaces a stored job (ErrNotFound if there is none).
+// PutJob implements [Operations.PutJob].
 func (t *KVTx) PutJob(j *Job) error {
 	const op = "PutJob"
 	if err := t.checkWrite(op); err != nil {
@@ -174,7 +204,7 @@ func (t *KVTx) putJob(op string, j *Job) error {
 	return t.set(op, jobKey(j.ID), v)
 }
 
-// Job returns one job, ErrNotFound if there is none.
+// Job implements [Operations.Job].
 func (t *KVTx) Job(id uint64) (*Job, error) {
 	if err := t.checkRead("Job"); err != nil {
 		return nil, err
@@ -190,8 +220,7 @@ func (t *KVTx) Job(id uint64) (*Job, error) {
 	return j, nil
 }
 
-// ListJobs returns up to limit (DefaultLimit when 0 or less) jobs with ids
-// above after, oldest first.
+// ListJobs implements [Operations.ListJobs].
 func (t *KVTx) ListJobs(after uint64, limit int) ([]*Job, error) {
 	if err := t.checkRead("ListJobs"); err != nil {
 		return nil, err

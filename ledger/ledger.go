@@ -1,8 +1,31 @@
-// Package ledger is Berth's durable failure ledger: the parked aggregates of
-// every subscription, the subscriptions' checkpoints and state, and the
-// outbox of notifications about parking, all in one store so that a change to
-// any of them is one transaction. The embedded implementation keeps it in
-// Badger; no Badger type leaves this package.
+// Package ledger is the host's one transactional state store: what the
+// host must neither lose nor half-write is kept in it, so that a change that
+// touches several kinds of state is one transaction (a park, its
+// notification and the partition's fence commit together or not at all).
+// It owns:
+//
+//   - the failure records: one per parked aggregate of a subscription,
+//     counted by state, and the resolved ones until the retention sweeps
+//     them ([ParkedRecords]);
+//   - the subscriptions' checkpoints, whole and per partition, and the
+//     small state kept beside them: paused, retry budgets
+//     ([SubscriptionState]);
+//   - the claims: each partition's owner and each duty's holder at an
+//     epoch, and the fences that fail the writes of a host that lost one
+//     ([Claims], [DutyFence]);
+//   - the operators' bulk jobs and the audit log ([Operations]);
+//   - the outbox of notifications about parked aggregates ([Outbox]),
+//     which package webhook delivers;
+//   - the projections' read models and the last event applied to each
+//     ([ReadModels]).
+//
+// The events themselves are not here but in the event log (package
+// eventlog). A [Store] runs closures as transactions on a [Tx], which is
+// those roles together. [Open] keeps the ledger in Badger for one host;
+// ledger/jetstream keeps it in a JetStream stream shared by every host of a
+// deployment. Both run the same key layout through [KVTx], and
+// ledger/ledgertest is the contract both pass. No Badger type leaves the
+// ledger's packages.
 package ledger
 
 import (
@@ -154,7 +177,7 @@ type Filter struct {
 	// FailedAfter, before FailedBefore. Zero: unbounded.
 	FailedAfter, FailedBefore time.Time
 	After                     string // cursor from a previous page; empty: from the start
-	Limit                     int    // 0: 100
+	Limit                     int    // 0 or less: DefaultLimit
 }
 
 // Matches reports whether r passes f's conditions on its state and failure
@@ -229,141 +252,23 @@ type Store interface {
 	Close(ctx context.Context) error
 }
 
-// Tx is one transaction. Read-only transactions (View) fail on writes.
+// Tx is one transaction on the whole ledger: each role it is made of is one
+// kind of state, and a transaction may change any of them together (a park,
+// its notification and the partition's fence in one commit). A function
+// that needs only one kind may take that role alone.
+//
+// Reads and writes fail after the transaction ended (its closure
+// returned); writes fail with ErrReadOnly in a View. A malformed argument
+// fails the call with ErrInvalid and leaves the transaction as it was; a
+// write the store refused, a claim or fence that failed with ErrFenced, or
+// a PutJob of a missing job fails the whole transaction: its commit fails
+// with that error even if the closure ignored it, so a transaction never
+// commits half of what it meant to.
 type Tx interface {
-	// Checkpoint returns the subscription's checkpoint: every commit below it
-	// was handled (or held for a parked aggregate). 0 when none is stored.
-	Checkpoint(subscription string) (uint64, bool, error)
-	SetCheckpoint(subscription string, position uint64) error
-	// PartitionCheckpoint returns the checkpoint of one partition of the
-	// subscription (partition from 0): every commit of that partition below
-	// it was handled or held. Partitions move between hosts, so each keeps
-	// its own; the subscription's Checkpoint is kept beside them. 0, false
-	// when none is stored.
-	PartitionCheckpoint(subscription string, partition int) (uint64, bool, error)
-	// SetPartitionCheckpoint stores one partition's checkpoint, replacing
-	// any. partition must not be negative.
-	SetPartitionCheckpoint(subscription string, partition int, position uint64) error
-
-	// PartitionOwner returns the host that last claimed the partition and
-	// the epoch of its claim ("", 0 when none has).
-	PartitionOwner(subscription string, partition int) (host string, epoch uint64, err error)
-	// ClaimPartition makes host the partition's owner at epoch, which must
-	// be greater than the stored epoch (ErrFenced otherwise: someone claimed
-	// it since). A host that takes a partition over claims it before it
-	// writes anything for it.
-	ClaimPartition(subscription string, partition int, host string, epoch uint64) error
-	// Fence fails the transaction with ErrFenced (and fails its commit, even
-	// if the closure ignores the error) unless host at epoch is the
-	// partition's owner. A host calls it in every transaction it writes for
-	// a partition, so that one that lost the partition cannot write for it:
-	// on a store shared by several hosts, a claim that commits first makes
-	// every later commit fenced by the old epoch fail.
-	Fence(subscription string, partition int, host string, epoch uint64) error
-
-	// DutyHolder returns the host that last claimed the duty (work one host
-	// of a deployment at a time does: the jobs, the webhooks) and the epoch
-	// of its claim ("", 0 when none has).
-	DutyHolder(duty string) (host string, epoch uint64, err error)
-	// ClaimDuty makes host the duty's holder at epoch, which must be greater
-	// than the stored epoch (ErrFenced otherwise). A host that takes a duty
-	// over claims it before its work writes anything.
-	ClaimDuty(duty, host string, epoch uint64) error
-	// FenceDuty fails the transaction with ErrFenced (and fails its commit,
-	// even if the closure ignores the error) unless host at epoch holds the
-	// duty: the duty's work calls it (DutyFence.Check) in every transaction
-	// it writes, so a host whose duty moved on cannot act for it.
-	FenceDuty(duty, host string, epoch uint64) error
-
-	// CreateJob stores a new bulk job under the next id (it sets j.ID).
-	CreateJob(j *Job) error
-	// PutJob replaces a stored job, ErrNotFound if there is none.
-	PutJob(j *Job) error
-	// Job returns one job, ErrNotFound if there is none.
-	Job(id uint64) (*Job, error)
-	// ListJobs returns up to limit (DefaultLimit when 0 or less) jobs with
-	// ids above after, oldest first.
-	ListJobs(after uint64, limit int) ([]*Job, error)
-
-	// Audit appends an entry to the audit log (Seq assigned).
-	Audit(e AuditEntry) error
-	// AuditLog returns up to limit entries with Seq above after, oldest
-	// first.
-	AuditLog(after uint64, limit int) ([]AuditEntry, error)
-	// SweepAudit removes up to limit of the oldest entries from before
-	// before, and reports whether more remain.
-	SweepAudit(before time.Time, limit int) (more bool, err error)
-
-	// ListResolved returns a page of the records DeleteParked kept when
-	// their aggregates were resolved, and the cursor of the next page.
-	ListResolved(f ResolvedFilter) ([]*Resolved, string, error)
-	// SweepResolved removes up to limit of the records resolved before
-	// before, and reports whether more remain.
-	SweepResolved(before time.Time, limit int) (more bool, err error)
-
-	// Meta reads and writes small per-subscription state (paused, …).
-	Meta(subscription, key string) ([]byte, error) // ErrNotFound
-	SetMeta(subscription, key string, value []byte) error
-	// DeleteMeta removes a value; removing what is not there is no error.
-	DeleteMeta(subscription, key string) error
-
-	// Parked returns one record, ErrNotFound if the aggregate is not parked.
-	Parked(subscription, aggregateType, aggregateID string) (*Record, error)
-	PutParked(r *Record) error
-	// DeleteParked removes a record, its aggregate being resolved, and
-	// keeps it among the resolved records (ListResolved) until the
-	// retention sweeps it.
-	DeleteParked(subscription, aggregateType, aggregateID string) error
-	// ListParked returns a page of records in key order and the cursor of the
-	// next page ("" at the end).
-	ListParked(f Filter) ([]*Record, string, error)
-	// CountParked counts a subscription's records by state.
-	CountParked(subscription string) (map[State]int, error)
-
-	// Notify queues a notification in the outbox (Seq assigned).
-	Notify(n Notification) error
-	// Notifications returns queued notifications with Seq > after.
-	Notifications(after uint64, limit int) ([]Notification, error)
-	// AckNotifications removes notifications with Seq <= through.
-	AckNotifications(through uint64) error
-
-	// ProjectionGet returns a copy of the value under key in the
-	// subscription's read model (a projection's key/value namespace),
-	// ErrNotFound if there is none.
-	ProjectionGet(subscription, key string) ([]byte, error)
-	// ProjectionPut stores value under key in the subscription's read model,
-	// replacing any; nil is stored as an empty value. The key must not be
-	// empty.
-	ProjectionPut(subscription, key string, value []byte) error
-	// ProjectionDelete removes key from the subscription's read model;
-	// deleting a missing key is no error.
-	ProjectionDelete(subscription, key string) error
-	// ProjectionList returns up to limit (DefaultLimit when 0 or less)
-	// entries of the subscription's read model whose keys start with prefix
-	// and sort after the key after (empty: from the first), in key (byte)
-	// order, and the key to pass as after for the next page ("" at the end).
-	ProjectionList(subscription, prefix, after string, limit int) ([]ProjectionEntry, string, error)
-	// ClearProjection empties the subscription's read model and forgets its
-	// applied markers, atomically with the rest of the transaction however
-	// large the read model is: the namespace moves to a new generation at
-	// once, and the old one's keys are removed later by SweepProjections.
-	ClearProjection(subscription string) error
-	// SweepProjections removes up to limit (DefaultLimit when 0 or less) keys
-	// of read models that ClearProjection retired, and reports whether any
-	// remain. Call it in transactions of its own until it reports none, so
-	// that no transaction grows past the store's limit.
-	SweepProjections(limit int) (more bool, err error)
-	// Applied returns the last event (commit version and index within it)
-	// of the aggregate applied to the subscription's read model; ok is false
-	// when none was.
-	Applied(subscription, aggregateType, aggregateID string) (version uint64, index uint32, ok bool, err error)
-	// SetApplied records the last event of the aggregate applied to the
-	// subscription's read model, replacing any.
-	SetApplied(subscription, aggregateType, aggregateID string, version uint64, index uint32) error
-}
-
-// ProjectionEntry is one key and value of a read model.
-type ProjectionEntry struct {
-	Key   string
-	Value []byte
+	SubscriptionState
+	Claims
+	ParkedRecords
+	Outbox
+	Operations
+	ReadModels
 }

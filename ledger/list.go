@@ -14,11 +14,8 @@ func limitOr(limit int) int {
 	return limit
 }
 
-// ListParked returns up to f.Limit (DefaultLimit when 0) records matching f
-// in key order, and the cursor of the next page: "" when no matching record
-// follows. The cursor is opaque (URL-safe base64 of the last record's key);
-// one that ListParked did not return is ErrInvalid. Records added or removed
-// between pages are seen or not, but a record is never returned twice.
+// ListParked implements [ParkedRecords.ListParked].
+// The cursor is the URL-safe base64 of the last record's key.
 func (t *KVTx) ListParked(f Filter) ([]*Record, string, error) {
 	if err := t.checkRead("ListParked"); err != nil {
 		return nil, "", err

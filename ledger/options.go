@@ -48,7 +48,8 @@ const (
 	// DefaultBlockCacheSize is the BlockCacheSize used when Options leaves it
 	// 0: 32 MiB.
 	DefaultBlockCacheSize = 32 << 20
-	// DefaultLimit is the page size of ListParked and Notifications when
-	// asked for a limit of 0 or less.
+	// DefaultLimit is the page size of every listing of a Tx (ListParked,
+	// Notifications, ListJobs, …) and the batch of every sweep when asked
+	// for a limit of 0 or less.
 	DefaultLimit = 100
 )

@@ -7,9 +7,27 @@ import (
 	"time"
 )
 
-// Notify queues n in the outbox under the next Seq (the last one assigned
-// plus one, kept in the store so it keeps increasing across restarts and
-// acks). n.Seq is ignored; a zero n.Time is set to now.
+// Outbox is the queue of Notifications about parked aggregates: written
+// in the transaction that makes the change they tell of, so one exists if
+// and only if its change committed, and read and acknowledged by whoever
+// delivers them (package webhook).
+type Outbox interface {
+	// Notify queues n under the next Seq: the last one assigned plus one,
+	// kept in the store so it keeps increasing across restarts and acks.
+	// n.Seq is ignored; a zero n.Time is set to now; the Type must not be
+	// empty.
+	Notify(n Notification) error
+	// Notifications returns up to limit (DefaultLimit when 0 or less)
+	// queued notifications with Seq above after, in Seq order.
+	Notifications(after uint64, limit int) ([]Notification, error)
+	// AckNotifications removes the queued notifications with Seq at or
+	// below through. Each one removed is a write of this transaction:
+	// acking very many at once can fail with ErrTooBig, so ack in batches
+	// of at most some ten thousand.
+	AckNotifications(through uint64) error
+}
+
+// Notify implements [Outbox.Notify].
 func (t *KVTx) Notify(n Notification) error {
 	const op = "Notify"
 	if err := t.checkWrite(op); err != nil {
@@ -36,8 +54,7 @@ func (t *KVTx) Notify(n Notification) error {
 	return t.set(op, notifySeqKey(), u64(n.Seq))
 }
 
-// Notifications returns up to limit (DefaultLimit when 0 or less) queued
-// notifications with Seq > after, in Seq order.
+// Notifications implements [Outbox.Notifications].
 func (t *KVTx) Notifications(after uint64, limit int) ([]Notification, error) {
 	if err := t.checkRead("Notifications"); err != nil {
 		return nil, err
@@ -63,9 +80,7 @@ func (t *KVTx) Notifications(after uint64, limit int) ([]Notification, error) {
 	return out, nil
 }
 
-// AckNotifications removes the queued notifications with Seq <= through.
-// Each one removed is a write of this transaction: acking very many at once
-// can fail with ErrTooBig, so ack in batches of at most some ten thousand.
+// AckNotifications implements [Outbox.AckNotifications].
 func (t *KVTx) AckNotifications(through uint64) error {
 	const op = "AckNotifications"
 	if err := t.checkWrite(op); err != nil {

@@ -6,8 +6,45 @@ import (
 	"fmt"
 )
 
-// PartitionOwner returns the host and epoch of the partition's last claim
-// ("", 0 if none).
+// Claims keeps who may write for what: the owner of each partition of a
+// subscription and the holder of each duty (work one host of a deployment
+// at a time does: the jobs, the webhooks), each at an epoch. Who should own
+// or hold is decided outside the ledger (the cluster's leases); the claims
+// make the writes of a host that lost one fail (ErrFenced), on a store
+// shared by several hosts too: a claim that commits first makes every later
+// commit fenced by the old epoch fail.
+type Claims interface {
+	// PartitionOwner returns the host that last claimed the partition and
+	// the epoch of its claim ("", 0 when none has).
+	PartitionOwner(subscription string, partition int) (host string, epoch uint64, err error)
+	// ClaimPartition makes host the partition's owner at epoch, which must
+	// be greater than the stored epoch (ErrFenced otherwise, failing the
+	// transaction: someone claimed it since). A host that takes a partition
+	// over claims it before it writes anything for it.
+	ClaimPartition(subscription string, partition int, host string, epoch uint64) error
+	// Fence fails the transaction with ErrFenced (and fails its commit,
+	// even if the closure ignores the error) unless host at epoch is the
+	// partition's owner. A host calls it in every transaction it writes
+	// for a partition, so that one that lost the partition cannot write for
+	// it.
+	Fence(subscription string, partition int, host string, epoch uint64) error
+
+	// DutyHolder returns the host that last claimed the duty and the epoch
+	// of its claim ("", 0 when none has).
+	DutyHolder(duty string) (host string, epoch uint64, err error)
+	// ClaimDuty makes host the duty's holder at epoch, which must be
+	// greater than the stored epoch (ErrFenced otherwise, failing the
+	// transaction). A host that takes a duty over claims it before its work
+	// writes anything (TakeDuty).
+	ClaimDuty(duty, host string, epoch uint64) error
+	// FenceDuty fails the transaction with ErrFenced (and fails its commit,
+	// even if the closure ignores the error) unless host at epoch holds the
+	// duty: the duty's work calls it (DutyFence.Check) in every transaction
+	// it writes, so a host whose duty moved on cannot act for it.
+	FenceDuty(duty, host string, epoch uint64) error
+}
+
+// PartitionOwner implements [Claims.PartitionOwner].
 func (t *KVTx) PartitionOwner(subscription string, partition int) (string, uint64, error) {
 	if err := t.checkRead("PartitionOwner"); err != nil {
 		return "", 0, err
@@ -31,8 +68,7 @@ func (t *KVTx) owner(subscription string, partition int) (string, uint64, error)
 	return string(v[8:]), binary.BigEndian.Uint64(v), nil
 }
 
-// ClaimPartition stores host at epoch as the partition's owner, if epoch is
-// greater than the stored one.
+// ClaimPartition implements [Claims.ClaimPartition].
 func (t *KVTx) ClaimPartition(subscription string, partition int, host string, epoch uint64) error {
 	if err := t.checkWrite("ClaimPartition"); err != nil {
 		return err
@@ -55,7 +91,7 @@ func (t *KVTx) ClaimPartition(subscription string, partition int, host string, e
 	return t.set("ClaimPartition", ownerKey(subscription, partition), append(v, host...))
 }
 
-// Fence fails the transaction unless host at epoch owns the partition.
+// Fence implements [Claims.Fence].
 func (t *KVTx) Fence(subscription string, partition int, host string, epoch uint64) error {
 	if err := t.checkRead("Fence"); err != nil {
 		return err

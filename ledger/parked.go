@@ -4,7 +4,49 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
+
+// ParkedRecords is the failure ledger proper: one Record per parked
+// aggregate of a subscription, counted by state, and, once an aggregate is
+// resolved, its record kept as Resolved until the retention sweeps it.
+type ParkedRecords interface {
+	// Parked returns the record of one parked aggregate, ErrNotFound if
+	// the aggregate is not parked for the subscription.
+	Parked(subscription, aggregateType, aggregateID string) (*Record, error)
+	// PutParked stores r, replacing the record of the same subscription
+	// and aggregate, and counts it under its state (ErrInvalid for a nil
+	// record, one without subscription, aggregate type or id, or of an
+	// unknown State).
+	PutParked(r *Record) error
+	// DeleteParked removes a record, its aggregate being resolved, and
+	// keeps it among the resolved records (ListResolved) until the
+	// retention sweeps it; ErrNotFound if the aggregate is not parked for
+	// the subscription.
+	DeleteParked(subscription, aggregateType, aggregateID string) error
+	// ListParked returns up to f.Limit (DefaultLimit when 0 or less)
+	// records matching f in key order, and the cursor of the next page:
+	// "" when no matching record follows. The cursor is opaque; one that
+	// ListParked did not return, or an unknown State, is ErrInvalid.
+	// Records added or removed between pages are seen or not, but a record
+	// is never returned twice.
+	ListParked(f Filter) ([]*Record, string, error)
+	// CountParked counts a subscription's records by state; states without
+	// records are absent from the map.
+	CountParked(subscription string) (map[State]int, error)
+
+	// ListResolved returns up to f.Limit (DefaultLimit when 0 or less) of
+	// the records DeleteParked kept, in key order (subscription, aggregate
+	// type, id, then oldest first), and the cursor of the next page ("" at
+	// the end). An aggregate type without a subscription, an id without a
+	// type, or a cursor ListResolved did not return is ErrInvalid.
+	ListResolved(f ResolvedFilter) ([]*Resolved, string, error)
+	// SweepResolved removes up to limit (DefaultLimit when 0 or less) of
+	// the records resolved before before, oldest first, and reports
+	// whether more such remain. Call it in transactions of its own until
+	// it reports none.
+	SweepResolved(before time.Time, limit int) (more bool, err error)
+}
 
 // validState reports whether s is one of the States.
 func validState(s State) bool {
@@ -32,8 +74,7 @@ type indexed struct {
 	State State `json:"state"`
 }
 
-// Parked returns the record of one parked aggregate, ErrNotFound if the
-// aggregate is not parked for the subscription.
+// Parked implements [ParkedRecords.Parked].
 func (t *KVTx) Parked(subscription, aggregateType, aggregateID string) (*Record, error) {
 	if err := t.checkRead("Parked"); err != nil {
 		return nil, err
@@ -58,8 +99,8 @@ func (t *KVTx) record(k []byte) (*Record, error) {
 	return r, nil
 }
 
-// PutParked stores r, replacing the record of the same subscription and
-// aggregate, and updates the per-state counts with it.
+// PutParked implements [ParkedRecords.PutParked].
+// The counts are kept under their own keys, so CountParked reads three.
 func (t *KVTx) PutParked(r *Record) error {
 	const op = "PutParked"
 	if err := t.checkWrite(op); err != nil {
@@ -88,8 +129,7 @@ func (t *KVTx) PutParked(r *Record) error {
 	return t.addCount(op, r.Subscription, r.State, +1)
 }
 
-// DeleteParked removes a record and counts it out, ErrNotFound if the
-// aggregate is not parked for the subscription.
+// DeleteParked implements [ParkedRecords.DeleteParked].
 func (t *KVTx) DeleteParked(subscription, aggregateType, aggregateID string) error {
 	const op = "DeleteParked"
 	if err := t.checkWrite(op); err != nil {
@@ -150,8 +190,7 @@ func (t *KVTx) addCount(op, subscription string, state State, delta int) error {
 	}
 }
 
-// CountParked counts a subscription's records by state; states without
-// records are absent from the map.
+// CountParked implements [ParkedRecords.CountParked].
 func (t *KVTx) CountParked(subscription string) (map[State]int, error) {
 	if err := t.checkRead("CountParked"); err != nil {
 		return nil, err

@@ -7,6 +7,54 @@ import (
 	"fmt"
 )
 
+// ReadModels keeps each projection's read model: a key/value namespace per
+// subscription, with the last event of each aggregate applied to it, so a
+// projection's writes and its progress commit together and an event is
+// applied once.
+type ReadModels interface {
+	// ProjectionGet returns a copy of the value under key in the
+	// subscription's read model, ErrNotFound if there is none.
+	ProjectionGet(subscription, key string) ([]byte, error)
+	// ProjectionPut stores value under key in the subscription's read
+	// model, replacing any; nil is stored as an empty value. Neither the
+	// subscription nor the key may be empty.
+	ProjectionPut(subscription, key string, value []byte) error
+	// ProjectionDelete removes key from the subscription's read model;
+	// deleting a missing key is no error.
+	ProjectionDelete(subscription, key string) error
+	// ProjectionList returns up to limit (DefaultLimit when 0 or less)
+	// entries of the subscription's read model whose keys start with
+	// prefix and sort after the key after (empty: from the first), in key
+	// (byte) order, and the key to pass as after for the next page ("" at
+	// the end).
+	ProjectionList(subscription, prefix, after string, limit int) ([]ProjectionEntry, string, error)
+	// ClearProjection empties the subscription's read model and forgets
+	// its applied markers, atomically with the rest of the transaction
+	// however large the read model is: the namespace moves to a new
+	// generation at once, and the old one's keys are removed later by
+	// SweepProjections.
+	ClearProjection(subscription string) error
+	// SweepProjections removes up to limit (DefaultLimit when 0 or less)
+	// keys of read models that ClearProjection retired, and reports
+	// whether any remain. Call it in transactions of its own until it
+	// reports none, so that no transaction grows past the store's limit.
+	SweepProjections(limit int) (more bool, err error)
+	// Applied returns the last event (commit version and index within it)
+	// of the aggregate applied to the subscription's read model; ok is
+	// false when none was.
+	Applied(subscription, aggregateType, aggregateID string) (version uint64, index uint32, ok bool, err error)
+	// SetApplied records the last event of the aggregate applied to the
+	// subscription's read model, replacing any. Subscription, aggregate
+	// type and id must not be empty.
+	SetApplied(subscription, aggregateType, aggregateID string, version uint64, index uint32) error
+}
+
+// ProjectionEntry is one key and value of a read model.
+type ProjectionEntry struct {
+	Key   string
+	Value []byte
+}
+
 // generation returns the current generation of the subscription's read
 // model (0 when it was never cleared).
 func (t *KVTx) generation(subscription string) (uint64, error) {
@@ -39,8 +87,7 @@ func (t *KVTx) projectionKey(subscription, k string) ([]byte, error) {
 	return append(projectionPrefix(subscription, gen), k...), nil
 }
 
-// ProjectionGet returns a copy of the value under key in the subscription's
-// read model, ErrNotFound if there is none.
+// ProjectionGet implements [ReadModels.ProjectionGet].
 func (t *KVTx) ProjectionGet(subscription, k string) ([]byte, error) {
 	if err := t.checkRead("ProjectionGet"); err != nil {
 		return nil, err
@@ -56,7 +103,7 @@ func (t *KVTx) ProjectionGet(subscription, k string) ([]byte, error) {
 	return v, nil
 }
 
-// ProjectionPut stores value under key in the subscription's read model.
+// ProjectionPut implements [ReadModels.ProjectionPut].
 func (t *KVTx) ProjectionPut(subscription, k string, value []byte) error {
 	if err := t.checkWrite("ProjectionPut"); err != nil {
 		return err
@@ -71,7 +118,7 @@ func (t *KVTx) ProjectionPut(subscription, k string, value []byte) error {
 	return t.set("ProjectionPut", sk, append([]byte{}, value...))
 }
 
-// ProjectionDelete removes key from the subscription's read model.
+// ProjectionDelete implements [ReadModels.ProjectionDelete].
 func (t *KVTx) ProjectionDelete(subscription, k string) error {
 	if err := t.checkWrite("ProjectionDelete"); err != nil {
 		return err
@@ -86,8 +133,7 @@ func (t *KVTx) ProjectionDelete(subscription, k string) error {
 	return t.delete("ProjectionDelete", sk)
 }
 
-// ProjectionList returns a page of the subscription's read model: keys
-// starting with prefix, after the key after, in byte order.
+// ProjectionList implements [ReadModels.ProjectionList].
 func (t *KVTx) ProjectionList(subscription, prefix, after string, limit int) ([]ProjectionEntry, string, error) {
 	if err := t.checkRead("ProjectionList"); err != nil {
 		return nil, "", err
@@ -122,8 +168,7 @@ func (t *KVTx) ProjectionList(subscription, prefix, after string, limit int) ([]
 	return out, "", nil
 }
 
-// ClearProjection retires the subscription's read model and applied
-// markers by moving it to a new generation.
+// ClearProjection implements [ReadModels.ClearProjection].
 func (t *KVTx) ClearProjection(subscription string) error {
 	if err := t.checkWrite("ClearProjection"); err != nil {
 		return err
@@ -142,7 +187,7 @@ func (t *KVTx) ClearProjection(subscription string) error {
 	return t.set("ClearProjection", key(kindGeneration, subscription), u64(gen+1))
 }
 
-// SweepProjections deletes up to limit keys of retired generations.
+// SweepProjections implements [ReadModels.SweepProjections].
 func (t *KVTx) SweepProjections(limit int) (bool, error) {
 	if err := t.checkWrite("SweepProjections"); err != nil {
 		return false, err
@@ -186,8 +231,7 @@ func (t *KVTx) SweepProjections(limit int) (bool, error) {
 	return false, nil
 }
 
-// Applied returns the last event of the aggregate applied to the
-// subscription's read model.
+// Applied implements [ReadModels.Applied].
 func (t *KVTx) Applied(subscription, aggregateType, aggregateID string) (uint64, uint32, bool, error) {
 	if err := t.checkRead("Applied"); err != nil {
 		return 0, 0, false, err
@@ -209,8 +253,7 @@ func (t *KVTx) Applied(subscription, aggregateType, aggregateID string) (uint64,
 	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint32(v[8:]), true, nil
 }
 
-// SetApplied records the last event of the aggregate applied to the
-// subscription's read model.
+// SetApplied implements [ReadModels.SetApplied].
 func (t *KVTx) SetApplied(subscription, aggregateType, aggregateID string, version uint64, index uint32) error {
 	if err := t.checkWrite("SetApplied"); err != nil {
 		return err

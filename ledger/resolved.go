@@ -75,9 +75,8 @@ func (t *KVTx) keepResolved(op string, v []byte) error {
 	return t.set(op, resolvedSeqKey(), u64(r.Seq))
 }
 
-// ListResolved returns up to f.Limit resolved records in key order
-// (subscription, aggregate type, id, then oldest first), and the cursor of
-// the next page ("" at the end).
+// ListResolved implements [ParkedRecords.ListResolved].
+// The cursor is the URL-safe base64 of the last record's key.
 func (t *KVTx) ListResolved(f ResolvedFilter) ([]*Resolved, string, error) {
 	if err := t.checkRead("ListResolved"); err != nil {
 		return nil, "", err
@@ -131,9 +130,7 @@ func (t *KVTx) ListResolved(f ResolvedFilter) ([]*Resolved, string, error) {
 	return out, base64.RawURLEncoding.EncodeToString(lastKey), nil
 }
 
-// SweepResolved removes up to limit (DefaultLimit when 0 or less) resolved
-// records resolved before before, oldest first, and reports whether more
-// such remain. Call it in transactions of its own until it reports none.
+// SweepResolved implements [ParkedRecords.SweepResolved].
 func (t *KVTx) SweepResolved(before time.Time, limit int) (bool, error) {
 	const op = "SweepResolved"
 	if err := t.checkWrite(op); err != nil {

@@ -10,13 +10,13 @@ import (
 
 var errEnded = errors.New("ledger: transaction used after it ended")
 
-// KVTx is the ledger's Tx on an ordered key-value transaction: the key
-// layout (keys.go), records and their counts, the outbox, read models,
-// checkpoints and partition owners. Every store of the ledger tree runs its
-// transactions through it (the Badger store, ledger/jetstream); nothing else
-// has a use for it. A failed write sets err, which fails the whole
-// transaction even if the closure ignores it, so a transaction never commits
-// half of what it meant to.
+// KVTx is the one implementation of Tx, on an ordered key-value
+// transaction: it owns the key layout (keys.go) every role is kept in. Every
+// store of the ledger tree runs its transactions through it (the Badger
+// store, ledger/jetstream), so they agree to the byte; nothing else has a
+// use for it. Its methods are documented on the roles they implement. A
+// failed write sets err, which End returns, so that the store fails the
+// commit even if the closure ignored the error.
 type KVTx struct {
 	txn      kvtx.Txn
 	readOnly bool

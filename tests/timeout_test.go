@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/testbuild"
-	"github.com/berthhq/berth/ledger/webhook"
 	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/webhook"
 )
 
 var misbehavingWasm = sync.OnceValues(func() ([]byte, error) { return testbuild.Bytes("samples/misbehaving") })

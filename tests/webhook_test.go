@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/ledger/webhook"
+	"github.com/berthhq/berth/webhook"
 )
 
 // TestWebhooks: a [[webhooks]] receiver is told, with a valid signature,

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/berthhq/berth/ledger/webhook"
+	"github.com/berthhq/berth/webhook"
 )
 
 // A receiver checks the signature and the timestamp, then deduplicates on

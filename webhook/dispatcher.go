@@ -548,7 +548,7 @@ func (d *Dispatcher) ackRange(tx ledger.Tx) (oldest, target uint64, err error) {
 func cursorKey(name string) string { return "cursor/" + name }
 
 // readCursor returns the hook's durable cursor, 0 when none is stored.
-func readCursor(tx ledger.Tx, name string) (uint64, error) {
+func readCursor(tx ledger.SubscriptionState, name string) (uint64, error) {
 	v, err := tx.Meta(CursorSubscription, cursorKey(name))
 	if errors.Is(err, ledger.ErrNotFound) {
 		return 0, nil
@@ -563,6 +563,6 @@ func readCursor(tx ledger.Tx, name string) (uint64, error) {
 	return c, nil
 }
 
-func writeCursor(tx ledger.Tx, name string, c uint64) error {
+func writeCursor(tx ledger.SubscriptionState, name string, c uint64) error {
 	return tx.SetMeta(CursorSubscription, cursorKey(name), strconv.AppendUint(nil, c, 10))
 }

@@ -1,11 +1,15 @@
-// Package webhook delivers the failure ledger's notifications (an aggregate
-// parked, spent its long-horizon retries, was resumed or was skipped) to
-// HTTP endpoints.
+// Package webhook delivers the ledger's notifications (an aggregate parked,
+// spent its long-horizon retries, was resumed or was skipped) to HTTP
+// endpoints. It owns the hooks and their filters, each hook's deliveries
+// (in order, retried, signed) and its durable cursor, and the outbox's
+// acknowledgement; the notifications themselves are the ledger's. It sits
+// beside the ledger rather than inside it: the ledger only stores, and this
+// is the part that calls out over the network.
 //
 // # Queue
 //
 // The queue is the ledger's outbox: the engine writes a notification with
-// [ledger.Tx.Notify] in the same transaction as the park, so a notification
+// [ledger.Outbox.Notify] in the same transaction as the park, so a notification
 // exists if and only if the change it tells of was committed. A [Dispatcher]
 // only reads the outbox; it never runs in the engine's path, so a slow or
 // dead endpoint cannot hold up event handling.
