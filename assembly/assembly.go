@@ -184,7 +184,7 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 		return &OpenError{Part: "modules", Err: err}
 	}
 	if h.Modules, err = registry.Open(ctx, registry.Options{Dir: cfg.ModulesDir(), Store: store, Sandbox: h.Sandbox,
-		Engine: h.Engine, Config: h.Config, Logger: h.log, Space: h.Disk, Projections: h.Projections,
+		Engine: h.Engine, Settings: h.settings, Logger: h.log, Space: h.Disk, Projections: h.Projections,
 		Added: h.subscriptionsAdded}); err != nil {
 		return &OpenError{Part: "modules", Err: err}
 	}
@@ -226,3 +226,6 @@ func (h *Host) startHooks() {
 // Config returns the running configuration: the one Open was given, or the last one
 // [Host.Reconfigure] accepted. It is safe to call from any goroutine; do not modify what it returns.
 func (h *Host) Config() *config.Config { return h.cfg.Load() }
+
+// settings is the running configuration as the registry reads it.
+func (h *Host) settings() registry.Settings { return h.cfg.Load() }

@@ -32,8 +32,9 @@ const (
 	DefaultLeaseTTL = 10 * time.Second
 	// DefaultBucket is the default Options.Bucket.
 	DefaultBucket = "berth_members"
-	// DefaultPartitions is the default Options.Partitions, the engine's.
-	DefaultPartitions = 16
+	// DefaultPartitions is the default Options.Partitions: the engine's,
+	// which every host must agree on.
+	DefaultPartitions = subscription.DefaultPartitions
 )
 
 // Options configure a Cluster. Zero values take the defaults named.

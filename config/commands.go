@@ -2,11 +2,11 @@ package config
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/registry"
 	"maps"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/berthhq/berth/retry"
 )
@@ -34,16 +34,7 @@ func (g *CommandGatewayConfig) setDefaults() {
 }
 
 // Gateway is the command gateway of one aggregate type, as a saga's invoker uses it.
-type Gateway struct {
-	// AggregateType is the target aggregate type the gateway serves.
-	AggregateType string
-	// URL is the endpoint commands are POSTed to.
-	URL string
-	// Timeout bounds one request (never zero in a Gateway from [Config.CommandGateway]).
-	Timeout time.Duration
-	// Headers are sent with every request; a copy the caller may keep.
-	Headers map[string]string
-}
+type Gateway = registry.Gateway
 
 // CommandGateway returns the gateway configured for commands to aggregates of aggregateType, its
 // [commands.<AggregateType>] table; ok is false when there is none.

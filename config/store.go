@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/registry"
 	"time"
 
 	"github.com/berthhq/berth/retry"
@@ -66,8 +67,11 @@ const (
 	DefaultAuditRetention    = retry.Duration(90 * 24 * time.Hour)
 )
 
-// DefaultModuleVersions is the default of store.module-versions.
-const DefaultModuleVersions = 10
+// DefaultModuleVersions is the default of store.module-versions: the registry's.
+const DefaultModuleVersions = registry.DefaultKeepVersions
+
+// ModuleVersions returns store.module-versions: how many versions of a module are kept.
+func (c *Config) ModuleVersions() int { return c.Store.ModuleVersions }
 
 func (s StoreConfig) validate(p *problems, at keyPath) {
 	if s.MinFree < 0 {

@@ -3,24 +3,26 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/registry"
 	"slices"
 	"strings"
 
 	"github.com/berthhq/berth/retry"
+	"github.com/berthhq/berth/subscription"
 )
 
-// Defaults of [subscription] and [subscription.systemic]; the retry and parked defaults are the retry
-// package's (retry.Defaults, retry.DefaultParked).
+// Defaults of [subscription] and [subscription.systemic]: the subscription package's, which owns them
+// (the retry and parked defaults are the retry package's: retry.Defaults, retry.DefaultParked).
 const (
-	DefaultPartitions         = 16
-	DefaultConcurrency        = 4
-	DefaultCheckpointEvery    = 100
-	DefaultCheckpointInterval = retry.Duration(200e6)
+	DefaultPartitions         = subscription.DefaultPartitions
+	DefaultConcurrency        = subscription.DefaultConcurrency
+	DefaultCheckpointEvery    = subscription.DefaultCheckpointEvery
+	DefaultCheckpointInterval = retry.Duration(subscription.DefaultCheckpointInterval)
 	MaxPartitions             = 4096
 	MaxConcurrency            = 1024
 	// DefaultProjectionWriters is the default of subscription.projection-writers: the deliveries one
 	// subscription runs at once by default (partitions x concurrency), so that a group takes them all.
-	DefaultProjectionWriters = DefaultPartitions * DefaultConcurrency
+	DefaultProjectionWriters = registry.DefaultProjectionWriters
 	// MaxProjectionWriters bounds subscription.projection-writers.
 	MaxProjectionWriters = 1024
 )

@@ -163,7 +163,7 @@ func openBenchHost(b *testing.B, cfg *config.Config, cache string, be benchBacke
 	closers = append(closers, func() error { proj.Wait(); return nil })
 	closers = append(closers, func() error { return engine.Close(ctx) })
 	modules, err := registry.Open(ctx, registry.Options{Dir: cfg.ModulesDir(), Sandbox: box, Engine: engine,
-		Config: func() *config.Config { return cfg }, Projections: proj})
+		Settings: func() registry.Settings { return cfg }, Projections: proj})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 )
@@ -131,7 +130,7 @@ func (g *groupCommit) drain() {
 		g.mu.Lock()
 		limit := g.size()
 		if limit <= 0 {
-			limit = config.DefaultProjectionWriters
+			limit = DefaultProjectionWriters
 		}
 		g.group = 0 // the last group's outcomes are sent
 		n := min(len(g.queue), limit)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/sandbox"
@@ -55,7 +54,7 @@ type Projections struct {
 // NewProjections returns the query store over the ledger. writers returns
 // how many calls' writes one transaction applies at most
 // (subscription.projection-writers), read at every transaction so that a
-// reload applies at once (0 or less: config.DefaultProjectionWriters); a
+// reload applies at once (0 or less: DefaultProjectionWriters); a
 // nil logger discards. It starts removing read models that a reset retired
 // before a restart.
 func NewProjections(store ledger.Store, writers func() int, logger *slog.Logger) *Projections {
@@ -63,7 +62,7 @@ func NewProjections(store ledger.Store, writers func() int, logger *slog.Logger)
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if writers == nil {
-		writers = func() int { return config.DefaultProjectionWriters }
+		writers = func() int { return DefaultProjectionWriters }
 	}
 	p := &Projections{store: store, logger: logger, commits: groupCommit{store: store, size: writers}}
 	p.sweepSoon()

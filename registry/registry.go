@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/sandbox"
@@ -37,7 +36,9 @@ type Options struct {
 	Dir     string // where module bytes are kept (the host uses <data>/modules)
 	Sandbox *sandbox.Sandbox
 	Engine  *subscription.Engine
-	Config  func() *config.Config
+	// Settings returns the running configuration's settings (the host's
+	// *config.Config), asked each time they are needed.
+	Settings func() Settings
 	Logger  *slog.Logger
 	// Projections is the query store of projections' read models; nil:
 	// a projection's key/value port answers Unsupported.
@@ -115,7 +116,7 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
 	for i, meta := range metas {
-		mod, err := opts.Sandbox.Load(ctx, meta.Name, codes[i], opts.Config().Module(meta.Name))
+		mod, err := opts.Sandbox.Load(ctx, meta.Name, codes[i], opts.Settings().Module(meta.Name))
 		if err != nil {
 			opts.Logger.Error("stored module does not load; its subscriptions wait", "module", meta.Name, "error", err)
 			continue
@@ -155,7 +156,7 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 	if err := validName(name); err != nil {
 		return Info{}, false, err
 	}
-	mod, err := r.opts.Sandbox.Load(ctx, name, wasm, r.opts.Config().Module(name))
+	mod, err := r.opts.Sandbox.Load(ctx, name, wasm, r.opts.Settings().Module(name))
 	if err != nil {
 		return Info{}, false, err
 	}
@@ -212,7 +213,7 @@ const maxVersionTries = 20
 // from the next upload): how many versions of a module are kept, the current
 // one included.
 func (r *Registry) keepVersions() int {
-	if n := r.opts.Config().Store.ModuleVersions; n > 0 {
+	if n := r.opts.Settings().ModuleVersions(); n > 0 {
 		return n
 	}
 	return DefaultKeepVersions
@@ -302,7 +303,7 @@ func (r *Registry) detach(name string) {
 
 // specs builds the subscription specs of a module's handlers.
 func (r *Registry) specs(d *deployed) []subscription.Spec {
-	cfg := r.opts.Config()
+	cfg := r.opts.Settings()
 	desc := d.mod.Description()
 	start := subscription.StartEnd
 	if desc.Start == abi.StartBeginning || (desc.Start == abi.StartDefault && desc.Kind == abi.KindProjection) {
@@ -392,7 +393,7 @@ func (r *Registry) Reconfigure(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		mod, err := r.opts.Sandbox.Load(ctx, name, wasm, r.opts.Config().Module(name))
+		mod, err := r.opts.Sandbox.Load(ctx, name, wasm, r.opts.Settings().Module(name))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("module %s: %w", name, err))
 			continue

@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
@@ -36,7 +35,7 @@ type sagaInvoker struct {
 	mod      *sandbox.Module
 	handler  string
 	rejected string // the rejection handler; "" if the saga has none
-	config   func() *config.Config
+	settings func() Settings
 	logger   *slog.Logger
 	client   *http.Client
 }
@@ -47,7 +46,7 @@ func (r *Registry) sagaInvoker(d *deployed, desc abi.Description, h abi.HandlerD
 		mod:      d.mod,
 		handler:  h.Name,
 		rejected: rejectionHandler(desc),
-		config:   r.opts.Config,
+		settings: r.opts.Settings,
 		logger:   r.opts.Logger.With("module", d.Name),
 		// A gateway's redirect is an answer of its own (a failure), not a
 		// hop to follow: a POST must not turn into a GET.
@@ -89,8 +88,8 @@ func (s sagaInvoker) send(ctx context.Context, d subscription.Delivery, env *abi
 	if len(cmds) == 0 {
 		return nil
 	}
-	cfg := s.config()
-	gateways := make([]config.Gateway, len(cmds))
+	cfg := s.settings()
+	gateways := make([]Gateway, len(cmds))
 	for i, cmd := range cmds {
 		gw, ok := cfg.CommandGateway(cmd.AggregateType)
 		if !ok {
@@ -176,7 +175,7 @@ type commandRequest struct {
 // post sends one command and classifies the answer: 2xx accepted, 409 and
 // 422 rejected, 429 backpressure, a refused connection systemic, anything
 // else a recoverable retry.ClassCommandGateway failure.
-func (s sagaInvoker) post(ctx context.Context, gw config.Gateway, requestID string, cmd *abi.Command) gatewayAnswer {
+func (s sagaInvoker) post(ctx context.Context, gw Gateway, requestID string, cmd *abi.Command) gatewayAnswer {
 	what := fmt.Sprintf("command %s %s to %s (request %s)", cmd.Type, cmd.AggregateID, gw.URL, requestID)
 	body, err := json.Marshal(commandRequest{RequestID: requestID, AggregateType: cmd.AggregateType,
 		AggregateID: cmd.AggregateID, Type: cmd.Type, Payload: commandPayload(cmd.Payload)})
@@ -221,7 +220,7 @@ func (s sagaInvoker) post(ctx context.Context, gw config.Gateway, requestID stri
 }
 
 // transportFailure classifies a request that got no answer.
-func transportFailure(ctx, rctx context.Context, gw config.Gateway, what string, err error) *retry.Failure {
+func transportFailure(ctx, rctx context.Context, gw Gateway, what string, err error) *retry.Failure {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &retry.Failure{Classes: []string{retry.ClassConnectionRefused}, Message: what + ": connection refused"}

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )
@@ -103,7 +102,7 @@ func TestGatewayAnswers(t *testing.T) {
 				url = tt.url
 			}
 			s := sagaInvoker{client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-			gw := config.Gateway{AggregateType: "Stock", URL: url, Timeout: 50 * time.Millisecond,
+			gw := Gateway{AggregateType: "Stock", URL: url, Timeout: 50 * time.Millisecond,
 				Headers: map[string]string{"Authorization": "Bearer t", "X-Tenant": "eu"}}
 			cmd := abi.Command{AggregateType: "Stock", AggregateID: "sku-9", Type: "ReserveStock", Payload: []byte(`{"order":"o-1"}`)}
 			a := s.post(context.Background(), gw, "S.h:o-1@1:0/0", &cmd)

@@ -58,7 +58,7 @@ func (r *Registry) deployStored(ctx context.Context, m StoredModule, wasm []byte
 		return nil
 	}
 	r.mu.Unlock()
-	mod, err := r.opts.Sandbox.Load(ctx, m.Name, wasm, r.opts.Config().Module(m.Name))
+	mod, err := r.opts.Sandbox.Load(ctx, m.Name, wasm, r.opts.Settings().Module(m.Name))
 	if err != nil {
 		return err
 	}

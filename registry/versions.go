@@ -11,13 +11,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/durable"
 )
 
 // DefaultKeepVersions is how many versions of a module the registry keeps,
 // the current one included, when store.module-versions is not set (0).
-const DefaultKeepVersions = config.DefaultModuleVersions
+const DefaultKeepVersions = 10
 
 // ErrUnknownVersion: the module has no kept version of that number.
 var ErrUnknownVersion = errors.New("unknown module version")

@@ -65,12 +65,25 @@ type Options struct {
 	StartBackoffMax time.Duration
 }
 
+// Defaults of Options; config's [subscription] defaults are these.
+const (
+	// DefaultPartitions is the default Options.Partitions: a number every
+	// host of a deployment must agree on, so it has this one owner.
+	DefaultPartitions = 16
+	// DefaultConcurrency is the default Options.Concurrency.
+	DefaultConcurrency = 4
+	// DefaultCheckpointEvery and DefaultCheckpointInterval are the
+	// defaults of Options.CheckpointEvery and CheckpointInterval.
+	DefaultCheckpointEvery    = 100
+	DefaultCheckpointInterval = 200 * time.Millisecond
+)
+
 func (o *Options) defaults() {
 	if o.Partitions <= 0 {
-		o.Partitions = 16
+		o.Partitions = DefaultPartitions
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 4
+		o.Concurrency = DefaultConcurrency
 	}
 	if o.Systemic.Aggregates <= 0 || o.Systemic.Window <= 0 {
 		d := retry.DefaultSystemicWindow()
@@ -82,10 +95,10 @@ func (o *Options) defaults() {
 		}
 	}
 	if o.CheckpointEvery <= 0 {
-		o.CheckpointEvery = 100
+		o.CheckpointEvery = DefaultCheckpointEvery
 	}
 	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = 200 * time.Millisecond
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.ReadBatch <= 0 {
 		o.ReadBatch = 256
