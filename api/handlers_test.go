@@ -105,10 +105,11 @@ func TestEvents(t *testing.T) {
 	}
 }
 
-// TestSubscriptionsAndParked follows the spec's story over the API: an
-// unknown buyer parks its order; the record shows with its history, in the
-// list and by key; the subscription counts it and shows its retry settings
-// with their sources; resume and skip act on it.
+// TestSubscriptionsAndParked follows the failure model's story
+// (docs/failure-model.md) over the API: an unknown buyer parks its order;
+// the record shows with its history, in the list and by key; the
+// subscription counts it and shows its retry settings with their sources;
+// resume and skip act on it.
 func TestSubscriptionsAndParked(t *testing.T) {
 	t.Parallel()
 	h := newHost(t, "")
