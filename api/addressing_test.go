@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/subscription"
 	"github.com/labstack/echo/v4"
 )
@@ -175,13 +177,11 @@ func TestPathParamsDecodedOnce(t *testing.T) {
 // ends it once the subscription has moved past the skipped versions).
 func (h *testHost) waitGone(order string) {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		_, err := h.engine.Parked(context.Background(), notifierSub, "Order", order)
+	checkfor.Nil(h.t, 20*time.Second, 10*time.Millisecond, func() error {
+		rec, err := h.engine.Parked(context.Background(), notifierSub, "Order", order)
 		if errors.Is(err, subscription.ErrNotParked) {
-			return
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	h.t.Fatalf("the record of %q did not leave the ledger", order)
+		return fmt.Errorf("the record of %q did not leave the ledger: %+v, %v", order, rec, err)
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
@@ -297,14 +298,12 @@ func (h *testHost) ship(order, buyer string) response {
 // waitParked waits until order is parked by the notifier.
 func (h *testHost) waitParked(order string) {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := h.engine.Parked(context.Background(), notifierSub, "Order", order); err == nil {
-			return
+	checkfor.Nil(h.t, 20*time.Second, 10*time.Millisecond, func() error {
+		if _, err := h.engine.Parked(context.Background(), notifierSub, "Order", order); err != nil {
+			return fmt.Errorf("order %s was not parked: %w", order, err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	h.t.Fatalf("order %s was not parked", order)
+		return nil
+	})
 }
 
 // problemOf checks that r is a problem document of status and returns it.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/subscription"
 )
 
@@ -138,8 +139,7 @@ func TestRefusedRequestsChangeNothing(t *testing.T) {
 	}
 	// The park is seen a moment before the engine moves its checkpoint past
 	// the event: wait for the subscription to be still.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	checkfor.Nil(t, 20*time.Second, 10*time.Millisecond, func() error {
 		var st struct {
 			Lag                           uint64
 			Checkpoint, DurableCheckpoint uint64
@@ -148,13 +148,10 @@ func TestRefusedRequestsChangeNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if st.Lag == 0 && st.Checkpoint == st.DurableCheckpoint {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the subscription did not catch up: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("the subscription did not catch up: %+v", st)
+	})
 	before := snapshot()
 
 	// The writes, each with the body it documents.

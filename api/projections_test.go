@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/ledger"
 )
@@ -48,17 +49,13 @@ func projectionHost(t *testing.T) *testHost {
 			t.Fatalf("append: %s", r)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	checkfor.Nil(t, 20*time.Second, 10*time.Millisecond, func() error {
 		st, err := h.engine.Status(context.Background(), summarySub)
 		if err == nil && st.Lag == 0 && st.Checkpoint > 3 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the projection did not catch up: %+v, %v", st, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("the projection did not catch up: %+v, %v", st, err)
+	})
 	if err := h.ledger.Update(context.Background(), func(tx ledger.Tx) error {
 		return tx.ProjectionPut(summarySub, "raw", []byte{0xff, 0x00})
 	}); err != nil {
@@ -128,17 +125,13 @@ func TestProjectionResetOverREST(t *testing.T) {
 	}
 	// The events are handled again on several partitions at once: ann's
 	// summary is read once all of them are, not at its first, partial value.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	checkfor.Nil(t, 20*time.Second, 10*time.Millisecond, func() error {
 		st, err := h.engine.Status(context.Background(), summarySub)
 		if err == nil && st.Lag == 0 && st.Checkpoint > 3 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not rebuilt: %+v, %v", st, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("not rebuilt: %+v, %v", st, err)
+	})
 	r = h.do(req{method: "GET", path: "/v1/projections/" + summarySub + "/buyer%2Fann", token: readerToken})
 	if r.status != 200 || string(r.body) != `{"orders":2,"shipped":0,"total":200}` {
 		t.Fatalf("rebuilt %s", r)

@@ -64,7 +64,7 @@
 // Some work must run on one host of the deployment at a time: the jobs
 // runner and the webhook dispatcher. Cluster.Duty stands this host for such
 // a duty, held by whichever host owns the key "duty.<name>" in the
-// membership bucket, by the same lease as a membership (duty.go). The
+// membership bucket, by the same lease as a membership. The
 // members' watcher watches one-token keys only, so a duty's key is never
 // taken for a host. Each term of a duty's lease starts with a claim in the
 // ledger at the next epoch (ledger.Tx.ClaimDuty), and the duty's work

@@ -69,7 +69,7 @@ func (f *Forwarder) everywhere(ctx context.Context, sub string, local func(conte
 // as subscription.Engine.Reset does on a single host, without racing the
 // runs of other hosts: it holds the subscription here and on every host
 // (each stops its run and writes its checkpoints), writes the checkpoints
-// and the spec's OnReset in one transaction that fails if a partition's
+// and the subscription's OnReset in one transaction that fails if a partition's
 // owner in the ledger is not holding, and lifts the holds, after which every
 // host starts again from the checkpoints written. A partition that changed
 // hands meanwhile (its new owner was not holding) makes it hold again, up

@@ -11,14 +11,12 @@
 // docs/config.md is the reference of every key; a test keeps it, [DefaultTOML] and the Config struct in
 // step.
 //
-// The files, one concept each: config.go (the Config, Parse, Load, Validate), defaults.go (Default and
-// DefaultTOML), size.go ([Size]), decode.go (the decoder that reports every bad key), errors.go and
-// lines.go (errors with their key and line), server.go, store.go, jetstream.go, cluster.go, auth.go, subscription.go, modules.go (modules and
-// the sandbox), webhooks.go, reload.go ([Diff], [Changes]), layout.go (where each part keeps its files under
-// the data directory) and engine.go ([Config.EngineOptions]).
+// It owns the file's format — every key's name, type and bounds, the [Size] parser, the decoder that
+// reports every unknown or mistyped key with its line — what a reload may change ([Diff], [Changes]),
+// and the layout of the data directory (where each part keeps its files).
 //
 // Each part of the host takes its options from one method here ([Config.EngineOptions], [Config.Sandbox],
-// [Config.DiskOptions], [Config.Hooks], [Config.Module], the directories of layout.go), so that the host
+// [Config.DiskOptions], [Config.Hooks], [Config.Module], the data directory's layout), so that the host
 // (assembly) and the tests that open one cannot derive them differently.
 package config
 

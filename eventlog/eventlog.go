@@ -1,8 +1,15 @@
 // Package eventlog is Berth's event source: an append-only log of commits,
 // each holding one or more events of one aggregate at one version, with a
-// global position. The embedded implementation keeps it in Badger under the
-// host's data directory; a distributed one (NATS JetStream) will implement
-// the same Log interface and pass the same contract tests.
+// global position. The embedded implementation, Badger, keeps it under the
+// host's data directory; eventlog/jetstream keeps it in a NATS JetStream
+// stream that several hosts share. Both implement Log and pass the same
+// contract suite, eventlog/logtest.
+//
+// What every implementation shares is owned here, once: the rules an append
+// is checked by (NewCommit, CheckVersion, MaxNameLen), the stored form of a
+// commit (AppendCommit, DecodeCommit), the default read limit, and the
+// partition of an aggregate (PartitionOf), which the subscription engine and
+// the JetStream subjects both depend on and which must never change.
 package eventlog
 
 import (

@@ -2,11 +2,12 @@
 // aggregate a filter matches, as a durable job kept in the ledger. A job
 // acts on one record at a time at a rate limit (so a bulk resume after an
 // outage does not flood the service that was down), each action being the
-// engine's single resume or skip, so per-aggregate order and the spec's
-// resume semantics are unchanged. Its progress (a cursor in the ledger's key
-// order and its counts) is written after every record, so a host that
-// stops, or crashes, goes on where it was when it starts again; a record
-// acted on just before a crash is met again and counted as gone.
+// engine's single resume or skip, so per-aggregate order and what a resume
+// or skip does (docs/failure-model.md, section 6) are unchanged. Its
+// progress (a cursor in the ledger's key order and its counts) is written
+// after every record, so a host that stops, or crashes, goes on where it was
+// when it starts again; a record acted on just before a crash is met again
+// and counted as gone.
 //
 // On a ledger several hosts share (Options.Shared), any host stores, reads
 // and cancels jobs, and the one host that serves (Serve; the cluster's jobs

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
@@ -145,15 +146,18 @@ func (e *env) parked() int {
 // goroutine is back on the clock (or finished).
 func (e *env) waitCalls(n int) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(e.eng.called()) < n {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%d calls, want %d", len(e.eng.called()), n)
+	// Between checks, the wait is for the job's goroutine to block on the
+	// clock (up to 50ms), not a sleep.
+	checkfor.Nil(e.t, 10*time.Second, 0, func() error {
+		got := len(e.eng.called())
+		if got >= n {
+			return nil
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		e.clock.BlockUntil(ctx, 1)
 		cancel()
-	}
+		return fmt.Errorf("%d calls, want %d", got, n)
+	})
 }
 
 // TestJobPacesAndCounts: a job acts on what its filter matches, at most its

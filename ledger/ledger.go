@@ -143,8 +143,9 @@ type Record struct {
 // Why a record waits for an operator (Record.WaitReason).
 const (
 	// WaitUnrecoverable: the failure was unrecoverable, so it was parked
-	// without long-horizon retries (the spec's "parked at once for someone
-	// to look at"); subscription.parked.retry-unrecoverable opts in to them.
+	// without long-horizon retries, since asking again will not change the
+	// answer (docs/failure-model.md, section 5);
+	// subscription.parked.retry-unrecoverable opts in to them.
 	WaitUnrecoverable = "unrecoverable"
 	// WaitRetriesSpent: its long-horizon retries are spent.
 	WaitRetriesSpent = "retries-spent"

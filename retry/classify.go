@@ -262,7 +262,8 @@ func (d Decision) CountsTowardOutage() bool {
 	return d.Class == Recoverable && (d.By == OriginDefault || d.By == OriginBuiltin)
 }
 
-// Classify decides what a failure is taken for, in the spec's order ("How a failure is classified").
+// Classify decides what a failure is taken for, in the order docs/failure-model.md gives (section 2,
+// "Classify before counting").
 // The failure's class chain is first read by the module's declared tree (p.Classes, see
 // [ClassTree.Resolve]): a declared class's ancestors are the tree's, whatever chain was sent; every step
 // below walks that chain, which the Decision carries as Chain.

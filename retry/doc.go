@@ -6,19 +6,18 @@
 // a float64 in [0,1); nothing reads the clock, sleeps or keeps package-level state. The only stateful type
 // is [Detector], which holds one partition's recent failures.
 //
-// The pieces, one file each:
+// It is the one owner of:
 //
-//   - settings.go: [Settings], one layer of the retry budget (default < processor < handler < override),
-//     [Resolve] into an effective [Policy] that remembers where each setting came from.
-//   - duration.go: [ParseDuration] for Go/Kotlin ("1m 30s") and ISO-8601 ("PT1M30S") durations, and
-//     [Duration] for TOML.
-//   - backoff.go: [Policy.Backoff] and [Policy.BackpressureDelay].
-//   - parked.go: [ParkedSettings], the long-horizon schedule of a parked aggregate.
-//   - classify.go: [Failure], [Classifier] and [Classify].
-//   - builtin.go: the builtin class names (berth.Timeout, ...) and [Builtins], the one list of them.
-//   - canceled.go: [IsCanceled], the attempts the host cut short.
-//   - retryafter.go: [ParseRetryAfter], the one Retry-After parser, capped at [MaxRetryAfter].
-//   - tree.go: [ClassTree], the error class tree a module declares, which [Classify] reads a chain by.
-//   - systemic.go: [Detector], which takes failures of several aggregates of a partition within a short
-//     window for an outage.
+//   - the retry budget's defaults (DefaultMaxAttempts and the others) and its layering, default <
+//     processor < handler < override: [Settings] is one layer, [Resolve] makes the effective [Policy],
+//     which remembers where each setting came from;
+//   - the waits: [Policy.Backoff] between attempts, [Policy.BackpressureDelay] after a busy answer, and
+//     [ParkedSettings], the long-horizon schedule of a parked aggregate;
+//   - classification: [Classify] by the module's declared [ClassTree], the handler's lists, the guest's
+//     report, the operator's [Classifier] rules and the builtin classes ([Builtins], the one list of the
+//     berth.* names); [IsCanceled] tells an attempt the host cut short;
+//   - the outage rule: [Detector] takes failures of several aggregates of a partition within a short
+//     window for an outage;
+//   - two parsers the host uses everywhere: [ParseDuration] for Go/Kotlin ("1m 30s") and ISO-8601
+//     ("PT1M30S") durations ([Duration] in TOML), and [ParseRetryAfter], capped at [MaxRetryAfter].
 package retry

@@ -16,7 +16,7 @@ const Day = 24 * time.Hour
 // make it do unbounded work; no real duration comes near it.
 const maxDurationText = 256
 
-// ParseDuration reads a non-negative duration written either way the spec allows:
+// ParseDuration reads a non-negative duration written either way a module or the config may write it:
 //
 //   - Go/Kotlin style: one or more components, each a decimal number (optionally with a fraction, "1.5s",
 //     ".5s") directly followed by a unit: ns, us (or µs), ms, s, m, h, d (24h). Components may be

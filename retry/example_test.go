@@ -7,9 +7,9 @@ import (
 	"github.com/berthhq/berth/retry"
 )
 
-// The spec's ShipmentNotifier: the processor gives its handlers five attempts, one to thirty seconds
-// apart, ten seconds each, and parks an unknown buyer at once; the host overrides the attempts and the
-// timeout for the one subscription.
+// The ShipmentNotifier of samples/shipment-notifier: the processor gives its handlers five attempts,
+// one to thirty seconds apart, ten seconds each, and parks an unknown buyer at once; the host overrides
+// the attempts and the timeout for the one subscription.
 func ExampleResolve() {
 	processor := retry.Settings{
 		MaxAttempts:    5,
@@ -43,7 +43,7 @@ func ExampleResolve() {
 	// 1s 2s 4s 8s 16s 30s 30s
 }
 
-// The spec's ShipmentNotifier again: a buyer the notification service does not know parks the order at
+// The ShipmentNotifier again: a buyer the notification service does not know parks the order at
 // once; any other error is retried within the budget.
 func ExampleClassify() {
 	p := retry.Resolve(retry.Layer{Source: retry.SourceProcessor, Settings: retry.Settings{

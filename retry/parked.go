@@ -45,7 +45,8 @@ type ParkedSettings struct {
 	Timeout time.Duration
 	// RetryUnrecoverable, when SwitchOn, gives an aggregate parked for an unrecoverable failure the same
 	// long-horizon retries as one whose budget ran out. By default (SwitchOff) it is parked for an operator
-	// with no retry, as the spec says: no retry fixes it. [SwitchInherit] (zero) is inherited.
+	// with no retry, since no retry fixes it (docs/failure-model.md, section 5). [SwitchInherit] (zero) is
+	// inherited.
 	RetryUnrecoverable Switch
 }
 

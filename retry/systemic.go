@@ -28,7 +28,8 @@ type SystemicWindow struct {
 	Window time.Duration
 }
 
-// DefaultSystemicWindow returns 3 aggregates within 10 seconds, the spec's outage rule.
+// DefaultSystemicWindow returns 3 aggregates within 10 seconds, the default outage rule
+// (docs/failure-model.md, section 3).
 func DefaultSystemicWindow() SystemicWindow {
 	return SystemicWindow{Aggregates: DefaultSystemicAggregates, Window: DefaultSystemicWindowLength}
 }

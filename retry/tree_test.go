@@ -39,8 +39,8 @@ func TestClassTreeResolve(t *testing.T) {
 	}
 }
 
-// The spec: "the nearest class in the hierarchy wins", by the module's declared tree, whatever chain a
-// result was sent with.
+// The nearest class in the hierarchy wins, by the module's declared tree, whatever chain a result was
+// sent with (docs/failure-model.md, section 2).
 func TestClassifyByDeclaredTree(t *testing.T) {
 	tree := NewClassTree(map[string]string{
 		"Fatal": "", "FatalLeaf": "Fatal", "Retryable": "Fatal", "RetryableLeaf": "Retryable",

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )
@@ -70,13 +72,12 @@ func TestPoolIsCappedAndShrinks(t *testing.T) {
 	if m.pool.idleCount() == 0 {
 		t.Fatal("no idle instance after a successful call")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for m.pool.idleCount() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d idle instances were not released", m.pool.idleCount())
+	checkfor.Nil(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if n := m.pool.idleCount(); n > 0 {
+			return fmt.Errorf("%d idle instances were not released", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := m.liveInstances(); got != 0 {
 		t.Errorf("live instances = %d after release", got)
 	}
@@ -92,13 +93,12 @@ func (p *pool) inUse() int {
 // waitInUse waits until n calls hold an instance of p.
 func waitInUse(t *testing.T, p *pool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for p.inUse() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls hold an instance, want %d", p.inUse(), n)
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, func() error {
+		if got := p.inUse(); got < n {
+			return fmt.Errorf("%d calls hold an instance, want %d", got, n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestBrokenInstancesAreNotReused: after a trap the pool holds no instance
@@ -263,17 +263,13 @@ func TestPoolWaiters(t *testing.T) {
 // waitWaiters waits until n calls wait for a slot of p.
 func waitWaiters(t *testing.T, p *pool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, func() error {
 		p.mu.Lock()
 		w := len(p.waiters)
 		p.mu.Unlock()
-		if w >= n {
-			return
+		if w < n {
+			return fmt.Errorf("%d calls wait, want %d", w, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls wait, want %d", w, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -10,14 +10,13 @@
 // the aggregate's key lock, run.budgets.mu, subscription.cpMu, partition.mu,
 // tracker.mu. The scheduler's, the gate's, the key-lock table's, the
 // Detector's and Engine.bgMu are leaves, held only over their own fields; an
-// attempt's context's (attemptctx.go) is held over its own fields and the
-// making of its child context and timer, beneath nothing of the engine's;
-// and the
-// ledger's locks are beneath everything: a transaction may start with any of
-// these held.
+// attempt's context's is held over its own fields and the making of its
+// child context and timer, beneath nothing of the engine's; and the ledger's
+// locks are beneath everything: a transaction may start with any of these
+// held.
 //
-// One lock is held across a handler call: the parked-retry path
-// (parked_retry.go) holds the aggregate's key lock from reading the record,
+// One lock is held across a handler call: the long-horizon retry of a
+// parked aggregate holds the aggregate's key lock from reading the record,
 // through the long-horizon attempt, to storing its outcome, so that an
 // operator's resume or skip of that aggregate cannot interleave with the
 // attempt; it waits for it, bounded by the parked timeout, or gives up with

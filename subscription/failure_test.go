@@ -12,11 +12,11 @@ import (
 	"github.com/berthhq/berth/retry"
 )
 
-// The spec's ShipmentNotifier: UnknownBuyer is unrecoverable, so the order
-// parks at once, with a full record and a "parked" notification, while its
-// later events are held and other orders go on. It is "parked at once for
-// someone to look at": it waits for an operator, with no long-horizon retry
-// (issue 9 changed the assertion from a next retry at +3 min).
+// The ShipmentNotifier: UnknownBuyer is unrecoverable, so the order parks at
+// once, with a full record and a "parked" notification, while its later
+// events are held and other orders go on. It waits for an operator, with no
+// long-horizon retry (docs/failure-model.md, sections 4 and 5; issue 9
+// changed the assertion from a next retry at +3 min).
 func TestUnknownBuyerParksAtOnce(t *testing.T) {
 	clock := NewFakeClock(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {

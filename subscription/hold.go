@@ -85,7 +85,7 @@ func (e *Engine) Unhold(ctx context.Context, sub, id string) error {
 
 // ResetHeld is Reset's write on a held subscription: it checks position as
 // Reset does and writes every partition's checkpoint at position with the
-// spec's OnReset in one transaction, in which guard runs first (its error
+// Spec's OnReset in one transaction, in which guard runs first (its error
 // fails the reset and changes nothing). The runs start from there at the
 // last Unhold. An error if the subscription is not held.
 func (e *Engine) ResetHeld(ctx context.Context, sub string, position uint64, guard func(ledger.Tx) error) error {

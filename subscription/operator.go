@@ -212,7 +212,7 @@ func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until ti
 // Reset moves a subscription's checkpoint, and that of every one of its
 // partitions, to position (1 = the beginning, head+1 = the end) and restarts
 // its delivery from there. Running attempts are cancelled; parked aggregates
-// stay parked. The spec's OnReset runs in the same transaction as the
+// stay parked. The Spec's OnReset runs in the same transaction as the
 // checkpoints' write, after every attempt ended. On a ledger shared by
 // several hosts it writes the checkpoints of partitions other hosts own too,
 // so it must not be called there while they run: the cluster's reset holds
@@ -261,7 +261,7 @@ func (e *Engine) checkReset(ctx context.Context, position uint64) error {
 }
 
 // writeReset writes every partition's checkpoint at position with the
-// spec's OnReset in one transaction, after guard (nil: none) let it; no run
+// Spec's OnReset in one transaction, after guard (nil: none) let it; no run
 // of s may be running (s.life held).
 func (s *subscription) writeReset(ctx context.Context, position uint64, guard func(ledger.Tx) error) error {
 	e := s.e

@@ -8,8 +8,8 @@ import (
 // The failures that reveal an outage are charged before it is recognised:
 // the first aggregates of a partition to fail look like ordinary recoverable
 // failures, and only the Nth distinct one within the systemic window makes
-// the partition pause. The spec says no aggregate spends its budget during a
-// systemic failure, so when the detector recognises an outage, the attempts
+// the partition pause. No aggregate spends its budget during a systemic
+// failure (docs/failure-model.md, section 3), so when the detector recognises an outage, the attempts
 // those earlier failures were charged are refunded — in memory and in the
 // budget the ledger keeps — and a long outage that began with
 // ordinary-looking failures cannot park them early.

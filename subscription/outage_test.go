@@ -3,12 +3,14 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -83,16 +85,16 @@ func startOutage(t *testing.T, maxAttempts int, down *atomic.Bool, buggy ...stri
 // the park only after its retry has been scheduled.
 func (e *env) driveUntil(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
+	checkfor.Nil(e.t, 10*time.Second, time.Millisecond, func() error {
+		if cond() {
+			return nil
 		}
-		if d, ok := e.clock.NextFire(); ok && d < time.Minute {
+		d, ok := e.clock.NextFire()
+		if ok && d < time.Minute {
 			e.clock.Advance(d)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return fmt.Errorf("waiting for %s; the clock's next timer: %v (set: %v)", what, d, ok)
+	})
 }
 
 // The first two aggregates of a partition fail before the third reveals the

@@ -54,7 +54,8 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			rec.FirstFailure, rec.LastFailure = st.first, st.last
 			rec.State, rec.NextRetry, rec.WaitReason = ledger.StateWaiting, time.Time{}, ledger.WaitNoRetries
 			if d.Class == retry.Unrecoverable && !cur.parked.RetriesUnrecoverable() {
-				// The spec: parked at once for someone to look at; no retry fixes it.
+				// Parked at once for an operator: no retry fixes it
+				// (docs/failure-model.md, section 5).
 				rec.WaitReason = ledger.WaitUnrecoverable
 			} else if next, ok := cur.parked.Next(0, now); ok {
 				rec.State, rec.NextRetry, rec.WaitReason = ledger.StateRetrying, next, ""

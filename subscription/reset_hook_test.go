@@ -9,7 +9,7 @@ import (
 	"github.com/berthhq/berth/ledger"
 )
 
-// TestResetHook: a spec's OnReset runs in the transaction that writes the
+// TestResetHook: a Spec's OnReset runs in the transaction that writes the
 // checkpoint, after the attempts ended; when it fails, neither its writes
 // nor the checkpoint change and delivery goes on from where it was.
 func TestResetHook(t *testing.T) {

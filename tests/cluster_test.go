@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
 )
 
@@ -175,15 +176,23 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 			}
 		}
 	}
-	for deadline := time.Now().Add(60 * time.Second); notifiedOrders(t, svc, logs) != shipped; time.Sleep(25 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			for _, h := range []*hostProc{hosts[0], hosts[2]} {
-				t.Logf("%s: %s", h.URL, h.request("GET", "/v1/subscriptions/"+subName, nil).Body)
-			}
-			t.Fatalf("after 60s, %d of %d OrderShipped notified (%d calls); not: %v; parked: %v", notifiedOrders(t, svc, logs), shipped,
-				len(svc.callsOf("")), missingNotifications(svc, logs), parkedIDs(hosts[0]))
+	// The checks of the last second also ask the hosts what they see, so
+	// that a failure says it.
+	lastSecond := time.Now().Add(59 * time.Second)
+	checkfor.Nil(t, 60*time.Second, 25*time.Millisecond, func() error {
+		n := notifiedOrders(t, svc, logs)
+		if n == shipped {
+			return nil
 		}
-	}
+		err := fmt.Errorf("%d of %d OrderShipped notified (%d calls); not: %v", n, shipped, len(svc.callsOf("")), missingNotifications(svc, logs))
+		if time.Now().After(lastSecond) {
+			err = fmt.Errorf("%w; parked: %v", err, parkedIDs(hosts[0]))
+			for _, h := range []*hostProc{hosts[0], hosts[2]} {
+				err = fmt.Errorf("%w\n%s: %s", err, h.URL, h.request("GET", "/v1/subscriptions/"+subName, nil).Body)
+			}
+		}
+		return err
+	})
 	checkNotifiedInOrder(t, svc, logs)
 
 	// No parked record was lost.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/internal/powercut"
 	"github.com/nats-io/nats-server/v2/server"
@@ -178,11 +179,12 @@ func cutUnderLoad(t *testing.T, h *hostProc, pc *powercut.FS, svc *notifier, pla
 	}
 
 	// Every OrderShipped is notified, each aggregate's in order.
-	for deadline := time.Now().Add(30 * time.Second); notifiedOrders(t, svc, logs) != shipped; time.Sleep(25 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30s, %d of %d OrderShipped notified; not: %v", notifiedOrders(t, svc, logs), shipped, missingNotifications(svc, logs))
+	checkfor.Nil(t, 30*time.Second, 25*time.Millisecond, func() error {
+		if n := notifiedOrders(t, svc, logs); n != shipped {
+			return fmt.Errorf("%d of %d OrderShipped notified; not: %v", n, shipped, missingNotifications(svc, logs))
 		}
-	}
+		return nil
+	})
 	checkNotifiedInOrder(t, svc, logs)
 }
 

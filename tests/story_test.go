@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// fastRetry keeps the spec's budget (five attempts) but waits 100ms, not 1s,
+// fastRetry keeps the sample's budget (five attempts) but waits 100ms, not 1s,
 // after the first failure, so that the tests run quickly.
 const fastRetry = `
 [subscriptions."ShipmentNotifier.onOrderShipped".retry]
@@ -14,11 +14,12 @@ initial-backoff = "100ms"
 max-backoff = "400ms"
 `
 
-// TestSpecStory is the spec's story of failures and retries, on the built
-// host: a flaky answer is retried with the same invocation key and succeeds;
-// an unknown buyer parks its order at once while other orders go on; after
-// the service is fixed, resume notifies it with the same key, then the event
-// it held back, and the ledger record goes away.
+// TestSpecStory is the README's story of failures and retries (the rules
+// are docs/failure-model.md's), on the built host: a flaky answer is
+// retried with the same invocation key and succeeds; an unknown buyer parks
+// its order at once while other orders go on; after the service is fixed,
+// resume notifies it with the same key, then the event it held back, and
+// the ledger record goes away.
 func TestSpecStory(t *testing.T) {
 	svc := newNotifier(t)
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})

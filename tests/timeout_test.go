@@ -187,8 +187,9 @@ url = %q
 	mu.Unlock()
 }
 
-// TestTimeoutClassifierRule: the spec's own example of tuning timeouts, a
-// classifier rule making berth.Timeout unrecoverable, parks a sleeping and a
+// TestTimeoutClassifierRule: the documented way of tuning timeouts
+// (docs/failure-model.md, "Timeouts and cancellation"), a classifier rule
+// making berth.Timeout unrecoverable, parks a sleeping and a
 // spinning guest on their first timeout, though their budget allows five.
 func TestTimeoutClassifierRule(t *testing.T) {
 	h := newHost(t, hostConfig{Extra: `

@@ -29,8 +29,8 @@ func (h *hostProc) cli(t *testing.T, args ...string) string {
 	return stdout.String()
 }
 
-// The spec: an unrecoverable failure is "parked at once for someone to look
-// at". The shipment notifier's unknown buyer (404, UnknownBuyer) parks
+// An unrecoverable failure parks at once and waits for an operator
+// (docs/failure-model.md, section 5). The shipment notifier's unknown buyer (404, UnknownBuyer) parks
 // after 1 attempt and waits for an operator: no next retry, and its record,
 // the CLI and a restart all say so. A spent budget keeps its schedule.
 func TestUnknownBuyerWaitsForOperator(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api/wire"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/testbuild"
 )
 
@@ -199,20 +200,22 @@ func (s step) failures(code int, stdout, stderr string) []string {
 
 func (s step) run(t *testing.T, server string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
-		code, stdout, stderr := runCLI(server, s.args...)
-		bad := s.failures(code, stdout, stderr)
-		if len(bad) == 0 {
-			if s.check != nil {
-				s.check(t, stdout, stderr)
-			}
-			return
+	var stdout, stderr string
+	attempt := func() error {
+		var code int
+		code, stdout, stderr = runCLI(server, s.args...)
+		if bad := s.failures(code, stdout, stderr); len(bad) > 0 {
+			return fmt.Errorf("host %s:\n%s\n--- stdout ---\n%s--- stderr ---\n%s", strings.Join(s.args, " "), strings.Join(bad, "\n"), stdout, stderr)
 		}
-		if !s.poll || time.Now().After(deadline) {
-			t.Fatalf("host %s:\n%s\n--- stdout ---\n%s--- stderr ---\n%s", strings.Join(s.args, " "), strings.Join(bad, "\n"), stdout, stderr)
-		}
-		time.Sleep(wait)
+		return nil
+	}
+	if s.poll {
+		checkfor.Nil(t, 20*time.Second, 50*time.Millisecond, attempt)
+	} else if err := attempt(); err != nil {
+		t.Fatal(err)
+	}
+	if s.check != nil {
+		s.check(t, stdout, stderr)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
 )
 
@@ -17,19 +18,16 @@ import (
 // sees a conflict at the version it expected; that counts as stored.
 func appendEventually(t *testing.T, l eventlog.Log, r eventlog.AppendRequest) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	failed := false
-	for {
+	// The interval paces retries during an election; it proves nothing.
+	checkfor.Nil(t, 60*time.Second, 100*time.Millisecond, func() error {
 		_, err := l.Append(context.Background(), r)
 		if err == nil || failed && errors.Is(err, eventlog.ErrVersionConflict) && isAt(l, r, r.ExpectedVersion+1) {
-			return
+			return nil
 		}
 		failed = true
-		if time.Now().After(deadline) {
-			t.Fatalf("append %s at %d did not succeed within 60s: %v", r.AggregateID, r.ExpectedVersion, err)
-		}
-		time.Sleep(100 * time.Millisecond) // pacing retries during an election, not proving anything
-	}
+		return fmt.Errorf("append %s at %d: %w", r.AggregateID, r.ExpectedVersion, err)
+	})
 }
 
 func isAt(l eventlog.Log, r eventlog.AppendRequest, version int64) bool {

@@ -1,6 +1,6 @@
 // Package logtest is the contract test suite of eventlog.Log: every
-// implementation (Badger, and later NATS JetStream) runs it to show it
-// behaves the same.
+// implementation (eventlog's Badger and eventlog/jetstream) runs it to show
+// it behaves the same.
 package logtest
 
 import (

@@ -14,7 +14,7 @@ import (
 //
 //  1. the next scripted failure (Fail, FailRefused, FailDenied, FailTimeout):
 //     the request gets that error and no response, like a service that is
-//     down: the spec's `failures += …`;
+//     down;
 //  2. the next response scripted for the request's URL (RespondTo);
 //  3. the next response scripted for any URL (Respond);
 //  4. Default, or 200 with an empty body if Default is nil.

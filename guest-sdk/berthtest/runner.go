@@ -57,7 +57,7 @@ func NewWithRunner(t TB, desc abi.Description, r Runner) *Spec {
 
 // errRunsElsewhere is what a mirrored processor's handlers return; a Spec
 // with a Runner never calls them.
-var errRunsElsewhere = berth.ClassHost.New("berthtest: this handler runs through the spec's Runner")
+var errRunsElsewhere = berth.ClassHost.New("berthtest: this handler runs through the Spec's Runner")
 
 // mirror builds a processor with desc's name, kind, handlers and retry
 // settings, whose handler functions only fail.

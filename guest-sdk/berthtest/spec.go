@@ -5,7 +5,8 @@
 // A Spec calls the handler registered for an event's type exactly once per
 // WhenEvent, through the same berth.Processor.Dispatch the WebAssembly glue
 // uses, with the envelope the host would build: the invocation key
-// "Processor.handler:aggregateId@version:index", the attempt, the deadline.
+// "Processor.handler:aggregateType/aggregateId@version:index"
+// (berth.InvocationKey), the attempt, the deadline.
 // The retry budget itself is the host's: to show that a retry is safe, call
 // WhenEvent again with the same event and check what the fakes recorded.
 //
@@ -16,7 +17,7 @@
 //		spec.WhenEvent(shipped).ExpectErrorIs(errMailDown)
 //		spec.WhenEvent(shipped).ExpectNoError()
 //		sent := spec.HTTP.Sent()
-//		// len(sent) == 1, sent[0].Header["Idempotency-Key"] == "ShipmentNotifier.onOrderShipped:o-1@6:0"
+//		// len(sent) == 1, sent[0].Header["Idempotency-Key"] == "ShipmentNotifier.onOrderShipped:Order/o-1@6:0"
 //	}
 //
 // Like the host, a Spec keeps a saga's commands and a projection's key/value

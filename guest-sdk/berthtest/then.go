@@ -101,7 +101,7 @@ func (th *Then) ExpectError() *Then {
 }
 
 // ExpectErrorIs checks that the handler returned an error matching target
-// with errors.Is: the Go form of the spec's expectError<T>(). An
+// with errors.Is. An
 // *berth.ErrorClass target matches a failure of that class or a subclass.
 func (th *Then) ExpectErrorIs(target error) *Then {
 	th.t.Helper()

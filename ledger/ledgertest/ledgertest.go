@@ -1,5 +1,5 @@
 // Package ledgertest is the contract test suite of ledger.Store: every
-// implementation (Badger, and later NATS JetStream) runs it to show it
+// implementation (ledger's Badger and ledger/jetstream) runs it to show it
 // behaves the same.
 package ledgertest
 

@@ -1,5 +1,6 @@
-// Command shipment-notifier is the spec's ShipmentNotifier reactor: it tells
-// the buyer of a shipped order that it is on its way.
+// Command shipment-notifier is the ShipmentNotifier reactor that the README
+// and the guest SDK's guide tell their story with: it tells the buyer of a
+// shipped order that it is on its way.
 //
 // The notification service is a remote call that may be slow or briefly
 // down, so the reactor gives it its own budget: five attempts, from one
@@ -29,7 +30,7 @@ var (
 	UnknownBuyer = berth.NewErrorClass("UnknownBuyer", Notification)
 )
 
-// Processor is the ShipmentNotifier reactor with the spec's retry settings.
+// Processor is the ShipmentNotifier reactor with its own retry budget.
 func Processor() *berth.Processor {
 	p := &berth.Processor{
 		Name: "ShipmentNotifier",

@@ -48,7 +48,8 @@ func (r *reader) skip(n int) error {
 }
 
 // u32 reads an unsigned LEB128 of at most 32 bits (at most 5 bytes, and the
-// unused high bits of the last byte must be zero, as the spec requires).
+// unused high bits of the last byte must be zero, as the WebAssembly binary
+// format requires).
 func (r *reader) u32() (uint32, error) {
 	// Fast path: most immediates (local and label indices) fit one byte.
 	if r.pos < len(r.buf) && r.buf[r.pos] < 0x80 {
