@@ -52,15 +52,18 @@ finish, 2 for a bad flag.`,
 // serve runs the host until SIGINT or SIGTERM; SIGHUP reloads the config.
 // It returns the exit code.
 func serve(configPath, dataDir, listen string) int {
+	// The signals are caught before the host starts: a SIGTERM once it
+	// says it is serving (or while it opens) must shut it down cleanly,
+	// not kill it; one while it opens takes effect once it has.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	h, err := start(configPath, dataDir, listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "berth:", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		for range hup {
 			if err := h.reload(); err != nil {
