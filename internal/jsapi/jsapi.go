@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -52,6 +53,10 @@ func Transient(err error) bool {
 		return false
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
+		return true
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// An object store's read of an object's chunks that stalled
+		// ("read pipe: i/o timeout"): TestUploadsOnTwoHostsAtOnce, loaded.
 		return true
 	case errors.As(err, &apiErr):
 		return apiErr.ErrorCode == codeNoPeers || apiErr.ErrorCode == codeNotAvailable || apiErr.ErrorCode == codeNotLeader ||

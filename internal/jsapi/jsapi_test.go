@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,12 @@ import (
 )
 
 func TestTransient(t *testing.T) {
+	// What an object store's Get returns when its chunks stop coming: the
+	// read of its pipe past its deadline.
+	r, w := net.Pipe()
+	defer w.Close()
+	r.SetReadDeadline(time.Now())
+	_, stalled := r.Read(make([]byte, 1))
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -28,6 +35,7 @@ func TestTransient(t *testing.T) {
 		{"temporarily unavailable", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
 		{"cluster cannot handle it", &jetstream.APIError{Code: 500, ErrorCode: 10009}, true},
 		{"duplicate message id in process", &jetstream.APIError{Code: 409, ErrorCode: 10158}, true},
+		{"an object read stalled", fmt.Errorf("modules: current x: %w", stalled), true},
 		{"name in use", jetstream.ErrStreamNameAlreadyInUse, false},
 		{"stream not found", jetstream.ErrStreamNotFound, false},
 		{"jetstream off", jetstream.ErrJetStreamNotEnabled, false},
