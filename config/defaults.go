@@ -7,7 +7,7 @@ import (
 
 // Default returns the configuration used for every key the file leaves out, the one [DefaultTOML]
 // writes: REST on 127.0.0.1:8080 without tokens, data in ./data, 16 partitions of 4 aggregates, the
-// spec's retry budget (5 attempts, 100ms doubling up to 5s, 30s each), 10 long-horizon retries from 3m,
+// default retry budget of docs/failure-model.md (5 attempts, 100ms doubling up to 5s, 30s each), 10 long-horizon retries from 3m,
 // an outage at 3 failing aggregates within 10s, 64MiB per module, no webhooks, info logs as text.
 // Each call returns a new Config.
 func Default() *Config {

@@ -16,7 +16,7 @@ var rustNotifierWasm = sync.OnceValues(func() ([]byte, error) {
 	return testbuild.RustBytes("samples/shipment-notifier-rs")
 })
 
-// TestSpecStoryRust is the spec's story (TestSpecStory) told with the Rust
+// TestSpecStoryRust is the ShipmentNotifier story of docs/failure-model.md (TestSpecStory) told with the Rust
 // module through the built binary: it is uploaded like the Go one and
 // described the same; an order is notified, a flaky answer retried with the
 // same invocation key and a busy one no sooner than its Retry-After; an
