@@ -243,7 +243,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInf
 	var all []*jetstream.ObjectInfo
 	var err error
 	for try := 0; ; try++ {
-		all, err = jsapi.Retry(ctx, s.timeout, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+		all, err = jsapi.Retry(ctx, jsapi.Opening(s.timeout), jsapi.Transient, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
 			all, err := s.obj.List(ctx)
 			if errors.Is(err, jetstream.ErrNoObjectsFound) {
 				return nil, nil
