@@ -44,10 +44,8 @@ func (l *Log) Head(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	defer l.leave()
-	var info *jetstream.StreamInfo
-	err := l.untilAnswered(ctx, func(rctx context.Context) (err error) {
-		info, err = l.stream.Info(rctx)
-		return err
+	info, err := jsapi.Retry(ctx, l.answered(), jsapi.Transient, func(rctx context.Context) (*jetstream.StreamInfo, error) {
+		return l.stream.Info(rctx)
 	})
 	if err != nil {
 		return 0, l.fail(ctx, "head", err)
