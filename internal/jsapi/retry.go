@@ -2,6 +2,7 @@ package jsapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -84,6 +85,13 @@ func Opening(perTry time.Duration) Policy {
 	return Policy{FirstTry: min(FirstTry, perTry), PerTry: perTry}
 }
 
+// Every is the policy of a loop that asks again after the same pause every
+// time, until its context ends (connecting to servers still starting, a
+// watch that failed): set PerTry, Attempts or Sleep on it as needed.
+func Every(pause time.Duration) Policy {
+	return Policy{FirstPause: pause, MaxPause: pause, Within: UntilDone}
+}
+
 // GaveUp is Retry's error when it stopped while the last try's error was
 // still worth another: the caller's context ended (or Policy.Within passed)
 // or Policy.Attempts tries were made. It unwraps to that last error and
@@ -101,7 +109,7 @@ func (e *GaveUp) Error() string {
 func (e *GaveUp) Unwrap() error { return e.Err }
 
 // Retry calls op until it returns nil, or an error retryable says is not
-// worth another try (that error, as it is), pausing between tries as p says.
+// worth another try or op marked Permanent (that error, as it is), pausing between tries as p says.
 // It gives up, with a *GaveUp holding the last error, when ctx ends, Within
 // passes (a ctx without a deadline) or Attempts tries were made. Every loop
 // in Berth that asks NATS again goes through it.
@@ -116,6 +124,10 @@ func Retry[T any](ctx context.Context, p Policy, retryable func(error) bool, op 
 	pause, try := p.FirstPause, p.FirstTry
 	for n := 1; ; n++ {
 		v, err := once(ctx, try, op)
+		var perm *permanent
+		if errors.As(err, &perm) {
+			return v, perm.err
+		}
 		if err == nil || !retryable(err) {
 			return v, err
 		}
@@ -125,6 +137,26 @@ func Retry[T any](ctx context.Context, p Policy, retryable func(error) bool, op 
 		try, pause = min(2*try, p.PerTry), min(2*pause, p.MaxPause)
 	}
 }
+
+// Permanent marks err as one Retry returns at once, as it is, whatever its
+// retryable says: op knows better than the predicate (a message purged for
+// good, a store that stopped). Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanent{err}
+}
+
+// permanent is an error marked Permanent.
+type permanent struct{ err error }
+
+func (p *permanent) Error() string { return p.err.Error() }
+func (p *permanent) Unwrap() error { return p.err }
+
+// Always is the retryable of an op every error of which is worth another
+// try (until the Policy gives up); op marks the exceptions Permanent.
+func Always(error) bool { return true }
 
 // once makes one try of op, bounded by bound when that is not 0.
 func once[T any](ctx context.Context, bound time.Duration, op func(context.Context) (T, error)) (T, error) {
