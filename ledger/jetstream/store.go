@@ -282,20 +282,17 @@ func (s *Store) timeout(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, s.opts.Timeout)
 }
 
-// retryPause is how long a publish or the stream's creation waits before
-// it tries again (while the stream elects a leader, say).
-const retryPause = 50 * time.Millisecond
-
-// pause waits retryPause, or until ctx ends (then its cause).
-func pause(ctx context.Context) error {
-	t := time.NewTimer(retryPause)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
+// asking is how the store asks NATS again while it cannot answer — a
+// publish, creating its consumer, reading a message the consumer has not
+// delivered: each try bounded by perTry, a pause of jsapi.FirstPause after
+// each (an Update waiting out a leader election goes on as soon as it is
+// over), until ctx ends — an Update's deadline (the caller's, at most the
+// Options' Timeout), or Close for the consumer. It is not how an aborted
+// transaction runs again: that is contention between hosts (backOff).
+func asking(perTry time.Duration) jsapi.Policy {
+	p := jsapi.Every(jsapi.FirstPause)
+	p.PerTry = perTry
+	return p
 }
 
 // newID returns a transaction's message id.
