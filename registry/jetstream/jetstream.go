@@ -48,11 +48,16 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// Store is the module store in a JetStream object store.
+// Store is the module store in a JetStream object store. Each of its
+// requests is asked again while NATS cannot answer it (jsapi.Ask: a leader
+// election, a loaded server — TestUploadsOnTwoHostsAtOnce once answered an
+// upload "nats: timeout") within ctx, a REST write's deadline, each try
+// bounded by Options.Timeout. Every request asked that way is safe to send
+// twice: a put of the same object replaces it, a get reads.
 type Store struct {
 	obj    jetstream.ObjectStore
 	claims jetstream.KeyValue // version numbers taken, "<name>.<version>"
-	// timeout bounds each try of a list (Options.Timeout).
+	// timeout bounds each try of a request (Options.Timeout).
 	timeout time.Duration
 
 	// recent are this Store's last writes, which its lists wait (briefly)
@@ -177,14 +182,14 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 	if err := s.claim(ctx, m.Name, m.Version); err != nil {
 		return err
 	}
-	if _, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	if _, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 		return s.obj.Put(ctx, jetstream.ObjectMeta{Name: versionName(m.Name, m.Version),
 			Metadata: map[string]string{metaKey: string(meta)}}, bytes.NewReader(wasm))
 	}); err != nil {
 		return fmt.Errorf("modules: store %s v%d: %w", m.Name, m.Version, err)
 	}
 	s.wrote(versionName(m.Name, m.Version), false)
-	if _, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	if _, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 		return s.obj.PutBytes(ctx, currentName(m.Name), meta)
 	}); err != nil {
 		return fmt.Errorf("modules: make %s v%d current: %w", m.Name, m.Version, err)
@@ -211,20 +216,11 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 	return nil
 }
 
-// ask makes one request of the object store, asked again while NATS
-// cannot answer it (a leader election, a loaded server: TestUploadsOnTwoHostsAtOnce
-// once answered an upload "nats: timeout") within ctx — a REST write's
-// deadline — each try bounded by the Store's timeout. Every request asked
-// this way is safe to send twice: a put of the same object replaces it, a
-// get reads.
-func ask[T any](ctx context.Context, s *Store, fn func(context.Context) (T, error)) (T, error) {
-	return jsapi.Ask(ctx, s.timeout, fn)
-}
-
-// delete removes the object name, asked again as ask does; one already
-// gone (an earlier try's, or another host's) is not an error.
+// delete removes the object name, asked again as the Store's requests are
+// (jsapi.Ask); one already gone (an earlier try's, or another host's) is
+// not an error.
 func (s *Store) delete(ctx context.Context, name string) error {
-	_, err := ask(ctx, s, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.obj.Delete(ctx, name) })
+	_, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.obj.Delete(ctx, name) })
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil
 	}
@@ -272,7 +268,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInf
 }
 
 func (s *Store) currentOf(ctx context.Context, name string) (registry.StoredModule, bool, error) {
-	b, err := ask(ctx, s, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, currentName(name)) })
+	b, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, currentName(name)) })
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return registry.StoredModule{}, false, nil
 	}
@@ -314,7 +310,7 @@ func (s *Store) Current(ctx context.Context) ([]registry.StoredModule, [][]byte,
 
 // Load returns a kept version and its bytes.
 func (s *Store) Load(ctx context.Context, name string, version int) (registry.StoredModule, []byte, error) {
-	info, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	info, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 		return s.obj.GetInfo(ctx, versionName(name, version))
 	})
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -327,7 +323,7 @@ func (s *Store) Load(ctx context.Context, name string, version int) (registry.St
 	if err != nil {
 		return registry.StoredModule{}, nil, err
 	}
-	wasm, err := ask(ctx, s, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, info.Name) })
+	wasm, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, info.Name) })
 	if err != nil {
 		return registry.StoredModule{}, nil, fmt.Errorf("modules: %s v%d: %w", name, version, err)
 	}
