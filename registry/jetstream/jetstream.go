@@ -236,24 +236,27 @@ func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInf
 	// A list that does not show this Store's own last writes yet is read
 	// again, for up to a second; another host's later write of the same
 	// object would keep it from ever showing, so it is not waited out.
-	var all []*jetstream.ObjectInfo
-	var err error
-	for try := 0; ; try++ {
-		all, err = jsapi.Retry(ctx, jsapi.Opening(s.timeout), jsapi.Transient, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
-			all, err := s.obj.List(ctx)
-			if errors.Is(err, jetstream.ErrNoObjectsFound) {
-				return nil, nil
+	p := jsapi.Every(listShowPause)
+	p.Attempts = listShowTries
+	all, err := jsapi.Retry(ctx, p, func(err error) bool { return errors.Is(err, errNotShown) },
+		func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+			all, err := jsapi.Retry(ctx, jsapi.Opening(s.timeout), jsapi.Transient, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+				all, err := s.obj.List(ctx)
+				if errors.Is(err, jetstream.ErrNoObjectsFound) {
+					return nil, nil
+				}
+				return all, err
+			})
+			if err == nil && !s.shows(prefix, all) {
+				return all, errNotShown
 			}
 			return all, err
 		})
-		if err != nil || try == 50 || s.shows(prefix, all) {
-			break
+	if gaveUp := (*jsapi.GaveUp)(nil); errors.Is(err, errNotShown) && errors.As(err, &gaveUp) {
+		if gaveUp.Tries < listShowTries {
+			return nil, ctx.Err() // ctx ended while it waited
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+		err = nil // not shown yet after all the tries: the list as it is
 	}
 	if err != nil {
 		return nil, fmt.Errorf("modules: list: %w", err)
@@ -266,6 +269,16 @@ func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInf
 	}
 	return out, nil
 }
+
+// A list that does not show this Store's own last writes is read again
+// listShowTries times at most, listShowPause apart (about a second in all).
+const (
+	listShowTries = 51
+	listShowPause = 20 * time.Millisecond
+)
+
+// errNotShown is a list that does not show this Store's last writes yet.
+var errNotShown = errors.New("modules: the list does not show this host's last writes yet")
 
 func (s *Store) currentOf(ctx context.Context, name string) (registry.StoredModule, bool, error) {
 	b, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, currentName(name)) })
