@@ -41,12 +41,16 @@ type Options struct {
 	Bucket string
 	// Replicas of the bucket: 1 or 3 (default 1).
 	Replicas int
-	// Timeout bounds each request of opening the bucket (default 10s); a
-	// request the cluster cannot answer yet (one forming, or another host
-	// creating the same bucket) is tried again until Open's context ends
-	// (for 30s without a deadline).
+	// Timeout bounds each request of opening the bucket (default
+	// DefaultTimeout); a request the cluster cannot answer yet (one
+	// forming, or another host creating the same bucket) is tried again
+	// until Open's context ends (for jsapi.DefaultWait without a deadline).
 	Timeout time.Duration
 }
+
+// DefaultTimeout is Options.Timeout when left 0 (the host passes
+// store.jetstream.connect-timeout instead).
+const DefaultTimeout = 10 * time.Second
 
 // Store is the module store in a JetStream object store. Each of its
 // requests is asked again while NATS cannot answer it (jsapi.Ask: a leader
@@ -120,7 +124,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		opts.Replicas = 1
 	}
 	if opts.Timeout == 0 {
-		opts.Timeout = 10 * time.Second
+		opts.Timeout = DefaultTimeout
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
