@@ -153,7 +153,8 @@ func TestAwaitLeaderWaitsForAStreamBeingCreated(t *testing.T) {
 
 // TestRetryFollowsItsPolicy: the pauses grow from FirstPause to MaxPause,
 // on the Policy's Sleep; Attempts ends the tries with a GaveUp holding the
-// last error; retryable decides what is tried again, not Transient.
+// last error; retryable decides what is tried again, not Transient, and
+// an error op marks Permanent is returned at once.
 func TestRetryFollowsItsPolicy(t *testing.T) {
 	var pauses []time.Duration
 	p := Policy{FirstPause: 10 * time.Millisecond, MaxPause: 30 * time.Millisecond, Attempts: 4,
@@ -177,5 +178,13 @@ func TestRetryFollowsItsPolicy(t *testing.T) {
 	})
 	if !errors.Is(err, nats.ErrNoResponders) || errors.As(err, &gaveUp) {
 		t.Fatalf("an error the policy does not retry: %v; want it as it is", err)
+	}
+	tries = 0
+	_, err = Retry(t.Context(), p, Always, func(context.Context) (int, error) {
+		tries++
+		return 0, Permanent(errAgain)
+	})
+	if err != errAgain || tries != 1 {
+		t.Fatalf("a Permanent error after %d tries: %v; want one try and the error unmarked", tries, err)
 	}
 }

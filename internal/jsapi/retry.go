@@ -50,7 +50,7 @@ type Policy struct {
 	PerTry time.Duration
 
 	// FirstTry bounds the first try; each next has twice as long, up to
-	// PerTry. Default (0): PerTry.
+	// PerTry. Default (0), or more than PerTry: PerTry.
 	FirstTry time.Duration
 
 	// FirstPause is the pause after the first failed try; each next pause
@@ -109,10 +109,11 @@ func (e *GaveUp) Error() string {
 func (e *GaveUp) Unwrap() error { return e.Err }
 
 // Retry calls op until it returns nil, or an error retryable says is not
-// worth another try or op marked Permanent (that error, as it is), pausing between tries as p says.
-// It gives up, with a *GaveUp holding the last error, when ctx ends, Within
-// passes (a ctx without a deadline) or Attempts tries were made. Every loop
-// in Berth that asks NATS again goes through it.
+// worth another try, or one op returned as Permanent(err) (then err, as it
+// is), pausing between tries as p says. It gives up, with a *GaveUp
+// holding the last error, when ctx ends, Within passes (a ctx without a
+// deadline) or Attempts tries were made. Every loop in Berth that asks NATS
+// again goes through it.
 func Retry[T any](ctx context.Context, p Policy, retryable func(error) bool, op func(context.Context) (T, error)) (T, error) {
 	p = p.withDefaults()
 	if _, ok := ctx.Deadline(); !ok && p.Within != UntilDone {
@@ -138,9 +139,10 @@ func Retry[T any](ctx context.Context, p Policy, retryable func(error) bool, op 
 	}
 }
 
-// Permanent marks err as one Retry returns at once, as it is, whatever its
-// retryable says: op knows better than the predicate (a message purged for
-// good, a store that stopped). Permanent(nil) is nil.
+// Permanent marks err, returned by op as it is, as one Retry returns at
+// once, unmarked, whatever its retryable says: op knows better than the
+// predicate (a message purged for good, a store that stopped).
+// Permanent(nil) is nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
