@@ -11,6 +11,7 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/eventlog/jetstream"
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/registry"
 	jsmodules "github.com/berthhq/berth/registry/jetstream"
 	"github.com/nats-io/nats.go"
@@ -95,30 +96,28 @@ func connectNATS(ctx context.Context, j config.JetStreamConfig, log *slog.Logger
 	if j.TLSCertFile != "" {
 		opts = append(opts, nats.ClientCert(j.TLSCertFile, j.TLSKeyFile))
 	}
-	start, told := time.Now(), false
-	for {
-		nc, err := nats.Connect(strings.Join(j.URLs, ","), opts...)
-		if err == nil {
-			return nc, nil
-		}
-		if !errors.Is(err, nats.ErrNoServers) {
-			return nil, fmt.Errorf("connect to %s (store.jetstream.urls): %w", strings.Join(j.URLs, ", "), err)
-		}
-		if !told {
-			log.Info("no NATS server takes connections yet; waiting (store.jetstream.open-timeout)", "urls", j.URLs)
-			told = true
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("connect to %s (store.jetstream.urls): %w (tried for %v)", strings.Join(j.URLs, ", "), err,
-				time.Since(start).Round(time.Millisecond))
-		case <-time.After(connectPause):
-		}
+	told := false
+	nc, err := jsapi.Retry(ctx, jsapi.Every(connectPause), func(err error) bool { return errors.Is(err, nats.ErrNoServers) },
+		func(context.Context) (*nats.Conn, error) {
+			nc, err := nats.Connect(strings.Join(j.URLs, ","), opts...)
+			if errors.Is(err, nats.ErrNoServers) && !told {
+				log.Info("no NATS server takes connections yet; waiting (store.jetstream.open-timeout)", "urls", j.URLs)
+				told = true
+			}
+			return nc, err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s (store.jetstream.urls): %w", strings.Join(j.URLs, ", "), err)
 	}
+	return nc, nil
 }
 
 // connectPause is how long connectNATS waits before it tries the servers again.
 const connectPause = 250 * time.Millisecond
+
+// watchRestartPause is how long the module watch waits before it watches
+// again after it failed.
+const watchRestartPause = time.Second
 
 // openModuleStore returns where the modules are kept: the files under the data directory, or, with
 // store.backend "jetstream", the object store every host of the deployment shares (registry/jetstream),
@@ -139,16 +138,12 @@ func (h *Host) startModuleWatch() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stopModuleWatch = cancel
 	h.moduleWatchWG.Go(func() {
-		for ctx.Err() == nil {
-			if err := h.Modules.Watch(ctx); err == nil || ctx.Err() != nil {
-				return
-			} else {
+		_, _ = jsapi.Retry(ctx, jsapi.Every(watchRestartPause), jsapi.Always, func(ctx context.Context) (struct{}, error) {
+			err := h.Modules.Watch(ctx)
+			if err != nil && ctx.Err() == nil {
 				h.log.Warn("watching the shared modules failed; watching again", "error", err)
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
+			return struct{}{}, err
+		})
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -107,19 +108,19 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 // as long as a killed previous run's key can live.
 func (c *Cluster) join(ctx context.Context) error {
 	deadline := c.opts.Clock.Now().Add(c.opts.LeaseTTL + c.opts.renewEvery())
-	for {
-		err := c.lease.join(ctx)
-		if err == nil || !errors.Is(err, errInUse) || !c.opts.Clock.Now().Before(deadline) {
-			return err
-		}
-		t := c.opts.Clock.NewTimer(c.opts.retryEvery())
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (%w)", err, ctx.Err())
-		}
+	_, err := jsapi.Retry(ctx, retrying(&c.opts, c.opts.Clock), func(err error) bool { return errors.Is(err, errInUse) },
+		func(ctx context.Context) (struct{}, error) {
+			err := c.lease.join(ctx)
+			if errors.Is(err, errInUse) && !c.opts.Clock.Now().Before(deadline) {
+				return struct{}{}, jsapi.Permanent(err)
+			}
+			return struct{}{}, err
+		})
+	var gaveUp *jsapi.GaveUp
+	if errors.As(err, &gaveUp) {
+		return fmt.Errorf("%w (%w)", gaveUp.Err, ctx.Err())
 	}
+	return err
 }
 
 // loop is the one goroutine that decides: it applies the watcher's view of

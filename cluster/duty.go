@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/ledger"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -157,53 +158,49 @@ func (d *Duty) follow(ctx context.Context) {
 // briefly away) until it lands or the term ends (false). It returns the
 // claim and the host that held the duty before.
 func (d *Duty) claim(term context.Context) (ledger.DutyFence, string, bool) {
-	for {
-		f, was, err := ledger.TakeDuty(term, d.ledger, d.name, d.opts.Host)
-		if err == nil {
-			return f, was, true
-		}
-		if term.Err() != nil {
-			return ledger.DutyFence{}, "", false
-		}
-		d.opts.Logger.Warn("cluster: claim duty; trying again", "duty", d.name, "err", err)
-		t := d.opts.Clock.NewTimer(d.opts.retryEvery())
-		select {
-		case <-t.C():
-		case <-term.Done():
-			t.Stop()
-			return ledger.DutyFence{}, "", false
-		}
+	type claimed struct {
+		f   ledger.DutyFence
+		was string
 	}
+	c, err := jsapi.Retry(term, retrying(d.opts, d.opts.Clock), jsapi.Always, func(ctx context.Context) (claimed, error) {
+		f, was, err := ledger.TakeDuty(ctx, d.ledger, d.name, d.opts.Host)
+		if err != nil && term.Err() == nil {
+			d.opts.Logger.Warn("cluster: claim duty; trying again", "duty", d.name, "err", err)
+		}
+		return claimed{f, was}, err
+	})
+	if err != nil {
+		return ledger.DutyFence{}, "", false
+	}
+	return c.f, c.was, true
 }
 
 // watch kicks the lease whenever the duty's key is deleted or expires: a
 // host standing by tries to take the duty at once, and the holder finds out
 // that it lost it. It watches again when the watcher ends, until ctx does.
 func (d *Duty) watch(ctx context.Context, w jetstream.KeyWatcher) {
-	for {
+	_, _ = jsapi.Retry(ctx, retrying(d.opts, d.opts.Clock), jsapi.Always, func(ctx context.Context) (struct{}, error) {
+		if w == nil {
+			var err error
+			if w, err = d.kv.Watch(ctx, d.lease.key, jetstream.UpdatesOnly()); err != nil {
+				d.opts.Logger.Warn("cluster: watch duty", "duty", d.name, "err", err)
+				return struct{}{}, err
+			}
+			d.lease.kick() // the key may have gone while nobody watched
+		}
 		for e := range w.Updates() {
 			if e != nil && e.Operation() != jetstream.KeyValuePut {
 				d.lease.kick()
 			}
 		}
 		_ = w.Stop()
-		for {
-			t := d.opts.Clock.NewTimer(d.opts.retryEvery())
-			select {
-			case <-t.C():
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
-			var err error
-			if w, err = d.kv.Watch(ctx, d.lease.key, jetstream.UpdatesOnly()); err == nil {
-				d.lease.kick() // the key may have gone while nobody watched
-				break
-			}
-			d.opts.Logger.Warn("cluster: watch duty", "duty", d.name, "err", err)
-		}
-	}
+		w = nil
+		return struct{}{}, errWatchEnded
+	})
 }
+
+// errWatchEnded is the duty's watch ending: it watches again after a pause.
+var errWatchEnded = errors.New("cluster: the duty's watch ended")
 
 // Duties returns the duties this host stands for, in the order they were
 // started.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go"
@@ -134,45 +135,21 @@ func remaining(ctx context.Context) time.Duration {
 // onOwner makes the call here when this host works on the aggregate's
 // partition, else on the host the ledger names its owner; when the owner
 // changes under the call (ErrNotOwned, a host gone) it looks again, up to
-// Tries times within ctx.
+// Tries times within ctx, a pause of the lease's retry interval apart
+// (jsapi.Retry, on the forwarder's Clock).
 func (f *Forwarder) onOwner(ctx context.Context, c opCall, local func(context.Context) error) error {
 	ctx, cancel := f.bound(ctx)
 	defer cancel()
-	var last error
-	for try := range f.opts.Tries {
-		if try > 0 && !f.backOff(ctx) {
-			break
-		}
-		err := local(ctx)
-		if !errors.Is(err, subscription.ErrNotOwned) {
-			return err
-		}
-		last = err
-		owner, p, err := f.ownerOf(ctx, c)
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			return err
-		}
-		if owner == "" || owner == f.c.Host() {
-			// Released and not claimed again yet, or claimed by this host
-			// and not yet started here: it lands in a moment.
-			last = fmt.Errorf("%w: partition %d of %q is changing hands", subscription.ErrNotOwned, p, c.Subscription)
-			continue
-		}
-		err = f.ask(ctx, owner, c)
-		switch {
-		case errors.Is(err, subscription.ErrNotOwned), errors.Is(err, nats.ErrNoResponders),
-			errors.Is(err, subscription.ErrClosed): // the owner closing, or holding for a reset
-			last = err
-			continue
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-			return fmt.Errorf("%w: host %s owns partition %d of %q and did not answer in time; the %s may have taken effect there (look at the parked record)",
-				ErrUnreachable, owner, p, c.Subscription, c.Op)
-		}
+	p := retrying(&f.c.opts, f.opts.Clock)
+	p.Attempts = f.opts.Tries
+	_, err := jsapi.Retry(ctx, p, jsapi.Always, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.tryOnOwner(ctx, c, local)
+	})
+	var gaveUp *jsapi.GaveUp
+	if !errors.As(err, &gaveUp) {
 		return err
 	}
+	last := gaveUp.Err
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %s/%s of %q: no answer in time from its owner (%v)", ErrUnreachable,
 			c.AggregateType, c.AggregateID, c.Subscription, last)
@@ -184,16 +161,35 @@ func (f *Forwarder) onOwner(ctx context.Context, c opCall, local func(context.Co
 	return fmt.Errorf("%w (tried %d times; its partition is moving between hosts: try again)", last, f.opts.Tries)
 }
 
-// backOff waits before the next try; false if ctx ended first.
-func (f *Forwarder) backOff(ctx context.Context) bool {
-	t := f.opts.Clock.NewTimer(f.c.opts.retryEvery())
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
+// tryOnOwner is one try of onOwner: nil, an error worth another try (the
+// partition changing hands, its owner gone or closing or holding for a
+// reset) or one marked jsapi.Permanent.
+func (f *Forwarder) tryOnOwner(ctx context.Context, c opCall, local func(context.Context) error) error {
+	err := local(ctx)
+	if !errors.Is(err, subscription.ErrNotOwned) {
+		return jsapi.Permanent(err)
 	}
+	owner, p, oerr := f.ownerOf(ctx, c)
+	switch {
+	case oerr != nil && ctx.Err() != nil:
+		return err // the time is up: onOwner says so, with this try's ErrNotOwned
+	case oerr != nil:
+		return jsapi.Permanent(oerr)
+	case owner == "" || owner == f.c.Host():
+		// Released and not claimed again yet, or claimed by this host
+		// and not yet started here: it lands in a moment.
+		return fmt.Errorf("%w: partition %d of %q is changing hands", subscription.ErrNotOwned, p, c.Subscription)
+	}
+	err = f.ask(ctx, owner, c)
+	switch {
+	case errors.Is(err, subscription.ErrNotOwned), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, subscription.ErrClosed): // the owner closing, or holding for a reset
+		return err
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return jsapi.Permanent(fmt.Errorf("%w: host %s owns partition %d of %q and did not answer in time; the %s may have taken effect there (look at the parked record)",
+			ErrUnreachable, owner, p, c.Subscription, c.Op))
+	}
+	return jsapi.Permanent(err)
 }
 
 // ownerOf returns the ledger owner of the call's aggregate's partition (""

@@ -217,7 +217,10 @@ func (l *lease) signal() {
 
 // run renews the lease every TTL/3 (a failed attempt again after a short
 // wait, or at once when kicked) and joins anew once it was lost, until ctx
-// ends. Open has joined before it starts.
+// ends. Open has joined before it starts. It is the lease's schedule — a
+// renewal is due every TTL/3 whether the last one failed or not — rather
+// than a request asked again until answered, so it keeps its own timer
+// instead of jsapi.Retry.
 func (l *lease) run(ctx context.Context) {
 	wait := l.renew
 	for {

@@ -45,11 +45,6 @@ func decodeMember(b []byte) (memberInfo, error) {
 	return m, nil
 }
 
-// openRequestTimeout bounds each request of opening the membership bucket;
-// one the cluster cannot answer yet is tried again until Open's context
-// ends (jsapi.Retry).
-const openRequestTimeout = 5 * time.Second
-
 // openBucket creates the membership bucket or opens the existing one, which
 // must have the lease TTL this host uses: the TTL is enforced by the server,
 // and a host whose own give-up deadline assumed a longer one would still be
@@ -68,7 +63,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, o *Options) (jetstr
 	}
 	// The bucket is the stream KV_<bucket>: the first heartbeat would find
 	// no leader to answer it without the wait.
-	kv, err := jsapi.Ensure(ctx, js, "KV_"+o.Bucket, openRequestTimeout, func(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := jsapi.Ensure(ctx, js, "KV_"+o.Bucket, jsapi.RequestTimeout, func(ctx context.Context) (jetstream.KeyValue, error) {
 		kv, err := js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			return js.KeyValue(ctx, o.Bucket)
@@ -78,7 +73,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, o *Options) (jetstr
 	if err != nil {
 		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
 	}
-	st, err := jsapi.Retry(ctx, openRequestTimeout, kv.Status)
+	st, err := jsapi.Retry(ctx, jsapi.Opening(jsapi.RequestTimeout), jsapi.Transient, kv.Status)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: membership bucket %q: %w", o.Bucket, err)
 	}

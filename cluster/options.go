@@ -144,5 +144,25 @@ func (o *Options) defaults() error {
 // renewEvery is how often the lease is renewed: three chances within a TTL.
 func (o *Options) renewEvery() time.Duration { return o.LeaseTTL / 3 }
 
-// retryEvery is how soon a failed renewal is tried again.
-func (o *Options) retryEvery() time.Duration { return max(o.LeaseTTL/20, 50*time.Millisecond) }
+// retryEvery is how soon a failed renewal is tried again, and the pause of
+// every other ask-again of the cluster's (retrying): never shorter than
+// jsapi.FirstPause.
+func (o *Options) retryEvery() time.Duration { return max(o.LeaseTTL/20, jsapi.FirstPause) }
+
+// retrying is the policy of the cluster's loops that ask NATS again (the
+// membership bucket, the ledger on JetStream, a forwarded call): a pause
+// of retryEvery on clock between tries, until the context ends.
+func retrying(o *Options, clock subscription.Clock) jsapi.Policy {
+	p := jsapi.Every(o.retryEvery())
+	p.Sleep = func(ctx context.Context, d time.Duration) bool {
+		t := clock.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return p
+}

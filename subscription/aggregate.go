@@ -96,7 +96,7 @@ func (r *run) replay(p *partition, a *aggState, version uint64, index int) {
 			}
 			r.e.logger.Error("replay: reading the aggregate's stream failed", "subscription", r.s.name,
 				"aggregate", a.key.String(), "version", version, "err", err)
-			if sleepReal(p.ctx, 1e9) != nil {
+			if sleepReal(p.ctx) != nil {
 				return
 			}
 			continue
@@ -143,7 +143,7 @@ func (r *run) endReplay(p *partition, a *aggState, last uint64) {
 		if tries%60 == 0 { // said once a minute, not every second (a full disk, say)
 			r.e.logger.Error("replay: clearing the ledger record failed; trying again every second", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
 		}
-		if sleepReal(p.ctx, 1e9) != nil {
+		if sleepReal(p.ctx) != nil {
 			return
 		}
 	}

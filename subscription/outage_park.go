@@ -134,7 +134,7 @@ func (r *run) revertPark(p *partition, rv parkRevert) {
 			r.e.logger.Error("resuming a park the outage made failed; trying again every second", "subscription", r.s.name,
 				"aggregate", rv.key.String(), "err", err)
 		}
-		if sleepReal(p.ctx, time.Second) != nil {
+		if sleepReal(p.ctx) != nil {
 			return
 		}
 	}

@@ -103,7 +103,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		if tries%60 == 0 {
 			r.e.logger.Error("parking failed; trying again every second", "subscription", r.s.name, "aggregate", a.key.String(), "err", err)
 		}
-		if sleepReal(p.ctx, 1e9) != nil {
+		if sleepReal(p.ctx) != nil {
 			return outcomeCancelled
 		}
 	}

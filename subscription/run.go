@@ -93,7 +93,7 @@ func (r *run) reader() {
 				return
 			}
 			r.e.logger.Error("reading the event log failed", "subscription", r.s.name, "position", pos, "err", err)
-			if sleepReal(r.ctx, time.Second) != nil {
+			if sleepReal(r.ctx) != nil {
 				return
 			}
 			continue
@@ -104,7 +104,7 @@ func (r *run) reader() {
 					return
 				}
 				r.e.logger.Error("waiting on the event log failed", "subscription", r.s.name, "err", err)
-				if sleepReal(r.ctx, time.Second) != nil {
+				if sleepReal(r.ctx) != nil {
 					return
 				}
 			}
@@ -127,10 +127,19 @@ func (r *run) reader() {
 	}
 }
 
-// sleepReal waits d of real time: used only to pace retries of the engine's
-// own I/O errors, which are not part of the failure model under test.
-func sleepReal(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+// storeRetryPause is how long the engine waits, in real time, before it
+// reads the event log or writes the ledger again after it failed (a full
+// disk, a store that cannot answer): the log says "every second". These are
+// retries of the engine's stores behind their interfaces (either backend),
+// not of NATS requests, which the JetStream stores ask again themselves
+// (jsapi.Retry) before they fail.
+const storeRetryPause = time.Second
+
+// sleepReal waits storeRetryPause of real time: used only to pace retries
+// of the engine's own I/O errors, which are not part of the failure model
+// under test.
+func sleepReal(ctx context.Context) error {
+	t := time.NewTimer(storeRetryPause)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -11,30 +11,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// request returns the context of one request to NATS: ctx bounded by the
-// RequestTimeout, so that a lost connection gives an error, not a hang.
-func (l *Log) request(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, l.opts.RequestTimeout)
-}
-
-// untilAnswered runs f, each run bounded by RequestTimeout, again while
-// its error is one NATS gives while it cannot answer yet (jsapi.Transient):
-// a replicated stream electing a leader answers nobody, or "not leader",
-// and a request sent to a node as it went down is never answered. It asks
-// until ctx's deadline — a client's request, which would rather wait out an
-// election than fail — or, for a caller without one, for one
-// RequestTimeout in all (a subscription's read, which starts over on its
-// own). Any other outcome ends it.
-func (l *Log) untilAnswered(ctx context.Context, f func(rctx context.Context) error) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = l.request(ctx)
-		defer cancel()
-	}
-	_, err := jsapi.Ask(ctx, l.opts.RequestTimeout, func(rctx context.Context) (struct{}, error) {
-		return struct{}{}, f(rctx)
-	})
-	return err
+// answered is the policy of a request the log asks again while NATS cannot
+// answer it yet (jsapi.Transient): a replicated stream electing a leader
+// answers nobody, or "not leader", and a request sent to a node as it went
+// down is never answered. Each try is bounded by RequestTimeout; the tries
+// by ctx's deadline — a client's request, which would rather wait out an
+// election than fail — or, for a caller without one, by one RequestTimeout
+// in all (a subscription's read, which starts over on its own).
+func (l *Log) answered() jsapi.Policy {
+	return jsapi.Policy{PerTry: l.opts.RequestTimeout, Within: l.opts.RequestTimeout}
 }
 
 // fail wraps the error of operation op: the caller's cancelling as it is

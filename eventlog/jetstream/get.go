@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
@@ -26,13 +27,13 @@ type stored struct {
 // and a follower may be a little behind. A stream of one replica answers
 // current either way.
 func (l *Log) last(ctx context.Context, subj string, current bool) (m stored, ok bool, err error) {
-	err = l.untilAnswered(ctx, func(rctx context.Context) error {
+	_, err = jsapi.Retry(ctx, l.answered(), jsapi.Transient, func(rctx context.Context) (struct{}, error) {
 		if current && l.opts.Replicas > 1 {
 			m, ok, err = l.leaderGet(rctx, msgGetRequest{LastFor: subj})
 		} else {
 			m, ok, err = found(l.stream.GetLastMsgForSubject(rctx, subj))
 		}
-		return err
+		return struct{}{}, err
 	})
 	return m, ok, err
 }
@@ -40,13 +41,13 @@ func (l *Log) last(ctx context.Context, subj string, current bool) (m stored, ok
 // next returns the first message on subj (which may hold wildcards) at or
 // after seq, as last does.
 func (l *Log) next(ctx context.Context, subj string, seq uint64, current bool) (m stored, ok bool, err error) {
-	err = l.untilAnswered(ctx, func(rctx context.Context) error {
+	_, err = jsapi.Retry(ctx, l.answered(), jsapi.Transient, func(rctx context.Context) (struct{}, error) {
 		if current && l.opts.Replicas > 1 {
 			m, ok, err = l.leaderGet(rctx, msgGetRequest{Seq: seq, NextFor: subj})
 		} else {
 			m, ok, err = found(l.stream.GetMsg(rctx, seq, jetstream.WithGetMsgSubject(subj)))
 		}
-		return err
+		return struct{}{}, err
 	})
 	return m, ok, err
 }
@@ -72,24 +73,24 @@ func (l *Log) batch(ctx context.Context, seq uint64, subj string, n int) (out []
 	if subj != allSubjects(l.opts.Prefix) {
 		opts = append(opts, jetstreamext.GetBatchSubject(subj))
 	}
-	err = l.untilAnswered(ctx, func(rctx context.Context) error {
+	_, err = jsapi.Retry(ctx, l.answered(), jsapi.Transient, func(rctx context.Context) (struct{}, error) {
 		out = make([]stored, 0, min(n, 256))
 		msgs, err := jetstreamext.GetBatch(rctx, l.js, l.opts.Stream, n, opts...)
 		if err != nil {
-			return err
+			return struct{}{}, err
 		}
 		for m, err := range msgs {
 			if errors.Is(err, jetstreamext.ErrNoMessages) {
 				break
 			}
 			if err != nil {
-				return err
+				return struct{}{}, err
 			}
 			out = append(out, stored{seq: m.Sequence, data: m.Data, msgID: m.Header.Get(jetstream.MsgIDHeader)})
 		}
 		// The iterator ends quietly when the request's deadline passes:
 		// that is a timeout, not the end of the log.
-		return rctx.Err()
+		return struct{}{}, rctx.Err()
 	})
 	if err != nil {
 		return nil, err

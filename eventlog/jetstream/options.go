@@ -2,6 +2,8 @@ package jetstream
 
 import (
 	"fmt"
+
+	"github.com/berthhq/berth/internal/jsapi"
 	"strings"
 	"time"
 )
@@ -52,8 +54,8 @@ const (
 	// DefaultPrefix is the subject prefix used when Options leaves it empty.
 	DefaultPrefix = "berth.events"
 	// DefaultRequestTimeout is the RequestTimeout used when Options leaves
-	// it 0.
-	DefaultRequestTimeout = 5 * time.Second
+	// it 0: JetStream's request timeout (jsapi.RequestTimeout).
+	DefaultRequestTimeout = jsapi.RequestTimeout
 	// DefaultPublishAttempts is the PublishAttempts used when Options leaves
 	// it 0.
 	DefaultPublishAttempts = 3

@@ -49,7 +49,7 @@ func (l *Log) streamConfig() jetstream.StreamConfig {
 // it yet (jsapi.Retry), until ctx ends: a cluster still forming, or another
 // host creating the same stream at the same moment, is waited for.
 func (l *Log) ensureStream(ctx context.Context) (jetstream.Stream, error) {
-	s, err := jsapi.Retry(ctx, l.opts.RequestTimeout, func(rctx context.Context) (jetstream.Stream, error) {
+	s, err := jsapi.Retry(ctx, jsapi.Opening(l.opts.RequestTimeout), jsapi.Transient, func(rctx context.Context) (jetstream.Stream, error) {
 		s, err := l.js.Stream(rctx, l.opts.Stream)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			s, err = l.js.CreateStream(rctx, l.streamConfig())

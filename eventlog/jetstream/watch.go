@@ -16,7 +16,7 @@ import (
 // nats.go recreates an ordered consumer that a server restart or a lost
 // heartbeat broke, from the last sequence it delivered.
 func (l *Log) startWatch(ctx context.Context, head uint64) error {
-	cons, err := jsapi.Retry(ctx, l.opts.RequestTimeout, func(rctx context.Context) (jetstream.Consumer, error) {
+	cons, err := jsapi.Retry(ctx, jsapi.Opening(l.opts.RequestTimeout), jsapi.Transient, func(rctx context.Context) (jetstream.Consumer, error) {
 		return l.stream.OrderedConsumer(rctx, jetstream.OrderedConsumerConfig{
 			DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 			OptStartSeq:   head + 1,
@@ -44,10 +44,8 @@ func (l *Log) Head(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	defer l.leave()
-	var info *jetstream.StreamInfo
-	err := l.untilAnswered(ctx, func(rctx context.Context) (err error) {
-		info, err = l.stream.Info(rctx)
-		return err
+	info, err := jsapi.Retry(ctx, l.answered(), jsapi.Transient, func(rctx context.Context) (*jetstream.StreamInfo, error) {
+		return l.stream.Info(rctx)
 	})
 	if err != nil {
 		return 0, l.fail(ctx, "head", err)

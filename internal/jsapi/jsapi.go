@@ -8,6 +8,15 @@
 // again, each try bounded on its own, until the caller's context ends; the
 // next try then finds what the first one made.
 //
+// Retry is the one loop that asks NATS again, for every part of the host:
+// opening streams, publishing, reading, connecting, following a watch, an
+// operator call forwarded to another host. Each says how in a Policy (a
+// plain struct, zero fields meaning the defaults named here, as Temporal's
+// RetryPolicy) and which errors are worth another try; the timeouts and
+// pauses they use are named once, below. The one retry of another kind is
+// the JetStream ledger's back-off after an aborted transaction: contention
+// between hosts, not a NATS that cannot answer (ledger/jetstream's backOff).
+//
 // The event log, the ledger, the module store and the membership bucket all
 // open through it, so every part of a host started beside others on a fresh
 // cluster waits the same way, as long as the host's open deadline
@@ -24,9 +33,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// DefaultWait bounds Retry when the caller's context has no deadline.
-const DefaultWait = 30 * time.Second
 
 // Error codes of JetStream's API a cluster gives while it cannot answer
 // yet, which nats.go has no names for.
@@ -65,79 +71,15 @@ func Transient(err error) bool {
 	return false
 }
 
-// Pauses between tries: from firstPause, doubling up to maxPause.
-const (
-	firstPause = 50 * time.Millisecond
-	maxPause   = time.Second
-)
-
-// firstTry bounds Retry's first try: a create that NATS will never answer
-// (another host's identical one went first) costs a host that long, not
-// the whole perTry. Each later try has twice as long, up to perTry, so a
-// cluster slower than that to answer is still waited for.
-const firstTry = time.Second
-
-// Retry calls fn, each call with a context bounded by perTry (the first by
-// firstTry, each next twice as long up to perTry), until it
-// returns a result, an error that is not Transient, or ctx ends (then the
-// last error, with how long it was tried). Without a deadline on ctx it
-// tries for DefaultWait.
-func Retry[T any](ctx context.Context, perTry time.Duration, fn func(context.Context) (T, error)) (T, error) {
-	return retry(ctx, min(firstTry, perTry), perTry, fn)
-}
-
-// Ask is Retry for a request NATS answers at once when it can — a publish,
-// a get, an object store's put — so that every try has the whole perTry: a
-// short first try would only send such a request twice on a loaded machine.
-// It is how a write a client waits for is asked again through a leader
-// election within the client's deadline (ctx's); the last error of a ctx
-// that ended is still Transient, for the caller to answer "unavailable, try
-// again" rather than fail.
-func Ask[T any](ctx context.Context, perTry time.Duration, fn func(context.Context) (T, error)) (T, error) {
-	return retry(ctx, perTry, perTry, fn)
-}
-
-// retry is Retry and Ask: the first try bounded by first, each next twice
-// as long up to perTry.
-func retry[T any](ctx context.Context, first, perTry time.Duration, fn func(context.Context) (T, error)) (T, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultWait)
-		defer cancel()
-	}
-	start := time.Now()
-	pause, try := firstPause, first
-	for {
-		tctx, cancel := context.WithTimeout(ctx, try)
-		try = min(2*try, perTry)
-		v, err := fn(tctx)
-		cancel()
-		if !Transient(err) {
-			return v, err
-		}
-		if ctx.Err() != nil {
-			return v, fmt.Errorf("%w (tried for %v)", err, time.Since(start).Round(time.Millisecond))
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, fmt.Errorf("%w (tried for %v)", err, time.Since(start).Round(time.Millisecond))
-		case <-t.C:
-		}
-		pause = min(2*pause, maxPause)
-	}
-}
-
 // AwaitLeader returns once the stream named stream has a leader (at once
 // for a stream of one replica): a replicated stream just created, or one
 // whose leader's server is gone, answers no publish until then, and a part
 // that opened before would hand its first writes "no responders". A stream
 // not found is waited for too: the caller has just made or found it, and a
 // server that has not applied its creation yet says so for a moment. It is
-// bounded as Retry is.
+// bounded as Opening says.
 func AwaitLeader(ctx context.Context, js jetstream.JetStream, stream string, perTry time.Duration) error {
-	_, err := Retry(ctx, perTry, func(ctx context.Context) (struct{}, error) {
+	_, err := Retry(ctx, Opening(perTry), Transient, func(ctx context.Context) (struct{}, error) {
 		s, err := js.Stream(ctx, stream)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			// The caller has just made or found it: a server that has not
@@ -159,12 +101,12 @@ func AwaitLeader(ctx context.Context, js jetstream.JetStream, stream string, per
 	return err
 }
 
-// Ensure creates or opens a JetStream asset with open, asked again as Retry
-// does, then waits for its stream to have a leader (AwaitLeader): a bucket
+// Ensure creates or opens a JetStream asset with open, asked again as
+// Opening says, then waits for its stream to have a leader (AwaitLeader): a bucket
 // or object store whose first write would find none to answer it. stream is
 // the asset's stream: "KV_<bucket>", "OBJ_<bucket>", or a stream's name.
 func Ensure[T any](ctx context.Context, js jetstream.JetStream, stream string, perTry time.Duration, open func(context.Context) (T, error)) (T, error) {
-	v, err := Retry(ctx, perTry, open)
+	v, err := Retry(ctx, Opening(perTry), Transient, open)
 	if err != nil {
 		return v, err
 	}

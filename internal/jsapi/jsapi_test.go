@@ -57,7 +57,7 @@ func TestTransient(t *testing.T) {
 func TestRetryAsksAgainWhileTransient(t *testing.T) {
 	t.Run("answered at the third try", func(t *testing.T) {
 		var bounds []time.Duration
-		v, err := Retry(t.Context(), 5*time.Second, func(ctx context.Context) (int, error) {
+		v, err := Retry(t.Context(), Opening(5*time.Second), Transient, func(ctx context.Context) (int, error) {
 			d, _ := ctx.Deadline()
 			bounds = append(bounds, time.Until(d).Round(100*time.Millisecond))
 			if len(bounds) < 3 {
@@ -77,7 +77,7 @@ func TestRetryAsksAgainWhileTransient(t *testing.T) {
 	})
 	t.Run("refusal", func(t *testing.T) {
 		tries := 0
-		_, err := Retry(t.Context(), time.Second, func(context.Context) (int, error) {
+		_, err := Retry(t.Context(), Opening(time.Second), Transient, func(context.Context) (int, error) {
 			tries++
 			return 0, jetstream.ErrStreamNameAlreadyInUse
 		})
@@ -88,7 +88,7 @@ func TestRetryAsksAgainWhileTransient(t *testing.T) {
 	t.Run("caller's deadline", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		defer cancel()
-		_, err := Retry(ctx, time.Second, func(context.Context) (int, error) { return 0, nats.ErrNoResponders })
+		_, err := Retry(ctx, Opening(time.Second), Transient, func(context.Context) (int, error) { return 0, nats.ErrNoResponders })
 		if !errors.Is(err, nats.ErrNoResponders) || !strings.Contains(err.Error(), "tried for") {
 			t.Fatalf("Retry past the deadline: %v; want no responders, tried for …", err)
 		}
@@ -156,5 +156,43 @@ func TestAwaitLeaderWaitsForAStreamBeingCreated(t *testing.T) {
 	defer cancel()
 	if err := AwaitLeader(ctx, js, "NEVER", time.Second); !errors.Is(err, jetstream.ErrNoStreamResponse) || !strings.Contains(err.Error(), "NEVER") {
 		t.Fatalf("AwaitLeader of a stream never made: %v", err)
+	}
+}
+
+// TestRetryFollowsItsPolicy: the pauses grow from FirstPause to MaxPause,
+// on the Policy's Sleep; Attempts ends the tries with a GaveUp holding the
+// last error; retryable decides what is tried again, not Transient, and
+// an error op marks Permanent is returned at once.
+func TestRetryFollowsItsPolicy(t *testing.T) {
+	var pauses []time.Duration
+	p := Policy{FirstPause: 10 * time.Millisecond, MaxPause: 30 * time.Millisecond, Attempts: 4,
+		Sleep: func(_ context.Context, d time.Duration) bool { pauses = append(pauses, d); return true }}
+	errAgain := errors.New("again")
+	tries := 0
+	_, err := Retry(t.Context(), p, func(err error) bool { return errors.Is(err, errAgain) }, func(context.Context) (int, error) {
+		tries++
+		return 0, errAgain
+	})
+	var gaveUp *GaveUp
+	if !errors.As(err, &gaveUp) || !errors.Is(err, errAgain) || gaveUp.Tries != 4 || tries != 4 {
+		t.Fatalf("after %d tries: %v; want 4 tries and a GaveUp with the last error", tries, err)
+	}
+	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond}
+	if fmt.Sprint(pauses) != fmt.Sprint(want) {
+		t.Fatalf("paused %v, want %v", pauses, want)
+	}
+	_, err = Retry(t.Context(), p, func(err error) bool { return errors.Is(err, errAgain) }, func(context.Context) (int, error) {
+		return 0, nats.ErrNoResponders
+	})
+	if !errors.Is(err, nats.ErrNoResponders) || errors.As(err, &gaveUp) {
+		t.Fatalf("an error the policy does not retry: %v; want it as it is", err)
+	}
+	tries = 0
+	_, err = Retry(t.Context(), p, Always, func(context.Context) (int, error) {
+		tries++
+		return 0, Permanent(errAgain)
+	})
+	if err != errAgain || tries != 1 {
+		t.Fatalf("a Permanent error after %d tries: %v; want one try and the error unmarked", tries, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -60,8 +61,8 @@ func (s *Store) follow(ctx context.Context) {
 // newConsumer creates an ephemeral consumer that delivers the stream from
 // the sequence after the last applied, trying again until ctx ends.
 func (s *Store) newConsumer(ctx context.Context) (jetstream.Consumer, error) {
-	for {
-		cfg := jetstream.ConsumerConfig{
+	cons, err := jsapi.Retry(ctx, asking(consumerCreateTimeout), jsapi.Always, func(actx context.Context) (jetstream.Consumer, error) {
+		cons, err := s.stream.CreateConsumer(actx, jetstream.ConsumerConfig{
 			Description:       "a Berth host's ledger cache",
 			DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 			OptStartSeq:       s.appliedSeq() + 1,
@@ -69,21 +70,16 @@ func (s *Store) newConsumer(ctx context.Context) (jetstream.Consumer, error) {
 			MemoryStorage:     true,
 			Replicas:          1,
 			InactiveThreshold: consumerInactive,
+		})
+		if err != nil && ctx.Err() == nil {
+			s.opts.Logger.Debug("ledger: creating the stream consumer", "err", err.Error())
 		}
-		actx, cancel := context.WithTimeout(ctx, consumerCreateTimeout)
-		cons, err := s.stream.CreateConsumer(actx, cfg)
-		cancel()
-		if err == nil {
-			return cons, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		s.opts.Logger.Debug("ledger: creating the stream consumer", "err", err.Error())
-		if err := pause(ctx); err != nil {
-			return nil, err
-		}
+		return cons, err
+	})
+	if err != nil {
+		return nil, ctx.Err()
 	}
+	return cons, nil
 }
 
 // errConsumerGap means the consumer skipped a delivery (it was reset on
@@ -135,29 +131,37 @@ func (s *Store) fillTo(ctx context.Context, seq uint64) error {
 		if next > seq {
 			return nil
 		}
-		if err := s.errBroken(); err != nil {
-			return err
-		}
-		actx, cancel := context.WithTimeout(ctx, fillTimeout)
-		raw, err := s.stream.GetMsg(actx, next)
-		cancel()
+		raw, err := jsapi.Retry(ctx, asking(fillTimeout), jsapi.Always, func(actx context.Context) (*jetstream.RawStreamMsg, error) {
+			if err := s.errBroken(); err != nil {
+				return nil, jsapi.Permanent(err)
+			}
+			if s.appliedSeq() >= next {
+				return nil, nil // the consumer delivered it meanwhile
+			}
+			raw, err := s.stream.GetMsg(actx, next)
+			if errors.Is(err, jetstream.ErrMsgNotFound) && s.purgedPast(ctx, next) {
+				return nil, jsapi.Permanent(errPurgedPast)
+			}
+			return raw, err
+		})
 		switch {
-		case err == nil:
-			// It is the next one: no gap.
-			_ = s.handle(raw.Sequence, raw.Header.Get(jetstream.MsgIDHeader), raw.Data)
-		case errors.Is(err, jetstream.ErrMsgNotFound) && s.purgedPast(ctx, next):
+		case errors.Is(err, errPurgedPast):
 			// Purged past the cache: the consumer meets the gap too, and
 			// follow restores the cache from the snapshot.
 			return s.waitApplied(ctx, seq)
-		case ctx.Err() != nil:
+		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
-		default:
-			if err := pause(ctx); err != nil {
-				return err
-			}
+		case err != nil:
+			return err // broken
+		case raw != nil:
+			// It is the next one: no gap.
+			_ = s.handle(raw.Sequence, raw.Header.Get(jetstream.MsgIDHeader), raw.Data)
 		}
 	}
 }
+
+// errPurgedPast is fillTo's: the stream starts after the message wanted.
+var errPurgedPast = errors.New("ledger/jetstream: the stream was purged past the cache")
 
 // purgedPast reports whether the stream now starts after seq. A leader
 // just elected may answer that a message it has not applied yet is not

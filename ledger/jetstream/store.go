@@ -156,12 +156,12 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 }
 
 // request makes a request to JetStream's API, each try bounded by
-// requestTimeout, asking again while the cluster cannot answer it yet (a
+// jsapi.RequestTimeout, asking again while the cluster cannot answer it yet (a
 // stream just created or electing a leader, too few peers for the
 // replicas, no server answering while a node goes down under the client),
 // until ctx ends (jsapi.Retry).
 func request[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
-	return jsapi.Retry(ctx, requestTimeout, fn)
+	return jsapi.Retry(ctx, jsapi.Opening(jsapi.RequestTimeout), jsapi.Transient, fn)
 }
 
 // start follows the stream from the first sequence the cache lacks.
@@ -250,7 +250,7 @@ func (s *Store) catchUp(ctx context.Context) error {
 	// Each ask waits publishTimeout, as a publish does: one sent to a node
 	// as it went down, or to a stream still settling its leader, goes
 	// unanswered, and the next one is answered.
-	info, err := jsapi.Retry(ctx, publishTimeout, func(ctx context.Context) (*jetstream.StreamInfo, error) { return s.stream.Info(ctx) })
+	info, err := jsapi.Retry(ctx, jsapi.Opening(publishTimeout), jsapi.Transient, func(ctx context.Context) (*jetstream.StreamInfo, error) { return s.stream.Info(ctx) })
 	if err != nil {
 		return fmt.Errorf("ledger/jetstream: the last sequence of %s: %w", s.opts.Stream, err)
 	}
@@ -282,24 +282,17 @@ func (s *Store) timeout(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, s.opts.Timeout)
 }
 
-// requestTimeout bounds one request to JetStream's API that Open repeats
-// until its context ends.
-const requestTimeout = 5 * time.Second
-
-// retryPause is how long a publish or the stream's creation waits before
-// it tries again (while the stream elects a leader, say).
-const retryPause = 50 * time.Millisecond
-
-// pause waits retryPause, or until ctx ends (then its cause).
-func pause(ctx context.Context) error {
-	t := time.NewTimer(retryPause)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
+// asking is how the store asks NATS again while it cannot answer — a
+// publish, creating its consumer, reading a message the consumer has not
+// delivered: each try bounded by perTry, a pause of jsapi.FirstPause after
+// each (an Update waiting out a leader election goes on as soon as it is
+// over), until ctx ends — an Update's deadline (the caller's, at most the
+// Options' Timeout), or Close for the consumer. It is not how an aborted
+// transaction runs again: that is contention between hosts (backOff).
+func asking(perTry time.Duration) jsapi.Policy {
+	p := jsapi.Every(jsapi.FirstPause)
+	p.PerTry = perTry
+	return p
 }
 
 // newID returns a transaction's message id.

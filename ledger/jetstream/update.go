@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/internal/kvtx"
 	"github.com/nats-io/nats.go"
@@ -158,30 +159,35 @@ func (s *Store) commit(ctx context.Context, data []byte) (bool, error) {
 // publishTimeout bounds one attempt to publish a transaction.
 const publishTimeout = 2 * time.Second
 
-// publish puts the message on the stream, trying again with the same id
-// (which the stream deduplicates) until it is acknowledged or ctx ends.
+// publish puts the message on the stream, asking again with the same id
+// (which the stream deduplicates) until it is acknowledged or ctx ends, as
+// the event log's append does: ctx is the Update's, the caller's deadline
+// (a REST write's server.write-timeout) or the Options' Timeout, whichever
+// comes first. Every error but a message too big is asked again.
 func (s *Store) publish(ctx context.Context, id string, data []byte) (*jetstream.PubAck, error) {
-	for {
+	// One try waits publishTimeout for its acknowledgement: one sent to a
+	// node as it went down is never answered.
+	ack, err := jsapi.Retry(ctx, asking(publishTimeout), jsapi.Always, func(actx context.Context) (*jetstream.PubAck, error) {
 		msg := &nats.Msg{Subject: s.opts.Subject, Data: data, Header: nats.Header{}}
-		// One attempt waits publishTimeout for its acknowledgement: one
-		// sent to a node as it went down is never answered.
-		actx, cancel := context.WithTimeout(ctx, publishTimeout)
 		ack, err := s.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(s.opts.Stream))
-		cancel()
-		switch {
-		case err == nil:
-			return ack, nil
-		case errors.Is(err, nats.ErrMaxPayload):
-			return nil, fmt.Errorf("%w: %w", ledger.ErrTooBig, err)
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return nil, jsapi.Permanent(fmt.Errorf("%w: %w", ledger.ErrTooBig, err))
 		}
-		if cerr := pause(ctx); cerr != nil {
-			return nil, fmt.Errorf("ledger/jetstream: publishing to %s: %w (%w)", s.opts.Subject, err, cerr)
-		}
+		return ack, err
+	})
+	var gaveUp *jsapi.GaveUp
+	if errors.As(err, &gaveUp) {
+		return nil, fmt.Errorf("ledger/jetstream: publishing to %s: %w (%w)", s.opts.Subject, gaveUp.Err, context.Cause(ctx))
 	}
+	return ack, err
 }
 
 // Back-off after an aborted attempt: a random pause up to abortPause
-// doubled per abort of the same Update, at most maxAbortPause.
+// doubled per abort of the same Update, at most maxAbortPause. It is a
+// concept of its own, not a NATS that cannot answer (jsapi.Retry, asking):
+// the stream took the transaction, and another host's commit won the race
+// for what it read; the pause, random and growing, parts hosts that keep
+// meeting on one key.
 const (
 	abortPause    = time.Millisecond
 	maxAbortPause = 50 * time.Millisecond

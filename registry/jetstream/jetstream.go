@@ -41,18 +41,27 @@ type Options struct {
 	Bucket string
 	// Replicas of the bucket: 1 or 3 (default 1).
 	Replicas int
-	// Timeout bounds each request of opening the bucket (default 10s); a
-	// request the cluster cannot answer yet (one forming, or another host
-	// creating the same bucket) is tried again until Open's context ends
-	// (for 30s without a deadline).
+	// Timeout bounds each request of opening the bucket (default
+	// DefaultTimeout); a request the cluster cannot answer yet (one
+	// forming, or another host creating the same bucket) is tried again
+	// until Open's context ends (for jsapi.DefaultWait without a deadline).
 	Timeout time.Duration
 }
 
-// Store is the module store in a JetStream object store.
+// DefaultTimeout is Options.Timeout when left 0 (the host passes
+// store.jetstream.connect-timeout instead).
+const DefaultTimeout = 10 * time.Second
+
+// Store is the module store in a JetStream object store. Each of its
+// requests is asked again while NATS cannot answer it (jsapi.Ask: a leader
+// election, a loaded server — TestUploadsOnTwoHostsAtOnce once answered an
+// upload "nats: timeout") within ctx, a REST write's deadline, each try
+// bounded by Options.Timeout. Every request asked that way is safe to send
+// twice: a put of the same object replaces it, a get reads.
 type Store struct {
 	obj    jetstream.ObjectStore
 	claims jetstream.KeyValue // version numbers taken, "<name>.<version>"
-	// timeout bounds each try of a list (Options.Timeout).
+	// timeout bounds each try of a request (Options.Timeout).
 	timeout time.Duration
 
 	// recent are this Store's last writes, which its lists wait (briefly)
@@ -115,7 +124,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		opts.Replicas = 1
 	}
 	if opts.Timeout == 0 {
-		opts.Timeout = 10 * time.Second
+		opts.Timeout = DefaultTimeout
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -177,14 +186,14 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 	if err := s.claim(ctx, m.Name, m.Version); err != nil {
 		return err
 	}
-	if _, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	if _, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 		return s.obj.Put(ctx, jetstream.ObjectMeta{Name: versionName(m.Name, m.Version),
 			Metadata: map[string]string{metaKey: string(meta)}}, bytes.NewReader(wasm))
 	}); err != nil {
 		return fmt.Errorf("modules: store %s v%d: %w", m.Name, m.Version, err)
 	}
 	s.wrote(versionName(m.Name, m.Version), false)
-	if _, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	if _, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 		return s.obj.PutBytes(ctx, currentName(m.Name), meta)
 	}); err != nil {
 		return fmt.Errorf("modules: make %s v%d current: %w", m.Name, m.Version, err)
@@ -211,20 +220,11 @@ func (s *Store) Store(ctx context.Context, m registry.StoredModule, wasm []byte,
 	return nil
 }
 
-// ask makes one request of the object store, asked again while NATS
-// cannot answer it (a leader election, a loaded server: TestUploadsOnTwoHostsAtOnce
-// once answered an upload "nats: timeout") within ctx — a REST write's
-// deadline — each try bounded by the Store's timeout. Every request asked
-// this way is safe to send twice: a put of the same object replaces it, a
-// get reads.
-func ask[T any](ctx context.Context, s *Store, fn func(context.Context) (T, error)) (T, error) {
-	return jsapi.Ask(ctx, s.timeout, fn)
-}
-
-// delete removes the object name, asked again as ask does; one already
-// gone (an earlier try's, or another host's) is not an error.
+// delete removes the object name, asked again as the Store's requests are
+// (jsapi.Ask); one already gone (an earlier try's, or another host's) is
+// not an error.
 func (s *Store) delete(ctx context.Context, name string) error {
-	_, err := ask(ctx, s, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.obj.Delete(ctx, name) })
+	_, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.obj.Delete(ctx, name) })
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil
 	}
@@ -240,24 +240,27 @@ func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInf
 	// A list that does not show this Store's own last writes yet is read
 	// again, for up to a second; another host's later write of the same
 	// object would keep it from ever showing, so it is not waited out.
-	var all []*jetstream.ObjectInfo
-	var err error
-	for try := 0; ; try++ {
-		all, err = jsapi.Retry(ctx, s.timeout, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
-			all, err := s.obj.List(ctx)
-			if errors.Is(err, jetstream.ErrNoObjectsFound) {
-				return nil, nil
+	p := jsapi.Every(listShowPause)
+	p.Attempts = listShowTries
+	all, err := jsapi.Retry(ctx, p, func(err error) bool { return errors.Is(err, errNotShown) },
+		func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+			all, err := jsapi.Retry(ctx, jsapi.Opening(s.timeout), jsapi.Transient, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+				all, err := s.obj.List(ctx)
+				if errors.Is(err, jetstream.ErrNoObjectsFound) {
+					return nil, nil
+				}
+				return all, err
+			})
+			if err == nil && !s.shows(prefix, all) {
+				return all, errNotShown
 			}
 			return all, err
 		})
-		if err != nil || try == 50 || s.shows(prefix, all) {
-			break
+	if gaveUp := (*jsapi.GaveUp)(nil); errors.Is(err, errNotShown) && errors.As(err, &gaveUp) {
+		if gaveUp.Tries < listShowTries {
+			return nil, ctx.Err() // ctx ended while it waited
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+		err = nil // not shown yet after all the tries: the list as it is
 	}
 	if err != nil {
 		return nil, fmt.Errorf("modules: list: %w", err)
@@ -271,8 +274,18 @@ func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInf
 	return out, nil
 }
 
+// A list that does not show this Store's own last writes is read again
+// listShowTries times at most, listShowPause apart (about a second in all).
+const (
+	listShowTries = 51
+	listShowPause = 20 * time.Millisecond
+)
+
+// errNotShown is a list that does not show this Store's last writes yet.
+var errNotShown = errors.New("modules: the list does not show this host's last writes yet")
+
 func (s *Store) currentOf(ctx context.Context, name string) (registry.StoredModule, bool, error) {
-	b, err := ask(ctx, s, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, currentName(name)) })
+	b, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, currentName(name)) })
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return registry.StoredModule{}, false, nil
 	}
@@ -314,7 +327,7 @@ func (s *Store) Current(ctx context.Context) ([]registry.StoredModule, [][]byte,
 
 // Load returns a kept version and its bytes.
 func (s *Store) Load(ctx context.Context, name string, version int) (registry.StoredModule, []byte, error) {
-	info, err := ask(ctx, s, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	info, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
 		return s.obj.GetInfo(ctx, versionName(name, version))
 	})
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -327,7 +340,7 @@ func (s *Store) Load(ctx context.Context, name string, version int) (registry.St
 	if err != nil {
 		return registry.StoredModule{}, nil, err
 	}
-	wasm, err := ask(ctx, s, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, info.Name) })
+	wasm, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, info.Name) })
 	if err != nil {
 		return registry.StoredModule{}, nil, fmt.Errorf("modules: %s v%d: %w", name, version, err)
 	}
