@@ -14,6 +14,7 @@ package assembly
 
 import (
 	"context"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -39,8 +40,8 @@ type Options struct {
 	// Logger receives the log of every part (default: discarded).
 	Logger *slog.Logger
 	// Clock is the engine's source of time for every wait of the failure model (default: real time);
-	// tests drive a subscription.FakeClock.
-	Clock subscription.Clock
+	// tests drive a clock.Fake.
+	Clock clock.Clock
 	// Jitter returns a number in [0, 1) for the engine's backpressure jitter (default: random); tests
 	// return 0 for waits they can predict.
 	Jitter func() float64

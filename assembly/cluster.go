@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/buildinfo"
 	"github.com/berthhq/berth/ledger"
 	jsledger "github.com/berthhq/berth/ledger/jetstream"
-	"github.com/berthhq/berth/subscription"
 )
 
 // Cluster mode is on exactly when store.backend is "jetstream": every host
@@ -73,7 +73,7 @@ func hostID(cfg *config.Config) (string, error) {
 // From then on the subscriptions the registry adds are shared out too
 // (syncSubscriptions). The duties start later (standForDuties), once the
 // jobs runner and the webhook dispatcher are made.
-func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock subscription.Clock) error {
+func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock clock.Clock) error {
 	id, err := hostID(cfg)
 	if err != nil {
 		return &OpenError{Part: "cluster", Err: err}
@@ -100,7 +100,7 @@ func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock subscr
 // the ledger refuses this host's writes for it and it acts no more. The
 // retention sweep needs none: it only removes what is past keeping, and
 // removing it twice removes nothing more.
-func (h *Host) standForDuties(ctx context.Context, clock subscription.Clock) error {
+func (h *Host) standForDuties(ctx context.Context, clock clock.Clock) error {
 	for _, d := range []struct {
 		name string
 		work cluster.DutyFunc

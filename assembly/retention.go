@@ -2,10 +2,10 @@ package assembly
 
 import (
 	"context"
+	"github.com/berthhq/berth/internal/clock"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/subscription"
 )
 
 // sweepEvery is how often the retention sweep runs (and once at start).
@@ -19,7 +19,7 @@ const sweepBatch = 1000
 // older than store.audit-retention.
 // In a cluster the sweep is a duty (cluster.go): one host sweeps the shared
 // ledger, from when it takes the duty.
-func (h *Host) startRetention(clock subscription.Clock) {
+func (h *Host) startRetention(clock clock.Clock) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stopRetention = cancel
 	h.retentionWG.Go(func() { h.retain(ctx, clock) })
@@ -27,16 +27,16 @@ func (h *Host) startRetention(clock subscription.Clock) {
 
 // retain sweeps at once and then hourly on clock (nil: real time) until ctx
 // ends.
-func (h *Host) retain(ctx context.Context, clock subscription.Clock) {
-	if clock == nil {
-		clock = subscription.RealClock()
+func (h *Host) retain(ctx context.Context, clk clock.Clock) {
+	if clk == nil {
+		clk = clock.Real()
 	}
-	// AfterFunc, not NewTimer: a FakeClock counts NewTimer timers as the
+	// AfterFunc, not NewTimer: a clock.Fake counts NewTimer timers as the
 	// engine's waiters, and this is none of the engine's.
 	tick := make(chan struct{}, 1)
 	for {
-		h.sweep(ctx, clock.Now())
-		t := clock.AfterFunc(sweepEvery, func() {
+		h.sweep(ctx, clk.Now())
+		t := clk.AfterFunc(sweepEvery, func() {
 			select {
 			case tick <- struct{}{}:
 			default:

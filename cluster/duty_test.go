@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,6 @@ import (
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/subscription"
 )
 
 // dutyLog records when each host's work of a duty ran.
@@ -203,7 +203,7 @@ func TestDutyTakeoverAfterAbandon(t *testing.T) {
 // own clock, and not a moment longer.
 func TestDutyGiveUpAtDeadline(t *testing.T) {
 	n := natstest.RunServer(t)
-	clock := subscription.NewFakeClock(start)
+	clock := clock.NewFake(start)
 	var log dutyLog
 	h := startHost(t, n.URL(), "solo", openLedger(t), Options{LeaseTTL: 10 * time.Second, Clock: clock})
 	d, err := h.c.Duty(t.Context(), "jobs", log.work("solo", clock.Now))

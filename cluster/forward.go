@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"sync"
 	"time"
@@ -30,7 +31,7 @@ type ForwarderOptions struct {
 	Tries int
 	// Clock paces the retries and ends holds nobody lifted. Default the
 	// Cluster's.
-	Clock subscription.Clock
+	Clock clock.Clock
 	// Logger default: the Cluster's.
 	Logger *slog.Logger
 }
@@ -55,8 +56,8 @@ type Forwarder struct {
 	wg     sync.WaitGroup // calls being answered
 
 	mu      sync.Mutex
-	holds   map[holdKey]subscription.Timer // other hosts' resets holding this one
-	closing bool                           // Close began: calls are answered ErrClosed
+	holds   map[holdKey]clock.Timer // other hosts' resets holding this one
+	closing bool                    // Close began: calls are answered ErrClosed
 }
 
 var _ subscription.Operator = (*Forwarder)(nil)
@@ -85,7 +86,7 @@ func NewForwarder(eng *subscription.Engine, c *Cluster, nc *nats.Conn, opts Forw
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Forwarder{eng: eng, c: c, nc: nc, opts: opts, subj: opts.Deployment + opsSuffix + ".",
-		ctx: ctx, cancel: cancel, holds: map[holdKey]subscription.Timer{}}
+		ctx: ctx, cancel: cancel, holds: map[holdKey]clock.Timer{}}
 	if err := f.serve(); err != nil {
 		cancel()
 		return nil, err

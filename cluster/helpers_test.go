@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/berthhq/berth/internal/clock"
 	"maps"
 	"slices"
 	"sync"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go"
 )
 
@@ -173,11 +173,11 @@ func connect(t *testing.T, urls string) *nats.Conn {
 func startHost(t *testing.T, urls, id string, st ledger.Store, opts Options) *host {
 	t.Helper()
 	nc := connect(t, urls)
-	clock := opts.Clock
-	if clock == nil {
-		clock = subscription.RealClock()
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.Real()
 	}
-	eng := newFakeEngine(clock.Now)
+	eng := newFakeEngine(clk.Now)
 	opts.Host, opts.Ledger, opts.Engine, opts.Address = id, st, eng, "http://"+id+":8080"
 	c, err := Open(t.Context(), nc, opts)
 	if err != nil {

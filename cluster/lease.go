@@ -5,10 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"time"
 
-	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -32,7 +32,7 @@ type lease struct {
 	key   string
 	ttl   time.Duration
 	gap   time.Duration // how long before the server's expiry a term ends
-	clock subscription.Clock
+	clock clock.Clock
 	stats *counters
 	renew time.Duration
 	retry time.Duration
@@ -49,7 +49,7 @@ type lease struct {
 	info     memberInfo
 	term     context.Context // nil: no term
 	end      context.CancelFunc
-	deadline subscription.Timer
+	deadline clock.Timer
 	renewed  time.Time // clock time of the last confirmed write
 }
 

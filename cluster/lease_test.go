@@ -3,13 +3,13 @@ package cluster
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -18,10 +18,10 @@ var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // aloneOnFakeClock starts one host on a fake clock with a 10 s lease (the
 // server's own TTL never passes in these tests) and waits until it owns all
 // 16 partitions of "orders".
-func aloneOnFakeClock(t *testing.T) (*natstest.Node, *subscription.FakeClock, *recordingStore, *host) {
+func aloneOnFakeClock(t *testing.T) (*natstest.Node, *clock.Fake, *recordingStore, *host) {
 	t.Helper()
 	n := natstest.RunServer(t)
-	clock := subscription.NewFakeClock(start)
+	clock := clock.NewFake(start)
 	st := openLedger(t)
 	h := startHost(t, n.URL(), "solo", st, Options{Subscriptions: []string{"orders"}, LeaseTTL: 10 * time.Second, Clock: clock})
 	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "the host owning all 16 partitions", func() bool {
@@ -131,7 +131,7 @@ func bucket(t *testing.T, url string) jetstream.KeyValue {
 // TTL (a killed previous run's key would expire by then) and is refused.
 func TestOpenDuplicateHost(t *testing.T) {
 	n, _, st, _ := aloneOnFakeClock(t)
-	clock := subscription.NewFakeClock(start)
+	clock := clock.NewFake(start)
 	var err error
 	opened, done := context.WithCancel(t.Context())
 	nc := connect(t, n.URL())

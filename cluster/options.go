@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"regexp"
 	"time"
@@ -79,8 +80,8 @@ type Options struct {
 	// LeaseTTL). Default 30 s.
 	OpenTimeout time.Duration
 	// Clock is the source of time of the lease (renewals, the give-up
-	// deadline, lease ages). Default subscription.RealClock().
-	Clock subscription.Clock
+	// deadline, lease ages). Default clock.Real().
+	Clock clock.Clock
 	// Logger receives the cluster's log. Default: discarded.
 	Logger *slog.Logger
 }
@@ -112,7 +113,7 @@ func (o *Options) defaults() error {
 		o.OpenTimeout = jsapi.DefaultWait
 	}
 	if o.Clock == nil {
-		o.Clock = subscription.RealClock()
+		o.Clock = clock.Real()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -152,7 +153,7 @@ func (o *Options) retryEvery() time.Duration { return max(o.LeaseTTL/20, jsapi.F
 // retrying is the policy of the cluster's loops that ask NATS again (the
 // membership bucket, the ledger on JetStream, a forwarded call): a pause
 // of retryEvery on clock between tries, until the context ends.
-func retrying(o *Options, clock subscription.Clock) jsapi.Policy {
+func retrying(o *Options, clock clock.Clock) jsapi.Policy {
 	p := jsapi.Every(o.retryEvery())
 	p.Sleep = func(ctx context.Context, d time.Duration) bool {
 		t := clock.NewTimer(d)

@@ -21,13 +21,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/subscription"
 )
 
 // Errors of the runner.
@@ -54,7 +54,7 @@ type Options struct {
 	Ledger ledger.Store
 	Engine Engine
 	// Clock paces jobs (default: real time).
-	Clock subscription.Clock
+	Clock clock.Clock
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// ItemTimeout bounds one resume or skip (a long-horizon retry in flight
@@ -109,7 +109,7 @@ const pageSize = 100
 // Open starts a runner and goes on with every job left running.
 func Open(ctx context.Context, opts Options) (*Runner, error) {
 	if opts.Clock == nil {
-		opts.Clock = subscription.RealClock()
+		opts.Clock = clock.Real()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func (e *engine) called() []string {
 type env struct {
 	t     *testing.T
 	store ledger.Store
-	clock *subscription.FakeClock
+	clock *clock.Fake
 	eng   *engine
 }
 
@@ -99,7 +100,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close(context.Background()) })
-	return &env{t: t, store: store, clock: subscription.NewFakeClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)),
+	return &env{t: t, store: store, clock: clock.NewFake(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)),
 		eng: &engine{store: store, subs: []string{"A.h", "B.h"}, busy: map[string]bool{}, gone: map[string]bool{}}}
 }
 

@@ -65,7 +65,7 @@ func (r *Runner) scan(ctx context.Context, served *serving) error {
 }
 
 // after returns a channel closed d from now on the runner's clock, and a
-// stop. An AfterFunc, not a NewTimer: a FakeClock counts NewTimer timers as
+// stop. An AfterFunc, not a NewTimer: a clock.Fake counts NewTimer timers as
 // waiters, which tests count to know a job is pacing.
 func (r *Runner) after(d time.Duration) (<-chan struct{}, func() bool) {
 	ch := make(chan struct{})

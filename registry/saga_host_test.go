@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"github.com/berthhq/berth/internal/clock"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,7 +113,7 @@ initial-backoff = "1ms"
 max-backoff = "2ms"
 `
 
-func newSagaHost(t *testing.T, wasm []byte, cacheDir, toml string, clock subscription.Clock) *sagaHost {
+func newSagaHost(t *testing.T, wasm []byte, cacheDir, toml string, clock clock.Clock) *sagaHost {
 	t.Helper()
 	ctx := context.Background()
 	h := &sagaHost{log: &syncbuf.Buffer{}}
@@ -171,7 +172,7 @@ func (h *sagaHost) parked(t *testing.T, order string) *ledger.Record {
 
 // awaitBackoff waits for the gateway's first ReserveStock request and then
 // for the engine to wait on clock before its next attempt.
-func awaitBackoff(t *testing.T, g *fakeGateway, clock *subscription.FakeClock) {
+func awaitBackoff(t *testing.T, g *fakeGateway, clock *clock.Fake) {
 	t.Helper()
 	sagaEventually(t, "the first request", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -354,7 +355,7 @@ timeout = "200ms"
 			}
 			return 200, nil, ""
 		})
-		clock := subscription.NewFakeClock(time.Now())
+		clock := clock.NewFake(time.Now())
 		h := newSagaHost(t, wasm, cache, gateways(g), clock)
 		h.place(t, "o-1", order)
 		awaitBackoff(t, g, clock)
@@ -383,7 +384,7 @@ timeout = "200ms"
 			}
 			return 200, nil, ""
 		})
-		clock := subscription.NewFakeClock(time.Now())
+		clock := clock.NewFake(time.Now())
 		h := newSagaHost(t, wasm, cache, gateways(g), clock)
 		h.place(t, "o-1", order)
 		awaitBackoff(t, g, clock)

@@ -3,8 +3,8 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"github.com/berthhq/berth/internal/clock"
 	goruntime "runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,30 +125,12 @@ func TestGrownInstanceIsRecycled(t *testing.T) {
 	}
 }
 
-// fakeNow is a clock for the idle release that moves only when told.
-type fakeNow struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeNow) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeNow) advance(d time.Duration) {
-	f.mu.Lock()
-	f.t = f.t.Add(d)
-	f.mu.Unlock()
-}
-
 // TestIdleInstancesReleasedByTheClock drives the idle release with the
 // sandbox's clock: each instance is closed once it has been idle for
 // longer than IdleTimeout since its own last call, and not before.
 func TestIdleInstancesReleasedByTheClock(t *testing.T) {
-	clk := &fakeNow{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := newSandbox(t, Config{IdleTimeout: time.Minute, Clock: clk.Now})
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := newSandbox(t, Config{IdleTimeout: time.Minute, Clock: clk})
 	m := load(t, s, "samples/misbehaving", ModuleConfig{})
 	ctx := context.Background()
 	// Two instances: a, last used at 0s, and b, last used at 30s.
@@ -161,7 +143,7 @@ func TestIdleInstancesReleasedByTheClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.pool.put(a, false)
-	clk.advance(30 * time.Second)
+	clk.Advance(30 * time.Second)
 	m.pool.put(b, false)
 
 	for _, step := range []struct {
@@ -176,7 +158,7 @@ func TestIdleInstancesReleasedByTheClock(t *testing.T) {
 		{time.Second, 0, 2},      // at 91s: b goes
 		{time.Hour, 0, 2},        // nothing left to release
 	} {
-		clk.advance(step.advance)
+		clk.Advance(step.advance)
 		s.releaseIdle()
 		st := m.Stats()
 		if st.Idle != step.idle || st.ClosedIdle != step.closedIdle || st.Live != int64(step.idle) {
@@ -189,12 +171,12 @@ func TestIdleInstancesReleasedByTheClock(t *testing.T) {
 	if o := m.Invoke(ctx, echoEvent("late"), time.Second); o.Kind != Success {
 		t.Fatal(o.Error())
 	}
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	s.releaseIdle()
 	if st := m.Stats(); st.Idle != 1 {
 		t.Fatalf("idle %d after exactly one minute, want 1", st.Idle)
 	}
-	clk.advance(time.Nanosecond)
+	clk.Advance(time.Nanosecond)
 	s.releaseIdle()
 	if st := m.Stats(); st.Idle != 0 || st.Live != 0 {
 		t.Fatalf("idle %d, live %d after a minute and a nanosecond, want 0, 0", st.Idle, st.Live)

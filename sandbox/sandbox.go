@@ -10,6 +10,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -53,9 +54,9 @@ type Config struct {
 	RecycleGrowth float64
 	// Clock tells the time of the idle release: when an instance went back
 	// to its pool, and which instances are idle past IdleTimeout (default
-	// time.Now). The janitor reads it every IdleTimeout/4 of real time; the
-	// package's tests set a clock of their own and run the sweep directly.
-	Clock func() time.Time
+	// clock.Real()). The janitor reads it every IdleTimeout/4 of real time;
+	// the package's tests set a clock of their own and run the sweep directly.
+	Clock clock.Clock
 	// MaxOutputBytes bounds what one call may write to stdout and to stderr;
 	// the rest is dropped and counted (default 16 KiB each).
 	MaxOutputBytes int
@@ -134,7 +135,7 @@ func (c Config) withDefaults() Config {
 		c.RecycleGrowth = 0 // off: the pool never recycles for growth alone
 	}
 	if c.Clock == nil {
-		c.Clock = time.Now
+		c.Clock = clock.Real()
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = 16 << 10
@@ -244,7 +245,7 @@ func (s *Sandbox) janitor(ctx context.Context) {
 // releaseIdle closes every module's instances that have been idle longer
 // than IdleTimeout by the sandbox's clock.
 func (s *Sandbox) releaseIdle() {
-	cutoff := s.cfg.Clock().Add(-s.cfg.IdleTimeout)
+	cutoff := s.cfg.Clock.Now().Add(-s.cfg.IdleTimeout)
 	s.modules.Range(func(k, _ any) bool {
 		k.(*Module).pool.releaseIdle(cutoff)
 		return true
@@ -254,7 +255,7 @@ func (s *Sandbox) releaseIdle() {
 // newPool returns the pool of module m, whose memory limit is limitPages.
 func (s *Sandbox) newPool(m *Module, limitPages uint32) *pool {
 	limit := float64(limitPages) * wasmPageSize
-	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.RecycleGrowth, s.cfg.Clock, m.newInstance, m.stale)
+	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.RecycleGrowth, s.cfg.Clock.Now, m.newInstance, m.stale)
 }
 
 // Modules returns the modules loaded and not closed, by name (a module

@@ -56,7 +56,7 @@ func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d re
 // read afresh before every attempt, so a config reload applies to the next.
 func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, live bool) outcome {
 	ctx := p.ctx
-	clock := r.e.clock
+	clk := r.e.clock
 	aggName := a.key.String()
 	var st attempts
 	r.loadBudget(a.key, c.Version, idx, &st)
@@ -97,7 +97,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 			}
 			continue
 		}
-		now := clock.Now()
+		now := clk.Now()
 		if f == nil {
 			p.succeeded(aggName, now, probe)
 			r.clearBudget(p, a.key, &st)
@@ -164,7 +164,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 
 // invoke runs one attempt under its deadline. The engine owns the attempt's
 // deadline: it is set here, d.Timeout from now on the engine's clock (so a
-// FakeClock drives it), with cause ErrAttemptTimeout; the invoker, and the
+// clock.Fake drives it), with cause ErrAttemptTimeout; the invoker, and the
 // sandbox beneath it, only observe it through ctx and start no timer of
 // their own. An attempt its deadline ended is a failure of class
 // retry.ClassTimeout when the invoker returned nil (a handler that cannot be

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,7 @@ var ErrAttemptTimeout = fmt.Errorf("subscription: the attempt ran past its timeo
 // (its Done is lazy's).
 type attemptCtx struct {
 	parent   context.Context
-	clock    Clock
+	clock    clock.Clock
 	deadline time.Time
 
 	mu    sync.Mutex // orders state against the building of lazy
@@ -48,7 +49,7 @@ type attemptCtx struct {
 type attemptLazy struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	timer  Timer // nil once the deadline had passed when lazy was built
+	timer  clock.Timer // nil once the deadline had passed when lazy was built
 }
 
 // attemptState is where an attempt's context stands.
@@ -62,7 +63,7 @@ const (
 
 // newAttemptCtx returns the context of an attempt that may run d from now on
 // clock c, under parent (the run's context).
-func newAttemptCtx(parent context.Context, c Clock, d time.Duration) *attemptCtx {
+func newAttemptCtx(parent context.Context, c clock.Clock, d time.Duration) *attemptCtx {
 	return &attemptCtx{parent: parent, clock: c, deadline: c.Now().Add(d)}
 }
 

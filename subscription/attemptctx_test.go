@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"testing"
 	"time"
 )
@@ -20,39 +21,39 @@ func TestAttemptCtx(t *testing.T) {
 		// channel closed once the watcher saw ctx end (nil: none).
 		watch func(ctx context.Context) <-chan struct{}
 		// act makes the context end: the deadline or the run.
-		act          func(clock *FakeClock, cancelRun context.CancelCauseFunc)
+		act          func(clock *clock.Fake, cancelRun context.CancelCauseFunc)
 		wantErr      error
 		wantCause    error
 		wantTimedOut bool
 	}{
 		{"deadline, polled", nil,
-			func(c *FakeClock, _ context.CancelCauseFunc) { c.Advance(time.Second) },
+			func(c *clock.Fake, _ context.CancelCauseFunc) { c.Advance(time.Second) },
 			context.DeadlineExceeded, ErrAttemptTimeout, true},
 		{"deadline, waited on", waitDone,
-			func(c *FakeClock, _ context.CancelCauseFunc) { c.Advance(time.Second) },
+			func(c *clock.Fake, _ context.CancelCauseFunc) { c.Advance(time.Second) },
 			context.DeadlineExceeded, ErrAttemptTimeout, true},
 		{"deadline in two steps, waited on", waitDone,
-			func(c *FakeClock, _ context.CancelCauseFunc) { c.Advance(time.Second / 2); c.Advance(time.Second / 2) },
+			func(c *clock.Fake, _ context.CancelCauseFunc) { c.Advance(time.Second / 2); c.Advance(time.Second / 2) },
 			context.DeadlineExceeded, ErrAttemptTimeout, true},
 		{"deadline, derived context waited on", waitDerived,
-			func(c *FakeClock, _ context.CancelCauseFunc) { c.Advance(time.Second) },
+			func(c *clock.Fake, _ context.CancelCauseFunc) { c.Advance(time.Second) },
 			context.DeadlineExceeded, ErrAttemptTimeout, true},
 		{"run cancelled, polled", nil,
-			func(_ *FakeClock, cancel context.CancelCauseFunc) { cancel(errShutdown) },
+			func(_ *clock.Fake, cancel context.CancelCauseFunc) { cancel(errShutdown) },
 			context.Canceled, errShutdown, false},
 		{"run cancelled, waited on", waitDone,
-			func(_ *FakeClock, cancel context.CancelCauseFunc) { cancel(errShutdown) },
+			func(_ *clock.Fake, cancel context.CancelCauseFunc) { cancel(errShutdown) },
 			context.Canceled, errShutdown, false},
 		{"run cancelled, derived context waited on", waitDerived,
-			func(_ *FakeClock, cancel context.CancelCauseFunc) { cancel(errShutdown) },
+			func(_ *clock.Fake, cancel context.CancelCauseFunc) { cancel(errShutdown) },
 			context.Canceled, errShutdown, false},
 		{"run cancelled, then the deadline", waitDone,
-			func(c *FakeClock, cancel context.CancelCauseFunc) { cancel(errShutdown); c.Advance(time.Second) },
+			func(c *clock.Fake, cancel context.CancelCauseFunc) { cancel(errShutdown); c.Advance(time.Second) },
 			context.Canceled, errShutdown, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := NewFakeClock(t0)
+			clock := clock.NewFake(t0)
 			run, cancelRun := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, "v"))
 			defer cancelRun(nil)
 			c := newAttemptCtx(run, clock, time.Second)
@@ -99,7 +100,7 @@ func TestAttemptCtx(t *testing.T) {
 // and leaves no timer behind, whether or not Done was asked for.
 func TestAttemptCtxEnd(t *testing.T) {
 	for _, askDone := range []bool{false, true} {
-		clock := NewFakeClock(t0)
+		clock := clock.NewFake(t0)
 		c := newAttemptCtx(context.Background(), clock, time.Second)
 		if askDone {
 			c.Done()
@@ -116,10 +117,7 @@ func TestAttemptCtxEnd(t *testing.T) {
 		if c.timedOut() || c.Err() != context.Canceled {
 			t.Fatalf("the deadline after the end: timedOut %v, Err %v", c.timedOut(), c.Err())
 		}
-		clock.mu.Lock()
-		pending := len(clock.timers)
-		clock.mu.Unlock()
-		if pending != 0 {
+		if pending := clock.Pending(); pending != 0 {
 			t.Fatalf("%d timers left on the clock", pending)
 		}
 	}
@@ -128,7 +126,7 @@ func TestAttemptCtxEnd(t *testing.T) {
 // An invoker that ignores its context and returns after the deadline has
 // timed out, though nothing watched the context.
 func TestAttemptCtxOverrunUnwatched(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	c := newAttemptCtx(context.Background(), clock, time.Second)
 	clock.Advance(2 * time.Second)
 	if !c.timedOut() || context.Cause(c) != ErrAttemptTimeout {

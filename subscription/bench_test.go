@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
@@ -147,7 +148,7 @@ func BenchmarkAttemptDeadline(b *testing.B) {
 			return timedOut
 		}},
 		{"attemptCtx", func(run context.Context) bool {
-			ctx := newAttemptCtx(run, RealClock(), time.Minute)
+			ctx := newAttemptCtx(run, clock.Real(), time.Minute)
 			ctx.Deadline()
 			timedOut := ctx.timedOut()
 			ctx.end()

@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // its record keeps the chain it was classified by. A class the module does
 // not declare is classified by the chain as sent and recorded as undeclared.
 func TestClassifiedByDeclaredTree(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		switch d.Commit.AggregateID {
 		case "leaf":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"slices"
 	"strings"
@@ -85,7 +86,7 @@ func atLeastOnceInOrder(t *testing.T, id string, got []uint64, n uint64) int {
 // partitions: every event is handled exactly once between them, each by
 // the owner of its aggregate's partition, in order.
 func TestTwoHostsShareTheWorkExactlyOnce(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	recA, recB := newRecorder(clock, nil), newRecorder(clock, nil)
 	const parts, aggs, versions = 4, 24, 5
 	opts := Options{Partitions: parts, Concurrency: 2, CheckpointEvery: 3}
@@ -150,7 +151,7 @@ func TestTwoHostsShareTheWorkExactlyOnce(t *testing.T) {
 // attempt's position, or an attempt's in flight below it), and at most MaxInFlight
 // positions of every other partition whose run stopped.
 func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	const parts, conc, aggs, versions, window = 4, 2, 24, 6, 16
 	moved := 1
 	held := idsIn(moved, parts, 1, "h")[0] // its version 2 is in flight at A when the partition moves
@@ -272,7 +273,7 @@ func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 // counted in Status — and goes on with its other partitions, passing over
 // the lost partition's new commits.
 func TestFencedPartitionStopsWithoutParkingOrCharging(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	const parts = 4
 	failing := idsIn(0, parts, 1, "f")[0]
 	later := idsIn(0, parts, 2, "g")[1]
@@ -351,7 +352,7 @@ func TestFencedPartitionStopsWithoutParkingOrCharging(t *testing.T) {
 // Own needs a host id, and partitions in range; a host told nothing owns
 // nothing and delivers nothing.
 func TestOwnRefusesBadInput(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	e := newEnv(t, Options{Partitions: 2}, spec(sub, rec))
 	e.clock = clock

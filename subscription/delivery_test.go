@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // several aggregates of a partition at once, including commits appended
 // while the engine runs.
 func TestDeliversEachAggregateInOrderExactlyOnce(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	e := newEnv(t, Options{Partitions: 3, Concurrency: 4, CheckpointEvery: 7}, spec(sub, rec))
 	e.clock = clock
@@ -60,7 +61,7 @@ func TestDeliversEachAggregateInOrderExactlyOnce(t *testing.T) {
 // A new subscription starting at the end does not see history; one starting
 // at the beginning does; a stored checkpoint wins over Start.
 func TestStartEndBeginningAndCheckpointWins(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	endRec, begRec := newRecorder(clock, nil), newRecorder(clock, nil)
 	endSpec := Spec{Processor: "Reactor", Handler: "on", Start: StartEnd, Invoker: endRec}
 	begSpec := Spec{Processor: "Projection", Handler: "on", Start: StartBeginning, Invoker: begRec}
@@ -94,7 +95,7 @@ func TestStartEndBeginningAndCheckpointWins(t *testing.T) {
 // Only the subscribed event types are delivered; other events, and commits
 // without any, are passed over while the checkpoint moves past them.
 func TestEventTypesFilter(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	s := spec(sub, rec)
 	s.EventTypes = []string{"OrderShipped"}
@@ -115,7 +116,7 @@ func TestEventTypesFilter(t *testing.T) {
 // Policies are resolved setting by setting, reported with their sources, and
 // a change applies to the next attempt.
 func TestPolicyLayersAndReload(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		return &retry.Failure{Message: "down"}
 	})

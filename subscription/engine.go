@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,7 @@ type Engine struct {
 	events eventlog.Log
 	store  ledger.Store
 	opts   Options
-	clock  Clock
+	clock  clock.Clock
 	logger *slog.Logger
 
 	mu      sync.Mutex

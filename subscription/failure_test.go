@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 // long-horizon retry (docs/failure-model.md, sections 4 and 5; issue 9
 // changed the assertion from a next retry at +3 min).
 func TestUnknownBuyerParksAtOnce(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		if d.Commit.AggregateID == "unknown" && d.Commit.Version == 1 {
 			return &retry.Failure{Classes: []string{"UnknownBuyerException", "NotificationException"},
@@ -76,7 +77,7 @@ func TestUnknownBuyerParksAtOnce(t *testing.T) {
 // A flaky service fails twice and succeeds on attempt 3; the waits were
 // 100 ms and 200 ms on the clock, and the invocation key never changed.
 func TestFlakyServiceSucceedsOnAttempt3(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		if n < 3 {
 			return &retry.Failure{Classes: []string{"IllegalStateException"}, Message: "The mail service is down."}
@@ -122,7 +123,7 @@ func TestFlakyServiceSucceedsOnAttempt3(t *testing.T) {
 // An attempt that runs past its timeout is cancelled and counts as a failed
 // attempt of class berth.Timeout.
 func TestTimeoutCountsAsFailedAttempt(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var calls atomic.Int32
 	inv := InvokerFunc(func(ctx context.Context, d Delivery) *retry.Failure {
 		calls.Add(1)
@@ -160,7 +161,7 @@ func TestTimeoutCountsAsFailedAttempt(t *testing.T) {
 
 // A panicking handler is a recoverable failure of class berth.Panic.
 func TestPanicIsRecoverableFailure(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	inv := InvokerFunc(func(ctx context.Context, d Delivery) *retry.Failure { panic("boom") })
 	s := spec(sub, inv)
 	s.OverrideRetry = retry.Settings{MaxAttempts: 1}
@@ -179,7 +180,7 @@ func TestPanicIsRecoverableFailure(t *testing.T) {
 // clock moving; once parked, its later events are held and the checkpoint
 // moves past them.
 func TestPoisonedAggregateDoesNotSlowNeighbours(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		if d.Commit.AggregateID == "poison" {
 			return &retry.Failure{Classes: []string{"NullPointerException"}, Message: "bug"}
@@ -228,7 +229,7 @@ func TestPoisonedAggregateDoesNotSlowNeighbours(t *testing.T) {
 // probes with backoff; no aggregate spends budget or is parked, and all go
 // on when the service is back. Other partitions are not paused.
 func TestPartitionOutageSpendsNoBudget(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var down atomic.Bool
 	down.Store(true)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
@@ -275,7 +276,7 @@ func TestPartitionOutageSpendsNoBudget(t *testing.T) {
 // Three aggregates of a partition failing within 10 s is taken for an
 // outage too: the partition pauses instead of parking them.
 func TestDetectorPausesPartition(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var down atomic.Bool
 	down.Store(true)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
@@ -319,7 +320,7 @@ func TestDetectorPausesPartition(t *testing.T) {
 // A 429 with Retry-After: 2s is not retried before 2 s; the partition's
 // concurrency is halved and raised again by a success.
 func TestBackpressureHonoursRetryAfter(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		if d.Commit.AggregateID == "busy" && n == 1 {
 			return &retry.Failure{Message: "429 Too Many Requests", HTTP429: true, RetryAfter: 2 * time.Second}
@@ -356,7 +357,7 @@ func TestBackpressureHonoursRetryAfter(t *testing.T) {
 // Backpressure parks only when its own budget is spent, never the regular
 // one.
 func TestBackpressureBudgetParks(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		return &retry.Failure{Message: "busy", Reported: retry.ReportedBackpressure}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync"
 	"testing"
@@ -27,7 +28,7 @@ type env struct {
 	// unless the test makes its own.
 	events eventlog.Log
 	store  *ledger.Badger
-	clock  *FakeClock
+	clock  *clock.Fake
 	opts   Options
 	specs  []Spec
 	eng    *Engine
@@ -35,7 +36,7 @@ type env struct {
 
 func newEnv(t *testing.T, opts Options, specs ...Spec) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clock: NewFakeClock(t0), opts: opts, specs: specs}
+	e := &env{t: t, dir: t.TempDir(), clock: clock.NewFake(t0), opts: opts, specs: specs}
 	e.openStores()
 	t.Cleanup(func() {
 		if e.eng != nil {
@@ -369,13 +370,13 @@ type call struct {
 // script says.
 type recorder struct {
 	mu     sync.Mutex
-	clock  Clock
+	clock  clock.Clock
 	calls  []call
 	script func(d Delivery, n int) *retry.Failure // n: calls so far for this aggregate, from 1
 	per    map[string]int
 }
 
-func newRecorder(clock Clock, script func(d Delivery, n int) *retry.Failure) *recorder {
+func newRecorder(clock clock.Clock, script func(d Delivery, n int) *retry.Failure) *recorder {
 	return &recorder{clock: clock, script: script, per: map[string]int{}}
 }
 

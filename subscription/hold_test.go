@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // is lifted; ResetHeld's guard can refuse the write (nothing changes), and
 // its write makes the run start from the position once unheld.
 func TestHoldKeepsTheRunStopped(t *testing.T) {
-	rec := newRecorder(NewFakeClock(t0), nil)
+	rec := newRecorder(clock.NewFake(t0), nil)
 	opts := Options{Partitions: 2}
 	e := newEnv(t, opts)
 	eng := e.host("A", opts, spec(sub, rec))

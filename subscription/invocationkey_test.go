@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,7 @@ import (
 // Aggregates of different types with the same id, and ids made of the key's
 // own separators, each get a key of their own, which names them.
 func TestInvocationKeysAreDistinctPerAggregate(t *testing.T) {
-	rec := newRecorder(NewFakeClock(t0), nil)
+	rec := newRecorder(clock.NewFake(t0), nil)
 	e := newEnv(t, Options{}, spec(sub, rec))
 	e.start()
 	aggs := []struct{ typ, id string }{
@@ -55,7 +56,7 @@ func TestInvocationKeysAreDistinctPerAggregate(t *testing.T) {
 // keyEnv parks Thing/p at version 1 (a budget of one attempt, then parked
 // retries) with a version 2 held behind it; fail says whether it fails.
 func keyEnv(t *testing.T, fail *atomic.Bool) (*env, *recorder) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		if fail.Load() {
 			return &retry.Failure{Message: "down"}
@@ -174,7 +175,7 @@ func TestRecordParkedBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 // A retry budget recorded before budgets kept their key goes on with the old
 // form, and the park that spends it stores that form.
 func TestBudgetSpentBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(Delivery, int) *retry.Failure { return &retry.Failure{Message: "down"} })
 	s := spec(sub, rec)
 	s.OverrideRetry = retry.Settings{MaxAttempts: 2}

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -14,7 +15,7 @@ import (
 
 // brokenFor fails the aggregates in ids with an unrecoverable failure while
 // broken is set.
-func brokenFor(clock Clock, broken *atomic.Bool, ids ...string) *recorder {
+func brokenFor(clock clock.Clock, broken *atomic.Bool, ids ...string) *recorder {
 	return newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		if broken.Load() && slices.Contains(ids, d.Commit.AggregateID) {
 			return &retry.Failure{Classes: []string{"Bug"}, Message: "bad data"}
@@ -39,7 +40,7 @@ func brokenSpec(inv Invoker) Spec {
 // its missed events in order — including one appended while it replays —
 // and then rejoins live delivery with no gap and no duplicate.
 func TestLongHorizonRetryResumesInOrder(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
 	var e *env
@@ -97,7 +98,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 // operator, and says so; an operator's resume is recorded and notified,
 // and a second resume is refused without touching the ledger.
 func TestRetriesSpentThenOperatorResume(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
 	rec := brokenFor(clock, &broken, "p")
@@ -153,7 +154,7 @@ func TestRetriesSpentThenOperatorResume(t *testing.T) {
 
 // The resume's history entry keeps who, when and why.
 func TestResumeRecordedInHistory(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
 	blockReplay := make(chan struct{})
@@ -190,7 +191,7 @@ func TestResumeRecordedInHistory(t *testing.T) {
 // Skip moves past every held event; events appended later are delivered.
 // Skip through a version delivers the events after it, in order.
 func TestSkip(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
 	rec := brokenFor(clock, &broken, "all", "part")
@@ -246,7 +247,7 @@ func TestSkip(t *testing.T) {
 
 // Bad input is a sentinel error and leaves the ledger as it was.
 func TestBadInputLeavesLedgerUnchanged(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
 	rec := brokenFor(clock, &broken, "p")
@@ -292,7 +293,7 @@ func TestBadInputLeavesLedgerUnchanged(t *testing.T) {
 // Pause stops delivery and survives a restart; Unpause goes on; Reset
 // delivers again from a position.
 func TestPauseUnpauseReset(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	e := newEnv(t, Options{}, spec(sub, rec))
 	e.clock = clock
@@ -352,7 +353,7 @@ func TestSetHostDefaultsAppliesToEverySubscription(t *testing.T) {
 // retry is working on: when its context ends first it is ErrBusy, and the
 // record is unchanged.
 func TestResumeOfABusyAggregateIsErrBusy(t *testing.T) {
-	rec := newRecorder(RealClock(), func(Delivery, int) *retry.Failure {
+	rec := newRecorder(clock.Real(), func(Delivery, int) *retry.Failure {
 		return &retry.Failure{Classes: []string{"UnknownBuyer"}, Message: "no such buyer"}
 	})
 	s := spec(sub, rec)

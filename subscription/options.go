@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"time"
 
@@ -49,8 +50,8 @@ type Options struct {
 	// the reader waits for room. Default 8192.
 	MaxInFlight int
 	// Clock is the source of time for every wait of the failure model.
-	// Default RealClock().
-	Clock Clock
+	// Default clock.Real().
+	Clock clock.Clock
 	// Logger receives the engine's log. Default: discarded.
 	Logger *slog.Logger
 	// Jitter returns a number in [0, 1) for backpressure jitter and that of
@@ -107,7 +108,7 @@ func (o *Options) defaults() {
 		o.MaxInFlight = 8192
 	}
 	if o.Clock == nil {
-		o.Clock = RealClock()
+		o.Clock = clock.Real()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

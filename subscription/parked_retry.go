@@ -3,6 +3,7 @@ package subscription
 import (
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"time"
 
@@ -87,7 +88,7 @@ func (s *scheduler) loop() {
 		if len(due) > 0 {
 			continue
 		}
-		var timer Timer
+		var timer clock.Timer
 		var fire <-chan time.Time
 		if any {
 			timer = e.clock.NewTimer(earliest.Sub(e.clock.Now()))

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"strconv"
 	"testing"
@@ -61,7 +62,7 @@ func (e *env) partitionCheckpoints(n int) (parts []uint64, subCp uint64, count s
 // only that partition's commits from the stuck one on are delivered again,
 // and none of the other partitions'.
 func TestPartitionCheckpointsSurviveACrash(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	const parts = 4
 	stuck := idsIn(2, parts, 1, "s")[0]
 	release := make(chan struct{})
@@ -142,7 +143,7 @@ func TestPartitionCheckpointsSurviveACrash(t *testing.T) {
 // subscription's: every partition starts from it, and the partition count
 // is stored at the first start.
 func TestUpgradeFromSubscriptionCheckpoint(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	const parts = 3
 	e := newEnv(t, Options{Partitions: parts}, spec(sub, rec))
@@ -178,7 +179,7 @@ func TestUpgradeFromSubscriptionCheckpoint(t *testing.T) {
 // lowest stored partition checkpoint: what came after it is delivered
 // again, nothing is lost, each aggregate in order; the new count is stored.
 func TestChangingThePartitionCountRedeliversAndLosesNothing(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	e := newEnv(t, Options{Partitions: 4}, spec(sub, rec))
 	e.clock = clock
@@ -226,7 +227,7 @@ func TestChangingThePartitionCountRedeliversAndLosesNothing(t *testing.T) {
 
 // Reset sets the checkpoint of every partition.
 func TestResetSetsEveryPartitionCheckpoint(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	e := newEnv(t, Options{Partitions: 3}, spec(sub, rec))
 	e.clock = clock

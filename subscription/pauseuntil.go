@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +18,7 @@ import (
 type pauseState struct {
 	mu    sync.Mutex
 	until time.Time // zero: not paused, or paused until an operator unpauses
-	timer Timer
+	timer clock.Timer
 }
 
 // pauseValue is how a pause is kept in the ledger's meta: "true", "false" or

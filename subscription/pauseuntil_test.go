@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func TestPauseUntil(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	clock := NewFakeClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
+	clock := clock.NewFake(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
 	open := func() (*Engine, *eventlog.Badger, *ledger.Badger) {
 		t.Helper()
 		events, err := eventlog.Open(dir+"/events", eventlog.Options{})

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestResetHook(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := NewFakeClock(t0)
+			clock := clock.NewFake(t0)
 			rec := newRecorder(clock, nil)
 			var positions []uint64
 			sp := spec(sub, rec)

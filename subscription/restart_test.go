@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // delivered, and its retry schedule goes on (the retry due at 3 minutes
 // fires after the restart) and resumes it in order.
 func TestRestartWhileParked(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
 	rec := brokenFor(clock, &broken, "p")
@@ -50,7 +51,7 @@ func TestRestartWhileParked(t *testing.T) {
 // A restart during a flaky service's backoff: the event is delivered again
 // and succeeds; nothing is parked or out of order.
 func TestRestartDuringBackoff(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		if n < 3 {
 			return &retry.Failure{Message: "down"}
@@ -77,7 +78,7 @@ func TestRestartDuringBackoff(t *testing.T) {
 // A restart during a partition-wide outage: still no budget spent, and all
 // handled once the service is back.
 func TestRestartDuringOutage(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var down atomic.Bool
 	down.Store(true)
 	rec := newRecorder(clock, func(d Delivery, n int) *retry.Failure {
@@ -111,7 +112,7 @@ func TestRestartDuringOutage(t *testing.T) {
 // A restart in the middle of a replay: the resume runs again from where it
 // started (at least once), and ends with every event handled in order.
 func TestRestartMidReplay(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
 	stall := make(chan struct{})
@@ -152,7 +153,7 @@ func TestRestartMidReplay(t *testing.T) {
 
 // A restart right after a skip: the skipped events stay skipped.
 func TestRestartAfterSkip(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
 	rec := brokenFor(clock, &broken, "p")
@@ -184,7 +185,7 @@ func TestRestartAfterSkip(t *testing.T) {
 // A crash (no final checkpoint write) delivers again from the durable
 // checkpoint: at least once, never a gap, in order per aggregate.
 func TestCrashDeliversAgainFromDurableCheckpoint(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	e := newEnv(t, Options{CheckpointEvery: 1 << 20, CheckpointInterval: time.Hour, Partitions: 4}, spec(sub, rec))
 	e.clock = clock
@@ -216,7 +217,7 @@ func TestCrashDeliversAgainFromDurableCheckpoint(t *testing.T) {
 // the restart and one after park the aggregate, with the attempts numbered
 // on from where they were.
 func TestRestartContinuesTheRetryBudget(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(Delivery, int) *retry.Failure { return &retry.Failure{Message: "down"} })
 	s := spec(sub, rec)
 	s.OverrideRetry = retry.Settings{MaxAttempts: 3}
@@ -250,7 +251,7 @@ func TestRestartContinuesTheRetryBudget(t *testing.T) {
 
 // A handled event leaves no budget behind.
 func TestHandledEventLeavesNoBudget(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, func(_ Delivery, n int) *retry.Failure {
 		if n == 1 {
 			return &retry.Failure{Message: "blip"}

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"time"
 
 	"github.com/berthhq/berth/retry"
@@ -14,7 +15,7 @@ import (
 // probe. An outage the detector recognises while the caller waits for an
 // operator's unpause calls onOutage.
 func (p *partition) awaitTurn(ctx context.Context, pol *retry.Policy, onOutage func()) (probe bool, err error) {
-	clock := p.r.e.clock
+	clk := p.r.e.clock
 	for {
 		if err := p.waitGate(ctx, onOutage); err != nil {
 			return false, err
@@ -27,9 +28,9 @@ func (p *partition) awaitTurn(ctx context.Context, pol *retry.Policy, onOutage f
 		if !p.probing {
 			p.probing = true
 			d := pol.Backoff(p.probeFailures + 1)
-			p.nextProbe = clock.Now().Add(d)
+			p.nextProbe = clk.Now().Add(d)
 			p.mu.Unlock()
-			if err := sleep(ctx, clock, d); err != nil {
+			if err := clock.Sleep(ctx, clk, d); err != nil {
 				p.probeDone(false)
 				return false, err
 			}

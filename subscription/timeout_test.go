@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -56,7 +57,7 @@ var slowReports = []struct {
 func TestTimedOutAttemptIsATimeout(t *testing.T) {
 	for _, tt := range slowReports {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := NewFakeClock(t0)
+			clock := clock.NewFake(t0)
 			inv := &slowInvoker{report: tt.report}
 			s := spec(sub, inv)
 			s.OverrideRetry = retry.Settings{MaxAttempts: 2, Timeout: time.Second}
@@ -112,7 +113,7 @@ func TestUnrecoverableTimeoutParksOnFirstTimeout(t *testing.T) {
 	} {
 		for _, rep := range slowReports {
 			t.Run(tt.name+"/"+rep.name, func(t *testing.T) {
-				clock := NewFakeClock(t0)
+				clock := clock.NewFake(t0)
 				inv := &slowInvoker{report: rep.report}
 				s := spec(sub, inv)
 				s.HandlerRetry = retry.Settings{Unrecoverable: tt.handler}
@@ -138,7 +139,7 @@ func TestUnrecoverableTimeoutParksOnFirstTimeout(t *testing.T) {
 // A long-horizon retry that runs past the parked timeout is a berth.Timeout
 // in the record too.
 func TestParkedRetryTimeoutIsATimeout(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	inv := &slowInvoker{report: slowReports[0].report}
 	s := spec(sub, inv)
 	s.OverrideRetry = retry.Settings{MaxAttempts: 1, Timeout: time.Second}
@@ -169,7 +170,7 @@ func TestParkedRetryTimeoutIsATimeout(t *testing.T) {
 func TestCancelledAttemptIsNotCounted(t *testing.T) {
 	for _, how := range []string{"shutdown", "reset"} {
 		t.Run(how, func(t *testing.T) {
-			clock := NewFakeClock(t0)
+			clock := clock.NewFake(t0)
 			var slow atomic.Bool
 			slow.Store(true)
 			var calls, cancelled atomic.Int32

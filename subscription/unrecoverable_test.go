@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 // bugFor fails agg with an unrecoverable "Bug" from its call number from
 // on, and with a recoverable "Down" before.
-func bugFor(clock Clock, agg string, from int) *recorder {
+func bugFor(clock clock.Clock, agg string, from int) *recorder {
 	return newRecorder(clock, func(d Delivery, n int) *retry.Failure {
 		switch {
 		case d.Commit.AggregateID != agg:
@@ -36,7 +37,7 @@ func bugSpec(inv Invoker, parked retry.ParkedSettings) Spec {
 // With subscription.parked.retry-unrecoverable on, an unrecoverable park is
 // retried over the long horizon like a spent budget.
 func TestUnrecoverableParkOptsInToRetries(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := bugFor(clock, "p", 1)
 	e := newEnv(t, Options{}, bugSpec(rec, retry.ParkedSettings{RetryUnrecoverable: retry.SwitchOn}))
 	e.clock = clock
@@ -60,7 +61,7 @@ func TestUnrecoverableParkOptsInToRetries(t *testing.T) {
 // then meets an unrecoverable failure, the retries stop there: the record
 // waits for an operator, says why, and "retries-spent" is notified.
 func TestLongHorizonRetryStopsAtUnrecoverable(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := bugFor(clock, "p", 2)
 	e := newEnv(t, Options{}, bugSpec(rec, retry.ParkedSettings{}))
 	e.clock = clock
@@ -93,7 +94,7 @@ func TestLongHorizonRetryStopsAtUnrecoverable(t *testing.T) {
 // left retrying (it is turned over to an operator at once, without an
 // attempt).
 func TestRestartSchedulesNoRetryForUnrecoverable(t *testing.T) {
-	clock := NewFakeClock(t0)
+	clock := clock.NewFake(t0)
 	rec := bugFor(clock, "p", 1)
 	e := newEnv(t, Options{}, bugSpec(rec, retry.ParkedSettings{}))
 	e.clock = clock

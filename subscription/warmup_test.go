@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -53,8 +54,8 @@ func (w *warmingInvoker) Invoke(ctx context.Context, d Delivery) *retry.Failure 
 // startWarming starts an engine on a fake clock whose one subscription runs
 // a warmingInvoker (compiled: what it does once ready) under a timeout of
 // 1s and maxAttempts, and appends one event to Order/id.
-func startWarming(t *testing.T, maxAttempts int, id string, compiled func(context.Context) *retry.Failure) (*env, *FakeClock, *warmingInvoker) {
-	clock := NewFakeClock(t0)
+func startWarming(t *testing.T, maxAttempts int, id string, compiled func(context.Context) *retry.Failure) (*env, *clock.Fake, *warmingInvoker) {
+	clock := clock.NewFake(t0)
 	inv := &warmingInvoker{ready: make(chan struct{}), attempts: make(chan int, 8), compiled: compiled}
 	s := spec(sub, inv)
 	s.OverrideRetry = retry.Settings{MaxAttempts: maxAttempts, Timeout: time.Second}

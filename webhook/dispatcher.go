@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"math"
 	"net/http"
@@ -61,8 +62,8 @@ type Options struct {
 	// answer (default [DefaultTimeout]).
 	Timeout time.Duration
 	// Clock tells the time: when an attempt is due, the signature timestamp,
-	// the backoff's start (default time.Now). Tests inject their own.
-	Clock func() time.Time
+	// the backoff's start (default clock.Real()). Tests inject their own.
+	Clock clock.Clock
 	// InitialBackoff is the wait after the first failed attempt of a
 	// delivery (default [DefaultInitialBackoff]); each further failure
 	// doubles it, up to MaxBackoff.
@@ -94,7 +95,7 @@ func (o Options) withDefaults() Options {
 		o.Timeout = DefaultTimeout
 	}
 	if o.Clock == nil {
-		o.Clock = time.Now
+		o.Clock = clock.Real()
 	}
 	if o.InitialBackoff <= 0 {
 		o.InitialBackoff = DefaultInitialBackoff
@@ -179,7 +180,7 @@ func New(store ledger.Store, opts Options) *Dispatcher {
 	return d
 }
 
-func (d *Dispatcher) now() time.Time { return d.opts.Clock() }
+func (d *Dispatcher) now() time.Time { return d.opts.Clock.Now() }
 
 // Run delivers until ctx is done or [Dispatcher.Close] is called: it returns
 // nil after Close, ctx's error when ctx ended it, [ErrClosed] when called

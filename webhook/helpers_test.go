@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"github.com/berthhq/berth/internal/clock"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,27 +16,8 @@ import (
 	"github.com/berthhq/berth/ledger"
 )
 
-// fakeClock is an injected Options.Clock that moves only when told.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock {
-	return &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock returns the injected Options.Clock: it moves only when told.
+func newClock() *clock.Fake { return clock.NewFake(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // received is one request a receiver got.
 type received struct {
@@ -187,10 +169,10 @@ func durableCursor(t *testing.T, s ledger.Store, name string) uint64 {
 }
 
 // testOptions are fast options on clock: polling every 2ms of real time.
-func testOptions(t *testing.T, clock *fakeClock, hooks ...Hook) Options {
+func testOptions(t *testing.T, clk *clock.Fake, hooks ...Hook) Options {
 	return Options{
 		Hooks:        hooks,
-		Clock:        clock.Now,
+		Clock:        clk,
 		PollInterval: 2 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"net/http"
 	"slices"
 	"testing"
@@ -95,7 +96,7 @@ func refusingOnce(t *testing.T) *receiver {
 // b, which must then deliver 2 and 3. a's next attempt is due then: it
 // checks that the ledger refuses it before it is sent, that a's run ends
 // with ledger.ErrFenced, and that each notification was delivered once.
-func handOverMidStream(t *testing.T, s ledger.Store, clock *fakeClock, rc *receiver, a *Dispatcher, aDone <-chan error, move func()) {
+func handOverMidStream(t *testing.T, s ledger.Store, clock *clock.Fake, rc *receiver, a *Dispatcher, aDone <-chan error, move func()) {
 	t.Helper()
 	notify(t, s, note(EventParked, "S", "1"), note(EventParked, "S", "2"), note(EventParked, "S", "3"))
 	eventually(t, "1 delivered by a, 2 refused", func() bool {

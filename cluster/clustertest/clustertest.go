@@ -8,6 +8,7 @@ package clustertest
 
 import (
 	"context"
+	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/ledger"
-	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go"
 )
 
@@ -42,7 +42,7 @@ func (noEngine) Own(context.Context, string, map[int]uint64) error { return nil 
 // Start opens a Cluster as id on its own connection to url, over st, with
 // lease TTL ttl on clock (nil: real time); it is closed at the end of the
 // test.
-func Start(t testing.TB, url, id string, st ledger.Store, ttl time.Duration, clock subscription.Clock) *Host {
+func Start(t testing.TB, url, id string, st ledger.Store, ttl time.Duration, clock clock.Clock) *Host {
 	t.Helper()
 	return open(t, url, cluster.Options{Host: id, Address: "http://" + id + ":8080", Ledger: st, LeaseTTL: ttl, Clock: clock})
 }
@@ -119,7 +119,7 @@ func WaitHeld(t testing.TB, d *cluster.Duty) ledger.DutyFence {
 // stands still: its timers fire no more, so a host on it, once cut off
 // (Host.Cut), never finds out that its lease ran out.
 type Clock struct {
-	*subscription.FakeClock
+	*clock.Fake
 	stop    chan struct{}
 	once    sync.Once
 	stopped chan struct{}
@@ -128,7 +128,7 @@ type Clock struct {
 // NewClock starts a Clock at the real time; it stops at the end of the
 // test.
 func NewClock(t testing.TB) *Clock {
-	c := &Clock{FakeClock: subscription.NewFakeClock(time.Now()), stop: make(chan struct{}), stopped: make(chan struct{})}
+	c := &Clock{Fake: clock.NewFake(time.Now()), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		defer close(c.stopped)
 		last := time.Now()

@@ -20,6 +20,7 @@ package diskspace
 import (
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"math"
 	"os"
@@ -56,8 +57,9 @@ type Options struct {
 	ReserveName string
 	// MaxAge is how long a reading is trusted at most. Default DefaultMaxAge.
 	MaxAge time.Duration
-	// Now is the clock (default time.Now); tests drive it.
-	Now func() time.Time
+	// Clock tells the age of a reading (default clock.Real()); tests
+	// drive it.
+	Clock clock.Clock
 	// Statfs returns the bytes available on dir's filesystem, or -1 when the
 	// platform cannot tell (default: statfs(2)); tests inject low space and
 	// errors with it.
@@ -86,7 +88,7 @@ type Guard struct {
 	dir    string
 	opts   Options
 	statfs func(string) (int64, error)
-	now    func() time.Time
+	clock  clock.Clock
 
 	reserve atomic.Int64
 	// written counts bytes written since the current reading was taken.
@@ -121,12 +123,12 @@ func New(dir string, opts Options) (*Guard, error) {
 	if opts.ReserveName == "" {
 		opts.ReserveName = "the reserve"
 	}
-	g := &Guard{dir: dir, opts: opts, statfs: opts.Statfs, now: opts.Now}
+	g := &Guard{dir: dir, opts: opts, statfs: opts.Statfs, clock: opts.Clock}
 	if g.statfs == nil {
 		g.statfs = statfs
 	}
-	if g.now == nil {
-		g.now = time.Now
+	if g.clock == nil {
+		g.clock = clock.Real()
 	}
 	g.reserve.Store(max(opts.Reserve, 0))
 	if err := g.Watch(dir); err != nil {
@@ -216,7 +218,7 @@ func (g *Guard) Status() Status {
 // that finds another taking one uses the old: it is at most one refresh late.
 func (g *Guard) current() *reading {
 	r := g.cur.Load()
-	if g.now().Sub(r.Checked) < g.opts.MaxAge && g.written.Load() < r.budget {
+	if g.clock.Now().Sub(r.Checked) < g.opts.MaxAge && g.written.Load() < r.budget {
 		return r
 	}
 	if !g.mu.TryLock() {
@@ -232,7 +234,7 @@ func (g *Guard) readLocked() *reading {
 	// Bytes written from here on count against the new reading, which may
 	// or may not see them: counting them twice errs on the safe side.
 	g.written.Store(0)
-	r := &reading{Status: Status{Dir: g.dir, Reserve: g.reserve.Load(), Checked: g.now()}}
+	r := &reading{Status: Status{Dir: g.dir, Reserve: g.reserve.Load(), Checked: g.clock.Now()}}
 	free, err := g.statfs(g.dir)
 	switch {
 	case err != nil:

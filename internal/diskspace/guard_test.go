@@ -2,6 +2,7 @@ package diskspace
 
 import (
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,18 +30,12 @@ func (d *fakeDisk) statfs(string) (int64, error) {
 	return d.free.Load(), nil
 }
 
-type fakeClock struct{ t atomic.Int64 }
-
-func (c *fakeClock) now() time.Time          { return time.Unix(0, c.t.Load()) }
-func (c *fakeClock) advance(d time.Duration) { c.t.Add(int64(d)) }
-
-func newGuard(t *testing.T, free, reserve int64) (*Guard, *fakeDisk, *fakeClock) {
+func newGuard(t *testing.T, free, reserve int64) (*Guard, *fakeDisk, *clock.Fake) {
 	t.Helper()
 	d := &fakeDisk{}
 	d.free.Store(free)
-	c := &fakeClock{}
-	c.t.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	g, err := New(t.TempDir(), Options{Reserve: reserve, ReserveName: "store.min-free", Statfs: d.statfs, Now: c.now})
+	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	g, err := New(t.TempDir(), Options{Reserve: reserve, ReserveName: "store.min-free", Statfs: d.statfs, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +109,7 @@ func TestReadingIsCachedUntilStaleOrHalfTheHeadroomIsWritten(t *testing.T) {
 	if n := d.calls.Load() - base; n != 0 {
 		t.Fatalf("%d statfs calls for 1000 small writes within MaxAge, want 0", n)
 	}
-	c.advance(DefaultMaxAge)
+	c.Advance(DefaultMaxAge)
 	g.Check()
 	if n := d.calls.Load() - base; n != 1 {
 		t.Fatalf("%d statfs calls after MaxAge, want 1", n)
@@ -155,7 +150,7 @@ func TestWritesResumeWhenSpaceReturns(t *testing.T) {
 		t.Fatalf("%d statfs calls for refused checks within MaxAge, want 0", n)
 	}
 	d.free.Store(1 << 30)
-	c.advance(DefaultMaxAge)
+	c.Advance(DefaultMaxAge)
 	if err := g.Check(); err != nil {
 		t.Fatalf("Check after space returned = %v", err)
 	}
@@ -199,7 +194,7 @@ func TestRemovedOrReplacedDirectoryIsRefused(t *testing.T) {
 			if err := tc.change(store); err != nil {
 				t.Fatal(err)
 			}
-			c.advance(DefaultMaxAge)
+			c.Advance(DefaultMaxAge)
 			err := g.Check()
 			if !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), tc.message) || !strings.Contains(err.Error(), store) {
 				t.Fatalf("Check = %v, want ErrUnusable naming %s and saying %q", err, store, tc.message)

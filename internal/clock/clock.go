@@ -1,4 +1,9 @@
-package subscription
+// Package clock is the host's one source of time: the Clock every part
+// that waits or reads the time is given (the engine's backoffs, probes and
+// parked retries; leases and duties; jobs; webhooks; the sandbox's idle
+// instances), the wall clock (Real) and a Fake for tests, which stands
+// still until Advance moves it.
+package clock
 
 import (
 	"context"
@@ -7,10 +12,10 @@ import (
 	"time"
 )
 
-// Clock is the engine's source of time. Every wait that is part of the
+// Clock is a source of time. Every wait that is part of the
 // failure model (retry backoff, systemic probes, Retry-After, attempt
 // timeouts, the long-horizon retries of parked aggregates) goes through it,
-// so that tests can run hours of schedule in microseconds with a FakeClock.
+// so that tests can run hours of schedule in microseconds with a Fake.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
@@ -29,8 +34,8 @@ type Timer interface {
 	Stop() bool
 }
 
-// RealClock returns the wall clock.
-func RealClock() Clock { return realClock{} }
+// Real returns the wall clock.
+func Real() Clock { return realClock{} }
 
 type realClock struct{}
 
@@ -47,7 +52,7 @@ type realTimer struct{ t *time.Timer }
 func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
 
-// FakeClock is a Clock for tests: time stands still until Advance moves it,
+// Fake is a Clock for tests: time stands still until Advance moves it,
 // and Advance fires the timers that have come due, in time order. BlockUntil
 // lets a test wait until the engine is parked on the clock (sleeping in a
 // backoff, waiting for a probe or a parked retry) before it advances.
@@ -55,20 +60,29 @@ func (r realTimer) Stop() bool          { return r.t.Stop() }
 // Only NewTimer timers count as waiters (Waiters, BlockUntil, NextFire):
 // AfterFunc timers are deadlines of running attempts, which nobody is
 // blocked on, and counting them would make "the engine is waiting" racy.
-type FakeClock struct {
+type Fake struct {
 	mu      sync.Mutex
 	now     time.Time
 	timers  []*fakeTimer
 	changed chan struct{} // closed and replaced whenever the timer set changes
 }
 
-// NewFakeClock returns a FakeClock standing at start.
-func NewFakeClock(start time.Time) *FakeClock {
-	return &FakeClock{now: start, changed: make(chan struct{})}
+// Pending returns how many timers of either kind (NewTimer, AfterFunc)
+// have neither fired nor been stopped: a test's check that nothing was
+// left behind on the clock.
+func (f *Fake) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.timers)
+}
+
+// NewFake returns a Fake standing at start.
+func NewFake(start time.Time) *Fake {
+	return &Fake{now: start, changed: make(chan struct{})}
 }
 
 type fakeTimer struct {
-	c      *FakeClock
+	c      *Fake
 	at     time.Time
 	ch     chan time.Time
 	fn     func()
@@ -76,27 +90,27 @@ type fakeTimer struct {
 }
 
 // Now returns the fake time.
-func (f *FakeClock) Now() time.Time {
+func (f *Fake) Now() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.now
 }
 
 // NewTimer returns a timer that fires when the clock is advanced past d.
-func (f *FakeClock) NewTimer(d time.Duration) Timer {
+func (f *Fake) NewTimer(d time.Duration) Timer {
 	t := &fakeTimer{c: f, ch: make(chan time.Time, 1)}
 	f.add(t, d)
 	return t
 }
 
 // AfterFunc calls fn in a new goroutine when the clock is advanced past d.
-func (f *FakeClock) AfterFunc(d time.Duration, fn func()) Timer {
+func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 	t := &fakeTimer{c: f, fn: fn}
 	f.add(t, d)
 	return t
 }
 
-func (f *FakeClock) add(t *fakeTimer, d time.Duration) {
+func (f *Fake) add(t *fakeTimer, d time.Duration) {
 	f.mu.Lock()
 	t.at = f.now.Add(d)
 	if d <= 0 {
@@ -140,14 +154,14 @@ func (t *fakeTimer) Stop() bool {
 }
 
 // signal wakes BlockUntil callers; f.mu must be held.
-func (f *FakeClock) signal() {
+func (f *Fake) signal() {
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
 
 // Advance moves the clock forward by d and fires every timer due by then, in
 // the order of their fire times.
-func (f *FakeClock) Advance(d time.Duration) {
+func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
 	now := f.now
@@ -172,13 +186,13 @@ func (f *FakeClock) Advance(d time.Duration) {
 }
 
 // Waiters returns the number of NewTimer timers waiting to fire.
-func (f *FakeClock) Waiters() int {
+func (f *Fake) Waiters() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.waitersLocked()
 }
 
-func (f *FakeClock) waitersLocked() int {
+func (f *Fake) waitersLocked() int {
 	n := 0
 	for _, t := range f.timers {
 		if t.fn == nil {
@@ -190,7 +204,7 @@ func (f *FakeClock) waitersLocked() int {
 
 // NextFire returns how long until the earliest pending NewTimer timer
 // fires, false if none is pending.
-func (f *FakeClock) NextFire() (time.Duration, bool) {
+func (f *Fake) NextFire() (time.Duration, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var at time.Time
@@ -205,7 +219,7 @@ func (f *FakeClock) NextFire() (time.Duration, bool) {
 
 // BlockUntil waits until at least n NewTimer timers are waiting to fire, or
 // ctx ends.
-func (f *FakeClock) BlockUntil(ctx context.Context, n int) error {
+func (f *Fake) BlockUntil(ctx context.Context, n int) error {
 	for {
 		f.mu.Lock()
 		if f.waitersLocked() >= n {
@@ -222,8 +236,8 @@ func (f *FakeClock) BlockUntil(ctx context.Context, n int) error {
 	}
 }
 
-// sleep waits d on c, or until ctx ends.
-func sleep(ctx context.Context, c Clock, d time.Duration) error {
+// Sleep waits d on c, or until ctx ends.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
