@@ -153,17 +153,8 @@ func (o *Options) retryEvery() time.Duration { return max(o.LeaseTTL/20, jsapi.F
 // retrying is the policy of the cluster's loops that ask NATS again (the
 // membership bucket, the ledger on JetStream, a forwarded call): a pause
 // of retryEvery on clock between tries, until the context ends.
-func retrying(o *Options, clock clock.Clock) jsapi.Policy {
+func retrying(o *Options, clk clock.Clock) jsapi.Policy {
 	p := jsapi.Every(o.retryEvery())
-	p.Sleep = func(ctx context.Context, d time.Duration) bool {
-		t := clock.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C():
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
+	p.Sleep = func(ctx context.Context, d time.Duration) bool { return clock.Sleep(ctx, clk, d) == nil }
 	return p
 }

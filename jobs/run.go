@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"strconv"
 	"sync"
 
@@ -139,17 +140,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 func (r *Runner) pace(ctx context.Context, lim *rate.Limiter) error {
 	now := r.opts.Clock.Now()
 	d := lim.ReserveN(now, 1).DelayFrom(now)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := r.opts.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, r.opts.Clock, d)
 }
 
 // act resumes or skips one record, counting what came of it.
