@@ -30,7 +30,9 @@ type ModuleStore interface {
 
 // Watcher is a ModuleStore shared by several hosts: Watch calls changed
 // with the name of each module whose current version another host stored
-// or removed, until ctx is done.
+// or removed, until ctx is done. It calls ready once, as soon as the watch
+// will see every change from then on: what changed before (while the host
+// opened, or while a failed watch was started again) the caller reads then.
 type Watcher interface {
-	Watch(ctx context.Context, changed func(name string)) error
+	Watch(ctx context.Context, ready func(), changed func(name string)) error
 }

@@ -39,7 +39,7 @@ type Options struct {
 	// Settings returns the running configuration's settings (the host's
 	// *config.Config), asked each time they are needed.
 	Settings func() Settings
-	Logger  *slog.Logger
+	Logger   *slog.Logger
 	// Projections is the query store of projections' read models; nil:
 	// a projection's key/value port answers Unsupported.
 	Projections *Projections

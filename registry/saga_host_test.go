@@ -1,10 +1,10 @@
 package registry_test
 
 import (
-	"github.com/berthhq/berth/internal/clock"
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/berthhq/berth/internal/clock"
 	"io"
 	"log/slog"
 	"net/http"

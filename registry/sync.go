@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -14,11 +15,53 @@ func (r *Registry) Watch(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	return w.Watch(ctx, func(name string) {
+	ready := func() {
+		// What changed before the watch saw it: an upload on another host
+		// while this one opened (TestThreeHostsSurviveAHostAndANode missed
+		// one, loaded), or while a failed watch was started again.
+		if err := r.SyncAll(ctx); err != nil && ctx.Err() == nil {
+			r.opts.Logger.Error("reading the shared modules once the watch began failed", "error", err)
+		}
+	}
+	return w.Watch(ctx, ready, func(name string) {
 		if err := r.Sync(ctx, name); err != nil && ctx.Err() == nil {
 			r.opts.Logger.Error("module changed on another host; deploying it here failed", "module", name, "error", err)
 		}
 	})
+}
+
+// SyncAll deploys here every module's current version in the store and
+// undeploys what the store has no more: Sync of every module at once, with
+// one read of the store.
+func (r *Registry) SyncAll(ctx context.Context) error {
+	metas, codes, err := r.store.Current(ctx)
+	if err != nil {
+		return fmt.Errorf("registry: sync: %w", err)
+	}
+	current := make(map[string]bool, len(metas))
+	var errs []error
+	for i, m := range metas {
+		current[m.Name] = true
+		if err := r.deployStored(ctx, m, codes[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.mu.Lock()
+	var gone []string
+	for name := range r.mods {
+		if !current[name] {
+			gone = append(gone, name)
+		}
+	}
+	r.mu.Unlock()
+	// Each is read again before it goes: one uploaded here since the read
+	// above is not in it, and must stay.
+	for _, name := range gone {
+		if err := r.Sync(ctx, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Sync deploys here the store's current version of module name, or
@@ -34,11 +77,17 @@ func (r *Registry) Sync(ctx context.Context, name string) error {
 			return r.deployStored(ctx, m, codes[i])
 		}
 	}
+	r.undeployGone(ctx, name)
+	return nil
+}
+
+// undeployGone undeploys module name, which the shared store has no more.
+func (r *Registry) undeployGone(ctx context.Context, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d, ok := r.mods[name]
 	if !ok {
-		return nil
+		return
 	}
 	for _, sub := range subscriptionNames(d.mod.Description()) {
 		r.detach(sub)
@@ -46,7 +95,6 @@ func (r *Registry) Sync(ctx context.Context, name string) error {
 	delete(r.mods, name)
 	d.mod.Close(ctx)
 	r.opts.Logger.Info("module removed on another host; undeployed here", "module", name)
-	return nil
 }
 
 // deployStored deploys a version the store already holds, unless it runs

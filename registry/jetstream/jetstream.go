@@ -403,13 +403,15 @@ func (s *Store) Remove(ctx context.Context, name string) error {
 }
 
 // Watch calls changed with the name of each module whose current version is
-// stored or removed (by any host, this one included) until ctx is done.
-func (s *Store) Watch(ctx context.Context, changed func(name string)) error {
+// stored or removed (by any host, this one included) until ctx is done; it
+// calls ready once its consumer exists, so every later change reaches it.
+func (s *Store) Watch(ctx context.Context, ready func(), changed func(name string)) error {
 	w, err := s.obj.Watch(ctx, jetstream.UpdatesOnly())
 	if err != nil {
 		return fmt.Errorf("modules: watch: %w", err)
 	}
 	defer w.Stop()
+	ready()
 	for {
 		select {
 		case <-ctx.Done():

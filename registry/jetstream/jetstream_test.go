@@ -65,7 +65,8 @@ func twoHosts(t *testing.T, ctx context.Context, url string) (a, b *jsmodules.St
 }
 
 // TestWatchSeesAnotherHost: a module stored or removed through one host's
-// store is told to the other's watcher.
+// store is told to the other's watcher; every change after the watcher says
+// it is ready reaches it (what came before, the registry reads then).
 func TestWatchSeesAnotherHost(t *testing.T) {
 	n := natstest.RunServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,15 +74,17 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 	a, b := twoHosts(t, ctx, n.URL())
 	var mu sync.Mutex
 	var seen []string
-	go b.Watch(ctx, func(name string) { mu.Lock(); seen = append(seen, name); mu.Unlock() })
-	// The watcher starts after Watch subscribed; store versions until it
-	// sees one.
-	version := 0
-	checkfor.Cond(t, 10*time.Second, 50*time.Millisecond, "b to see a's upload", func() bool {
-		version++
-		if err := a.Store(ctx, registry.StoredModule{Name: "m", Version: version, SHA256: "x", Size: 1}, []byte{0}, 10); err != nil {
-			t.Fatal(err)
-		}
+	ready := make(chan struct{})
+	go b.Watch(ctx, func() { close(ready) }, func(name string) { mu.Lock(); seen = append(seen, name); mu.Unlock() })
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch never said it was ready")
+	}
+	if err := a.Store(ctx, registry.StoredModule{Name: "m", Version: 1, SHA256: "x", Size: 1}, []byte{0}, 10); err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Cond(t, 10*time.Second, 20*time.Millisecond, "b to see a's upload, stored once it was ready", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) > 0 && seen[len(seen)-1] == "m"
