@@ -106,6 +106,7 @@ func BenchmarkNoop(b *testing.B) {
 					b.Fatalf("%v: %s", o.Kind, o.Error())
 				}
 			}
+			b.ReportMetric(float64(m.Stats().ClosedMemory), "recycled")
 		})
 	}
 }
