@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -74,7 +75,12 @@ func (a *app) newCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "wrote %s\n", dir)
+			test, sh := "go test ./...", "./build.sh"
+			if o.lang == "rust" {
+				test = "cargo test --offline"
+			}
+			fmt.Fprintf(a.stdout, "wrote %s\nnext: cd %s && %s && %s   (then: berth modules push %s %s.wasm)\n",
+				dir, dir, test, sh, args[1], args[1])
 			return nil
 		},
 	}
@@ -143,7 +149,7 @@ func writeTemplates(dir, root string, m newModule) error {
 		if err != nil {
 			return err
 		}
-		t, err := template.New(p).Parse(string(text))
+		t, err := template.New(p).Funcs(template.FuncMap{"quote": strconv.Quote}).Parse(string(text))
 		if err != nil {
 			return err
 		}

@@ -50,7 +50,7 @@ func TestNewFindsTheCheckoutItWasBuiltFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "m")
-	if code, out, errOut := runCLI("", "new", "saga", "order-flow-2", "--lang", "rust", "--dir", dir); code != exitOK || out != "wrote "+dir+"\n" {
+	if code, out, errOut := runCLI("", "new", "saga", "order-flow-2", "--lang", "rust", "--dir", dir); code != exitOK || !strings.HasPrefix(out, "wrote "+dir+"\nnext: cd "+dir+" && cargo test --offline && ./build.sh") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	cargo, _ := os.ReadFile(filepath.Join(dir, "Cargo.toml"))
