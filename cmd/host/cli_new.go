@@ -227,6 +227,12 @@ func findSDK(given string) (string, error) {
 			}
 		}
 	}
+	return firstCheckout(candidates)
+}
+
+// firstCheckout is the first of the directories that is a Berth checkout;
+// none is an error that names --sdk.
+func firstCheckout(candidates []string) (string, error) {
 	for _, c := range candidates {
 		if isCheckout(c) == nil {
 			return c, nil

@@ -63,3 +63,18 @@ func TestNewFindsTheCheckoutItWasBuiltFrom(t *testing.T) {
 		t.Errorf("build.sh: %v %v; want an executable script", st, err)
 	}
 }
+
+// TestNewWithoutACheckoutNamesTheFlag: a binary that cannot tell where it
+// was built from (-trimpath, moved away) asks for --sdk.
+func TestNewWithoutACheckoutNamesTheFlag(t *testing.T) {
+	root, err := testbuild.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := firstCheckout([]string{t.TempDir(), filepath.Join(root, "cmd")}); err == nil || !strings.Contains(err.Error(), "with --sdk PATH") {
+		t.Errorf("err = %v; want one that names --sdk PATH", err)
+	}
+	if got, err := firstCheckout([]string{t.TempDir(), root}); got != root || err != nil {
+		t.Errorf("got %q, %v; want %s", got, err, root)
+	}
+}
