@@ -21,14 +21,24 @@ import (
 
 // benchGuest is one kind of processor running samples/bench's handler.
 type benchGuest struct {
-	kind string // the sub-benchmark's name
-	pkg  string // the guest's package, built with testbuild
-	sub  string // its subscription
+	kind  string // the sub-benchmark's name
+	pkg   string // the guest's package (a crate if rust), built with testbuild
+	sub   string // its subscription
+	event string // the type of the events appended for it; "" is OrderPlaced
+	rust  bool
+}
+
+// eventType is the type of the events appended for g.
+func (g benchGuest) eventType() string {
+	if g.event == "" {
+		return "OrderPlaced"
+	}
+	return g.event
 }
 
 var benchGuests = []benchGuest{
-	{"reactor", "registry/testdata/benchreactor", "OrderTotalsReactor.onOrderPlaced"},
-	{"projection", "samples/bench", "OrderTotals.onOrderPlaced"},
+	{kind: "reactor", pkg: "registry/testdata/benchreactor", sub: "OrderTotalsReactor.onOrderPlaced"},
+	{kind: "projection", pkg: "samples/bench", sub: "OrderTotals.onOrderPlaced"},
 }
 
 // benchWasm builds each guest once per test binary.
@@ -57,16 +67,17 @@ const benchAggregates = 1024
 // directly on the sandbox by as many goroutines as its pool has instances.
 // events/s is the host's, ceiling-events/s the pool's, ratio the first over
 // the second. Each runs with store.sync "always" (the default: every write
-// fsynced) and "none".
+// fsynced) and "none". notifier-go and notifier-rs are the ShipmentNotifier
+// in Go and in Rust on its no-op path (an event without owner), side by side.
 //
 //	go test ./registry -run '^$' -bench BenchmarkDeliverWasm -benchtime 20000x -count 5
 func BenchmarkDeliverWasm(b *testing.B) {
-	wasm, err := benchWasm()
+	guests, wasm, err := deliverWasmGuests()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cache := b.TempDir() // shared, so that each host loads the guest from the compilation cache
-	for _, g := range benchGuests {
+	for _, g := range guests {
 		for _, mode := range []string{config.SyncAlways, config.SyncNone} {
 			b.Run(g.kind+"/sync="+mode, func(b *testing.B) {
 				ctx := context.Background()
@@ -128,11 +139,11 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 			b.Fatal(err)
 		}
 	}
-	serial, parallel := benchAppend(b, h.events, b.N)
+	serial, parallel := benchAppend(b, h.events, b.N, g.eventType())
 	// The ceiling is measured half before and half after the delivery, so
 	// that a change in the shared machine's load during the run weighs on
 	// both figures alike.
-	before := poolCeiling(b, h.sandbox, cfg, wasm, b.N/2)
+	before := poolCeiling(b, h.sandbox, cfg, wasm, b.N/2, g.eventType())
 
 	var txBefore, apiBefore uint64
 	if h.ledgerTx != nil {
@@ -174,7 +185,7 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 		// Stream infos and gets of the delivery (the Status polls' included).
 		b.ReportMetric(float64(h.apiRequests()-apiBefore)/float64(b.N), "api-req/event")
 	}
-	after := poolCeiling(b, h.sandbox, cfg, wasm, b.N-b.N/2)
+	after := poolCeiling(b, h.sandbox, cfg, wasm, b.N-b.N/2, g.eventType())
 	ceiling := float64(b.N) / (before + after).Seconds()
 	rate := float64(b.N) / elapsed.Seconds()
 	b.ReportMetric(rate, "events/s")
@@ -192,17 +203,18 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 // half of benchAppend (as eventlog's BenchmarkAppend/parallel16).
 const benchAppenders = 16
 
-// benchAppend appends n one-event commits of samples/bench's order over
+// benchAppend appends n one-event commits of samples/bench's order (of type
+// eventType) over
 // benchAggregates aggregates, the first half one after another and the
 // second by benchAppenders goroutines, and returns each half's appends per
 // second (0 for a half too small to time).
-func benchAppend(b *testing.B, events eventlog.Log, n int) (serial, parallel float64) {
+func benchAppend(b *testing.B, events eventlog.Log, n int, eventType string) (serial, parallel float64) {
 	b.Helper()
 	ctx := context.Background()
 	appendOne := func(i int) error {
 		_, err := events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order",
 			AggregateID: fmt.Sprint("ord-", i%benchAggregates), ExpectedVersion: eventlog.AnyVersion,
-			Events: []eventlog.Event{{Type: "OrderPlaced", Payload: summary.Payload}}})
+			Events: []eventlog.Event{{Type: eventType, Payload: summary.Payload}}})
 		return err
 	}
 	half := n / 2
@@ -244,7 +256,7 @@ func benchAppend(b *testing.B, events eventlog.Log, n int) (serial, parallel flo
 // made directly on a module of its own in sandbox sb, by as many
 // goroutines as the pool has instances: what the host's delivery could
 // reach if the engine and the stores cost nothing.
-func poolCeiling(b *testing.B, sb *sandbox.Sandbox, cfg *config.Config, wasm []byte, n int) time.Duration {
+func poolCeiling(b *testing.B, sb *sandbox.Sandbox, cfg *config.Config, wasm []byte, n int, eventType string) time.Duration {
 	b.Helper()
 	ctx := context.Background()
 	mod, err := sb.Load(ctx, "ceiling", wasm, cfg.Module("ceiling"))
@@ -260,7 +272,7 @@ func poolCeiling(b *testing.B, sb *sandbox.Sandbox, cfg *config.Config, wasm []b
 	for range cfg.Sandbox().MaxInstances {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				ev := abi.Event{Handler: handler, InvocationKey: fmt.Sprint("k", i), Attempt: 1, Type: "OrderPlaced",
+				ev := abi.Event{Handler: handler, InvocationKey: fmt.Sprint("k", i), Attempt: 1, Type: eventType,
 					AggregateType: "Order", AggregateID: fmt.Sprint("ord-", i%benchAggregates), Version: 1,
 					Position: uint64(i), TimeUnixNano: time.Now().UnixNano(), Payload: summary.Payload}
 				if o := mod.Invoke(ctx, &ev, 10*time.Second); o.Kind != sandbox.Success {

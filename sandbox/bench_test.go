@@ -96,8 +96,7 @@ func BenchmarkCancel(b *testing.B) {
 // warm on-disk cache (hit). Closing the sandbox after the call cancels a
 // miss's background compile.
 func BenchmarkColdStart(b *testing.B) {
-	wasm := wasmOf(b, "samples/bench")
-	run := func(b *testing.B, dir string, tiering TieringMode, wait bool) {
+	run := func(b *testing.B, wasm []byte, ev *abi.Event, dir string, tiering TieringMode, wait bool) {
 		s, err := New(Config{CacheDir: dir, Logger: discard(), Tiering: tiering})
 		if err != nil {
 			b.Fatal(err)
@@ -107,34 +106,44 @@ func BenchmarkColdStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if o := m.Invoke(context.Background(), orderPlaced(), time.Second); o.Kind != Success {
+		if o := m.Invoke(context.Background(), ev, time.Second); o.Kind != Success {
 			b.Fatalf("%v: %s", o.Kind, o.Error())
 		}
 		if wait && m.tierDone != nil {
 			<-m.tierDone // until the module runs compiled, and the cache is filled
 		}
 	}
-	for _, c := range []struct {
+	misses := []struct {
 		name    string
 		tiering TieringMode
 		wait    bool
-	}{{"miss", TierUp, false}, {"miss-until-compiled", TierUp, true}, {"miss-compiled", CompiledOnly, false}} {
-		b.Run(c.name, func(b *testing.B) {
+	}{{"miss", TierUp, false}, {"miss-until-compiled", TierUp, true}, {"miss-compiled", CompiledOnly, false}}
+	guest := func(prefix string, wasm []byte, ev func() *abi.Event) {
+		for _, c := range misses {
+			b.Run(prefix+c.name, func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					dir := b.TempDir()
+					b.StartTimer()
+					run(b, wasm, ev(), dir, c.tiering, c.wait)
+				}
+				b.ReportMetric(float64(len(wasm)), "module-bytes")
+			})
+		}
+		b.Run(prefix+"hit", func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "cache")
+			run(b, wasm, ev(), dir, TierUp, true) // fill the cache
 			for b.Loop() {
-				b.StopTimer()
-				dir := b.TempDir()
-				b.StartTimer()
-				run(b, dir, c.tiering, c.wait)
+				run(b, wasm, ev(), dir, TierUp, false)
 			}
+			b.ReportMetric(float64(len(wasm)), "module-bytes")
 		})
 	}
-	b.Run("hit", func(b *testing.B) {
-		dir := filepath.Join(b.TempDir(), "cache")
-		run(b, dir, TierUp, true) // fill the cache
-		for b.Loop() {
-			run(b, dir, TierUp, false)
-		}
-	})
+	guest("", wasmOf(b, "samples/bench"), orderPlaced)
+	// The ShipmentNotifier in Go and in Rust, its no-owner call (issue 21).
+	for _, g := range notifierGuests {
+		guest(g.name+"/", g.wasm(b), shippedNoOwner)
+	}
 }
 
 // BenchmarkInstanceMemory reports the memory one warm instance of the

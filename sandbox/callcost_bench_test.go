@@ -88,6 +88,27 @@ func BenchmarkNoop(b *testing.B) {
 			b.ReportMetric(float64(m.Stats().ClosedMemory), "recycled")
 		})
 	}
+	// The ShipmentNotifier in Go and in Rust, called as the engine calls
+	// (sandbox's setting) with no owner: its handler returns at once in both
+	// (issue 21).
+	for _, g := range notifierGuests {
+		b.Run("sandbox-"+g.name, func(b *testing.B) {
+			s := newSandbox(b, Config{MaxInstances: 1})
+			m, err := s.Load(ctx, g.name, g.wasm(b), ModuleConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ev := shippedNoOwner()
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				if o := callerDeadline(m, ev); o.Kind != Success {
+					b.Fatalf("%v: %s", o.Kind, o.Error())
+				}
+			}
+			b.ReportMetric(float64(m.Stats().ClosedMemory), "recycled")
+		})
+	}
 }
 
 // reportCPU starts measuring the process's CPU time; the func it returns

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/wasm/abi"
 )
 
 // steadyStateCalls is how many calls BenchmarkSteadyStateMemory makes on
@@ -29,19 +31,29 @@ const steadyStateCalls = 16384
 // in throughput.
 func BenchmarkSteadyStateMemory(b *testing.B) {
 	for _, growth := range []float64{1.25, 1.5} {
-		b.Run(fmt.Sprintf("growth=%v", growth), func(b *testing.B) { steadyStateMemory(b, growth) })
+		b.Run(fmt.Sprintf("growth=%v", growth), func(b *testing.B) {
+			steadyStateMemory(b, growth, wasmOf(b, "samples/bench"), orderPlaced())
+		})
+	}
+	// The ShipmentNotifier in Go and in Rust, at the default growth, with
+	// no owner (issue 21).
+	for _, g := range notifierGuests {
+		b.Run(g.name, func(b *testing.B) { steadyStateMemory(b, 0, g.wasm(b), shippedNoOwner()) })
 	}
 }
 
-// steadyStateMemory is BenchmarkSteadyStateMemory for one RecycleGrowth.
-func steadyStateMemory(b *testing.B, growth float64) {
+// steadyStateMemory is BenchmarkSteadyStateMemory for one RecycleGrowth
+// (0: the default), module and event.
+func steadyStateMemory(b *testing.B, growth float64, wasm []byte, ev *abi.Event) {
 	var linear, heap, recycled, peakLinear, peakHeap float64
 	var cpu time.Duration
 	for b.Loop() {
 		s := newSandbox(b, Config{MaxInstances: 1, RecycleGrowth: growth})
-		m := load(b, s, "samples/bench", ModuleConfig{})
-		ev := orderPlaced()
 		ctx := context.Background()
+		m, err := s.Load(ctx, "steady", wasm, ModuleConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
 		var maxLinear, maxWith uint64
 		start := cpuTime()
 		for range steadyStateCalls {

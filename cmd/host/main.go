@@ -6,6 +6,7 @@
 //	berth modules push|list|show|remove …          berth events append …
 //	berth subscriptions list|show|pause|unpause|reset …   berth parked list|show|resume|skip …
 //	berth config check FILE    berth version    berth completion bash|zsh|fish
+//	berth new reactor|projection|saga NAME --lang go|rust   (a handler module to start from)
 //
 // `berth help` lists every command and topic.
 package main

@@ -117,7 +117,7 @@ func (a *app) newRoot() *cobra.Command {
 	pf.BoolVar(&a.opts.wide, "wide", false, "keep each table row on one line instead of wrapping long cells")
 	pf.DurationVar(&a.opts.timeout, "timeout", defaultTimeout, "give up on a request after this long")
 
-	root.AddCommand(a.serveCmd(), a.versionCmd(), a.configCmd(),
+	root.AddCommand(a.serveCmd(), a.versionCmd(), a.configCmd(), a.newCmd(),
 		a.modulesCmd(), a.eventsCmd(), a.subscriptionsCmd(), a.parkedCmd(), a.jobsCmd(), a.auditCmd(), a.clusterCmd(),
 		topic("exit-codes", "What the exit codes mean", exitCodesHelp),
 		topic("environment", "The environment variables the CLI reads", environmentHelp))
