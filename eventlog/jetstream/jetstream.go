@@ -4,7 +4,7 @@
 //
 // The log is one stream. A commit is one message holding the commit in
 // eventlog's codec (eventlog.AppendCommit), published on its aggregate's
-// subject (subject.go); its position is the stream sequence. Positions are
+// subject (a token per aggregate type and id); its position is the stream sequence. Positions are
 // gapless as long as nothing is deleted from the stream: the stream is
 // created with deletes and purges denied and without limits, and Open
 // refuses a stream that has limits. Appends are optimistic per aggregate:
@@ -16,7 +16,7 @@
 // Reads use batched direct gets. On a replicated stream a direct get may be
 // answered by a follower that is a little behind the leader; what this log
 // knows to exist (its own appends, Head, what Wait saw) it completes from
-// the stream leader, so a caller reads its own writes (read.go).
+// the stream leader, so a caller reads its own writes.
 package jetstream
 
 import (

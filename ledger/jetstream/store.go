@@ -23,7 +23,7 @@
 // transaction whose snapshot is before M aborts on every host and runs
 // again, so a host with an empty cache (or one that fell behind the purge)
 // restores the snapshot and replays the tail, deciding every later message
-// as the hosts that applied the whole stream (compact.go, restore.go).
+// as the hosts that applied the whole stream.
 //
 // What the stream and the cache hold is versioned by Layout, recorded in
 // the stream's metadata and in the cache: Open refuses a stream or a cache
