@@ -1,6 +1,7 @@
 package assembly_test
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -56,9 +57,11 @@ func TestHostsStartTogetherOnAFreshCluster(t *testing.T) {
 	})
 }
 
-// TestUploadsOnTwoHostsAtOnce: two deployers pushing the same module to two
-// hosts at the same moment each get a version of their own — no number is
-// given twice — and both hosts end on the same current version.
+// TestUploadsOnTwoHostsAtOnce: two deployers pushing new builds of the same
+// module to two hosts at the same moment each get a version of their own —
+// no number is given twice — and both hosts end on the same current version.
+// Each upload's bytes differ (a custom section naming it): bytes already
+// current would change nothing.
 func TestUploadsOnTwoHostsAtOnce(t *testing.T) {
 	wasm, err := testbuild.Bytes("registry/testdata/eachevent")
 	if err != nil {
@@ -72,8 +75,8 @@ func TestUploadsOnTwoHostsAtOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, m := range ms {
 		wg.Go(func() {
-			for range each {
-				info, _, err := m.h.Modules.Put(t.Context(), "each-event", wasm)
+			for i := range each {
+				info, _, err := m.h.Modules.Put(t.Context(), "each-event", testbuild.Rebuilt(wasm, fmt.Sprintf("%s-%d", m.id, i)))
 				if err != nil {
 					t.Errorf("put on %s: %v", m.id, err)
 					return

@@ -6,6 +6,8 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -132,9 +134,34 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 
 // Put deploys (or updates) the module name from its bytes, as its next
 // version. Nothing is stored and the running version stays when the bytes do
-// not load.
+// not load. The bytes of the version already current change nothing: Put
+// answers that version at once, with no compile and no new version.
 func (r *Registry) Put(ctx context.Context, name string, wasm []byte) (Info, bool, error) {
+	if info, ok, err := r.current(ctx, name, wasm); ok || err != nil {
+		return info, false, err
+	}
 	return r.put(ctx, name, wasm, 0)
+}
+
+// current returns name's running version when it has wasm's bytes and no
+// later version is stored (by another host of a shared store, not yet
+// deployed here); ok is false otherwise.
+func (r *Registry) current(ctx context.Context, name string, wasm []byte) (Info, bool, error) {
+	sum := sha256.Sum256(wasm)
+	r.mu.Lock()
+	d, ok := r.mods[name]
+	r.mu.Unlock()
+	if !ok || d.SHA256 != hex.EncodeToString(sum[:]) {
+		return Info{}, false, nil
+	}
+	last, err := r.store.LastVersion(ctx, name)
+	if err != nil {
+		return Info{}, false, fmt.Errorf("registry: store %s: %w", name, err)
+	}
+	if last != d.Version {
+		return Info{}, false, nil
+	}
+	return d.info(), true, nil
 }
 
 // Rollback deploys again the bytes of a kept version of the module, as its

@@ -227,3 +227,32 @@ func sizeField(t *testing.T, meta []byte) string {
 	}
 	return strconv.Itoa(m.Size)
 }
+
+// TestUploadOfTheCurrentBytesChangesNothing: a deployer's PUT of the bytes
+// already running answers that version, not created, with no new version
+// kept; other bytes, and then the first ones again, are new versions (the
+// first bytes are no longer current then).
+func TestUploadOfTheCurrentBytesChangesNothing(t *testing.T) {
+	e := newVersionEnv(t, 10)
+	ctx := context.Background()
+	wasm := bytesOf(t, notifierWasm)
+	first, created, err := e.reg().Put(ctx, "notifier", wasm)
+	if err != nil || !created || first.Version != 1 {
+		t.Fatalf("first upload: %+v, created %v, %v", first, created, err)
+	}
+	again, created, err := e.reg().Put(ctx, "notifier", wasm)
+	if err != nil || created || again.Version != 1 || again.SHA256 != first.SHA256 {
+		t.Fatalf("the same bytes again: %+v, created %v, %v; want version 1, not created", again, created, err)
+	}
+	other := testbuild.Rebuilt(wasm, "2")
+	if info, _, err := e.reg().Put(ctx, "notifier", other); err != nil || info.Version != 2 {
+		t.Fatalf("another build: %+v, %v; want version 2", info, err)
+	}
+	if info, _, err := e.reg().Put(ctx, "notifier", wasm); err != nil || info.Version != 3 {
+		t.Fatalf("the first bytes once another build ran: %+v, %v; want version 3", info, err)
+	}
+	vs, err := e.reg().Versions("notifier")
+	if err != nil || len(vs) != 3 {
+		t.Fatalf("versions kept: %+v, %v; want 3", vs, err)
+	}
+}

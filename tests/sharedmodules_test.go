@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testbuild"
 	"sync"
 	"testing"
 	"time"
@@ -74,7 +75,8 @@ func TestModulesReachEveryHost(t *testing.T) {
 }
 
 // TestUploadsToTwoHostsAtOnce: two deployers push different code under one
-// module name to two hosts of a deployment at the same moment. Each upload
+// module name to two hosts of a deployment at the same moment, a new build
+// each time (bytes already current would change nothing). Each upload
 // gets a version number of its own (both hosts counted the same next one:
 // only one may have it), every kept version holds the bytes its upload
 // answered with, and both hosts end on the same current version.
@@ -99,8 +101,9 @@ func TestUploadsToTwoHostsAtOnce(t *testing.T) {
 		wasm []byte
 	}{{a, notifierWasm}, {b, summary}} {
 		wg.Go(func() {
-			for range each {
-				r, err := side.h.try("PUT", "/v1/modules/"+moduleName, side.wasm, "Content-Type", "application/wasm")
+			for i := range each {
+				wasm := testbuild.Rebuilt(side.wasm, fmt.Sprintf("%s-%d", side.h.URL, i))
+				r, err := side.h.try("PUT", "/v1/modules/"+moduleName, wasm, "Content-Type", "application/wasm")
 				if err != nil || (r.Status != 200 && r.Status != 201) {
 					t.Errorf("PUT on %s: %v %v", side.h.URL, r, err)
 					return

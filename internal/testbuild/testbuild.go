@@ -80,3 +80,17 @@ func built(build func(dir string) (string, error)) ([]byte, error) {
 	}
 	return os.ReadFile(path)
 }
+
+// Rebuilt returns wasm with a custom section "build" holding id appended:
+// another build of the same module, with bytes (and a sha256) of its own,
+// as a deployer's next upload would be. The host ignores custom sections.
+func Rebuilt(wasm []byte, id string) []byte {
+	const name = "build"
+	payload := append([]byte{byte(len(name))}, name...)
+	payload = append(payload, id...)
+	if len(payload) > 127 {
+		panic("testbuild: Rebuilt: id too long for a one-byte section size")
+	}
+	out := append([]byte(nil), wasm...)
+	return append(append(out, 0, byte(len(payload))), payload...)
+}

@@ -1,0 +1,74 @@
+package registry_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/berthhq/berth/assembly"
+	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/internal/testbuild"
+)
+
+// BenchmarkPut measures a module's upload as the REST API makes it
+// (Registry.Put on a whole host with the default configuration: tier-up,
+// store.sync "always"), for registry/testdata/eachevent, a small Go
+// module: on a fresh host with no compilation cache (fresh), on a fresh
+// host whose cache directory holds the module's compiled code (cached),
+// and again with the same bytes on the same host (again).
+//
+//	go test ./registry -run '^$' -bench BenchmarkPut -benchtime 10x -cpuprofile /tmp/put.prof
+func BenchmarkPut(b *testing.B) {
+	wasm, err := testbuild.Bytes("registry/testdata/eachevent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	open := func(b *testing.B, cache string) *assembly.Host {
+		cfg := config.Default()
+		cfg.Server.DataDir = b.TempDir()
+		kit, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: cache})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return kit
+	}
+	put := func(b *testing.B, kit *assembly.Host) {
+		if _, _, err := kit.Modules.Put(ctx, "each-event", wasm); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("fresh", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			kit := open(b, b.TempDir())
+			b.StartTimer()
+			put(b, kit)
+			b.StopTimer()
+			kit.Close(ctx)
+			b.StartTimer()
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		cache := b.TempDir()
+		first := open(b, cache)
+		put(b, first)
+		first.Close(ctx) // waits for the optimizing compile, which fills the cache
+		for b.Loop() {
+			b.StopTimer()
+			kit := open(b, cache)
+			b.StartTimer()
+			put(b, kit)
+			b.StopTimer()
+			kit.Close(ctx)
+			b.StartTimer()
+		}
+	})
+	b.Run("again", func(b *testing.B) {
+		kit := open(b, b.TempDir())
+		defer kit.Close(ctx)
+		put(b, kit)
+		for b.Loop() {
+			put(b, kit)
+		}
+	})
+}
