@@ -46,13 +46,16 @@ func TestPoolIsCappedAndShrinks(t *testing.T) {
 		t.Errorf("peak instances = %d, want the cap, 2", got)
 	}
 	// A call over the cap waits for an instance: with both busy sleeping
-	// until their deadline, an echo call waits about that long.
+	// until their deadline, an echo call waits about that long. The
+	// deadline is long beside the 200 ms asked: on a loaded machine the
+	// sleepers take a while to hold their instances, and their deadline
+	// runs from their start (200 ms left of 300 failed once, loaded).
 	var busy sync.WaitGroup
 	for range 2 {
 		busy.Add(1)
 		go func() {
 			defer busy.Done()
-			m.Invoke(context.Background(), &abi.Event{Handler: "sleeper", InvocationKey: "busy"}, 300*time.Millisecond)
+			m.Invoke(context.Background(), &abi.Event{Handler: "sleeper", InvocationKey: "busy"}, time.Second)
 		}()
 	}
 	// Queue the echo only once both sleepers hold an instance: the pool
