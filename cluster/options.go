@@ -30,7 +30,7 @@ type Engine interface {
 // Defaults of Options.
 const (
 	// DefaultLeaseTTL is the default Options.LeaseTTL.
-	DefaultLeaseTTL = 10 * time.Second
+	DefaultLeaseTTL = 15 * time.Second
 	// DefaultBucket is the default Options.Bucket.
 	DefaultBucket = "berth_members"
 	// DefaultPartitions is the default Options.Partitions: the engine's,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/cluster"
 	"net"
 	"net/netip"
 	"net/url"
@@ -18,7 +19,7 @@ import (
 const (
 	// DefaultLeaseTTL is cluster.lease-ttl: how long a host's membership (and a duty it holds) lasts
 	// without a renewal. A killed host's partitions are owned again within about twice it.
-	DefaultLeaseTTL = retry.Duration(15 * time.Second)
+	DefaultLeaseTTL = retry.Duration(cluster.DefaultLeaseTTL)
 	// MinLeaseTTL is the shortest cluster.lease-ttl: a host renews every third of it, and a shorter
 	// lease would be lost to one slow round trip or garbage-collection pause.
 	MinLeaseTTL = retry.Duration(3 * time.Second)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/jsapi"
 	"net/url"
 	"strconv"
 
@@ -22,8 +23,8 @@ const (
 // Defaults of [store.jetstream].
 const (
 	DefaultNATSURL            = "nats://127.0.0.1:4222"
-	DefaultNATSConnectTimeout = retry.Duration(5e9)
-	DefaultNATSOpenTimeout    = retry.Duration(30e9)
+	DefaultNATSConnectTimeout = retry.Duration(jetstream.DefaultRequestTimeout)
+	DefaultNATSOpenTimeout    = retry.Duration(jsapi.DefaultWait)
 	// DefaultLedgerCompactEvery and DefaultLedgerCompactKeep are the ledger stream's compaction
 	// (ledger/jetstream's own defaults).
 	DefaultLedgerCompactEvery = jsledger.DefaultCompactEvery

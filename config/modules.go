@@ -15,8 +15,8 @@ import (
 
 // Defaults of [modules.<name>] (those of sandbox.ModuleConfig).
 const (
-	DefaultMemoryLimit = 64 * MiB
-	DefaultInitTimeout = retry.Duration(10e9)
+	DefaultMemoryLimit = sandbox.DefaultMemoryLimitPages * WasmPage
+	DefaultInitTimeout = retry.Duration(sandbox.DefaultInitTimeout)
 	// WasmPage is the size of a WebAssembly memory page; a memory limit is a whole number of pages.
 	WasmPage = 64 * KiB
 	// MaxMemoryLimit is the most a 32-bit WebAssembly memory can hold (65536 pages).
@@ -25,17 +25,17 @@ const (
 
 // Defaults of [sandbox] (those sandbox.New takes for zero values).
 const (
-	DefaultCompiledModules = 32
-	DefaultMaxInstances    = 8
-	DefaultIdleTimeout     = retry.Duration(60e9)
+	DefaultCompiledModules = sandbox.DefaultCompiledModules
+	DefaultMaxInstances    = sandbox.DefaultMaxInstances
+	DefaultIdleTimeout     = retry.Duration(sandbox.DefaultIdleTimeout)
 	// DefaultRecycleMemoryPercent is sandbox.DefaultRecycleMemoryFraction in percent.
 	DefaultRecycleMemoryPercent = 50
 	// DefaultRecycleGrowth is sandbox.DefaultRecycleGrowth, sandbox.recycle-growth's default.
 	DefaultRecycleGrowth = sandbox.DefaultRecycleGrowth
 	// MaxRecycleGrowth bounds sandbox.recycle-growth: beyond it the key would mean "never" in all but name.
 	MaxRecycleGrowth   = 1000
-	DefaultMaxOutput   = 16 * KiB
-	DefaultMaxResponse = 1 * MiB
+	DefaultMaxOutput   = sandbox.DefaultMaxOutputBytes
+	DefaultMaxResponse = sandbox.DefaultMaxResponseBytes
 )
 
 // ModuleConfig is [modules.<name>]: what the operator sets for one module. A module without a table

@@ -34,10 +34,10 @@ type ModuleConfig struct {
 
 func (c ModuleConfig) withDefaults() ModuleConfig {
 	if c.MemoryLimitPages == 0 {
-		c.MemoryLimitPages = 1024
+		c.MemoryLimitPages = DefaultMemoryLimitPages
 	}
 	if c.InitTimeout <= 0 {
-		c.InitTimeout = 10 * time.Second
+		c.InitTimeout = DefaultInitTimeout
 	}
 	return c
 }

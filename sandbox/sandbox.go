@@ -83,6 +83,22 @@ type Config struct {
 	tierUpGate <-chan struct{}
 }
 
+// Defaults of Config's zero values; config's [sandbox] defaults are these.
+const (
+	DefaultCompiledModules  = 32
+	DefaultMaxInstances     = 8
+	DefaultIdleTimeout      = time.Minute
+	DefaultMaxOutputBytes   = 16 << 10
+	DefaultMaxResponseBytes = 1 << 20
+)
+
+// Defaults of ModuleConfig's zero values; config's [modules.<name>]
+// defaults are these.
+const (
+	DefaultMemoryLimitPages = 1024 // 64 MiB
+	DefaultInitTimeout      = 10 * time.Second
+)
+
 // DefaultRecycleMemoryFraction is Config.RecycleMemoryFraction's default:
 // an instance that grew to half its memory limit is not kept.
 const DefaultRecycleMemoryFraction = 0.5
@@ -116,13 +132,13 @@ const (
 
 func (c Config) withDefaults() Config {
 	if c.CompiledModules <= 0 {
-		c.CompiledModules = 32
+		c.CompiledModules = DefaultCompiledModules
 	}
 	if c.MaxInstances <= 0 {
-		c.MaxInstances = 8
+		c.MaxInstances = DefaultMaxInstances
 	}
 	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = time.Minute
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if !(c.RecycleMemoryFraction > 0) { // zero, negative or NaN
 		c.RecycleMemoryFraction = DefaultRecycleMemoryFraction
@@ -138,10 +154,10 @@ func (c Config) withDefaults() Config {
 		c.Clock = clock.Real()
 	}
 	if c.MaxOutputBytes <= 0 {
-		c.MaxOutputBytes = 16 << 10
+		c.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	if c.MaxResponseBytes <= 0 {
-		c.MaxResponseBytes = 1 << 20
+		c.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if c.HTTPTransport == nil {
 		c.HTTPTransport = http.DefaultTransport.(*http.Transport).Clone()
