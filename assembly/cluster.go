@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/internal/durable"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
@@ -59,6 +63,10 @@ func (h *Host) openLedger(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
+// incarnationFile, in the data directory, holds the incarnation of this
+// host's membership in its last run (cluster.Options.Resume).
+const incarnationFile = "cluster-incarnation"
+
 // hostID returns this host's id in the cluster, "" for a single host: the
 // engine's Options.Host.
 func hostID(cfg *config.Config) (string, error) {
@@ -78,7 +86,20 @@ func (h *Host) openCluster(ctx context.Context, cfg *config.Config, clock clock.
 	if err != nil {
 		return &OpenError{Part: "cluster", Err: err}
 	}
+	// The incarnation of this host's last run, kept in its data directory
+	// (one process at a time holds it): a run stopped by a crash or a
+	// power cut left its membership key behind, which this run takes over
+	// at once rather than waiting out cluster.lease-ttl.
+	incarnation := filepath.Join(cfg.Server.DataDir, incarnationFile)
+	previous, _ := os.ReadFile(incarnation) // none: the first run, or one that left
+	joined := func(inc string) {
+		if err := durable.WriteFile(incarnation, []byte(inc), 0o600); err != nil {
+			h.log.Warn("cluster: could not keep this run's incarnation; after a crash the next start waits out the lease",
+				"file", incarnation, "error", err)
+		}
+	}
 	if h.Cluster, err = cluster.Open(ctx, h.NATS, cluster.Options{
+		Resume: strings.TrimSpace(string(previous)), Joined: joined,
 		Host: id, Address: cfg.ClusterAddress(), Version: buildinfo.Read().Version,
 		Ledger: h.Ledger, Engine: h.Engine, Subscriptions: h.Engine.Subscriptions(),
 		Partitions: cfg.Subscription.Partitions, LeaseTTL: cfg.Cluster.LeaseTTL.Std(),

@@ -120,6 +120,10 @@ func (c *Cluster) join(ctx context.Context) error {
 	if errors.As(err, &gaveUp) {
 		return fmt.Errorf("%w (%w)", gaveUp.Err, ctx.Err())
 	}
+	if err == nil && c.lease.resumed > 0 {
+		c.opts.Logger.Warn("cluster: took over the membership of this host's previous run, which stopped without leaving (a crash or a power cut)",
+			"host", c.opts.Host)
+	}
 	return err
 }
 

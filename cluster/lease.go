@@ -37,6 +37,11 @@ type lease struct {
 	renew time.Duration
 	retry time.Duration
 	inUse time.Duration // how soon to try joining again while another incarnation holds the key
+	// resume is Options.Resume; joined is Options.Joined. resumed counts
+	// the keys taken over from a previous run (for the log).
+	resume  string
+	joined  func(incarnation string)
+	resumed int
 
 	nudge   chan struct{} // renew now (buffer 1)
 	changed chan struct{} // a write was confirmed or a term ended (buffer 1)
@@ -61,7 +66,7 @@ func newLease(kv jetstream.KeyValue, key string, o *Options, info memberInfo, st
 		kv: kv, key: key, ttl: o.LeaseTTL, gap: o.Margin, clock: o.Clock, stats: stats,
 		renew: o.renewEvery(), retry: o.retryEvery(), inUse: inUse,
 		nudge: make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		info: info,
+		info: info, resume: o.Resume, joined: o.Joined,
 	}
 }
 
@@ -80,14 +85,47 @@ func (l *lease) join(ctx context.Context) error {
 	rev, err := l.kv.Create(actx, l.key, value)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
-		return fmt.Errorf("%w: %q is a live member (another host with this id, or this host's previous run, whose lease ends within %v)",
-			errInUse, l.key, l.ttl)
+		if rev, err = l.takeOver(actx, value); err != nil {
+			return err
+		}
 	case err != nil:
 		return fmt.Errorf("cluster: join as %q: %w", l.key, err)
 	}
 	l.rev = rev
 	l.confirmed(sent)
+	if l.joined != nil {
+		l.joined(l.info.Incarnation)
+	}
 	return nil
+}
+
+// takeOver writes value over the key when it is held by the previous run
+// of this host (Options.Resume), which is over; errInUse otherwise.
+func (l *lease) takeOver(ctx context.Context, value []byte) (uint64, error) {
+	inUse := fmt.Errorf("%w: %q is a live member (another host with this id, or this host's previous run, whose lease ends within %v)",
+		errInUse, l.key, l.ttl)
+	if l.resume == "" {
+		return 0, inUse
+	}
+	e, err := l.kv.Get(ctx, l.key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, inUse // gone meanwhile: the next try creates it
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cluster: join as %q: %w", l.key, err)
+	}
+	if m, derr := decodeMember(e.Value()); derr != nil || m.Incarnation != l.resume {
+		return 0, inUse
+	}
+	rev, err := l.kv.Update(ctx, l.key, value, e.Revision())
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, inUse // written meanwhile: no longer the previous run's
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cluster: take over %q from this host's previous run: %w", l.key, err)
+	}
+	l.resumed++
+	return rev, nil
 }
 
 // renewOnce writes the key over the last confirmed revision. A revision

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/berthhq/berth/internal/clock"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,6 +152,50 @@ func TestOpenDuplicateHost(t *testing.T) {
 	}
 	if waited < 10*time.Second {
 		t.Fatalf("refused after %v, before a TTL", waited)
+	}
+}
+
+// TestOpenResumesItsPreviousRun: a host whose previous run stopped without
+// leaving (its connection gone: a crash, a power cut) takes its key over at
+// once when it says which incarnation that run was (Options.Resume, kept
+// beside its data), instead of waiting out the TTL as TestOpenDuplicateHost
+// does; it then owns every partition again, and Joined tells the new
+// incarnation.
+func TestOpenResumesItsPreviousRun(t *testing.T) {
+	n := natstest.RunServer(t)
+	st := openLedger(t)
+	var mu sync.Mutex
+	var incarnations []string
+	joined := func(inc string) { mu.Lock(); incarnations = append(incarnations, inc); mu.Unlock() }
+	first := startHost(t, n.URL(), "solo", st, Options{Subscriptions: []string{"orders"}, LeaseTTL: 10 * time.Second,
+		Clock: clock.NewFake(start), Joined: joined})
+	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "the first run owning all 16 partitions", func() bool {
+		return len(first.eng.owned("orders")) == partitions
+	})
+	first.nc.Close() // no goodbye: its key lives on for the TTL
+	mu.Lock()
+	previous := incarnations[0]
+	mu.Unlock()
+
+	// On a clock that never moves: the TTL cannot pass, so only a take-over
+	// lets it open (within 10 s of real time, or the test fails).
+	clk := clock.NewFake(start)
+	eng := newFakeEngine(clk.Now)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	second, err := Open(ctx, connect(t, n.URL()), Options{Host: "solo", Address: "http://solo:8080", Ledger: st, Engine: eng,
+		Subscriptions: []string{"orders"}, LeaseTTL: 10 * time.Second, Clock: clk, Resume: previous, Joined: joined})
+	if err != nil {
+		t.Fatalf("the second run: %v", err)
+	}
+	t.Cleanup(func() { second.Close(context.Background()) })
+	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "the second run owning all 16 partitions", func() bool {
+		return len(eng.owned("orders")) == partitions
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(incarnations) != 2 || incarnations[1] == previous {
+		t.Fatalf("incarnations joined %q, want a new one after %q", incarnations, previous)
 	}
 }
 

@@ -60,8 +60,19 @@ type Options struct {
 	// LeaseTTL is how long a host's membership lasts without a renewal; it
 	// is renewed every LeaseTTL/3. It is the membership bucket's TTL, so
 	// every host must use the same (Open fails otherwise). At least 1 s.
-	// Default 10 s.
+	// Default DefaultLeaseTTL (15 s).
 	LeaseTTL time.Duration
+	// Resume is the incarnation of this host's previous run, as Joined last
+	// told it (the caller keeps it beside its data, which one process at a
+	// time may hold): a membership key still held by that incarnation is
+	// taken over at once, since that run is over — stopped without leaving
+	// (a crash, a power cut) — rather than waited out for up to LeaseTTL.
+	// Empty: wait, as for any key of another incarnation.
+	Resume string
+	// Joined, if set, is called with this host's incarnation each time it
+	// joins (creates or takes over its key), before its term is used, for
+	// the caller to keep as the next run's Resume.
+	Joined func(incarnation string)
 	// Margin is how long before its lease could expire on the server a host
 	// that could not renew gives up its partitions: it must cover the
 	// engine's stopping them and the drift between this host's clock and

@@ -88,6 +88,9 @@ func cutAndRestart(t *testing.T, h *hostProc, pc *powercut.FS, plan cutPlan) *ho
 	started := time.Now()
 	h2 := h.restart(t) // fails the test unless this first start serves
 	t.Logf("the host served %v after its one start", time.Since(started).Round(time.Millisecond))
+	if strings.Contains(h2.Stderr(), "took over the membership of this host's previous run") {
+		t.Log("it took its membership over from the run the cut stopped, without waiting out the lease")
+	}
 	h2.must(200, "GET", "/v1/subscriptions", nil)
 	if log := h2.Stderr(); !plan.noRecovery && !strings.Contains(log, recoveredLine) {
 		t.Errorf("the host's log has no line saying what it recovered from (want %q):\n%s", recoveredLine, log)
