@@ -65,7 +65,8 @@ func TestMetricsScrapePassesPromtool(t *testing.T) {
 // `promtool check rules` and their unit tests (docs/alerts_test.yml), and
 // every metric that they and the Grafana dashboard name is in the live
 // scrape of a host in a cluster (on JetStream, so that the cluster's
-// metrics are there too), which promtool also checks.
+// metrics are there too), which promtool also checks; and docs/metrics.md
+// documents every Berth metric of that scrape.
 func TestMetricsDashboardAndAlertsNameLiveMetrics(t *testing.T) {
 	promtool(t, "", "check", "rules", "../docs/alerts.yml")
 	promtool(t, "../docs", "test", "rules", "alerts_test.yml")
@@ -117,6 +118,16 @@ subject-prefix = "e2e.metrics"
 	}
 	if len(named) < 20 {
 		t.Errorf("the docs name %d metrics: %v", len(named), named)
+	}
+	// And every metric of Berth's own in the scrape is documented.
+	reference, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range live {
+		if strings.HasPrefix(name, "berth_") && !strings.Contains(string(reference), "`"+strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_count"), "_sum")+"`") {
+			t.Errorf("docs/metrics.md does not document %s", name)
+		}
 	}
 }
 
