@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/berthhq/berth/subscription"
 	"github.com/berthhq/berth/internal/buildinfo"
+	"github.com/berthhq/berth/subscription"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
