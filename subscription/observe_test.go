@@ -46,7 +46,7 @@ func TestObserverToldOfAttemptsParkAndResume(t *testing.T) {
 		Recoverable: []string{"Made-Up-By-The-Guest-42", retry.ClassTrap}}
 	s.Parked = retry.ParkedSettings{MaxRetries: retry.NoParkedRetries}
 	obs := &seen{}
-	e := newEnv(t, Options{Partitions: 1, Observer: obs}, s)
+	e := newEnv(t, Options{Partitions: 1, Concurrency: 1, Observer: obs}, s)
 	e.clock = clk
 	eng := e.start()
 	e.append("Order", "ok")
