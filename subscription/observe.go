@@ -27,6 +27,7 @@ type Observer interface {
 
 // Attempt is one attempt at an event, as an Observer is told of it.
 type Attempt struct {
+	// Subscription is the subscription whose handler was called.
 	Subscription string
 	// Outcome is "success" or the failure's kind: "timeout", "trap",
 	// "memory", "canceled" for the host's own kinds (a panic of the invoker
@@ -47,6 +48,7 @@ type Attempt struct {
 // Resolution is a parked aggregate resumed or skipped, as an Observer is
 // told of it.
 type Resolution struct {
+	// Subscription is the subscription the aggregate was parked in.
 	Subscription string
 	// Action is "resume" or "skip".
 	Action string
@@ -55,11 +57,6 @@ type Resolution struct {
 	By string
 	// Parked is the time from the record's first failure to now.
 	Parked time.Duration
-}
-
-// Outcomes are every Attempt.Outcome, in the order a metric lists them.
-func Outcomes() []string {
-	return []string{"success", "recoverable", "unrecoverable", "timeout", "trap", "memory", "systemic", "backpressure", "canceled"}
 }
 
 // observer calls an Observer, or nothing when there is none, so that each
