@@ -33,7 +33,7 @@ func newEngineMetrics() *engineMetrics {
 	}
 	return &engineMetrics{
 		attempts: counter("berth_handler_attempts_total",
-			"Attempts at an event by outcome (success, recoverable, unrecoverable, timeout, trap, memory, systemic, backpressure, canceled) and the failure's class: declared by the module or builtin, \"other\" for any other, \"none\" for no class.",
+			"Attempts at an event by outcome (success, recoverable, unrecoverable, timeout, trap, memory, systemic, backpressure, canceled) and the failure's class: declared by the module, builtin or in the handler's lists, \"other\" for any other, \"none\" for no class.",
 			"outcome", "class"),
 		parks: counter("berth_parks_total", "Aggregates parked: their retry budget spent, or an unrecoverable failure."),
 		retries: counter("berth_parked_retries_total",

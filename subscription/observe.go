@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +73,7 @@ func (ob observer) attempt(sub string, f *retry.Failure, pol *retry.Policy, app 
 	a := Attempt{Subscription: sub, Outcome: "success", Class: "none", Duration: end.Sub(start), Appended: appended, Ended: end}
 	if f != nil {
 		d := retry.Classify(f, pol, app)
-		a.Outcome, a.Class = outcomeKind(f, d), boundedClass(classifiedChain(f, d), pol.Classes)
+		a.Outcome, a.Class = outcomeKind(f, d), boundedClass(classifiedChain(f, d), pol)
 	}
 	ob.o.Attempted(a)
 }
@@ -122,13 +123,15 @@ func outcomeKind(f *retry.Failure, d retry.Decision) string {
 	return d.Class.String()
 }
 
-// boundedClass is an Attempt's Class for a failure of chain.
-func boundedClass(chain []string, tree *retry.ClassTree) string {
+// boundedClass is an Attempt's Class for a failure of chain under pol: a
+// name the module declares, a builtin, or one the handler's lists name
+// (the configuration's, so bounded too).
+func boundedClass(chain []string, pol *retry.Policy) string {
 	if len(chain) == 0 {
 		return "none"
 	}
 	for _, c := range chain {
-		if retry.IsBuiltin(c) || tree.Declared(c) {
+		if retry.IsBuiltin(c) || pol.Classes.Declared(c) || slices.Contains(pol.Unrecoverable, c) || slices.Contains(pol.Recoverable, c) {
 			return c
 		}
 	}

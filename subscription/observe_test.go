@@ -35,15 +35,17 @@ func TestObserverToldOfAttemptsParkAndResume(t *testing.T) {
 	rec := newRecorder(clk, func(d Delivery, n int) *retry.Failure {
 		switch {
 		case d.Commit.AggregateID == "bad" && n == 1:
-			return &retry.Failure{Classes: []string{"Made-Up-By-The-Guest-42"}, Message: "no class declared"}
+			return &retry.Failure{Classes: []string{"Made-Up-By-The-Guest-42", "Listed"}, Message: "no class declared"}
 		case d.Commit.AggregateID == "bad" && n == 2:
+			return &retry.Failure{Classes: []string{"Made-Up-By-The-Guest-42"}, Message: "no class declared"}
+		case d.Commit.AggregateID == "bad" && n == 3:
 			return &retry.Failure{Classes: []string{retry.ClassTrap}, Message: "unreachable"}
 		}
 		return nil
 	})
 	s := spec(sub, rec)
-	s.HandlerRetry = retry.Settings{MaxAttempts: 2, InitialBackoff: time.Second, MaxBackoff: time.Second,
-		Recoverable: []string{"Made-Up-By-The-Guest-42", retry.ClassTrap}}
+	s.HandlerRetry = retry.Settings{MaxAttempts: 3, InitialBackoff: time.Second, MaxBackoff: time.Second,
+		Recoverable: []string{"Listed"}}
 	s.Parked = retry.ParkedSettings{MaxRetries: retry.NoParkedRetries}
 	obs := &seen{}
 	e := newEnv(t, Options{Partitions: 1, Concurrency: 1, Observer: obs}, s)
@@ -52,8 +54,10 @@ func TestObserverToldOfAttemptsParkAndResume(t *testing.T) {
 	e.append("Order", "ok")
 	e.append("Order", "bad")
 	rec.waitHandled(t, "ok", 1)
-	eventually(t, "the first failure", func() bool { return len(rec.of("bad")) == 1 })
-	e.advance()
+	for n := 1; n <= 2; n++ {
+		eventually(t, "the next failure", func() bool { return len(rec.of("bad")) == n })
+		e.advance()
+	}
 	e.waitRecord(sub, "Order", "bad", func(*ledger.Record) bool { return true })
 	clk.Advance(time.Hour)
 	if err := eng.Resume(t.Context(), sub, "Order", "bad", "job 7 (ops)", "fixed"); err != nil {
@@ -66,14 +70,14 @@ func TestObserverToldOfAttemptsParkAndResume(t *testing.T) {
 	for _, a := range obs.attempts {
 		got = append(got, a.Outcome+"/"+a.Class)
 	}
-	want := []string{"success/none", "recoverable/other", "trap/" + retry.ClassTrap, "success/none"}
+	want := []string{"success/none", "recoverable/Listed", "recoverable/other", "trap/" + retry.ClassTrap, "success/none"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("attempts %v; want %v", got, want)
 	}
 	if !slices.Equal(obs.parks, []string{sub}) {
 		t.Fatalf("parks %v", obs.parks)
 	}
-	if len(obs.resolved) != 1 || obs.resolved[0] != (Resolution{Subscription: sub, Action: "resume", By: "job", Parked: time.Hour + time.Second}) {
+	if len(obs.resolved) != 1 || obs.resolved[0] != (Resolution{Subscription: sub, Action: "resume", By: "job", Parked: time.Hour + 2*time.Second}) {
 		t.Fatalf("resolved %+v", obs.resolved)
 	}
 }
