@@ -39,7 +39,7 @@ func newEngineMetrics() *engineMetrics {
 		retries: counter("berth_parked_retries_total",
 			"Long-horizon retries of parked aggregates by result (success resumes the aggregate, failure keeps it parked).", "result"),
 		resumes: counter("berth_parked_resumes_total",
-			"Parked aggregates resumed, by whom: operator, job (an operator's bulk job) or berth (a long-horizon retry that succeeded).", "by"),
+			"Parked aggregates resumed, by whom: operator, job (an operator's bulk job) or berth (a long-horizon retry that succeeded, or a park an outage made, taken back).", "by"),
 		skips: counter("berth_parked_skips_total", "Parked aggregates skipped past the events they held back, by whom: operator or job.", "by"),
 		duration: histogram("berth_handler_duration_seconds",
 			"Duration of a handler's call, every counted attempt.", handlerBuckets),

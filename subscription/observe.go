@@ -54,7 +54,8 @@ type Resolution struct {
 	// Action is "resume" or "skip".
 	Action string
 	// By is "operator", "job" (an operator's bulk job) or "berth" (a
-	// long-horizon retry that succeeded).
+	// long-horizon retry that succeeded, or a park an outage's failures
+	// made, taken back).
 	By string
 	// Parked is the time from the record's first failure to now.
 	Parked time.Duration
@@ -98,7 +99,7 @@ func (ob observer) resolved(sub, action, actor string, first, now time.Time) {
 	}
 	by := "operator"
 	switch {
-	case actor == actorBerth:
+	case actor == actorBerth, actor == actorOutage:
 		by = "berth"
 	case strings.HasPrefix(actor, "job "): // jobs/run.go's actor
 		by = "job"
