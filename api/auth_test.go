@@ -126,6 +126,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	}
 	h.do(req{method: "GET", path: "/v1/modules/nope"})
 	h.do(req{method: "GET", path: "/v1/nope/at/all"})
+	h.do(req{method: "BREW", path: "/v1/nope/coffee"}) // a method of its own: counted as "other"
 	h.do(req{method: "POST", path: "/v1/events", body: `{"aggregateType":"A","aggregateId":"1","events":[{"type":"E"}]}`})
 
 	r := h.do(req{method: "GET", path: "/metrics"})
@@ -139,6 +140,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		`berth_http_requests_total{code="200",method="GET",route="/healthz"} 1`,
 		`berth_http_requests_total{code="404",method="GET",route="/v1/modules/:name"} 1`,
 		`berth_http_requests_total{code="404",method="GET",route="unmatched"} 1`,
+		`berth_http_requests_total{code="404",method="other",route="unmatched"} 1`,
 		`berth_http_requests_total{code="201",method="POST",route="/v1/events"} 1`,
 		"berth_events_appended_total 1",
 		"# TYPE berth_build_info gauge",
