@@ -29,21 +29,21 @@ func TestMetricsScrapePassesPromtool(t *testing.T) {
 	h := exerciseMetrics(t, "")
 	scrape := h.scrape(t)
 	promtoolCheckMetrics(t, scrape)
-	for _, re := range []string{
-		`berth_handler_attempts_total\{class="none",outcome="success",subscription="` + subName + `"\} [1-9]`,
-		`berth_handler_attempts_total\{class="UnknownBuyer",outcome="unrecoverable",subscription="` + subName + `"\} 3`,
-		`berth_handler_duration_seconds_count\{subscription="` + subName + `"\} [1-9]`,
-		`berth_delivery_delay_seconds_count\{subscription="` + subName + `"\} [1-9]`,
-		`berth_parks_total\{subscription="` + subName + `"\} 4`,
-		`berth_parked_retries_total\{result="success",subscription="` + subName + `"\} 1`,
-		`berth_parked_resumes_total\{by="operator",subscription="` + subName + `"\} 1`,
-		`berth_parked_resumes_total\{by="berth",subscription="` + subName + `"\} 1`,
-		`berth_parked_skips_total\{by="job",subscription="` + subName + `"\} 1`,
-		`berth_parked_duration_seconds_count\{subscription="` + subName + `"\} 3`,
-		`berth_parked_aggregates\{state="waiting",subscription="` + subName + `"\} 1`,
-		`berth_parked_aggregates\{state="resuming",subscription="` + subName + `"\} 0`,
-		`berth_parked_aggregates\{state="retrying",subscription="` + subName + `"\} 0`,
-		`berth_parked_oldest_first_failure_timestamp_seconds\{subscription="` + subName + `"\} 1\.[0-9]+e\+09`,
+	scrapeHas(t, scrape,
+		`berth_handler_attempts_total\{class="none",outcome="success",subscription="`+subName+`"\} [1-9]`,
+		`berth_handler_attempts_total\{class="UnknownBuyer",outcome="unrecoverable",subscription="`+subName+`"\} 3`,
+		`berth_handler_duration_seconds_count\{subscription="`+subName+`"\} [1-9]`,
+		`berth_delivery_delay_seconds_count\{subscription="`+subName+`"\} [1-9]`,
+		`berth_parks_total\{subscription="`+subName+`"\} 4`,
+		`berth_parked_retries_total\{result="success",subscription="`+subName+`"\} 1`,
+		`berth_parked_resumes_total\{by="operator",subscription="`+subName+`"\} 1`,
+		`berth_parked_resumes_total\{by="berth",subscription="`+subName+`"\} 1`,
+		`berth_parked_skips_total\{by="job",subscription="`+subName+`"\} 1`,
+		`berth_parked_duration_seconds_count\{subscription="`+subName+`"\} 3`,
+		`berth_parked_aggregates\{state="waiting",subscription="`+subName+`"\} 1`,
+		`berth_parked_aggregates\{state="resuming",subscription="`+subName+`"\} 0`,
+		`berth_parked_aggregates\{state="retrying",subscription="`+subName+`"\} 0`,
+		`berth_parked_oldest_first_failure_timestamp_seconds\{subscription="`+subName+`"\} 1\.[0-9]+e\+09`,
 		`berth_webhook_deliveries_total\{hook="ops",result="delivered"\} [1-9]`,
 		`berth_webhook_backlog\{hook="ops"\} 0`,
 		`berth_jobs\{state="done"\} 1`,
@@ -51,11 +51,7 @@ func TestMetricsScrapePassesPromtool(t *testing.T) {
 		`berth_job_items_total\{action="skip",result="done"\} 1`,
 		`berth_http_requests_total\{code="404",method="GET",route="unmatched"\} 1`,
 		`berth_http_requests_total\{code="201",method="POST",route="/v1/events"\} 5`,
-	} {
-		if !regexp.MustCompile(`(?m)^` + re + `$`).MatchString(scrape) {
-			t.Errorf("the scrape has no line matching %s", re)
-		}
-	}
+	)
 	if t.Failed() {
 		t.Logf("scrape:\n%s", scrape)
 	}
@@ -87,6 +83,13 @@ subject-prefix = "e2e.metrics"
 	scrape := h.scrape(t)
 	promtoolCheckMetrics(t, scrape)
 	live := scrapedNames(scrape)
+	// The one host of the cluster owns and claimed every partition.
+	scrapeHas(t, scrape,
+		`berth_cluster_owned_partitions\{subscription="`+subName+`"\} 16`,
+		`berth_cluster_partition_claims_total\{result="claimed"\} (1[6-9]|[2-9][0-9])`,
+		`berth_cluster_lease_renew_failures_total 0`,
+		`berth_partition_fencings_total\{subscription="`+subName+`"\} 0`,
+	)
 
 	alerts, err := os.ReadFile("../docs/alerts.yml")
 	if err != nil {
@@ -195,6 +198,17 @@ url = %q
 			strings.Contains(s, `berth_webhook_backlog{hook="ops"} 0`)
 	})
 	return h
+}
+
+// scrapeHas fails the test unless the scrape has a line matching each of
+// the regular expressions.
+func scrapeHas(t testing.TB, scrape string, lines ...string) {
+	t.Helper()
+	for _, re := range lines {
+		if !regexp.MustCompile(`(?m)^` + re + `$`).MatchString(scrape) {
+			t.Errorf("the scrape has no line matching %s", re)
+		}
+	}
 }
 
 // scrape reads the host's /metrics.
