@@ -126,6 +126,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	}
 	h.do(req{method: "GET", path: "/v1/modules/nope"})
 	h.do(req{method: "GET", path: "/v1/nope/at/all"})
+	h.do(req{method: "BREW", path: "/v1/nope/coffee"}) // a method of its own: counted as "other"
 	h.do(req{method: "POST", path: "/v1/events", body: `{"aggregateType":"A","aggregateId":"1","events":[{"type":"E"}]}`})
 
 	r := h.do(req{method: "GET", path: "/metrics"})
@@ -136,9 +137,11 @@ func TestHealthAndMetrics(t *testing.T) {
 	build := buildinfo.Read()
 	for _, want := range []string{
 		"# TYPE berth_http_requests_total counter",
-		`berth_http_requests_total{code="200",route="/healthz"} 1`,
-		`berth_http_requests_total{code="404",route="/v1/modules/:name"} 1`,
-		`berth_http_requests_total{code="201",route="/v1/events"} 1`,
+		`berth_http_requests_total{code="200",method="GET",route="/healthz"} 1`,
+		`berth_http_requests_total{code="404",method="GET",route="/v1/modules/:name"} 1`,
+		`berth_http_requests_total{code="404",method="GET",route="unmatched"} 1`,
+		`berth_http_requests_total{code="404",method="other",route="unmatched"} 1`,
+		`berth_http_requests_total{code="201",method="POST",route="/v1/events"} 1`,
 		"berth_events_appended_total 1",
 		"# TYPE berth_build_info gauge",
 		fmt.Sprintf(`berth_build_info{goversion=%q,revision=%q,version=%q} 1`, build.GoVersion, build.Revision, build.Version),

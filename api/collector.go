@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -12,14 +13,18 @@ import (
 // figures are never stale and the engine keeps no metric state of its own.
 type engineCollector struct {
 	engine *subscription.Engine
+	ledger ledger.Store // read for the oldest parked record; nil: not reported
 
-	lag, checkpoint, head, parked, paused, systemic, concurrency, fencings, startFailures *prometheus.Desc
+	lag, checkpoint, head, parked, oldest, paused, systemic, concurrency, fencings, startFailures *prometheus.Desc
 }
 
-func newEngineCollector(e *subscription.Engine) *engineCollector {
+func newEngineCollector(e *subscription.Engine, l ledger.Store) *engineCollector {
 	sub := []string{"subscription"}
 	return &engineCollector{
-		engine:      e,
+		engine: e,
+		ledger: l,
+		oldest: prometheus.NewDesc("berth_parked_oldest_first_failure_timestamp_seconds",
+			"First failure of the subscription's oldest parked record (retrying or waiting), in Unix seconds; absent when none is parked.", sub, nil),
 		lag:         prometheus.NewDesc("berth_subscription_lag", "Commits at or after the subscription's checkpoint.", sub, nil),
 		checkpoint:  prometheus.NewDesc("berth_subscription_checkpoint", "The subscription's checkpoint position.", sub, nil),
 		head:        prometheus.NewDesc("berth_eventlog_head", "Position of the last commit in the event log.", nil, nil),
@@ -36,7 +41,7 @@ func newEngineCollector(e *subscription.Engine) *engineCollector {
 
 // Describe sends the descriptors.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lag, c.checkpoint, c.head, c.parked, c.paused, c.systemic, c.concurrency, c.fencings, c.startFailures} {
+	for _, d := range []*prometheus.Desc{c.lag, c.checkpoint, c.head, c.parked, c.oldest, c.paused, c.systemic, c.concurrency, c.fencings, c.startFailures} {
 		ch <- d
 	}
 }
@@ -57,15 +62,20 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 			head = max(head, st.Head)
 			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(st.Lag), name)
 			ch <- prometheus.MustNewConstMetric(c.checkpoint, prometheus.GaugeValue, float64(st.Checkpoint), name)
+			// Every state, 0 included: a state that empties reads 0, not
+			// a series that vanishes (and an alert that cannot resolve).
+			for _, state := range parkedStates {
+				ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(st.Parked[state]), name, string(state))
+			}
+			if st.Parked[ledger.StateRetrying]+st.Parked[ledger.StateWaiting] > 0 {
+				c.collectOldest(ctx, ch, name)
+			}
 		}
 		paused := 0.0
 		if st.State == subscription.StatePaused {
 			paused = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, paused, name)
-		for state, n := range st.Parked {
-			ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(n), name, string(state))
-		}
 		systemic, lowered := 0, 0
 		for _, p := range st.Partitions {
 			if p.State == subscription.StateSystemicPaused {
@@ -81,4 +91,45 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.startFailures, prometheus.CounterValue, float64(st.StartFailures), name)
 	}
 	ch <- prometheus.MustNewConstMetric(c.head, prometheus.GaugeValue, float64(head))
+}
+
+// parkedStates are the states berth_parked_aggregates reports, every one.
+var parkedStates = []ledger.State{ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming}
+
+// maxOldestScan bounds the parked records a scrape reads per subscription
+// for the oldest one; past it the oldest of those read is reported.
+const maxOldestScan = 100_000
+
+// collectOldest reports the first failure of sub's oldest parked record:
+// the ledger keeps no index by time, so its records are read, page by page
+// (a scrape happens while something is parked, and parks are few).
+func (c *engineCollector) collectOldest(ctx context.Context, ch chan<- prometheus.Metric, sub string) {
+	if c.ledger == nil {
+		return
+	}
+	var oldest time.Time
+	err := c.ledger.View(ctx, func(tx ledger.Tx) error {
+		f := ledger.Filter{Subscription: sub, Limit: 1000}
+		for read := 0; read < maxOldestScan; {
+			recs, next, err := tx.ListParked(f)
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if r.State != ledger.StateResuming && !r.FirstFailure.IsZero() && (oldest.IsZero() || r.FirstFailure.Before(oldest)) {
+					oldest = r.FirstFailure
+				}
+			}
+			read += len(recs)
+			if next == "" {
+				return nil
+			}
+			f.After = next
+		}
+		return nil
+	})
+	if err != nil || oldest.IsZero() {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, float64(oldest.UnixNano())/1e9, sub)
 }

@@ -11,7 +11,7 @@ import (
 // the caller adds what is its own (Reload, Ready, Logger, Metrics).
 func DepsOf(h *assembly.Host) Deps {
 	d := Deps{Config: h.Config, Modules: h.Modules, Log: h.Events, Engine: h.Engine, Operator: h.Operator,
-		Ledger: h.Ledger, Sandbox: h.Sandbox, Disk: h.Disk, Jobs: h.Jobs}
+		Ledger: h.Ledger, Sandbox: h.Sandbox, Disk: h.Disk, Jobs: h.Jobs, Hooks: h.Hooks}
 	if h.Cluster != nil {
 		d.Cluster = h.Cluster
 	}

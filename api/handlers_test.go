@@ -127,19 +127,23 @@ func TestSubscriptionsAndParked(t *testing.T) {
 		rec.State != wire.StateWaiting && rec.State != wire.StateRetrying || !slices.Contains(rec.Error.Classes, "UnknownBuyer") || len(rec.History) == 0 {
 		t.Errorf("parked record %+v", rec)
 	}
-	metrics := string(h.do(req{method: "GET", path: "/metrics"}).body)
-	for _, want := range []string{
-		`berth_parked_aggregates{state="` + string(rec.State) + `",subscription="` + notifierSub + `"} 1`,
-		`berth_subscription_paused{subscription="` + notifierSub + `"} 0`,
-		`berth_subscription_lag{subscription="` + notifierSub + `"}`,
-		`berth_partition_fencings_total{subscription="` + notifierSub + `"} 0`,
-		`berth_subscription_start_failures_total{subscription="` + notifierSub + `"} 0`,
-		"berth_eventlog_head 2",
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("metrics lack %q", want)
-		}
-	}
+	// The park is counted just after its record is written: asked until then.
+	checkfor.Nil(t, 20*time.Second, 10*time.Millisecond, func() error {
+		return metricsHold(string(h.do(req{method: "GET", path: "/metrics"}).body),
+			`berth_parked_aggregates{state="`+string(rec.State)+`",subscription="`+notifierSub+`"} 1`,
+			`berth_parked_aggregates{state="resuming",subscription="`+notifierSub+`"} 0`,
+			`berth_parked_oldest_first_failure_timestamp_seconds{subscription="`+notifierSub+`"}`,
+			`berth_parks_total{subscription="`+notifierSub+`"} 1`,
+			`berth_handler_attempts_total{class="UnknownBuyer",outcome="unrecoverable",subscription="`+notifierSub+`"} 1`,
+			`berth_handler_duration_seconds_count{subscription="`+notifierSub+`"}`,
+			`berth_job_items_total{action="resume",result="done"} 0`,
+			`berth_jobs{state="running"} 0`,
+			`berth_subscription_paused{subscription="`+notifierSub+`"} 0`,
+			`berth_subscription_lag{subscription="`+notifierSub+`"}`,
+			`berth_partition_fencings_total{subscription="`+notifierSub+`"} 0`,
+			`berth_subscription_start_failures_total{subscription="`+notifierSub+`"} 0`,
+			"berth_eventlog_head 2")
+	})
 
 	var page struct {
 		Records []wire.ParkedRecord
@@ -253,4 +257,15 @@ func TestParkedDetail(t *testing.T) {
 		t.Errorf("parked detail: version %d, event %+v, held %d; want version 1, its OrderShipped, 2 held commits",
 			detail.Version, detail.Event, detail.HeldCommits)
 	}
+}
+
+// metricsHold is nil when the scrape holds every line wanted, else an error
+// naming the first it lacks.
+func metricsHold(scrape string, wants ...string) error {
+	for _, want := range wants {
+		if !strings.Contains(scrape, want) {
+			return fmt.Errorf("metrics lack %q", want)
+		}
+	}
+	return nil
 }

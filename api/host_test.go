@@ -170,7 +170,8 @@ func (h *testHost) start(dir, text string) {
 	if testing.Verbose() {
 		logger = slog.Default()
 	}
-	if h.kit, err = assembly.Open(t.Context(), cfg, assembly.Options{Logger: logger}); err != nil {
+	metrics := NewMetrics()
+	if h.kit, err = assembly.Open(t.Context(), cfg, assembly.Options{Logger: logger, Observer: metrics.Observer()}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -181,7 +182,7 @@ func (h *testHost) start(dir, text string) {
 	h.cfg = hostConfig{t: t, kit: h.kit}
 	h.events, h.ledger, h.engine, h.modules = h.kit.Events, h.kit.Ledger, h.kit.Engine, h.kit.Modules
 	deps := DepsOf(h.kit)
-	deps.Reload, deps.Logger = h.reload, logger
+	deps.Reload, deps.Logger, deps.Metrics = h.reload, logger, metrics
 	h.api = New(deps)
 }
 

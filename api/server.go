@@ -8,7 +8,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/berthhq/berth/cluster"
@@ -20,6 +19,7 @@ import (
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
+	"github.com/berthhq/berth/webhook"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -47,6 +47,9 @@ type Deps struct {
 	Disk *diskspace.Guard
 	// Jobs runs bulk resume and skip jobs (/v1/jobs).
 	Jobs *jobs.Runner
+	// Hooks delivers the webhooks; its deliveries and backlog are reported
+	// at /metrics (nil: not reported).
+	Hooks *webhook.Dispatcher
 	// Cluster is this host's place in a deployment of several hosts
 	// (GET /v1/cluster): a *cluster.Cluster; nil, or a nil
 	// *cluster.Cluster, on a single host.
@@ -70,7 +73,7 @@ func New(deps Deps) *Server {
 		deps.Metrics = NewMetrics()
 	}
 	if deps.Engine != nil {
-		deps.Metrics.Registry.MustRegister(newEngineCollector(deps.Engine))
+		deps.Metrics.Registry.MustRegister(newEngineCollector(deps.Engine, deps.Ledger))
 		if deps.Operator == nil {
 			deps.Operator = deps.Engine
 		}
@@ -86,6 +89,7 @@ func New(deps Deps) *Server {
 		// in the interface would not compare equal to nil.
 		deps.Cluster = nil
 	}
+	deps.Metrics.Registry.MustRegister(newPartsCollector(deps))
 	s := &Server{deps: deps, log: deps.Logger, e: echo.New(), crossOrigin: http.NewCrossOriginProtection()}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
@@ -198,7 +202,7 @@ func (s *Server) countRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			s.errorHandler(err, c)
 			code = c.Response().Status
 		}
-		s.deps.Metrics.requests.WithLabelValues(c.Path(), strconv.Itoa(code)).Inc()
+		s.deps.Metrics.countRequest(c.Request().Method, c.Path(), code)
 		return nil
 	}
 }

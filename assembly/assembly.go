@@ -53,6 +53,8 @@ type Options struct {
 	WasmCacheDir string
 	// HTTPTransport sends the guests' outbound requests (default: the sandbox's own).
 	HTTPTransport http.RoundTripper
+	// Observer is told what the engine does, for metrics (api.Metrics.Observer); nil: none.
+	Observer subscription.Observer
 }
 
 // Host is an open host: its parts, each opened by [Open] and closed by [Host.Close]. The fields are set
@@ -170,7 +172,7 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 	if err != nil {
 		return &OpenError{Part: "engine", Err: err}
 	}
-	eng.Logger, eng.Clock, eng.Jitter = h.log, opts.Clock, opts.Jitter
+	eng.Logger, eng.Clock, eng.Jitter, eng.Observer = h.log, opts.Clock, opts.Jitter, opts.Observer
 	// In a cluster the engine delivers only the partitions the cluster
 	// gives it, from its start.
 	if eng.Host, err = hostID(cfg); err != nil {

@@ -101,6 +101,7 @@ type Runner struct {
 	// cancelling holds the jobs a Cancel is stopping, which Serve must not
 	// start again before the cancel is stored.
 	cancelling map[uint64]bool
+	items      itemCounters // what act did, for metrics (stats.go)
 }
 
 // pageSize is how many records a job reads from the ledger at once.

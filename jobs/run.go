@@ -157,8 +157,10 @@ func (r *Runner) act(ctx context.Context, j *ledger.Job, rec *ledger.Record) {
 	switch {
 	case err == nil:
 		j.Done++
+		r.items.done[actionIndex(j.Action)].Add(1)
 	case errors.Is(err, subscription.ErrNotParked):
 		j.Gone++
+		r.items.gone[actionIndex(j.Action)].Add(1)
 	case ctx.Err() != nil:
 		// Stopping or cancelled: the record is met again when the job goes on.
 	default:
@@ -168,6 +170,7 @@ func (r *Runner) act(ctx context.Context, j *ledger.Job, rec *ledger.Record) {
 		}
 		j.AddFailure(ledger.JobFailure{Time: r.opts.Clock.Now().UTC(), Subscription: rec.Subscription,
 			AggregateType: rec.AggregateType, AggregateID: rec.AggregateID, Error: msg})
+		r.items.failed[actionIndex(j.Action)].Add(1)
 	}
 }
 

@@ -73,6 +73,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		cur = r.s.cur.Load()
 		pol = cur.policy
 		st.n++
+		start := clk.Now()
 		f := r.invoke(ctx, cur.spec.Invoker, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler, InvocationKey: key,
 			Attempt: st.n, Commit: c, Index: idx, Timeout: pol.Timeout,
@@ -98,6 +99,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 			continue
 		}
 		now := clk.Now()
+		r.e.obs.attempt(r.s.name, f, &pol, cur.classifier, c.Time, start, now)
 		if f == nil {
 			p.succeeded(aggName, now, probe)
 			r.clearBudget(p, a.key, &st)

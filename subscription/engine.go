@@ -51,6 +51,7 @@ type Engine struct {
 	opts   Options
 	clock  clock.Clock
 	logger *slog.Logger
+	obs    observer // Options.Observer (observe.go)
 
 	mu      sync.Mutex
 	subs    map[string]*subscription
@@ -79,7 +80,7 @@ func Open(events eventlog.Log, store ledger.Store, opts Options, specs ...Spec) 
 	opts.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		events: events, store: store, opts: opts, clock: opts.Clock, logger: opts.Logger,
+		events: events, store: store, opts: opts, clock: opts.Clock, logger: opts.Logger, obs: observer{opts.Observer},
 		subs: map[string]*subscription{}, ctx: ctx, cancel: cancel,
 	}
 	e.host.Store(&hostLayer{retry: opts.Retry, parked: opts.Parked, classifier: opts.Classifier})

@@ -56,6 +56,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 		return err
 	}
 	e.sched.remove(s.name, k)
+	e.obs.resolved(s.name, "resume", actor, rec.FirstFailure, now)
 	e.logger.Info("parked aggregate resumed", "subscription", s.name, "aggregate", k.String(),
 		"version", rec.Version, "actor", actor, "reason", reason)
 	r.beginReplay(p, k, rec.Version, int(rec.Index), recordKey(rec))
@@ -95,6 +96,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	}
 	now := e.clock.Now()
 	var through uint64
+	var first time.Time // the record's first failure, for the Observer
 	err = r.withCheckpoint(ctx, p, 0, func(tx ledger.Tx) error {
 		rec, err := parkedRecord(tx, s.name, k)
 		if err != nil {
@@ -109,6 +111,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 				ErrBadVersion, through, k, rec.Version, head)
 		}
 		stopped := rec.Version
+		first = rec.FirstFailure
 		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
 		// A resuming record names where the replay starts.
 		rec.Version, rec.Index = through+1, 0
@@ -125,6 +128,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 		return err
 	}
 	e.sched.remove(s.name, k)
+	e.obs.resolved(s.name, "skip", actor, first, now)
 	e.logger.Info("parked aggregate skipped", "subscription", s.name, "aggregate", k.String(),
 		"through", through, "actor", actor, "reason", reason)
 	r.beginReplay(p, k, through+1, 0, "")

@@ -64,6 +64,9 @@ type Options struct {
 	StartTimeout    time.Duration
 	StartBackoff    time.Duration
 	StartBackoffMax time.Duration
+	// Observer is told of attempts, parks, long-horizon retries and
+	// resolutions, for metrics (observe.go); nil: none.
+	Observer Observer
 }
 
 // Defaults of Options; config's [subscription] defaults are these.

@@ -195,6 +195,7 @@ func (r *run) tryRevertPark(p *partition, rv parkRevert) error {
 		return err
 	}
 	r.e.sched.remove(r.s.name, k)
+	r.e.obs.resolved(r.s.name, "resume", actorOutage, rec.FirstFailure, now)
 	r.e.logger.Info("parked aggregate resumed: its failures revealed the partition's outage", "subscription", r.s.name,
 		"partition", p.idx, "aggregate", k.String(), "version", rec.Version, "refunded", rv.refunded, "failures", failures)
 	r.beginReplay(p, k, rec.Version, int(rec.Index), recordKey(rec))

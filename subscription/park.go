@@ -107,6 +107,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			return outcomeCancelled
 		}
 	}
+	r.e.obs.parked(r.s.name)
 	r.e.logger.Info("aggregate parked", "subscription", r.s.name, "aggregate", a.key.String(),
 		"version", c.Version, "index", idx, "class", info.Kind, "attempts", st.n, "reason", d.Reason,
 		"state", rec.State, "waitReason", rec.WaitReason)

@@ -217,6 +217,7 @@ func (r *run) parkedRetry(k aggKey) {
 		return
 	}
 	now = r.e.clock.Now()
+	r.e.obs.retried(r.s.name, f)
 	rec.Attempts++
 	rec.ParkedRetries++
 	if f == nil {
@@ -240,6 +241,7 @@ func (r *run) parkedRetry(k aggKey) {
 			r.retryLater(p, k, now, err)
 			return
 		}
+		r.e.obs.resolved(r.s.name, "resume", actorBerth, rec.FirstFailure, now)
 		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String())
 		r.beginReplay(p, k, rec.Version, int(rec.Index), rec.InvocationKey)
 		return

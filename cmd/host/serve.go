@@ -184,13 +184,14 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 // open brings the host's parts up (assembly.Open), then the API and its
 // listener.
 func (h *host) open(cfg *config.Config) error {
-	kit, err := assembly.Open(context.Background(), cfg, assembly.Options{Logger: h.log})
+	metrics := api.NewMetrics()
+	kit, err := assembly.Open(context.Background(), cfg, assembly.Options{Logger: h.log, Observer: metrics.Observer()})
 	if err != nil {
 		return fmt.Errorf("not starting: %w", err)
 	}
 	h.kit = kit
 	deps := api.DepsOf(kit)
-	deps.Reload, deps.Logger, deps.Ready = h.reload, h.log, h.ready.Load
+	deps.Reload, deps.Logger, deps.Ready, deps.Metrics = h.reload, h.log, h.ready.Load, metrics
 	h.api = api.New(deps)
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
 		return err

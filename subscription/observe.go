@@ -1,0 +1,140 @@
+package subscription
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berthhq/berth/retry"
+)
+
+// Observer is told what the engine does, as it does it, so that metrics can
+// count it (api's Prometheus side is one): the engine keeps no counters of
+// its own. Its methods are called on the engine's goroutines, under no lock
+// of the engine's, and must return at once. Options.Observer nil: none.
+type Observer interface {
+	// Attempted is called at the end of every counted attempt of live or
+	// replayed delivery (an attempt cut short by shutdown, or by the host for
+	// a condition of its own, is not counted).
+	Attempted(Attempt)
+	// Parked is called when an aggregate of the subscription was parked.
+	Parked(subscription string)
+	// Retried is called at the end of a long-horizon retry of a parked
+	// aggregate; handled says whether it succeeded (and resumed it).
+	Retried(subscription string, handled bool)
+	// Resolved is called when a parked aggregate is resumed or skipped.
+	Resolved(Resolution)
+}
+
+// Attempt is one attempt at an event, as an Observer is told of it.
+type Attempt struct {
+	// Subscription is the subscription whose handler was called.
+	Subscription string
+	// Outcome is "success" or the failure's kind: "timeout", "trap",
+	// "memory", "canceled" for the host's own kinds (a panic of the invoker
+	// is a "trap"), else the class it was taken for: "recoverable",
+	// "unrecoverable", "systemic" or "backpressure".
+	Outcome string
+	// Class is the failure's nearest class that the module declares or that
+	// is builtin; "other" when it has classes but none of those (names
+	// are the guest's, unbounded), "none" when it has none or succeeded.
+	Class string
+	// Duration is how long the handler's call took.
+	Duration time.Duration
+	// Appended is when the event's commit was appended; Ended when the
+	// attempt ended: for a success, the delay from append to handled.
+	Appended, Ended time.Time
+}
+
+// Resolution is a parked aggregate resumed or skipped, as an Observer is
+// told of it.
+type Resolution struct {
+	// Subscription is the subscription the aggregate was parked in.
+	Subscription string
+	// Action is "resume" or "skip".
+	Action string
+	// By is "operator", "job" (an operator's bulk job) or "berth" (a
+	// long-horizon retry that succeeded, or a park an outage's failures
+	// made, taken back).
+	By string
+	// Parked is the time from the record's first failure to now.
+	Parked time.Duration
+}
+
+// observer calls an Observer, or nothing when there is none, so that each
+// place the engine tells it of something is one line.
+type observer struct{ o Observer }
+
+// attempt tells of an attempt at c that ended at end, begun at start, with
+// failure f (nil: success) under policy pol.
+func (ob observer) attempt(sub string, f *retry.Failure, pol *retry.Policy, app *retry.Classifier, appended, start, end time.Time) {
+	if ob.o == nil {
+		return
+	}
+	a := Attempt{Subscription: sub, Outcome: "success", Class: "none", Duration: end.Sub(start), Appended: appended, Ended: end}
+	if f != nil {
+		d := retry.Classify(f, pol, app)
+		a.Outcome, a.Class = outcomeKind(f, d), boundedClass(classifiedChain(f, d), pol)
+	}
+	ob.o.Attempted(a)
+}
+
+func (ob observer) parked(sub string) {
+	if ob.o != nil {
+		ob.o.Parked(sub)
+	}
+}
+
+func (ob observer) retried(sub string, f *retry.Failure) {
+	if ob.o != nil {
+		ob.o.Retried(sub, f == nil)
+	}
+}
+
+// resolved tells of a resume or skip by actor of a record that first
+// failed at first.
+func (ob observer) resolved(sub, action, actor string, first, now time.Time) {
+	if ob.o == nil {
+		return
+	}
+	by := "operator"
+	switch {
+	case actor == actorBerth, actor == actorOutage:
+		by = "berth"
+	case strings.HasPrefix(actor, "job "): // jobs/run.go's actor
+		by = "job"
+	}
+	ob.o.Resolved(Resolution{Subscription: sub, Action: action, By: by, Parked: now.Sub(first)})
+}
+
+// outcomeKind is an Attempt's Outcome for failure f classified as d.
+func outcomeKind(f *retry.Failure, d retry.Decision) string {
+	for _, c := range f.Classes {
+		switch c {
+		case retry.ClassTimeout:
+			return "timeout"
+		case retry.ClassTrap, retry.ClassPanic:
+			return "trap"
+		case retry.ClassMemoryExceeded:
+			return "memory"
+		case retry.ClassCanceled:
+			return "canceled"
+		}
+	}
+	return d.Class.String()
+}
+
+// boundedClass is an Attempt's Class for a failure of chain under pol: a
+// name the module declares, a builtin, or one the handler's lists name
+// (the configuration's, so bounded too).
+func boundedClass(chain []string, pol *retry.Policy) string {
+	if len(chain) == 0 {
+		return "none"
+	}
+	for _, c := range chain {
+		if retry.IsBuiltin(c) || pol.Classes.Declared(c) || slices.Contains(pol.Unrecoverable, c) || slices.Contains(pol.Recoverable, c) {
+			return c
+		}
+	}
+	return "other"
+}
