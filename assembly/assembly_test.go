@@ -54,6 +54,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	checkfor.Cond(t, 20*time.Second, 5*time.Millisecond, what, cond)
 }
 
+// eventuallyNil is eventually for a check that says what it saw: it polls
+// check every 5ms until it returns nil or 20s have passed, and a timeout
+// reports check's last error.
+func eventuallyNil(t *testing.T, check func() error) {
+	t.Helper()
+	checkfor.Nil(t, 20*time.Second, 5*time.Millisecond, check)
+}
+
 // TestOpenCloseOpenKeepsState: what one host stored (an event, a deployed
 // module and its subscription, a checkpoint) is there when a host is
 // opened again on the same directory.
@@ -76,9 +84,12 @@ func TestOpenCloseOpenKeepsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	const sub = "ShipmentNotifier.onOrderShipped"
-	eventually(t, "the subscription to pass the event", func() bool {
+	eventuallyNil(t, func() error {
 		st, err := h.Engine.Status(ctx, sub)
-		return err == nil && st.Lag == 0
+		if err == nil && st.Lag != 0 {
+			err = fmt.Errorf("the subscription %d events behind, checkpoint %d", st.Lag, st.Checkpoint)
+		}
+		return err
 	})
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -208,10 +219,10 @@ func TestReconfigureRefusesABadClassifier(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rec *ledger.Record
-		eventually(t, id+" parked", func() bool {
+		eventuallyNil(t, func() error {
 			var err error
 			rec, err = h.Engine.Parked(ctx, sub, "Order", id)
-			return err == nil
+			return err
 		})
 		return rec.Attempts
 	}

@@ -134,17 +134,17 @@ func TestClusterSharesThePartitions(t *testing.T) {
 	parts := ms[0].h.Config().Subscription.Partitions
 	// Each host compiles the module it is told of before it has the
 	// subscription: on a loaded machine, under -race, that takes a while.
-	checkfor.Cond(t, time.Minute, 5*time.Millisecond, "three hosts splitting the partitions", func() bool {
+	checkfor.Nil(t, time.Minute, 5*time.Millisecond, func() error {
 		got, ok := owners(ms, eachEventSub, parts)
 		if !ok {
-			return false
+			return fmt.Errorf("partition owners %q, not every partition owned once", got)
 		}
 		for _, m := range ms {
 			if !slices.Contains(got, m.id) {
-				return false
+				return fmt.Errorf("partition owners %q, none %s's", got, m.id)
 			}
 		}
-		return true
+		return nil
 	})
 
 	appendOn := func(ms []*member, from, to int) {
@@ -160,14 +160,17 @@ func TestClusterSharesThePartitions(t *testing.T) {
 	// was handled once in all, by the host owning its partition.
 	handledOnce := func(ms []*member, n int) {
 		t.Helper()
-		eventually(t, fmt.Sprint(n, " events handled"), func() bool {
+		eventuallyNil(t, func() error {
 			total := 0
 			for _, m := range ms {
 				for _, c := range m.handled.snapshot() {
 					total += c
 				}
 			}
-			return total >= n
+			if total < n {
+				return fmt.Errorf("%d events handled, want %d", total, n)
+			}
+			return nil
 		})
 		by := map[string]string{}
 		for _, m := range ms {
@@ -450,9 +453,12 @@ func TestClusterJobMovesMidJob(t *testing.T) {
 	if err != nil || j.Matched != n {
 		t.Fatalf("create the job: %+v, %v", j, err)
 	}
-	eventually(t, "the job a third done", func() bool {
+	eventuallyNil(t, func() error {
 		got, err := other.h.Jobs.Get(ctx, j.ID)
-		return err == nil && got.Done >= n/3
+		if err == nil && got.Done < n/3 {
+			err = fmt.Errorf("the job %d of %d done, want a third", got.Done, n)
+		}
+		return err
 	})
 	for _, d := range jobsOn.h.Cluster.Duties() {
 		if d.Name() == "jobs" {

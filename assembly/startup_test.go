@@ -1,6 +1,7 @@
 package assembly_test
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -46,13 +47,13 @@ func TestHostsStartTogetherOnAFreshCluster(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	checkfor.Cond(t, time.Minute, 10*time.Millisecond, "three hosts in the membership", func() bool {
-		for _, h := range hosts {
-			if len(h.Cluster.Members()) != len(ids) {
-				return false
+	checkfor.Nil(t, time.Minute, 10*time.Millisecond, func() error {
+		for i, h := range hosts {
+			if m := h.Cluster.Members(); len(m) != len(ids) {
+				return fmt.Errorf("%s sees %d members, want %d", ids[i], len(m), len(ids))
 			}
 		}
-		return true
+		return nil
 	})
 }
 
