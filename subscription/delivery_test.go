@@ -41,7 +41,7 @@ func TestDeliversEachAggregateInOrderExactlyOnce(t *testing.T) {
 			t.Fatalf("%s handled %v", id, got)
 		}
 	}
-	eventually(t, "checkpoint at head+1", func() bool { return e.status(sub).Checkpoint == aggs*versions+1 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, aggs*versions+1) })
 	if n := len(rec.all()); n != aggs*versions {
 		t.Fatalf("%d calls for %d events", n, aggs*versions)
 	}
@@ -106,7 +106,7 @@ func TestEventTypesFilter(t *testing.T) {
 	e.append("Order", "b", "OrderPlaced")
 	e.start()
 	rec.waitHandled(t, "a", 1)
-	eventually(t, "checkpoint past the passed-over commits", func() bool { return e.status(sub).Checkpoint == 4 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 4) })
 	calls := rec.all()
 	if len(calls) != 1 || calls[0].Version != 2 || calls[0].Index != 1 {
 		t.Fatalf("calls %+v", calls)
@@ -210,7 +210,7 @@ func TestConcurrencyWithinPartition(t *testing.T) {
 		return n == 3 && st.Active == 3 && st.Waiting == 1
 	})
 	unblock()
-	eventually(t, "all handled", func() bool { return e.status(sub).Checkpoint == 13 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 13) })
 	if peak != 3 {
 		t.Fatalf("peak concurrency %d", peak)
 	}

@@ -61,7 +61,7 @@ func TestUnknownBuyerParksAtOnce(t *testing.T) {
 		t.Fatalf("notifications %+v", ns)
 	}
 	// The held event (version 2) was not delivered, yet the checkpoint is past it.
-	eventually(t, "checkpoint at head+1", func() bool { return e.status(sub).Checkpoint == 5 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 5) })
 	if n := len(rec.of("unknown")); n != 1 {
 		t.Fatalf("held event delivered: %+v", rec.of("unknown"))
 	}
@@ -216,7 +216,7 @@ func TestPoisonedAggregateDoesNotSlowNeighbours(t *testing.T) {
 	if len(r.History) != 6 {
 		t.Fatalf("history %+v", r.History)
 	}
-	eventually(t, "checkpoint past the held events", func() bool { return e.status(sub).Checkpoint == 22 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 22) })
 	if got := rec.of("poison"); len(got) != 5 {
 		t.Fatalf("poison calls %+v", got)
 	}
@@ -293,9 +293,7 @@ func TestDetectorPausesPartition(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	for range 4 {
 		e.advance()
 	}

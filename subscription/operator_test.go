@@ -91,7 +91,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 	if got := notificationTypes(e.notifications()); !slices.Equal(got, []string{"parked:p", "resumed:p"}) {
 		t.Fatalf("notifications %v", got)
 	}
-	eventually(t, "checkpoint at head+1", func() bool { return e.status(sub).Checkpoint == 7 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 7) })
 }
 
 // When the long-horizon retries are spent the aggregate waits for an
@@ -204,7 +204,7 @@ func TestSkip(t *testing.T) {
 	}
 	e.waitRecord(sub, "Order", "all", func(*ledger.Record) bool { return true })
 	e.waitRecord(sub, "Order", "part", func(*ledger.Record) bool { return true })
-	eventually(t, "checkpoint past the held events", func() bool { return e.status(sub).Checkpoint == 7 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 7) })
 	broken.Store(false)
 	ctx := context.Background()
 	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, "alice", "bad import"); err != nil {

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,6 +52,15 @@ func (e *env) storedFailures(id string) int {
 	return sb.Failures
 }
 
+// budgetCounts says how many failures id's stored budget counts until it
+// is want; nil then.
+func (e *env) budgetCounts(id string, want int) error {
+	if n := e.storedFailures(id); n != want {
+		return fmt.Errorf("%s's budget counts %d failures, want %d", id, n, want)
+	}
+	return nil
+}
+
 // startOutage appends a, b and c (one partition, one at a time, so in that
 // order) with the database down: a and b fail once each, charged as
 // ordinary failures, and c's failure reveals the outage. It waits until the
@@ -67,9 +77,7 @@ func startOutage(t *testing.T, maxAttempts int, down *atomic.Bool, buggy ...stri
 	for _, id := range []string{"a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	for _, id := range []string{"a", "b"} {
 		if n := len(rec.of(id)); n != 1 {
 			t.Fatalf("%s called %d times before the pause, want 1", id, n)
@@ -159,10 +167,8 @@ func TestOutageKeepsChargesItDidNotCount(t *testing.T) {
 	for _, id := range []string{"own", "a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
-	eventually(t, "the budgets of a and b refunded", func() bool { return e.storedFailures("a") == 0 && e.storedFailures("b") == 0 })
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	eventuallyNil(t, func() error { return errors.Join(e.budgetCounts("a", 0), e.budgetCounts("b", 0)) })
 	if n := e.storedFailures("own"); n != 1 {
 		t.Fatalf("own's budget counts %d failures, want 1", n)
 	}
@@ -192,8 +198,8 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	rec.clock = e.clock
 	e.start()
 	e.append("Order", "a")
-	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
-	eventually(t, "a's budget recorded", func() bool { return e.storedFailures("a") == 1 })
+	eventuallyNil(t, func() error { return rec.attempted("a", 1) })
+	eventuallyNil(t, func() error { return e.budgetCounts("a", 1) })
 	e.advance() // a's backoff: its second attempt starts and waits
 	// In flight before b and c fail, or the outage would refund a in its backoff.
 	select {
@@ -203,15 +209,13 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	}
 	e.append("Order", "b")
 	e.append("Order", "c")
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
-	eventually(t, "b's budget refunded", func() bool { return e.storedFailures("b") == 0 })
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	eventuallyNil(t, func() error { return e.budgetCounts("b", 0) })
 	if n := e.storedFailures("a"); n != 1 {
 		t.Fatalf("a's budget counts %d failures while its attempt is in flight, want 1", n)
 	}
 	unblock()
-	eventually(t, "a's budget refunded", func() bool { return e.storedFailures("a") == 0 })
+	eventuallyNil(t, func() error { return e.budgetCounts("a", 0) })
 	down.Store(false)
 	e.driveUntil("a, b and c handled", func() bool {
 		return len(rec.handled("a")) == 1 && len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1
@@ -237,18 +241,16 @@ func parkBeforeOutage(t *testing.T, down *atomic.Bool, buggy ...string) (*env, *
 	down.Store(true)
 	e.start()
 	e.append("Order", "a")
-	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
+	eventuallyNil(t, func() error { return rec.attempted("a", 1) })
 	e.advance() // 200ms
-	eventually(t, "a's second attempt", func() bool { return len(rec.of("a")) == 2 })
+	eventuallyNil(t, func() error { return rec.attempted("a", 2) })
 	e.advance() // 400ms
 	e.waitRecord(sub, "Order", "a", func(r *ledger.Record) bool { return r.State == ledger.StateRetrying })
 	e.append("Order", "a")
 	e.append("Order", "b")
-	eventually(t, "b's first attempt", func() bool { return len(rec.of("b")) == 1 })
+	eventuallyNil(t, func() error { return rec.attempted("b", 1) })
 	e.append("Order", "c")
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	return e, rec
 }
 

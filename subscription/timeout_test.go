@@ -202,7 +202,7 @@ func TestCancelledAttemptIsNotCounted(t *testing.T) {
 				}
 			}
 			eventually(t, "the event delivered again", func() bool { return calls.Load() == 2 })
-			eventually(t, "checkpoint past the event", func() bool { return e.status(sub).Checkpoint == 2 })
+			eventuallyNil(t, func() error { return e.checkpointAt(sub, 2) })
 			if cancelled.Load() != 1 {
 				t.Errorf("the attempt's context was not cancelled")
 			}
