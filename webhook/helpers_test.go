@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"io"
 	"log/slog"
@@ -94,6 +95,15 @@ func (rc *receiver) requests() []received {
 }
 
 func (rc *receiver) count() int { return len(rc.requests()) }
+
+// countIs says how many requests rc has had until it has had want; nil
+// then.
+func (rc *receiver) countIs(want int) error {
+	if ids := rc.ids(); len(ids) != want {
+		return fmt.Errorf("%d requests with ids %v, want %d", len(ids), ids, want)
+	}
+	return nil
+}
 
 // ids returns the delivery ids of the requests in order.
 func (rc *receiver) ids() []string {
@@ -208,6 +218,39 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	checkfor.Cond(t, 10*time.Second, time.Millisecond, what, cond)
 }
 
+// eventuallyNil is eventually for a check that says what it saw: a
+// timeout reports check's last error.
+func eventuallyNil(t *testing.T, check func() error) {
+	t.Helper()
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
+}
+
+// outboxEmpty says what the outbox holds until it is empty; nil then.
+func outboxEmpty(t *testing.T, s ledger.Store) error {
+	if ns := queued(t, s); len(ns) != 0 {
+		return fmt.Errorf("%d notifications still in the outbox, the first %+v", len(ns), ns[0])
+	}
+	return nil
+}
+
+// cursorAt says where the named hook's durable cursor is until it is
+// want; nil then.
+func cursorAt(t *testing.T, s ledger.Store, name string, want uint64) error {
+	if c := durableCursor(t, s, name); c != want {
+		return fmt.Errorf("%s's durable cursor %d, want %d", name, c, want)
+	}
+	return nil
+}
+
+// statsHold says what the named hook's stats are until ok holds of them;
+// nil then.
+func statsHold(d *Dispatcher, name string, ok func(HookStats) bool) error {
+	if s := statsOf(d, name); !ok(s) {
+		return fmt.Errorf("%s's stats %+v", name, s)
+	}
+	return nil
+}
+
 // workerOf returns the worker of the named hook.
 func workerOf(t *testing.T, d *Dispatcher, name string) *worker {
 	t.Helper()
@@ -238,9 +281,11 @@ func settles(t *testing.T, d *Dispatcher, name, what string, cond func() bool) {
 	t.Helper()
 	w := workerOf(t, d, name)
 	from, _ := w.waitState()
-	eventually(t, name+" looking again", func() bool {
-		n, _ := w.waitState()
-		return n >= from+2
+	eventuallyNil(t, func() error {
+		if n, d := w.waitState(); n < from+2 {
+			return fmt.Errorf("%s began %d waits since the call (in one of %v), want 2", name, n-from, d)
+		}
+		return nil
 	})
 	if !cond() {
 		t.Fatalf("not true once %s had looked: %s", name, what)
