@@ -108,7 +108,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	}
 	buyer := func(id string) string { return "buyer-" + id[len(id)-1:] }
 	load := startLoad(t, hosts, 6, ids, buyer)
-	eventually(t, 60*time.Second, "300 acknowledged appends", func() bool { return load.ackCount() >= 300 })
+	eventuallyNil(t, 60*time.Second, func() error { return load.acked(300) })
 
 	// SIGKILL host-1 under load: the others own its partitions within 2x TTL.
 	load.dead[1].Store(true)
@@ -123,7 +123,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		t.Errorf("the killed host's partitions were owned again after %v, more than 2x the lease TTL %v", handover, clusterLeaseTTL)
 	}
 	before := load.ackCount()
-	eventually(t, 60*time.Second, "200 more appends after the handover", func() bool { return load.ackCount() >= before+200 })
+	eventuallyNil(t, 60*time.Second, func() error { return load.acked(before + 200) })
 
 	// A NATS node goes — the one that leads the ledger's stream, the worst
 	// to lose: nothing changes but latency.
@@ -135,7 +135,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		}
 	}
 	before = load.ackCount()
-	eventually(t, 60*time.Second, "200 more appends without the ledger's leader", func() bool { return load.ackCount() >= before+200 })
+	eventuallyNil(t, 60*time.Second, func() error { return load.acked(before + 200) })
 	if v := hosts[2].owners(); !maps.EqualFunc(v, owned, slices.Equal) {
 		t.Errorf("ownership changed when a NATS node went: %v, was %v", v, owned)
 	}

@@ -127,6 +127,14 @@ func (l *clusterLoad) ackCount() int {
 	return len(l.acks)
 }
 
+// acked says how many appends were acknowledged until n were; nil then.
+func (l *clusterLoad) acked(n int) error {
+	if got := l.ackCount(); got < n {
+		return fmt.Errorf("%d appends acknowledged (%d sent again), want %d", got, l.retries.Load(), n)
+	}
+	return nil
+}
+
 func (l *clusterLoad) run(workers int, ids [][]string, buyer func(id string) string) {
 	for w := range workers {
 		l.wg.Add(1)

@@ -181,8 +181,8 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	if msg := eval(`window.confirmed`); !strings.Contains(msg, "Skip Order o-p02: version 1 (1 commit) will not be handled") {
 		t.Errorf("the skip's confirmation reads %q", msg)
 	}
-	eventually(t, 20*time.Second, "o-p02 to leave the ledger", func() bool {
-		return h.request("GET", parkedPath("o-p02"), nil).Status == 404
+	eventuallyNil(t, 20*time.Second, func() error {
+		return h.answers(parkedPath("o-p02"), 404)
 	})
 
 	// A bulk skip of what the filters match: the page asks the host for the

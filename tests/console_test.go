@@ -130,7 +130,7 @@ func TestConsoleOddIDs(t *testing.T) {
 	}
 	records := map[string]string{}
 	for _, id := range []string{skipped, resumed, other} {
-		eventually(t, 20*time.Second, "Order "+id+" parked", func() bool { return h.request("GET", parkedPath(id), nil).Status == 200 })
+		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 		records[id] = string(h.must(200, "GET", parkedPath(id), nil).Body)
 	}
 	svc.set("ghost", behaviour{})
@@ -160,8 +160,8 @@ func TestConsoleOddIDs(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row(skipped)+" button.skip")), chromedp.WaitNotPresent(chromedp.CSS(row(skipped)))); err != nil {
 		t.Fatalf("skip %s in the console: %v", skipped, err)
 	}
-	eventually(t, 20*time.Second, "the record of "+skipped+" to leave the ledger", func() bool {
-		return h.request("GET", parkedPath(skipped), nil).Status == 404
+	eventuallyNil(t, 20*time.Second, func() error {
+		return h.answers(parkedPath(skipped), 404)
 	})
 	for _, id := range []string{resumed, other} {
 		if got := string(h.must(200, "GET", parkedPath(id), nil).Body); got != records[id] {

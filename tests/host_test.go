@@ -358,13 +358,14 @@ func (h *hostProc) parked(t testing.TB) []parkedRecord {
 func (h *hostProc) waitParked(t testing.TB, order string, within time.Duration) parkedRecord {
 	t.Helper()
 	var rec parkedRecord
-	eventually(t, within, "Order "+order+" parked", func() bool {
-		r := h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/"+order, nil)
+	eventuallyNil(t, within, func() error {
+		path := "/v1/subscriptions/" + subName + "/parked/Order/" + order
+		r := h.request("GET", path, nil)
 		if r.Status != 200 {
-			return false
+			return fmt.Errorf("GET %s: %s", path, r)
 		}
 		r.JSON(t, &rec)
-		return true
+		return nil
 	})
 	return rec
 }
@@ -373,6 +374,37 @@ func (h *hostProc) waitParked(t testing.TB, order string, within time.Duration) 
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	checkfor.Cond(t, within, 25*time.Millisecond, what, cond)
+}
+
+// eventuallyNil is eventually for a check that says what it saw: a
+// timeout reports check's last error.
+func eventuallyNil(t testing.TB, within time.Duration, check func() error) {
+	t.Helper()
+	checkfor.Nil(t, within, 25*time.Millisecond, check)
+}
+
+// answers says what GET path answers until it answers status; nil then.
+func (h *hostProc) answers(path string, status int) error {
+	if r := h.request("GET", path, nil); r.Status != status {
+		return fmt.Errorf("GET %s: %s, want %d", path, r, status)
+	}
+	return nil
+}
+
+// noneParked says what is parked until nothing is; nil then.
+func (h *hostProc) noneParked(t testing.TB) error {
+	if recs := h.parked(t); len(recs) != 0 {
+		return fmt.Errorf("%d records parked, the first %+v", len(recs), recs[0])
+	}
+	return nil
+}
+
+// caughtUp says how far behind st is until it has no lag; nil then.
+func caughtUp(st subscriptionStatus) error {
+	if st.Lag != 0 {
+		return fmt.Errorf("%s %d events behind: checkpoint %d, head %d", st.Name, st.Lag, st.Checkpoint, st.Head)
+	}
+	return nil
 }
 
 // subscriptionStatus is GET /v1/subscriptions/{name}.

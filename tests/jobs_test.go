@@ -107,7 +107,7 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	for i := range n {
 		svc.waitNotified(t, key(fmt.Sprintf("o-%04d", i), 1), 30*time.Second)
 	}
-	eventually(t, 30*time.Second, "the ledger to empty", func() bool { return len(h.parked(t)) == 0 })
+	eventuallyNil(t, 30*time.Second, func() error { return h.noneParked(t) })
 	if c := svc.notified(key("other", 1)); c != 1 {
 		t.Errorf("the aggregate outside the job was notified %d times", c)
 	}

@@ -103,7 +103,7 @@ func TestCrossOriginPageCannotDriveTheHost(t *testing.T) {
 	h.appendShipped(t, "o-x", "ghost")
 	svc.waitNotified(t, key("o-ok", 1), 20*time.Second)
 	h.waitParked(t, "o-x", 20*time.Second)
-	eventually(t, 10*time.Second, "the subscription to catch up", func() bool { return h.subscription(t).Lag == 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return caughtUp(h.subscription(t)) })
 	// A reload that went through would show: the file now says 250ms.
 	writeFile(t, h.Config, strings.Replace(hostConfig{NotifyURL: svc.URL(), Extra: fastRetry}.TOML(), `"100ms"`, `"250ms"`, 1))
 

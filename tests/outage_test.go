@@ -129,5 +129,5 @@ max-backoff = "1s"
 	if want := []string{key("o-1", 1), key("o-1", 2)}; !slices.Equal(order, want) {
 		t.Errorf("o-1 notified %v, want %v", order, want)
 	}
-	eventually(t, 10*time.Second, "nothing parked", func() bool { return len(h.parked(t)) == 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return h.noneParked(t) })
 }

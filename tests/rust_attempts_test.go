@@ -95,8 +95,8 @@ func TestAttemptNumbers(t *testing.T) {
 	t.Run("after an operator's resume", func(t *testing.T) {
 		rep := newAttemptReporter(t, 2)
 		h := reporterHost(t, rep, "")
-		eventually(t, 20*time.Second, "p-1 parked after its budget of 2", func() bool {
-			return h.request("GET", "/v1/subscriptions/"+reporterSub+"/parked/Probe/p-1", nil).Status == 200
+		eventuallyNil(t, 20*time.Second, func() error {
+			return h.answers("/v1/subscriptions/"+reporterSub+"/parked/Probe/p-1", 200)
 		})
 		h.must(202, "POST", "/v1/subscriptions/"+reporterSub+"/parked/Probe/p-1/resume", map[string]string{"reason": "fixed"})
 		rep.waitAttempts(t, []int{1, 2, 1})
