@@ -202,12 +202,15 @@ func TestConcurrencyWithinPartition(t *testing.T) {
 	// The reader may hand over a, b and c before it has read d: wait for
 	// both, the slots full and d waiting for one.
 	var st PartitionStatus
-	eventually(t, "3 aggregates in flight and 1 waiting", func() bool {
+	eventuallyNil(t, func() error {
 		mu.Lock()
 		n := total
 		mu.Unlock()
 		st = e.status(sub).Partitions[0]
-		return n == 3 && st.Active == 3 && st.Waiting == 1
+		if n != 3 || st.Active != 3 || st.Waiting != 1 {
+			return fmt.Errorf("%d calls in flight, %d aggregates active and %d waiting; want 3, 3 and 1", n, st.Active, st.Waiting)
+		}
+		return nil
 	})
 	unblock()
 	eventuallyNil(t, func() error { return e.checkpointAt(sub, 13) })

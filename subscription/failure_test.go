@@ -142,13 +142,13 @@ func TestTimeoutCountsAsFailedAttempt(t *testing.T) {
 	e.clock = clock
 	e.start()
 	e.append("Order", "slow")
-	eventually(t, "first attempt", func() bool { return calls.Load() == 1 })
+	eventuallyNil(t, func() error { return callsMade(calls.Load(), 1) })
 	// The first attempt's timeout.
 	clock.Advance(time.Second)
 	if d := e.advance(); d != 100*time.Millisecond { // the backoff
 		t.Fatalf("backoff %v", d)
 	}
-	eventually(t, "second attempt", func() bool { return calls.Load() == 2 })
+	eventuallyNil(t, func() error { return callsMade(calls.Load(), 2) })
 	clock.Advance(time.Second)
 	r := e.waitRecord(sub, "Order", "slow", func(*ledger.Record) bool { return true })
 	if r.Attempts != 2 || r.Error.Kind != "timeout" || !slices.Equal(r.Error.Classes, []string{retry.ClassTimeout}) {
@@ -346,10 +346,10 @@ func TestBackpressureHonoursRetryAfter(t *testing.T) {
 	if got := rec.of("busy")[1].At.Sub(t0); got != 2*time.Second {
 		t.Fatalf("retried after %v", got)
 	}
-	eventually(t, "concurrency raised", func() bool { return e.status(sub).Partitions[0].Concurrency == 3 })
+	eventuallyNil(t, func() error { return e.concurrencyAt(3) })
 	e.append("Order", "other")
 	rec.waitHandled(t, "other", 1)
-	eventually(t, "concurrency back", func() bool { return e.status(sub).Partitions[0].Concurrency == 4 })
+	eventuallyNil(t, func() error { return e.concurrencyAt(4) })
 }
 
 // Backpressure parks only when its own budget is spent, never the regular

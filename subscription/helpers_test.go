@@ -232,10 +232,13 @@ func (e *env) waitGateHeld(name string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	eventually(e.t, name+"'s reader held by the pause", func() bool {
+	eventuallyNil(e.t, func() error {
 		s.gate.mu.Lock()
 		defer s.gate.mu.Unlock()
-		return s.gate.blocked > 0
+		if s.gate.blocked == 0 {
+			return fmt.Errorf("%s's reader not held by the pause: none blocked at its gate", name)
+		}
+		return nil
 	})
 }
 
@@ -352,16 +355,40 @@ func (e *env) snapshot(sub string) string {
 	return string(b)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	checkfor.Cond(t, 10*time.Second, time.Millisecond, what, cond)
-}
-
-// eventuallyNil is eventually for a check that says what it saw: a
-// timeout reports check's last error.
+// eventuallyNil polls check every 1ms until it returns nil, and fails t
+// with its last error once 10s have passed.
 func eventuallyNil(t *testing.T, check func() error) {
 	t.Helper()
 	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
+}
+
+// recordGone says which of ids of type typ still has a record; nil once
+// none has.
+func (e *env) recordGone(typ string, ids ...string) error {
+	for _, id := range ids {
+		if r := e.record(sub, typ, id); r != nil {
+			return fmt.Errorf("the record of %s/%s still there: %+v", typ, id, r)
+		}
+	}
+	return nil
+}
+
+// callsMade says how many calls an invoker had until it had want; nil
+// then.
+func callsMade(got, want int32) error {
+	if got != want {
+		return fmt.Errorf("%d calls, want %d", got, want)
+	}
+	return nil
+}
+
+// concurrencyAt says what partition 0 of sub runs at until it runs want
+// aggregates at once; nil then.
+func (e *env) concurrencyAt(want int) error {
+	if p := e.status(sub).Partitions[0]; p.Concurrency != want {
+		return fmt.Errorf("partition 0 at concurrency %d, want %d", p.Concurrency, want)
+	}
+	return nil
 }
 
 // checkpointAt says where sub's checkpoint is until it is want; nil then.

@@ -81,7 +81,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 		t.Fatalf("second parked retry after %v", d)
 	}
 	rec.waitHandled(t, "p", 4)
-	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
 	e.append("Order", "p")
 	rec.waitHandled(t, "p", 5)
 	e.waitIdle(sub)
@@ -134,7 +134,7 @@ func TestRetriesSpentThenOperatorResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 3)
-	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
 	if got := rec.handled("p"); !slices.Equal(got, seq(1, 3)) {
 		t.Fatalf("handled %v", got)
 	}
@@ -214,9 +214,7 @@ func TestSkip(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "part", 1)
-	eventually(t, "records cleared", func() bool {
-		return e.record(sub, "Order", "all") == nil && e.record(sub, "Order", "part") == nil
-	})
+	eventuallyNil(t, func() error { return e.recordGone("Order", "all", "part") })
 	e.append("Order", "all")
 	e.append("Order", "part")
 	rec.waitHandled(t, "all", 1)

@@ -82,7 +82,7 @@ func startOutage(t *testing.T, maxAttempts int, down *atomic.Bool, buggy ...stri
 		if n := len(rec.of(id)); n != 1 {
 			t.Fatalf("%s called %d times before the pause, want 1", id, n)
 		}
-		eventually(t, "the ledger's budget of "+id+" refunded", func() bool { return e.storedFailures(id) == 0 })
+		eventuallyNil(t, func() error { return e.budgetCounts(id, 0) })
 	}
 	return e, rec
 }
@@ -273,9 +273,11 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 	}
 	// The schedule in memory is dropped just after the resume is committed
 	// (the ledger's group commit may answer the resume a moment later).
-	eventually(t, "a's long-horizon retry unscheduled after the host resumed it", func() bool {
-		_, ok := e.scheduled(sub, "Order", "a")
-		return !ok
+	eventuallyNil(t, func() error {
+		if at, ok := e.scheduled(sub, "Order", "a"); ok {
+			return fmt.Errorf("a's long-horizon retry still scheduled at %v after the host resumed it", at)
+		}
+		return nil
 	})
 	ns := e.notifications()
 	if got, want := notificationTypes(ns), []string{"parked:a", "resumed:a"}; !slices.Equal(got, want) {
@@ -296,7 +298,7 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 	if calls := rec.of("a"); len(calls) != 5 || calls[3].Attempt != 4 || !calls[3].OK {
 		t.Fatalf("a's calls %+v, want the fourth (attempt 4) to succeed", calls)
 	}
-	eventually(t, "a's record gone", func() bool { return e.record(sub, "Order", "a") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "a") })
 	if st := e.waitIdle(sub); len(st.Parked) != 0 {
 		t.Fatalf("parked %+v", st.Parked)
 	}
@@ -359,9 +361,7 @@ func TestOutageLeavesAnOlderParkParked(t *testing.T) {
 	e.driveUntil("b, c and d handled", func() bool {
 		return len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1 && len(rec.handled("d")) == 1
 	})
-	eventually(t, "b's and c's records gone", func() bool {
-		return e.record(sub, "Order", "b") == nil && e.record(sub, "Order", "c") == nil
-	})
+	eventuallyNil(t, func() error { return e.recordGone("Order", "b", "c") })
 	if r := e.record(sub, "Order", "a"); r == nil || r.State != ledger.StateWaiting || len(rec.of("a")) != 1 {
 		t.Fatalf("a's record %+v after %d calls, want it parked, untouched", r, len(rec.of("a")))
 	}
