@@ -48,15 +48,8 @@ func open(t *testing.T, cfg *config.Config, opts assembly.Options) *assembly.Hos
 	return h
 }
 
-// eventually polls cond every 5ms until it holds or 20s have passed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	checkfor.Cond(t, 20*time.Second, 5*time.Millisecond, what, cond)
-}
-
-// eventuallyNil is eventually for a check that says what it saw: it polls
-// check every 5ms until it returns nil or 20s have passed, and a timeout
-// reports check's last error.
+// eventuallyNil polls check every 5ms until it returns nil, and fails t
+// with its last error once 20s have passed.
 func eventuallyNil(t *testing.T, check func() error) {
 	t.Helper()
 	checkfor.Nil(t, 20*time.Second, 5*time.Millisecond, check)
@@ -323,7 +316,12 @@ func TestJetStreamBackend(t *testing.T) {
 		}
 		opened <- err
 	}()
-	eventually(t, "the host to say it waits for NATS", func() bool { return strings.Contains(waiting.String(), "no NATS server takes connections yet") })
+	eventuallyNil(t, func() error {
+		if log := waiting.String(); !strings.Contains(log, "no NATS server takes connections yet") {
+			return fmt.Errorf("the host has not said it waits for NATS; its log: %q", log)
+		}
+		return nil
+	})
 	srv.Restart()
 	if err := <-opened; err != nil {
 		t.Fatalf("open while the NATS server starts: %v", err)

@@ -94,9 +94,12 @@ func TestUploadsOnTwoHostsAtOnce(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("versions given %v, want %v (each once)", got, want)
 	}
-	eventually(t, "both hosts on the same current version", func() bool {
+	eventuallyNil(t, func() error {
 		a, okA := ms[0].h.Modules.Get("each-event")
 		b, okB := ms[1].h.Modules.Get("each-event")
-		return okA && okB && a.Version == b.Version
+		if !okA || !okB || a.Version != b.Version {
+			return fmt.Errorf("each-event at version %d on h1 (%v), %d on h2 (%v), want both on the same", a.Version, okA, b.Version, okB)
+		}
+		return nil
 	})
 }
