@@ -570,7 +570,7 @@ func TestRunAndClose(t *testing.T) {
 		t.Errorf("Run after its context ended = %v", err)
 	}
 	go func() { errc <- d.Run(context.Background()) }()
-	eventually(t, "Run to run", d.isRunning)
+	eventuallyNil(t, d.runStarted)
 	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

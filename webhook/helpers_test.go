@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"io"
@@ -212,14 +213,8 @@ func start(t *testing.T, s ledger.Store, opts Options) (*Dispatcher, func()) {
 	return d, stop
 }
 
-// eventually waits (in short real steps, up to a deadline) for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	checkfor.Cond(t, 10*time.Second, time.Millisecond, what, cond)
-}
-
-// eventuallyNil is eventually for a check that says what it saw: a
-// timeout reports check's last error.
+// eventuallyNil waits (in short real steps, up to a deadline) until check
+// returns nil; a timeout reports check's last error.
 func eventuallyNil(t *testing.T, check func() error) {
 	t.Helper()
 	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
@@ -308,11 +303,15 @@ func waitStopped(t *testing.T, w *worker) {
 	}
 }
 
-// isRunning reports whether Run is running.
-func (d *Dispatcher) isRunning() bool {
+// runStarted says, until Run is running, that it is not; nil then. There
+// is nothing more to say: Run sets one flag as it starts.
+func (d *Dispatcher) runStarted() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.running
+	if !d.running {
+		return errors.New("the dispatcher's Run not running yet")
+	}
+	return nil
 }
 
 func statsOf(d *Dispatcher, name string) HookStats {

@@ -21,7 +21,7 @@ func runUntil(t *testing.T, d *Dispatcher) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- d.Run(ctx) }()
-	eventually(t, "Run to run", d.isRunning)
+	eventuallyNil(t, d.runStarted)
 	return func() {
 		cancel()
 		if err := <-errc; !errors.Is(err, context.Canceled) {
