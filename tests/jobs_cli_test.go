@@ -28,7 +28,7 @@ func TestTheMorningFromTheCLI(t *testing.T) {
 	for i := range n {
 		h.appendShipped(t, fmt.Sprintf("o-%02d", i), "ghost")
 	}
-	eventually(t, 30*time.Second, "12 parked", func() bool { return h.subscription(t).Parked["waiting"] == n })
+	eventuallyNil(t, 30*time.Second, func() error { return parkedWaiting(h.subscription(t), n) })
 
 	out, errOut, code := h.berthIn(t, "", "parked", "list", "--class", "Notification", "--message", "GHOST", "--ndjson", "--limit", "5")
 	if code != 0 || strings.Count(out, "\n") != 5 || !strings.HasPrefix(out, `{"subscription":`) {

@@ -108,7 +108,7 @@ func TestCrashDuringResume(t *testing.T) {
 	t.Cleanup(func() { close(hold) })
 	svc.set("ghost", behaviour{HoldKey: key("o-r", 2), Hold: hold})
 	h.must(202, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-r/resume", map[string]string{"reason": "fixed"})
-	eventually(t, 10*time.Second, "the resumed v2 to reach the service", func() bool { return svc.arrived(key("o-r", 2)) > 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return arrivedAfter(svc, key("o-r", 2), 0) })
 	if r := h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-r", nil); r.Status != 200 {
 		t.Errorf("the resume finished with v2 unanswered (%d)", r.Status)
 	}
@@ -173,7 +173,7 @@ max-delay = "100ms"
 	// The next call for o-w (a long-horizon retry) is held unanswered.
 	svc.set("ghost", behaviour{HoldKey: key("o-w", 1), Hold: hold})
 	before := svc.arrived(key("o-w", 1))
-	eventually(t, 20*time.Second, "a long-horizon retry of o-w in flight", func() bool { return svc.arrived(key("o-w", 1)) > before })
+	eventuallyNil(t, 20*time.Second, func() error { return arrivedAfter(svc, key("o-w", 1), before) })
 	rec := h.must(200, "GET", parkedPath("o-w"), nil).Body
 
 	start := time.Now()

@@ -72,9 +72,11 @@ const reporterSub = "Misbehaving.attemptReporter"
 // numbers, and that every call had the event's one invocation key.
 func (r *attemptReporter) waitAttempts(t *testing.T, want []int) {
 	t.Helper()
-	eventually(t, 20*time.Second, fmt.Sprintf("%d calls", len(want)), func() bool {
-		attempts, _ := r.seen()
-		return len(attempts) >= len(want)
+	eventuallyNil(t, 20*time.Second, func() error {
+		if attempts, _ := r.seen(); len(attempts) < len(want) {
+			return fmt.Errorf("attempts %v, want %d calls", attempts, len(want))
+		}
+		return nil
 	})
 	attempts, keys := r.seen()
 	if !slices.Equal(attempts, want) {
