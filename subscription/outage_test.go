@@ -88,21 +88,44 @@ func startOutage(t *testing.T, maxAttempts int, down *atomic.Bool, buggy ...stri
 }
 
 // driveUntil advances the clock whenever the engine waits on it for less
-// than a minute (a backoff, a probe's wait), until cond holds. A
-// long-horizon retry, minutes after a park, is never reached: cond may see
-// the park only after its retry has been scheduled.
-func (e *env) driveUntil(what string, cond func() bool) {
+// than a minute (a backoff, a probe's wait), until check returns nil. A
+// long-horizon retry, minutes after a park, is never reached: check may see
+// the park only after its retry has been scheduled. A timeout reports
+// check's last error and the clock's next timer.
+func (e *env) driveUntil(check func() error) {
 	e.t.Helper()
 	checkfor.Nil(e.t, 10*time.Second, time.Millisecond, func() error {
-		if cond() {
+		err := check()
+		if err == nil {
 			return nil
 		}
 		d, ok := e.clock.NextFire()
 		if ok && d < time.Minute {
 			e.clock.Advance(d)
 		}
-		return fmt.Errorf("waiting for %s; the clock's next timer: %v (set: %v)", what, d, ok)
+		return fmt.Errorf("%w; the clock's next timer: %v (set: %v)", err, d, ok)
 	})
+}
+
+// parkedAll says which of ids has no record until each has one; nil then.
+func (e *env) parkedAll(ids ...string) error {
+	for _, id := range ids {
+		if e.record(sub, "Order", id) == nil {
+			return fmt.Errorf("%s not parked", id)
+		}
+	}
+	return nil
+}
+
+// handledTimes says how often each aggregate was handled until it was
+// handled as often as want says; nil then.
+func (r *recorder) handledTimes(want map[string]int) error {
+	for id, n := range want {
+		if got := r.handled(id); len(got) != n {
+			return fmt.Errorf("%s handled %v, want %d times", id, got, n)
+		}
+	}
+	return nil
 }
 
 // The first two aggregates of a partition fail before the third reveals the
@@ -114,8 +137,7 @@ func TestOutageRefundsTheFailuresThatRevealedIt(t *testing.T) {
 	var down atomic.Bool
 	e, rec := startOutage(t, maxAttempts, &down, "a", "b")
 	down.Store(false) // the database is back; a and b have bugs of their own
-	parked := func() bool { return e.record(sub, "Order", "a") != nil && e.record(sub, "Order", "b") != nil }
-	e.driveUntil("a and b parked", parked)
+	e.driveUntil(func() error { return e.parkedAll("a", "b") })
 	rec.waitHandled(t, "c", 1)
 	for _, id := range []string{"a", "b"} {
 		r := e.record(sub, "Order", id)
@@ -134,8 +156,7 @@ func TestOutageRefundSurvivesACrash(t *testing.T) {
 	e, rec := startOutage(t, maxAttempts, &down, "a", "b")
 	down.Store(false)
 	e.crash()
-	parked := func() bool { return e.record(sub, "Order", "a") != nil && e.record(sub, "Order", "b") != nil }
-	e.driveUntil("a and b parked", parked)
+	e.driveUntil(func() error { return e.parkedAll("a", "b") })
 	for _, id := range []string{"a", "b"} {
 		r := e.record(sub, "Order", id)
 		if r.Attempts != 1+maxAttempts || len(rec.of(id)) != 1+maxAttempts {
@@ -217,9 +238,7 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	unblock()
 	eventuallyNil(t, func() error { return e.budgetCounts("a", 0) })
 	down.Store(false)
-	e.driveUntil("a, b and c handled", func() bool {
-		return len(rec.handled("a")) == 1 && len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1
-	})
+	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 1, "b": 1, "c": 1}) })
 	if st := e.status(sub); len(st.Parked) != 0 {
 		t.Fatalf("parked %+v", st.Parked)
 	}
@@ -287,9 +306,7 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 		t.Fatalf("resumed notification by %q, want %q", ns[1].Actor, actorOutage)
 	}
 	down.Store(false)
-	e.driveUntil("a, b and c handled", func() bool {
-		return len(rec.handled("a")) == 2 && len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1
-	})
+	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 2, "b": 1, "c": 1}) })
 	if got := rec.handled("a"); !slices.Equal(got, []uint64{1, 2}) {
 		t.Fatalf("a handled %v, want [1 2]", got)
 	}
@@ -314,9 +331,11 @@ func TestOutageRevertedParkSurvivesACrash(t *testing.T) {
 	e.waitRecord(sub, "Order", "a", func(r *ledger.Record) bool { return r.State == ledger.StateResuming })
 	down.Store(false)
 	e.crash()
-	e.driveUntil("a parked again", func() bool {
-		r := e.record(sub, "Order", "a")
-		return r != nil && r.State != ledger.StateResuming
+	e.driveUntil(func() error {
+		if r := e.record(sub, "Order", "a"); r == nil || r.State == ledger.StateResuming {
+			return fmt.Errorf("a not parked again: %+v", r)
+		}
+		return nil
 	})
 	r := e.record(sub, "Order", "a")
 	if r.Attempts != 6 || len(rec.of("a")) != 6 || r.Version != 1 || r.Error.Classes[0] != "NullPointerException" {
@@ -358,9 +377,7 @@ func TestOutageLeavesAnOlderParkParked(t *testing.T) {
 		t.Fatalf("a's record %+v, want it still parked", r)
 	}
 	down.Store(false)
-	e.driveUntil("b, c and d handled", func() bool {
-		return len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1 && len(rec.handled("d")) == 1
-	})
+	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"b": 1, "c": 1, "d": 1}) })
 	eventuallyNil(t, func() error { return e.recordGone("Order", "b", "c") })
 	if r := e.record(sub, "Order", "a"); r == nil || r.State != ledger.StateWaiting || len(rec.of("a")) != 1 {
 		t.Fatalf("a's record %+v after %d calls, want it parked, untouched", r, len(rec.of("a")))
