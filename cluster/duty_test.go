@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync"

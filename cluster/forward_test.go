@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 

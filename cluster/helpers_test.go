@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"maps"
 	"slices"

@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 

@@ -1,8 +1,8 @@
 package jobs_test
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"

@@ -1,8 +1,8 @@
 package jetstream
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
