@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"strings"
@@ -374,4 +375,13 @@ func TestBackpressureBudgetParks(t *testing.T) {
 	if st := e.status(sub).Partitions[0]; st.Concurrency != 1 {
 		t.Fatalf("concurrency %d", st.Concurrency)
 	}
+}
+
+// concurrencyAt says what partition 0 of sub runs at until it runs want
+// aggregates at once; nil then.
+func (e *env) concurrencyAt(want int) error {
+	if p := e.status(sub).Partitions[0]; p.Concurrency != want {
+		return fmt.Errorf("partition 0 at concurrency %d, want %d", p.Concurrency, want)
+	}
+	return nil
 }

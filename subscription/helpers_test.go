@@ -382,15 +382,6 @@ func callsMade(got, want int32) error {
 	return nil
 }
 
-// concurrencyAt says what partition 0 of sub runs at until it runs want
-// aggregates at once; nil then.
-func (e *env) concurrencyAt(want int) error {
-	if p := e.status(sub).Partitions[0]; p.Concurrency != want {
-		return fmt.Errorf("partition 0 at concurrency %d, want %d", p.Concurrency, want)
-	}
-	return nil
-}
-
 // checkpointAt says where sub's checkpoint is until it is want; nil then.
 func (e *env) checkpointAt(sub string, want uint64) error {
 	if st := e.status(sub); st.Checkpoint != want {
@@ -475,14 +466,6 @@ func (r *recorder) handled(agg string) []uint64 {
 		}
 	}
 	return out
-}
-
-// attempted says how many calls r had for agg until it had n; nil then.
-func (r *recorder) attempted(agg string, n int) error {
-	if got := r.of(agg); len(got) != n {
-		return fmt.Errorf("%d calls for %s, want %d: %+v", len(got), agg, n, got)
-	}
-	return nil
 }
 
 func (r *recorder) waitHandled(t *testing.T, agg string, n int) {

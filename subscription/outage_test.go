@@ -387,3 +387,11 @@ func TestOutageLeavesAnOlderParkParked(t *testing.T) {
 		t.Fatalf("notifications %v, want %v", got, want)
 	}
 }
+
+// attempted says how many calls r had for agg until it had n; nil then.
+func (r *recorder) attempted(agg string, n int) error {
+	if got := r.of(agg); len(got) != n {
+		return fmt.Errorf("%d calls for %s, want %d: %+v", len(got), agg, n, got)
+	}
+	return nil
+}
