@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -139,24 +140,24 @@ func (h *clusterHost) clusterOf(t *testing.T) wire.Cluster {
 	return out
 }
 
-// settledOn reports whether v shows exactly hosts, every partition owned by
-// the host it is assigned to.
-func settledOn(v wire.Cluster, hosts ...string) bool {
+// settledOn says how v falls short of showing exactly hosts, every
+// partition owned by the host it is assigned to; nil once it does.
+func settledOn(v wire.Cluster, hosts ...string) error {
 	var ids []string
 	for _, h := range v.Hosts {
 		ids = append(ids, h.ID)
 	}
 	if !slices.Equal(ids, hosts) || v.Unowned != 0 {
-		return false
+		return fmt.Errorf("hosts %v, %d partitions unowned", ids, v.Unowned)
 	}
 	for _, s := range v.Subscriptions {
-		for _, p := range s.Partitions {
+		for i, p := range s.Partitions {
 			if p.State != wire.PartitionOwned || p.Owner != p.Assigned {
-				return false
+				return fmt.Errorf("%s partition %d %s by %q, assigned to %q", s.Name, i, p.State, p.Owner, p.Assigned)
 			}
 		}
 	}
-	return true
+	return nil
 }
 
 // TestClusterHosts runs GET /v1/cluster over three real clusters on one
@@ -173,7 +174,7 @@ func TestClusterHosts(t *testing.T) {
 		hosts = append(hosts, startClusterHost(t, n.URL(), id, st, subs))
 	}
 	var v wire.Cluster
-	checkfor.Cond(t, 15*time.Second, 50*time.Millisecond, "three hosts splitting the partitions", func() bool {
+	checkfor.Nil(t, 15*time.Second, 50*time.Millisecond, func() error {
 		v = hosts[0].clusterOf(t)
 		return settledOn(v, "h1", "h2", "h3")
 	})
@@ -221,7 +222,7 @@ func TestClusterHosts(t *testing.T) {
 		}
 	}
 	hosts[2].Conn.Close()
-	checkfor.Cond(t, 20*time.Second, 50*time.Millisecond, "h1 and h2 owning h3's partitions", func() bool {
+	checkfor.Nil(t, 20*time.Second, 50*time.Millisecond, func() error {
 		v = hosts[0].clusterOf(t)
 		return settledOn(v, "h1", "h2")
 	})

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -156,8 +157,11 @@ func TestSandboxMetricsTier(t *testing.T) {
 	if g := compiled(); g == 1 && m.Tier() != sandbox.TierCompiled {
 		t.Fatalf("berth_sandbox_module_compiled 1 while the module is on %s", m.Tier())
 	}
-	checkfor.Cond(t, 2*time.Minute, 20*time.Millisecond, "the module's compiled code", func() bool {
-		return m.Tier() == sandbox.TierCompiled
+	checkfor.Nil(t, 2*time.Minute, 20*time.Millisecond, func() error {
+		if tier := m.Tier(); tier != sandbox.TierCompiled {
+			return fmt.Errorf("the module at tier %v, waiting for its compiled code", tier)
+		}
+		return nil
 	})
 	if g := compiled(); g != 1 {
 		t.Fatalf("berth_sandbox_module_compiled %v once the module runs compiled, want 1", g)

@@ -58,15 +58,27 @@ config = { notifications-url = %q }
 func leaderOf(t *testing.T, c *natstest.Cluster, stream string) *natstest.Node {
 	t.Helper()
 	var leader *natstest.Node
-	checkfor.Cond(t, 30*time.Second, 10*time.Millisecond, "stream "+stream+" has a leader", func() bool {
+	checkfor.Nil(t, 30*time.Second, 10*time.Millisecond, func() error {
 		for _, n := range c.Nodes {
 			if n.Server() != nil && n.Server().JetStreamIsStreamLeader("$G", stream) {
 				leader = n
 			}
 		}
-		return leader != nil
+		if leader == nil {
+			return fmt.Errorf("no node of %d leads stream %s", len(c.Nodes), stream)
+		}
+		return nil
 	})
 	return leader
+}
+
+// atLeast says, until want appends have been answered 201 (count tells
+// how many answers had a status), how many have and how many were not.
+func atLeast(count func(status int) int, want int, what string) error {
+	if got := count(http.StatusCreated); got < want {
+		return fmt.Errorf("%s: %d appends answered 201 (%d with 503), want %d", what, got, count(http.StatusServiceUnavailable), want)
+	}
+	return nil
 }
 
 // checkUnavailable fails the test unless r is the 503 of NATS not
@@ -159,16 +171,18 @@ func TestAppendsThroughAStreamLeaderElection(t *testing.T) {
 		}
 		return k
 	}
-	checkfor.Cond(t, 30*time.Second, 10*time.Millisecond, "appends under way", func() bool { return count(201) >= 20 })
+	checkfor.Nil(t, 30*time.Second, 10*time.Millisecond, func() error { return atLeast(count, 20, "appends under way") })
 	leader := leaderOf(t, c, "BERTH_EVENTS")
 	leader.Shutdown()
 	before := count(201)
-	checkfor.Cond(t, 60*time.Second, 10*time.Millisecond, "appends answered after the leader's node went down",
-		func() bool { return count(201) >= before+20 })
+	checkfor.Nil(t, 60*time.Second, 10*time.Millisecond, func() error {
+		return atLeast(count, before+20, "appends answered after the leader's node went down")
+	})
 	leader.Restart()
 	before = count(201)
-	checkfor.Cond(t, 60*time.Second, 10*time.Millisecond, "appends answered after the node came back",
-		func() bool { return count(201) >= before+20 })
+	checkfor.Nil(t, 60*time.Second, 10*time.Millisecond, func() error {
+		return atLeast(count, before+20, "appends answered after the node came back")
+	})
 	close(stop)
 	wg.Wait()
 

@@ -48,10 +48,11 @@ func open(t *testing.T, cfg *config.Config, opts assembly.Options) *assembly.Hos
 	return h
 }
 
-// eventually polls cond every 5ms until it holds or 20s have passed.
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventuallyNil polls check every 5ms until it returns nil, and fails t
+// with its last error once 20s have passed.
+func eventuallyNil(t *testing.T, check func() error) {
 	t.Helper()
-	checkfor.Cond(t, 20*time.Second, 5*time.Millisecond, what, cond)
+	checkfor.Nil(t, 20*time.Second, 5*time.Millisecond, check)
 }
 
 // TestOpenCloseOpenKeepsState: what one host stored (an event, a deployed
@@ -76,9 +77,12 @@ func TestOpenCloseOpenKeepsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	const sub = "ShipmentNotifier.onOrderShipped"
-	eventually(t, "the subscription to pass the event", func() bool {
+	eventuallyNil(t, func() error {
 		st, err := h.Engine.Status(ctx, sub)
-		return err == nil && st.Lag == 0
+		if err == nil && st.Lag != 0 {
+			err = fmt.Errorf("the subscription %d events behind, checkpoint %d", st.Lag, st.Checkpoint)
+		}
+		return err
 	})
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -208,10 +212,10 @@ func TestReconfigureRefusesABadClassifier(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rec *ledger.Record
-		eventually(t, id+" parked", func() bool {
+		eventuallyNil(t, func() error {
 			var err error
 			rec, err = h.Engine.Parked(ctx, sub, "Order", id)
-			return err == nil
+			return err
 		})
 		return rec.Attempts
 	}
@@ -312,7 +316,12 @@ func TestJetStreamBackend(t *testing.T) {
 		}
 		opened <- err
 	}()
-	eventually(t, "the host to say it waits for NATS", func() bool { return strings.Contains(waiting.String(), "no NATS server takes connections yet") })
+	eventuallyNil(t, func() error {
+		if log := waiting.String(); !strings.Contains(log, "no NATS server takes connections yet") {
+			return fmt.Errorf("the host has not said it waits for NATS; its log: %q", log)
+		}
+		return nil
+	})
 	srv.Restart()
 	if err := <-opened; err != nil {
 		t.Fatalf("open while the NATS server starts: %v", err)

@@ -3,6 +3,7 @@ package assembly_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -134,17 +135,17 @@ func TestClusterSharesThePartitions(t *testing.T) {
 	parts := ms[0].h.Config().Subscription.Partitions
 	// Each host compiles the module it is told of before it has the
 	// subscription: on a loaded machine, under -race, that takes a while.
-	checkfor.Cond(t, time.Minute, 5*time.Millisecond, "three hosts splitting the partitions", func() bool {
+	checkfor.Nil(t, time.Minute, 5*time.Millisecond, func() error {
 		got, ok := owners(ms, eachEventSub, parts)
 		if !ok {
-			return false
+			return fmt.Errorf("partition owners %q, not every partition owned once", got)
 		}
 		for _, m := range ms {
 			if !slices.Contains(got, m.id) {
-				return false
+				return fmt.Errorf("partition owners %q, none %s's", got, m.id)
 			}
 		}
-		return true
+		return nil
 	})
 
 	appendOn := func(ms []*member, from, to int) {
@@ -160,14 +161,17 @@ func TestClusterSharesThePartitions(t *testing.T) {
 	// was handled once in all, by the host owning its partition.
 	handledOnce := func(ms []*member, n int) {
 		t.Helper()
-		eventually(t, fmt.Sprint(n, " events handled"), func() bool {
+		eventuallyNil(t, func() error {
 			total := 0
 			for _, m := range ms {
 				for _, c := range m.handled.snapshot() {
 					total += c
 				}
 			}
-			return total >= n
+			if total < n {
+				return fmt.Errorf("%d events handled, want %d", total, n)
+			}
+			return nil
 		})
 		by := map[string]string{}
 		for _, m := range ms {
@@ -196,10 +200,7 @@ func TestClusterSharesThePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rest := ms[:2]
-	eventually(t, "h1 and h2 owning every partition", func() bool {
-		got, ok := owners(rest, eachEventSub, parts)
-		return ok && slices.Contains(got, "h1") && slices.Contains(got, "h2")
-	})
+	eventuallyNil(t, func() error { return ownedBy(rest, eachEventSub, parts, "h1", "h2") })
 	for _, m := range rest {
 		clear(m.handled.keys)
 	}
@@ -211,19 +212,22 @@ func TestClusterSharesThePartitions(t *testing.T) {
 func dutyHolder(t *testing.T, ms []*member, name string) *member {
 	t.Helper()
 	var holder *member
-	eventually(t, "one host holding duty "+name, func() bool {
+	eventuallyNil(t, func() error {
 		holder = nil
 		for _, m := range ms {
 			for _, d := range m.h.Cluster.Duties() {
 				if d.Name() == name && d.Held() {
 					if holder != nil {
-						return false
+						return fmt.Errorf("duty %s held by %s and %s", name, holder.id, m.id)
 					}
 					holder = m
 				}
 			}
 		}
-		return holder != nil
+		if holder == nil {
+			return fmt.Errorf("no host holds duty %s", name)
+		}
+		return nil
 	})
 	return holder
 }
@@ -290,6 +294,27 @@ func outboxEmpty(t *testing.T, h *assembly.Host) bool {
 	return n == 0
 }
 
+// toldOnce says what the webhook was told and what h's outbox holds until
+// call was delivered once and nothing is left; nil then.
+func toldOnce(t *testing.T, hooks *hookCalls, call string, h *assembly.Host) error {
+	hooks.mu.Lock()
+	got := slices.Clone(hooks.got)
+	hooks.mu.Unlock()
+	if n, empty := hooks.count(call), outboxEmpty(t, h); n != 1 || !empty {
+		return fmt.Errorf("%q told %d times, want once; the outbox empty: %v; told %v", call, n, empty, got)
+	}
+	return nil
+}
+
+// ownedBy says who owns sub's partitions until each is owned once and
+// among them hosts a and b; nil then.
+func ownedBy(ms []*member, sub string, parts int, a, b string) error {
+	if got, ok := owners(ms, sub, parts); !ok || !slices.Contains(got, a) || !slices.Contains(got, b) {
+		return fmt.Errorf("partition owners %q, want every partition owned, %s and %s among them", got, a, b)
+	}
+	return nil
+}
+
 // dutySub is the subscription of dutyCluster's hosts.
 const dutySub = "Test.orders"
 
@@ -318,10 +343,7 @@ func dutyCluster(t *testing.T) ([]*member, *hookCalls, *invocations) {
 		}
 	}
 	parts := ms[0].h.Config().Subscription.Partitions
-	eventually(t, "two hosts splitting the partitions", func() bool {
-		owner, ok := owners(ms, dutySub, parts)
-		return ok && slices.Contains(owner, "h1") && slices.Contains(owner, "h2")
-	})
+	eventuallyNil(t, func() error { return ownedBy(ms, dutySub, parts, "h1", "h2") })
 	return ms, hooks, calls
 }
 
@@ -354,9 +376,7 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, id+" parked and told once", func() bool {
-		return hooks.count("parked "+id) == 1 && outboxEmpty(t, other.h)
-	})
+	eventuallyNil(t, func() error { return toldOnce(t, hooks, "parked "+id, other.h) })
 
 	j, err := other.h.Jobs.Create(ctx, jobs.Spec{Action: ledger.JobResume, Filter: ledger.JobFilter{Subscriptions: []string{sub}},
 		Actor: "ops", Rate: 100})
@@ -369,9 +389,7 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 	if err != nil || done.State != ledger.JobDone || done.Done != 1 || done.Failed != 0 {
 		t.Fatalf("the job: %+v, %v", done, err)
 	}
-	eventually(t, id+" resumed and told once", func() bool {
-		return hooks.count("resumed "+id) == 1 && outboxEmpty(t, other.h)
-	})
+	eventuallyNil(t, func() error { return toldOnce(t, hooks, "resumed "+id, other.h) })
 	if got := calls.of(id); !slices.Equal(got, []string{jobsOn.id, jobsOn.id}) {
 		t.Fatalf("%s handled on %v; want twice on %s (the park, the job's resume)", id, got, jobsOn.id)
 	}
@@ -392,17 +410,17 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 			t.Fatalf("duty %s not taken over", name)
 		}
 	}
-	eventually(t, rest.id+" owning every partition", func() bool {
-		got, ok := owners([]*member{rest}, sub, parts)
-		return ok && !slices.Contains(got, hooksOn.id)
+	eventuallyNil(t, func() error {
+		if got, ok := owners([]*member{rest}, sub, parts); !ok || slices.Contains(got, hooksOn.id) {
+			return fmt.Errorf("partition owners %q, want %s owning every partition", got, rest.id)
+		}
+		return nil
 	})
 	if _, err := rest.h.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: "late",
 		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "late parked and told once", func() bool {
-		return hooks.count("parked late") == 1 && outboxEmpty(t, rest.h)
-	})
+	eventuallyNil(t, func() error { return toldOnce(t, hooks, "parked late", rest.h) })
 	if hooks.count("parked "+id) != 1 || hooks.count("resumed "+id) != 1 {
 		t.Fatalf("webhook deliveries after the handover %v", hooks.got)
 	}
@@ -426,13 +444,13 @@ func TestClusterJobMovesMidJob(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "every aggregate parked and told", func() bool {
+	eventuallyNil(t, func() error {
 		for _, id := range ids {
-			if hooks.count("parked "+id) != 1 {
-				return false
+			if n := hooks.count("parked " + id); n != 1 {
+				return fmt.Errorf("%s's park told %d times, want once", id, n)
 			}
 		}
-		return true
+		return nil
 	})
 	jobsOn := dutyHolder(t, ms, "jobs")
 	other := ms[0]
@@ -450,9 +468,12 @@ func TestClusterJobMovesMidJob(t *testing.T) {
 	if err != nil || j.Matched != n {
 		t.Fatalf("create the job: %+v, %v", j, err)
 	}
-	eventually(t, "the job a third done", func() bool {
+	eventuallyNil(t, func() error {
 		got, err := other.h.Jobs.Get(ctx, j.ID)
-		return err == nil && got.Done >= n/3
+		if err == nil && got.Done < n/3 {
+			err = fmt.Errorf("the job %d of %d done, want a third", got.Done, n)
+		}
+		return err
 	})
 	for _, d := range jobsOn.h.Cluster.Duties() {
 		if d.Name() == "jobs" {
@@ -475,13 +496,16 @@ func TestClusterJobMovesMidJob(t *testing.T) {
 	if err != nil || done.State != ledger.JobDone || done.Done != n || done.Gone != 0 || done.Failed != 0 {
 		t.Fatalf("the job: %+v, %v", done, err)
 	}
-	eventually(t, "every resume told", func() bool {
+	eventuallyNil(t, func() error {
 		for _, id := range ids {
 			if hooks.count("resumed "+id) == 0 {
-				return false
+				return fmt.Errorf("%s's resume not told", id)
 			}
 		}
-		return outboxEmpty(t, other.h)
+		if !outboxEmpty(t, other.h) {
+			return errors.New("every resume told, but the outbox not yet empty")
+		}
+		return nil
 	})
 	for _, id := range ids {
 		if got := calls.of(id); len(got) != 2 {

@@ -34,13 +34,16 @@ func TestLedgerCompactionFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first, last uint64
-	checkfor.Cond(t, 20*time.Second, 20*time.Millisecond, "the ledger's stream purged", func() bool {
+	checkfor.Nil(t, 20*time.Second, 20*time.Millisecond, func() error {
 		s, err := js.Stream(ctx, "COMPACT_LEDGER")
 		if err != nil {
-			return false
+			return err
 		}
 		first, last = s.CachedInfo().State.FirstSeq, s.CachedInfo().State.LastSeq
-		return first > 1
+		if first <= 1 {
+			return fmt.Errorf("the ledger's stream not purged: sequences %d..%d", first, last)
+		}
+		return nil
 	})
 	// At most the 20 kept before the last point and the 60 after it.
 	if kept := last - first + 1; kept > 20+60 {

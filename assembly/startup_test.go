@@ -47,13 +47,13 @@ func TestHostsStartTogetherOnAFreshCluster(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	checkfor.Cond(t, time.Minute, 10*time.Millisecond, "three hosts in the membership", func() bool {
-		for _, h := range hosts {
-			if len(h.Cluster.Members()) != len(ids) {
-				return false
+	checkfor.Nil(t, time.Minute, 10*time.Millisecond, func() error {
+		for i, h := range hosts {
+			if m := h.Cluster.Members(); len(m) != len(ids) {
+				return fmt.Errorf("%s sees %d members, want %d", ids[i], len(m), len(ids))
 			}
 		}
-		return true
+		return nil
 	})
 }
 
@@ -96,9 +96,12 @@ func TestUploadsOnTwoHostsAtOnce(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("versions given %v, want %v (each once)", got, want)
 	}
-	eventually(t, "both hosts on the same current version", func() bool {
+	eventuallyNil(t, func() error {
 		a, okA := ms[0].h.Modules.Get("each-event")
 		b, okB := ms[1].h.Modules.Get("each-event")
-		return okA && okB && a.Version == b.Version
+		if !okA || !okB || a.Version != b.Version {
+			return fmt.Errorf("each-event at version %d on h1 (%v), %d on h2 (%v), want both on the same", a.Version, okA, b.Version, okB)
+		}
+		return nil
 	})
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func threeHosts(t *testing.T, ttl time.Duration) (*natstest.Node, *recordingStor
 	for _, id := range []string{"h1", "h2", "h3"} {
 		hosts = append(hosts, startHost(t, n.URL(), id, st, Options{Subscriptions: subs, LeaseTTL: ttl}))
 	}
-	checkfor.Cond(t, 10*time.Second, 20*time.Millisecond, "3 hosts splitting 2 x 16 partitions", func() bool {
+	checkfor.Nil(t, 10*time.Second, 20*time.Millisecond, func() error {
 		return settled(t, st, hosts, subs, partitions)
 	})
 	return n, st, hosts
@@ -80,7 +81,7 @@ func TestGracefulClose(t *testing.T) {
 	if n := hosts[2].eng.total(); n != 0 {
 		t.Fatalf("the closed host's engine still owns %d partitions", n)
 	}
-	checkfor.Cond(t, 2*time.Second, 10*time.Millisecond, "h1 and h2 owning everything", func() bool {
+	checkfor.Nil(t, 2*time.Second, 10*time.Millisecond, func() error {
 		return settled(t, st, hosts[:2], subs, partitions)
 	})
 	for _, a := range mustAssignments(t, hosts[0].c) {
@@ -118,7 +119,7 @@ func TestAbandonedHost(t *testing.T) {
 	held := h3.c.Owned()
 	cut := time.Now()
 	h3.nc.Close()
-	checkfor.Cond(t, 2*ttl, 10*time.Millisecond, "h1 and h2 owning everything", func() bool {
+	checkfor.Nil(t, 2*ttl, 10*time.Millisecond, func() error {
 		return settled(t, st, hosts[:2], subs, partitions)
 	})
 	if n := h3.eng.total(); n != 0 {
@@ -170,7 +171,7 @@ func TestJoin(t *testing.T) {
 		before[sub] = ledgerOwners(t, st, sub, partitions)
 	}
 	hosts = append(hosts, startHost(t, n.URL(), "h4", st, Options{Subscriptions: subs, LeaseTTL: 10 * time.Second}))
-	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "4 hosts splitting 2 x 16 partitions", func() bool {
+	checkfor.Nil(t, 5*time.Second, 10*time.Millisecond, func() error {
 		return settled(t, st, hosts, subs, partitions)
 	})
 	for _, sub := range subs {
@@ -214,21 +215,21 @@ func TestSetSubscriptions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "billing shared out, orders-projection let go", func() bool {
+	checkfor.Nil(t, 5*time.Second, 10*time.Millisecond, func() error {
 		for _, h := range hosts {
-			if len(h.eng.owned("orders-projection")) != 0 {
-				return false
+			if o := h.eng.owned("orders-projection"); len(o) != 0 {
+				return fmt.Errorf("%s's engine still on orders-projection partitions %v", h.id, o)
 			}
 		}
 		return settled(t, st, hosts, next, partitions)
 	})
-	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "orders-projection released in the ledger", func() bool {
-		for _, o := range ledgerOwners(t, st, "orders-projection", partitions) {
+	checkfor.Nil(t, 5*time.Second, 10*time.Millisecond, func() error {
+		for p, o := range ledgerOwners(t, st, "orders-projection", partitions) {
 			if !isReleased(o.host) {
-				return false
+				return fmt.Errorf("orders-projection partition %d %q's in the ledger, not released", p, o.host)
 			}
 		}
-		return true
+		return nil
 	})
 	if as := mustAssignments(t, hosts[0].c); len(as) != 2*partitions || as[0].Subscription != "billing" {
 		t.Fatalf("assignments %+v", as)

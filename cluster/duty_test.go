@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync"
@@ -47,6 +48,15 @@ func (l *dutyLog) running() []string {
 		}
 	}
 	return out
+}
+
+// oneRunning says who runs the duty until exactly one host does, and it
+// is not the host named not (if any); nil then.
+func oneRunning(l *dutyLog, not string) error {
+	if r := l.running(); len(r) != 1 || r[0] == not {
+		return fmt.Errorf("the duty running on %v, want one host other than %q", r, not)
+	}
+	return nil
 }
 
 // last returns the latest span of host, false if none.
@@ -96,9 +106,7 @@ func dutyHosts(t *testing.T, n *natstest.Node, ttl time.Duration, log *dutyLog, 
 		}
 		hosts, duties = append(hosts, h), append(duties, d)
 	}
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "one host doing the duty", func() bool {
-		return len(log.running()) == 1
-	})
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error { return oneRunning(log, "") })
 	holder := slices.Index(ids, log.running()[0])
 	return hosts, duties, holder
 }
@@ -118,13 +126,13 @@ func TestDutyOneHolder(t *testing.T) {
 			t.Errorf("%s: Holder() = %q, %q, %v", hosts[i].id, host, addr, err)
 		}
 	}
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "every host seeing 3 members", func() bool {
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
 		for _, h := range hosts {
-			if len(h.c.Members()) != 3 {
-				return false
+			if ms := h.c.Members(); len(ms) != 3 {
+				return fmt.Errorf("%s sees %d members, want 3: %+v", h.id, len(ms), ms)
 			}
 		}
-		return true
+		return nil
 	})
 	for _, m := range hosts[0].c.Members() {
 		if m.Host != "h1" && m.Host != "h2" && m.Host != "h3" {
@@ -161,9 +169,7 @@ func TestDutyHandoverOnClose(t *testing.T) {
 	if span, _ := log.last(hosts[holder].id); span.end.IsZero() || duties[holder].Held() {
 		t.Fatalf("the closed host still does the duty: %+v", span)
 	}
-	checkfor.Cond(t, 2*time.Second, 5*time.Millisecond, "another host doing the duty", func() bool {
-		return len(log.running()) == 1
-	})
+	checkfor.Nil(t, 2*time.Second, 5*time.Millisecond, func() error { return oneRunning(&log, "") })
 	next := log.running()[0]
 	if next == hosts[holder].id {
 		t.Fatalf("the closed host took the duty again")
@@ -184,10 +190,7 @@ func TestDutyTakeoverAfterAbandon(t *testing.T) {
 	hosts, duties, holder := dutyHosts(t, natstest.RunServer(t), ttl, &log, "h1", "h2")
 	cut := time.Now()
 	hosts[holder].nc.Close()
-	checkfor.Cond(t, 2*ttl, 5*time.Millisecond, "the other host doing the duty", func() bool {
-		r := log.running()
-		return len(r) == 1 && r[0] != hosts[holder].id
-	})
+	checkfor.Nil(t, 2*ttl, 5*time.Millisecond, func() error { return oneRunning(&log, hosts[holder].id) })
 	if took := time.Since(cut); took > 2*ttl {
 		t.Fatalf("taken over %v after the cut, more than 2x TTL", took)
 	}
@@ -210,24 +213,28 @@ func TestDutyGiveUpAtDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the host doing the duty", func() bool {
-		return len(log.running()) == 1
-	})
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error { return oneRunning(&log, "") })
 	// Both leases (membership and duty) wait for their next renewal.
 	if err := clock.BlockUntil(t.Context(), 2); err != nil {
 		t.Fatal(err)
 	}
 	h.nc.Close() // every renewal fails from now on
 	clock.Advance(8*time.Second - time.Millisecond)
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "a failed renewal of the duty", func() bool {
-		return d.stats.renewalFailures.Load() >= 1
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if d.stats.renewalFailures.Load() < 1 {
+			return fmt.Errorf("no failed renewal of the duty yet, %d renewals", d.stats.renewals.Load())
+		}
+		return nil
 	})
 	if !d.Held() || len(log.running()) != 1 {
 		t.Fatalf("gave the duty up before the deadline")
 	}
 	clock.Advance(time.Millisecond)
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the work stopping", func() bool {
-		return len(log.running()) == 0 && !d.Held()
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if r := log.running(); len(r) != 0 || d.Held() {
+			return fmt.Errorf("the work still running on %v, held %v", r, d.Held())
+		}
+		return nil
 	})
 	if span, _ := log.last("solo"); !span.end.Equal(start.Add(8 * time.Second)) {
 		t.Fatalf("stopped at %v, want the deadline %v", span.end, start.Add(8*time.Second))
@@ -264,9 +271,12 @@ func TestDutyFencesTheOldHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var next ledger.DutyFence
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the other host holding the duty", func() bool {
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
 		next = duties[1-holder].Fence()
-		return next.Fenced()
+		if !next.Fenced() {
+			return fmt.Errorf("the other host's claim %+v, not holding the duty", next)
+		}
+		return nil
 	})
 	if next.Host != hosts[1-holder].id || next.Epoch != old.Epoch+1 {
 		t.Fatalf("the new claim %+v after %+v", next, old)
@@ -308,12 +318,17 @@ func TestDutyWorkWaitsForItsClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkfor.Cond(t, 5*time.Second, time.Millisecond, "the claim refused twice", func() bool { return st.refused.Load() >= 2 })
+	checkfor.Nil(t, 5*time.Second, time.Millisecond, func() error {
+		if n := st.refused.Load(); n < 2 {
+			return fmt.Errorf("the claim refused %d times, want 2", n)
+		}
+		return nil
+	})
 	if len(log.running()) != 0 || d.Held() || d.Fence().Fenced() {
 		t.Fatalf("the work runs without a claim: %v, held %v", log.running(), d.Held())
 	}
 	st.refuse.Store(false)
-	checkfor.Cond(t, 5*time.Second, time.Millisecond, "the work running", func() bool { return len(log.running()) == 1 })
+	checkfor.Nil(t, 5*time.Second, time.Millisecond, func() error { return oneRunning(&log, "") })
 	if span, _ := log.last("solo"); span.epoch != 1 || d.Fence().Epoch != 1 {
 		t.Fatalf("the work runs at epoch %d (fence %+v), want 1", span.epoch, d.Fence())
 	}

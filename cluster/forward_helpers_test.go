@@ -178,21 +178,24 @@ func (e *opsEnv) waitSplit(hs []*opsHost) {
 		ids[i] = h.id
 	}
 	want := Assign(opsSub, partitions, ids)
-	checkfor.Cond(e.t, 10*time.Second, 20*time.Millisecond, "the hosts splitting the partitions", func() bool {
+	checkfor.Nil(e.t, 10*time.Second, 20*time.Millisecond, func() error {
 		got := make([]string, partitions)
 		for _, h := range hs {
 			st, err := h.eng.Status(context.Background(), opsSub)
 			if err != nil {
-				return false
+				return err
 			}
 			for _, p := range st.Partitions {
 				if p.Fenced || got[p.Index] != "" {
-					return false
+					return fmt.Errorf("partition %d on %s (fenced %v), already on %q", p.Index, h.id, p.Fenced, got[p.Index])
 				}
 				got[p.Index] = h.id
 			}
 		}
-		return slices.Equal(got, want)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("the engines on partitions %q, want %q", got, want)
+		}
+		return nil
 	})
 }
 
@@ -237,8 +240,11 @@ func (e *opsEnv) handledBy(host, id string) []uint64 {
 // waitHandled waits until host handled id's versions want, in order.
 func (e *opsEnv) waitHandled(host, id string, want ...uint64) {
 	e.t.Helper()
-	checkfor.Cond(e.t, 10*time.Second, 10*time.Millisecond, fmt.Sprintf("%s handling %s %v", host, id, want), func() bool {
-		return slices.Equal(e.handledBy(host, id), want)
+	checkfor.Nil(e.t, 10*time.Second, 10*time.Millisecond, func() error {
+		if got := e.handledBy(host, id); !slices.Equal(got, want) {
+			return fmt.Errorf("%s handled %s %v, want %v", host, id, got, want)
+		}
+		return nil
 	})
 }
 
@@ -257,12 +263,16 @@ func (e *opsEnv) parkedOn(h *opsHost) string {
 func (e *opsEnv) waitParked(id string) *ledger.Record {
 	e.t.Helper()
 	var rec *ledger.Record
-	checkfor.Cond(e.t, 10*time.Second, 10*time.Millisecond, id+" parked", func() bool {
-		return e.st.View(context.Background(), func(tx ledger.Tx) error {
+	checkfor.Nil(e.t, 10*time.Second, 10*time.Millisecond, func() error {
+		err := e.st.View(context.Background(), func(tx ledger.Tx) error {
 			var err error
 			rec, err = tx.Parked(opsSub, "Order", id)
 			return err
-		}) == nil && rec.State == ledger.StateWaiting
+		})
+		if err == nil && rec.State != ledger.StateWaiting {
+			err = fmt.Errorf("%s parked in state %v, want %v", id, rec.State, ledger.StateWaiting)
+		}
+		return err
 	})
 	return rec
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -207,9 +208,11 @@ func TestResetEverywhere(t *testing.T) {
 		}
 		e.waitHandled("A", onA, 1, 2)
 		e.waitHandled("B", onB, 1, 2)
-		checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "B's checkpoints written", func() bool {
-			st := state(t, b)
-			return st.DurableCheckpoint == st.Head+1
+		checkfor.Nil(t, 5*time.Second, 10*time.Millisecond, func() error {
+			if st := state(t, b); st.DurableCheckpoint != st.Head+1 {
+				return fmt.Errorf("B's durable checkpoint %d, head %d", st.DurableCheckpoint, st.Head)
+			}
+			return nil
 		})
 
 		if err := a.fwd.Reset(t.Context(), opsSub, 1); err != nil {

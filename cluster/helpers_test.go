@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"maps"
 	"slices"
@@ -189,7 +190,7 @@ func startHost(t *testing.T, urls, id string, st ledger.Store, opts Options) *ho
 
 // settled reports whether every partition of subs is worked on by exactly
 // the host Assign gives it to over ids, and the ledger agrees.
-func settled(t *testing.T, st ledger.Store, hosts []*host, subs []string, partitions int) bool {
+func settled(t *testing.T, st ledger.Store, hosts []*host, subs []string, partitions int) error {
 	t.Helper()
 	ids := make([]string, len(hosts))
 	for i, h := range hosts {
@@ -201,22 +202,23 @@ func settled(t *testing.T, st ledger.Store, hosts []*host, subs []string, partit
 		for _, h := range hosts {
 			for _, p := range h.eng.owned(sub) {
 				if got[p] != "" {
-					return false // two engines on one partition: not settled (yet)
+					// Two engines on one partition: not settled (yet).
+					return fmt.Errorf("%s partition %d in the engines of %s and %s", sub, p, got[p], h.id)
 				}
 				got[p] = h.id
 			}
 		}
 		if !slices.Equal(got, want) {
-			return false
+			return fmt.Errorf("%s in the engines of %q, want %q", sub, got, want)
 		}
 		owners := ledgerOwners(t, st, sub, partitions)
 		for p, o := range owners {
 			if o.host != want[p] {
-				return false
+				return fmt.Errorf("%s partition %d %q's in the ledger, want %q's", sub, p, o.host, want[p])
 			}
 		}
 	}
-	return true
+	return nil
 }
 
 func ledgerOwners(t *testing.T, st ledger.Store, sub string, partitions int) []claim {

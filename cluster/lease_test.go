@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"strings"
 	"sync"
@@ -25,14 +26,21 @@ func aloneOnFakeClock(t *testing.T) (*natstest.Node, *clock.Fake, *recordingStor
 	clock := clock.NewFake(start)
 	st := openLedger(t)
 	h := startHost(t, n.URL(), "solo", st, Options{Subscriptions: []string{"orders"}, LeaseTTL: 10 * time.Second, Clock: clock})
-	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "the host owning all 16 partitions", func() bool {
-		return len(h.eng.owned("orders")) == partitions
-	})
+	checkfor.Nil(t, 5*time.Second, 10*time.Millisecond, func() error { return ownsAll(h) })
 	// The lease waits for its next renewal.
 	if err := clock.BlockUntil(t.Context(), 1); err != nil {
 		t.Fatal(err)
 	}
 	return n, clock, st, h
+}
+
+// ownsAll says how many partitions of "orders" h's engine works on, until
+// it works on all of them; nil then.
+func ownsAll(h *host) error {
+	if o := h.eng.owned("orders"); len(o) != partitions {
+		return fmt.Errorf("the engine on orders partitions %v, want all %d", o, partitions)
+	}
+	return nil
 }
 
 // TestGiveUpAtDeadline: a host that cannot renew works on until TTL -
@@ -42,8 +50,11 @@ func TestGiveUpAtDeadline(t *testing.T) {
 	_, clock, _, h := aloneOnFakeClock(t)
 	h.nc.Close() // every renewal fails from now on
 	clock.Advance(8*time.Second - time.Millisecond)
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "a failed renewal", func() bool {
-		return h.c.Stats().RenewalFailures >= 1
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if s := h.c.Stats(); s.RenewalFailures < 1 {
+			return fmt.Errorf("no failed renewal yet: %+v", s)
+		}
+		return nil
 	})
 	if err := clock.BlockUntil(t.Context(), 1); err != nil { // waiting to retry
 		t.Fatal(err)
@@ -52,8 +63,11 @@ func TestGiveUpAtDeadline(t *testing.T) {
 		t.Fatalf("gave up before the deadline: %+v, engine owns %d", s, h.eng.total())
 	}
 	clock.Advance(time.Millisecond)
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the engine stopping every partition", func() bool {
-		return h.eng.total() == 0
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if n := h.eng.total(); n != 0 {
+			return fmt.Errorf("the engine still on %d partitions", n)
+		}
+		return nil
 	})
 	if s := h.c.Stats(); s.GiveUps != 1 || s.Releases != 0 {
 		t.Fatalf("stats %+v", s)
@@ -70,8 +84,11 @@ func TestRenewalExtends(t *testing.T) {
 	for i := range 5 {
 		renewals := h.c.Stats().Renewals
 		clock.Advance(10 * time.Second / 3)
-		checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "a renewal", func() bool {
-			return h.c.Stats().Renewals > renewals
+		checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+			if s := h.c.Stats(); s.Renewals <= renewals {
+				return fmt.Errorf("no renewal after the %dth: %+v", renewals, s)
+			}
+			return nil
 		})
 		if err := clock.BlockUntil(t.Context(), 1); err != nil {
 			t.Fatal(err)
@@ -96,17 +113,17 @@ func TestLeaseLostRejoins(t *testing.T) {
 	if err := kv.Delete(t.Context(), "solo"); err != nil {
 		t.Fatal(err)
 	}
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the lease found lost", func() bool {
-		s := h.c.Stats()
-		return s.LeasesLost == 1 && s.GiveUps == 1
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if s := h.c.Stats(); s.LeasesLost != 1 || s.GiveUps != 1 {
+			return fmt.Errorf("the lease not found lost and given up once: %+v", s)
+		}
+		return nil
 	})
 	if err := clock.BlockUntil(t.Context(), 1); err != nil { // waiting to join again
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
-	checkfor.Cond(t, 5*time.Second, 5*time.Millisecond, "the partitions claimed again", func() bool {
-		return len(h.eng.owned("orders")) == partitions
-	})
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error { return ownsAll(h) })
 	owners := ledgerOwners(t, st, "orders", partitions)
 	for p, e := range h.c.Owned()["orders"] {
 		if e != before[p]+1 || owners[p] != (claim{"solo", e}) {

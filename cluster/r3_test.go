@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestNATSNodeDown(t *testing.T) {
 	for _, id := range []string{"h1", "h2", "h3"} {
 		hosts = append(hosts, startHost(t, nc.URLs(), id, st, Options{Subscriptions: subs, LeaseTTL: ttl, Replicas: 3}))
 	}
-	checkfor.Cond(t, 10*time.Second, 20*time.Millisecond, "3 hosts splitting 2 x 16 partitions", func() bool {
+	checkfor.Nil(t, 10*time.Second, 20*time.Millisecond, func() error {
 		return settled(t, st, hosts, subs, partitions)
 	})
 	before := map[string][]claim{}
@@ -58,13 +59,13 @@ func TestNATSNodeDown(t *testing.T) {
 	leader.Shutdown()
 	// Two renewals of every host after the shutdown: each went through the
 	// remaining nodes, the new stream leader among them.
-	checkfor.Cond(t, 2*ttl, 50*time.Millisecond, "every host renewing twice with a node down", func() bool {
+	checkfor.Nil(t, 2*ttl, 50*time.Millisecond, func() error {
 		for i, h := range hosts {
-			if h.c.Stats().Renewals < stats[i].Renewals+2 {
-				return false
+			if s := h.c.Stats(); s.Renewals < stats[i].Renewals+2 {
+				return fmt.Errorf("%s renewed %d times with a node down, want 2: %+v", h.id, s.Renewals-stats[i].Renewals, s)
 			}
 		}
-		return true
+		return nil
 	})
 	failed := uint64(0)
 	for i, h := range hosts {
@@ -77,8 +78,8 @@ func TestNATSNodeDown(t *testing.T) {
 			t.Fatalf("%s: stats %+v, before the shutdown %+v", h.id, s, stats[i])
 		}
 	}
-	if !settled(t, st, hosts, subs, partitions) {
-		t.Fatal("ownership changed with a NATS node down")
+	if err := settled(t, st, hosts, subs, partitions); err != nil {
+		t.Fatalf("ownership changed with a NATS node down: %v", err)
 	}
 	for _, sub := range subs {
 		after := ledgerOwners(t, st, sub, partitions)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,7 +27,12 @@ func TestViewAccessors(t *testing.T) {
 		t.Fatalf("Reachable with the node up: %v", err)
 	}
 	// The host's view of the members fills in from its watcher, after Open.
-	checkfor.Cond(t, 10*time.Second, 5*time.Millisecond, "the host to see itself", func() bool { return len(h.c.Members()) == 1 })
+	checkfor.Nil(t, 10*time.Second, 5*time.Millisecond, func() error {
+		if ms := h.c.Members(); len(ms) != 1 {
+			return fmt.Errorf("the host sees members %+v, want itself", ms)
+		}
+		return nil
+	})
 	n.Shutdown()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()

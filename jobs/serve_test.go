@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -44,6 +45,16 @@ func (m *messages) count(msg string) int {
 		}
 	}
 	return n
+}
+
+// logged says what m has until it has msg exactly once; nil then.
+func logged(m *messages, msg string) error {
+	if n := m.count(msg); n != 1 {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return fmt.Errorf("%q logged %d times; the log: %q", msg, n, m.got)
+	}
+	return nil
 }
 
 // host is one host's runner of a shared ledger, with its own engine.
@@ -96,16 +107,35 @@ func (e *env) claim(host string) ledger.DutyFence {
 	return f
 }
 
-// drive advances the clock a second at a time until cond holds.
-func (e *env) drive(what string, cond func() bool) {
+// drive advances the clock a second at a time until check returns nil; a
+// timeout reports check's last error.
+func (e *env) drive(check func() error) {
 	e.t.Helper()
-	checkfor.Cond(e.t, 10*time.Second, time.Millisecond, what, func() bool {
-		if cond() {
-			return true
+	checkfor.Nil(e.t, 10*time.Second, time.Millisecond, func() error {
+		err := check()
+		if err != nil {
+			e.clock.Advance(time.Second)
 		}
-		e.clock.Advance(time.Second)
-		return false
+		return err
 	})
+}
+
+// jobDone says what state job id is in on h until it is done; nil then.
+func jobDone(ctx context.Context, h *host, id uint64) error {
+	got, err := h.r.Get(ctx, id)
+	if err == nil && got.State != ledger.JobDone {
+		err = fmt.Errorf("the job %s, %d of %d done", got.State, got.Done, got.Matched)
+	}
+	return err
+}
+
+// atLeast says what got returned until it has at least n records; nil
+// then.
+func atLeast(what string, got []string, n int) error {
+	if len(got) < n {
+		return fmt.Errorf("%s %v, want %d", what, got, n)
+	}
+	return nil
 }
 
 // TestSharedJobRunsWhereServed: a job created on a host that does not serve
@@ -121,10 +151,7 @@ func TestSharedJobRunsWhereServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.drive("the job done", func() bool {
-		got, err := a.r.Get(ctx, j.ID)
-		return err == nil && got.State == ledger.JobDone
-	})
+	e.drive(func() error { return jobDone(ctx, a, j.ID) })
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	waited := make(chan *ledger.Job)
@@ -156,14 +183,11 @@ func TestSharedHandover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.drive("two records done on a", func() bool { return len(a.eng.called()) >= 2 })
+	e.drive(func() error { return atLeast("a called on", a.eng.called(), 2) })
 	stopA()
 	acted := len(a.eng.called())
 	defer b.serve()()
-	e.drive("the job done on b", func() bool {
-		got, err := b.r.Get(ctx, j.ID)
-		return err == nil && got.State == ledger.JobDone
-	})
+	e.drive(func() error { return jobDone(ctx, b, j.ID) })
 	if n := len(a.eng.called()); n != acted {
 		t.Fatalf("a acted %d times after it stopped serving", n-acted)
 	}
@@ -192,7 +216,7 @@ func TestSharedCancelElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.drive("the first record done on b", func() bool { return len(b.eng.called()) >= 1 })
+	e.drive(func() error { return atLeast("b called on", b.eng.called(), 1) })
 	if err := e.clock.BlockUntil(ctx, 1); err != nil { // b's job paces
 		t.Fatal(err)
 	}
@@ -201,7 +225,7 @@ func TestSharedCancelElsewhere(t *testing.T) {
 		t.Fatalf("cancel: %+v, %v", cancelled, err)
 	}
 	acted := len(b.eng.called())
-	e.drive("b's job stopping", func() bool { return b.log.count("job stopped: it was cancelled") == 1 })
+	e.drive(func() error { return logged(b.log, "job stopped: it was cancelled") })
 	if n := len(b.eng.called()); n != acted {
 		t.Errorf("b acted %d times after the cancel", n-acted)
 	}
@@ -229,17 +253,19 @@ func (e *env) handOverMidJob(a, b *host, move func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.drive("a in its action on A-02", func() bool { return len(a.eng.called()) == 3 })
+	e.drive(func() error {
+		if got := a.eng.called(); len(got) != 3 {
+			return fmt.Errorf("a called on %v, want it in its action on A-02", got)
+		}
+		return nil
+	})
 	move()
-	e.drive("b acting on A-02 and A-03", func() bool { return len(b.eng.acted()) >= 2 })
+	e.drive(func() error { return atLeast("b acted on", b.eng.acted(), 2) })
 	close(release)
-	checkfor.Cond(t, 10*time.Second, time.Millisecond, "a stopping, fenced", func() bool {
-		return a.log.count("job stopped here: the jobs duty moved to another host") == 1
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, func() error {
+		return logged(a.log, "job stopped here: the jobs duty moved to another host")
 	})
-	e.drive("the job done on b", func() bool {
-		got, err := b.r.Get(ctx, j.ID)
-		return err == nil && got.State == ledger.JobDone
-	})
+	e.drive(func() error { return jobDone(ctx, b, j.ID) })
 	if got := a.eng.called(); len(got) != 3 {
 		t.Errorf("a acted on %v; want nothing after A-02", got)
 	}

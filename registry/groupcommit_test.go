@@ -123,12 +123,9 @@ func TestProjectionBusyStoreRunsEachGuestOnce(t *testing.T) {
 		}
 	}
 	const concurrent = 16 * 4
-	projEventually(t, "every delivery slot waiting for the store", func() bool { return kit.Projections.Waiting() == concurrent })
+	projEventually(t, func() error { return waiting(kit.Projections, concurrent) })
 	release()
-	projEventually(t, "every event handled", func() bool {
-		st, err := kit.Engine.Status(ctx, eachEventSub)
-		return err == nil && st.Lag == 0
-	})
+	projEventually(t, func() error { return caughtUp(kit.Engine.Status(ctx, eachEventSub)) })
 
 	got := calls.snapshot()
 	if len(got) != events {
@@ -222,7 +219,7 @@ func TestGroupCommit(t *testing.T) {
 				Events: []eventlog.Event{{Type: "X"}}}}
 			results[i] = make(chan error, 1)
 			go func() { results[i] <- proj.Apply(ctx, sub, kv, d) }()
-			projEventually(t, fmt.Sprintf("%s: call %d waits", tc.name, i), func() bool { return proj.Waiting() == i+1 })
+			projEventually(t, func() error { return waiting(proj, i+1) })
 		}
 		// The first call is taken into a transaction of its own, which waits
 		// for the held store; the calls after it queue for the next group.

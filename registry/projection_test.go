@@ -156,15 +156,31 @@ func (e *projEnv) summary(buyer string) orderSummary {
 // waitCaughtUp waits until the subscription has handled the whole log.
 func (e *projEnv) waitCaughtUp() {
 	e.t.Helper()
-	projEventually(e.t, "the projection caught up", func() bool {
-		st, err := e.eng.Status(context.Background(), summarySub)
-		return err == nil && st.Lag == 0
-	})
+	projEventually(e.t, func() error { return caughtUp(e.eng.Status(context.Background(), summarySub)) })
 }
 
-func projEventually(t *testing.T, what string, cond func() bool) {
+// projEventually polls check every 5ms until it returns nil, and fails t
+// with its last error once 15s have passed.
+func projEventually(t *testing.T, check func() error) {
 	t.Helper()
-	checkfor.Cond(t, 15*time.Second, 5*time.Millisecond, what, cond)
+	checkfor.Nil(t, 15*time.Second, 5*time.Millisecond, check)
+}
+
+// caughtUp says how far behind a subscription's status is until it has
+// no lag; nil then.
+func caughtUp(st subscription.Status, err error) error {
+	if err == nil && st.Lag != 0 {
+		err = fmt.Errorf("%d events behind, checkpoint %d", st.Lag, st.Checkpoint)
+	}
+	return err
+}
+
+// waiting says how many calls wait for p's store until want do; nil then.
+func waiting(p interface{ Waiting() int }, want int) error {
+	if n := p.Waiting(); n != want {
+		return fmt.Errorf("%d calls waiting for the store, want %d", n, want)
+	}
+	return nil
 }
 
 func wantSummaries(t *testing.T, e *projEnv, want map[string]orderSummary) {
@@ -202,9 +218,9 @@ func TestProjectionFailedCallAppliesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.append("cy-o1", "cy", "OrderPlaced", `{"total":7}`)
-	projEventually(t, "cy-o1 parked", func() bool {
+	projEventually(t, func() error {
 		_, err := e.eng.Parked(ctx, summarySub, "Order", "cy-o1")
-		return err == nil
+		return err
 	})
 	if v, ok := e.get("order/cy-o1"); ok {
 		t.Fatalf("the failed call's write was applied: %s", v)
@@ -217,7 +233,12 @@ func TestProjectionFailedCallAppliesNothing(t *testing.T) {
 	if err := e.eng.Resume(ctx, summarySub, "Order", "cy-o1", "test", "summary fixed"); err != nil {
 		t.Fatal(err)
 	}
-	projEventually(t, "cy-o1 applied", func() bool { _, ok := e.get("order/cy-o1"); return ok })
+	projEventually(t, func() error {
+		if _, ok := e.get("order/cy-o1"); !ok {
+			return fmt.Errorf("cy-o1 not applied; %v", caughtUp(e.eng.Status(ctx, summarySub)))
+		}
+		return nil
+	})
 	e.waitCaughtUp()
 	wantSummaries(t, e, map[string]orderSummary{"cy": {2, 0, 10}})
 }
@@ -302,7 +323,7 @@ func TestProjectionInvoker(t *testing.T) {
 		result := make(chan *retry.Failure, 1)
 		go func() { result <- inv.Invoke(ctx, d) }()
 		if tc.busy {
-			projEventually(t, tc.name+": the call waits for the store", func() bool { return e.proj.Waiting() == 1 })
+			projEventually(t, func() error { return waiting(e.proj, 1) })
 		}
 		if tc.endsFirst {
 			cancel()
@@ -316,7 +337,7 @@ func TestProjectionInvoker(t *testing.T) {
 			f = <-result
 		}
 		cancel()
-		projEventually(t, tc.name+": the store has nothing left to apply", func() bool { return e.proj.Waiting() == 0 })
+		projEventually(t, func() error { return waiting(e.proj, 0) })
 		switch {
 		case tc.wantClass == "" && f != nil:
 			t.Errorf("%s: %v", tc.name, f)

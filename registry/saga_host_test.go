@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"io"
 	"log/slog"
@@ -174,7 +175,7 @@ func (h *sagaHost) parked(t *testing.T, order string) *ledger.Record {
 // for the engine to wait on clock before its next attempt.
 func awaitBackoff(t *testing.T, g *fakeGateway, clock *clock.Fake) {
 	t.Helper()
-	sagaEventually(t, "the first request", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
+	sagaEventually(t, func() error { return called(g, "ReserveStock", 1) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := clock.BlockUntil(ctx, 1); err != nil {
@@ -183,9 +184,25 @@ func awaitBackoff(t *testing.T, g *fakeGateway, clock *clock.Fake) {
 }
 
 // sagaEventually polls cond every 5ms until it holds or 20s have passed.
-func sagaEventually(t *testing.T, what string, cond func() bool) {
+func sagaEventually(t *testing.T, check func() error) {
 	t.Helper()
-	checkfor.Cond(t, 20*time.Second, 5*time.Millisecond, what, cond)
+	checkfor.Nil(t, 20*time.Second, 5*time.Millisecond, check)
+}
+
+// called says how many calls of type typ g had until it has n; nil then.
+func called(g *fakeGateway, typ string, n int) error {
+	if got := g.callsOf(typ); len(got) != n {
+		return fmt.Errorf("%d %s calls, want %d; all calls: %+v", len(got), typ, n, g.callsOf(""))
+	}
+	return nil
+}
+
+// parkedNow says what the gateway saw until order is parked; nil then.
+func parkedNow(t *testing.T, h *sagaHost, g *fakeGateway, order string) error {
+	if h.parked(t, order) == nil {
+		return fmt.Errorf("%s not parked; gateway calls: %+v", order, g.callsOf(""))
+	}
+	return nil
 }
 
 // TestSagaOverRealParts runs the compiled order-saga in the real sandbox,
@@ -212,7 +229,7 @@ func TestSagaOverRealParts(t *testing.T) {
 		g := newFakeGateway(t, nil)
 		h := newSagaHost(t, wasm, cache, gateways(g)+sagaFastRetry, nil)
 		h.place(t, "o-1", order)
-		sagaEventually(t, "the reservation", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
+		sagaEventually(t, func() error { return called(g, "ReserveStock", 1) })
 		c := g.callsOf("ReserveStock")[0]
 		if c.Path != "/stock" || c.RequestID != key("o-1")+"/0" || c.Key != c.RequestID || c.AggregateType != "Stock" ||
 			c.AggregateID != "sku-9" || !registry.SameJSON(json.RawMessage(c.Payload), map[string]any{"order": "o-1", "quantity": 2}) {
@@ -233,8 +250,8 @@ func TestSagaOverRealParts(t *testing.T) {
 		h := newSagaHost(t, wasm, cache, gateways(g)+sagaFastRetry, nil)
 		h.place(t, "o-1", `{"item":"sku-0","quantity":1}`)
 		h.place(t, "o-2", order)
-		sagaEventually(t, "the compensation", func() bool { return len(g.callsOf("CancelOrder")) == 1 })
-		sagaEventually(t, "both reservations", func() bool { return len(g.callsOf("ReserveStock")) == 2 })
+		sagaEventually(t, func() error { return called(g, "CancelOrder", 1) })
+		sagaEventually(t, func() error { return called(g, "ReserveStock", 2) })
 		c := g.callsOf("CancelOrder")[0]
 		if c.Path != "/order" || c.AggregateID != "o-1" || c.RequestID != key("o-1")+":rejected:0/0" || c.Key != c.RequestID ||
 			!registry.SameJSON(json.RawMessage(c.Payload), map[string]any{"reason": "stock not reserved: out of stock"}) {
@@ -254,7 +271,7 @@ func TestSagaOverRealParts(t *testing.T) {
 		})
 		h := newSagaHost(t, wasm, cache, gateways(g)+sagaFastRetry, nil)
 		h.place(t, "o-1", order)
-		sagaEventually(t, "the second request", func() bool { return len(g.callsOf("ReserveStock")) == 2 })
+		sagaEventually(t, func() error { return called(g, "ReserveStock", 2) })
 		calls := g.callsOf("ReserveStock")
 		for _, c := range calls {
 			if c.RequestID != key("o-1")+"/0" || c.Key != c.RequestID {
@@ -283,7 +300,7 @@ timeout = "200ms"
 `, nil)
 		t.Cleanup(func() { close(release) }) // first: before the host and the gateway close
 		h.place(t, "o-1", order)
-		sagaEventually(t, "o-1 parked", func() bool { return h.parked(t, "o-1") != nil })
+		sagaEventually(t, func() error { return parkedNow(t, h, g, "o-1") })
 		rec := h.parked(t, "o-1")
 		if rec.Attempts != 2 || !slices.Equal(rec.Error.Classes, []string{retry.ClassTimeout}) || rec.Error.Kind != "timeout" {
 			t.Errorf("parked %+v, want berth.Timeout after 2 attempts", rec)
@@ -295,8 +312,8 @@ timeout = "200ms"
 		h := newSagaHost(t, wasm, cache, gateways(g)+sagaFastRetry, nil)
 		h.place(t, "o-1", `{"quantity":2}`) // no item: InvalidOrder, unrecoverable
 		h.place(t, "o-2", order)
-		sagaEventually(t, "o-1 parked", func() bool { return h.parked(t, "o-1") != nil })
-		sagaEventually(t, "o-2's reservation", func() bool { return len(g.callsOf("ReserveStock")) == 1 })
+		sagaEventually(t, func() error { return parkedNow(t, h, g, "o-1") })
+		sagaEventually(t, func() error { return called(g, "ReserveStock", 1) })
 		rec := h.parked(t, "o-1")
 		if rec.Attempts != 1 || len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != "InvalidOrder" {
 			t.Errorf("parked %+v, want InvalidOrder after one attempt", rec)
@@ -317,7 +334,7 @@ timeout = "200ms"
 		})
 		h := newSagaHost(t, wasm, cache, gateways(g)+sagaFastRetry, nil)
 		h.place(t, "o-1", order)
-		sagaEventually(t, "o-1 parked", func() bool { return h.parked(t, "o-1") != nil })
+		sagaEventually(t, func() error { return parkedNow(t, h, g, "o-1") })
 		rec := h.parked(t, "o-1")
 		if rec.Attempts != 3 || len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != "InvalidReservation" ||
 			!strings.Contains(rec.Error.Message, "quantity must be a string") || !strings.Contains(rec.Error.Message, "onReservationRejected") {
@@ -338,7 +355,7 @@ timeout = "200ms"
 		g := newFakeGateway(t, nil)
 		h := newSagaHost(t, wasm, cache, "[commands.Order]\nurl = \""+g.srv.URL+"/order\"\n"+sagaFastRetry, nil)
 		h.place(t, "o-1", order)
-		sagaEventually(t, "o-1 parked", func() bool { return h.parked(t, "o-1") != nil })
+		sagaEventually(t, func() error { return parkedNow(t, h, g, "o-1") })
 		rec := h.parked(t, "o-1")
 		if len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != retry.ClassNoCommandGateway || !strings.Contains(rec.Error.Message, "[commands.Stock]") {
 			t.Errorf("parked %+v, want %s naming [commands.Stock]", rec, retry.ClassNoCommandGateway)
@@ -368,7 +385,7 @@ timeout = "200ms"
 			t.Errorf("before Retry-After: %d requests, parked %v", n, h.parked(t, "o-1"))
 		}
 		clock.Advance(time.Second)
-		sagaEventually(t, "the retry", func() bool { return len(g.callsOf("ReserveStock")) == 2 })
+		sagaEventually(t, func() error { return called(g, "ReserveStock", 2) })
 		calls := g.callsOf("ReserveStock")
 		if calls[1].RequestID != calls[0].RequestID || h.parked(t, "o-1") != nil {
 			t.Errorf("retry %+v after %+v, parked %v", calls[1], calls[0], h.parked(t, "o-1"))
@@ -392,7 +409,7 @@ timeout = "200ms"
 			t.Errorf("the engine waits %v, want retry.MaxRetryAfter (%v)", wait, retry.MaxRetryAfter)
 		}
 		clock.Advance(retry.MaxRetryAfter)
-		sagaEventually(t, "the retry", func() bool { return len(g.callsOf("ReserveStock")) == 2 })
+		sagaEventually(t, func() error { return called(g, "ReserveStock", 2) })
 		if h.parked(t, "o-1") != nil {
 			t.Errorf("parked %v", h.parked(t, "o-1"))
 		}

@@ -133,9 +133,12 @@ func TestTwoHostsShareTheWorkExactlyOnce(t *testing.T) {
 		}
 	}
 	// Each host's checkpoints are its partitions' own.
-	eventually(t, "every partition's checkpoint written past the head", func() bool {
+	eventuallyNil(t, func() error {
 		cps, _, _ := e.partitionCheckpoints(parts)
-		return slices.Equal(cps, []uint64{aggs*versions + 1, aggs*versions + 1, aggs*versions + 1, aggs*versions + 1})
+		if want := []uint64{aggs*versions + 1, aggs*versions + 1, aggs*versions + 1, aggs*versions + 1}; !slices.Equal(cps, want) {
+			return fmt.Errorf("partition checkpoints %v, want %v", cps, want)
+		}
+		return nil
 	})
 }
 
@@ -221,8 +224,11 @@ func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 	}
 	twiceMoved, twiceElsewhere, aboveFrom := 0, 0, 0
 	for _, id := range ids {
-		eventually(t, id+" handled to its last version", func() bool {
-			return slices.Contains(recA.handled(id), versions) || slices.Contains(recB.handled(id), versions)
+		eventuallyNil(t, func() error {
+			if a, b := recA.handled(id), recB.handled(id); !slices.Contains(a, versions) && !slices.Contains(b, versions) {
+				return fmt.Errorf("%s handled %v by A and %v by B, want its last version %d", id, a, b, versions)
+			}
+			return nil
 		})
 		byA, byB := recA.handled(id), recB.handled(id)
 		p := eventlog.PartitionOf("Order", id, parts)
@@ -303,13 +309,20 @@ func TestFencedPartitionStopsWithoutParkingOrCharging(t *testing.T) {
 		}
 		return st
 	}
-	eventually(t, "partition 0 fenced", func() bool { return status().Partitions[0].Fenced })
+	eventuallyNil(t, func() error {
+		if p := status().Partitions[0]; !p.Fenced {
+			return fmt.Errorf("partition 0 not fenced: %+v", p)
+		}
+		return nil
+	})
 	e.append("Order", later)
 	e.append("Order", other)
 	rec.waitHandled(t, other, 1)
-	eventually(t, "the reader past the head", func() bool {
-		st := status()
-		return st.Checkpoint == st.Head+1 && st.Lag == 0
+	eventuallyNil(t, func() error {
+		if st := status(); st.Checkpoint != st.Head+1 || st.Lag != 0 {
+			return fmt.Errorf("the reader at checkpoint %d, head %d, lag %d", st.Checkpoint, st.Head, st.Lag)
+		}
+		return nil
 	})
 	st := status()
 	if st.Fencings != 1 || st.Partitions[1].Fenced || len(st.Partitions) != parts {

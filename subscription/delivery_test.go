@@ -41,7 +41,7 @@ func TestDeliversEachAggregateInOrderExactlyOnce(t *testing.T) {
 			t.Fatalf("%s handled %v", id, got)
 		}
 	}
-	eventually(t, "checkpoint at head+1", func() bool { return e.status(sub).Checkpoint == aggs*versions+1 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, aggs*versions+1) })
 	if n := len(rec.all()); n != aggs*versions {
 		t.Fatalf("%d calls for %d events", n, aggs*versions)
 	}
@@ -106,7 +106,7 @@ func TestEventTypesFilter(t *testing.T) {
 	e.append("Order", "b", "OrderPlaced")
 	e.start()
 	rec.waitHandled(t, "a", 1)
-	eventually(t, "checkpoint past the passed-over commits", func() bool { return e.status(sub).Checkpoint == 4 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 4) })
 	calls := rec.all()
 	if len(calls) != 1 || calls[0].Version != 2 || calls[0].Index != 1 {
 		t.Fatalf("calls %+v", calls)
@@ -202,15 +202,18 @@ func TestConcurrencyWithinPartition(t *testing.T) {
 	// The reader may hand over a, b and c before it has read d: wait for
 	// both, the slots full and d waiting for one.
 	var st PartitionStatus
-	eventually(t, "3 aggregates in flight and 1 waiting", func() bool {
+	eventuallyNil(t, func() error {
 		mu.Lock()
 		n := total
 		mu.Unlock()
 		st = e.status(sub).Partitions[0]
-		return n == 3 && st.Active == 3 && st.Waiting == 1
+		if n != 3 || st.Active != 3 || st.Waiting != 1 {
+			return fmt.Errorf("%d calls in flight, %d aggregates active and %d waiting; want 3, 3 and 1", n, st.Active, st.Waiting)
+		}
+		return nil
 	})
 	unblock()
-	eventually(t, "all handled", func() bool { return e.status(sub).Checkpoint == 13 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 13) })
 	if peak != 3 {
 		t.Fatalf("peak concurrency %d", peak)
 	}

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ func TestUnknownBuyerParksAtOnce(t *testing.T) {
 		t.Fatalf("notifications %+v", ns)
 	}
 	// The held event (version 2) was not delivered, yet the checkpoint is past it.
-	eventually(t, "checkpoint at head+1", func() bool { return e.status(sub).Checkpoint == 5 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 5) })
 	if n := len(rec.of("unknown")); n != 1 {
 		t.Fatalf("held event delivered: %+v", rec.of("unknown"))
 	}
@@ -142,13 +143,13 @@ func TestTimeoutCountsAsFailedAttempt(t *testing.T) {
 	e.clock = clock
 	e.start()
 	e.append("Order", "slow")
-	eventually(t, "first attempt", func() bool { return calls.Load() == 1 })
+	eventuallyNil(t, func() error { return callsMade(calls.Load(), 1) })
 	// The first attempt's timeout.
 	clock.Advance(time.Second)
 	if d := e.advance(); d != 100*time.Millisecond { // the backoff
 		t.Fatalf("backoff %v", d)
 	}
-	eventually(t, "second attempt", func() bool { return calls.Load() == 2 })
+	eventuallyNil(t, func() error { return callsMade(calls.Load(), 2) })
 	clock.Advance(time.Second)
 	r := e.waitRecord(sub, "Order", "slow", func(*ledger.Record) bool { return true })
 	if r.Attempts != 2 || r.Error.Kind != "timeout" || !slices.Equal(r.Error.Classes, []string{retry.ClassTimeout}) {
@@ -216,7 +217,7 @@ func TestPoisonedAggregateDoesNotSlowNeighbours(t *testing.T) {
 	if len(r.History) != 6 {
 		t.Fatalf("history %+v", r.History)
 	}
-	eventually(t, "checkpoint past the held events", func() bool { return e.status(sub).Checkpoint == 22 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 22) })
 	if got := rec.of("poison"); len(got) != 5 {
 		t.Fatalf("poison calls %+v", got)
 	}
@@ -293,9 +294,7 @@ func TestDetectorPausesPartition(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	for range 4 {
 		e.advance()
 	}
@@ -348,10 +347,10 @@ func TestBackpressureHonoursRetryAfter(t *testing.T) {
 	if got := rec.of("busy")[1].At.Sub(t0); got != 2*time.Second {
 		t.Fatalf("retried after %v", got)
 	}
-	eventually(t, "concurrency raised", func() bool { return e.status(sub).Partitions[0].Concurrency == 3 })
+	eventuallyNil(t, func() error { return e.concurrencyAt(3) })
 	e.append("Order", "other")
 	rec.waitHandled(t, "other", 1)
-	eventually(t, "concurrency back", func() bool { return e.status(sub).Partitions[0].Concurrency == 4 })
+	eventuallyNil(t, func() error { return e.concurrencyAt(4) })
 }
 
 // Backpressure parks only when its own budget is spent, never the regular
@@ -376,4 +375,13 @@ func TestBackpressureBudgetParks(t *testing.T) {
 	if st := e.status(sub).Partitions[0]; st.Concurrency != 1 {
 		t.Fatalf("concurrency %d", st.Concurrency)
 	}
+}
+
+// concurrencyAt says what partition 0 of sub runs at until it runs want
+// aggregates at once; nil then.
+func (e *env) concurrencyAt(want int) error {
+	if p := e.status(sub).Partitions[0]; p.Concurrency != want {
+		return fmt.Errorf("partition 0 at concurrency %d, want %d", p.Concurrency, want)
+	}
+	return nil
 }

@@ -232,10 +232,13 @@ func (e *env) waitGateHeld(name string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	eventually(e.t, name+"'s reader held by the pause", func() bool {
+	eventuallyNil(e.t, func() error {
 		s.gate.mu.Lock()
 		defer s.gate.mu.Unlock()
-		return s.gate.blocked > 0
+		if s.gate.blocked == 0 {
+			return fmt.Errorf("%s's reader not held by the pause: none blocked at its gate", name)
+		}
+		return nil
 	})
 }
 
@@ -252,20 +255,20 @@ func (e *env) waitIdle(name string) Status {
 func (e *env) waitIdleOf(eng *Engine, name string) Status {
 	e.t.Helper()
 	var st Status
-	eventually(e.t, name+" done with the log", func() bool {
+	eventuallyNil(e.t, func() error {
 		var err error
 		if st, err = eng.Status(context.Background(), name); err != nil {
 			e.t.Fatal(err)
 		}
 		if st.Lag != 0 {
-			return false
+			return fmt.Errorf("%s %d events behind, checkpoint %d, head %d", name, st.Lag, st.Checkpoint, st.Head)
 		}
 		for _, p := range st.Partitions {
 			if p.Active != 0 || p.Waiting != 0 {
-				return false
+				return fmt.Errorf("%s partition %d: %d aggregates running, %d waiting", name, p.Index, p.Active, p.Waiting)
 			}
 		}
-		return true
+		return nil
 	})
 	return st
 }
@@ -296,9 +299,11 @@ func (e *env) record(sub, typ, id string) *ledger.Record {
 func (e *env) waitRecord(sub, typ, id string, ok func(*ledger.Record) bool) *ledger.Record {
 	e.t.Helper()
 	var rec *ledger.Record
-	eventually(e.t, fmt.Sprintf("record %s/%s", typ, id), func() bool {
-		rec = e.record(sub, typ, id)
-		return rec != nil && ok(rec)
+	eventuallyNil(e.t, func() error {
+		if rec = e.record(sub, typ, id); rec == nil || !ok(rec) {
+			return fmt.Errorf("record %s/%s: %+v", typ, id, rec)
+		}
+		return nil
 	})
 	return rec
 }
@@ -350,9 +355,48 @@ func (e *env) snapshot(sub string) string {
 	return string(b)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventuallyNil polls check every 1ms until it returns nil, and fails t
+// with its last error once 10s have passed.
+func eventuallyNil(t *testing.T, check func() error) {
 	t.Helper()
-	checkfor.Cond(t, 10*time.Second, time.Millisecond, what, cond)
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
+}
+
+// recordGone says which of ids of type typ still has a record; nil once
+// none has.
+func (e *env) recordGone(typ string, ids ...string) error {
+	for _, id := range ids {
+		if r := e.record(sub, typ, id); r != nil {
+			return fmt.Errorf("the record of %s/%s still there: %+v", typ, id, r)
+		}
+	}
+	return nil
+}
+
+// callsMade says how many calls an invoker had until it had want; nil
+// then.
+func callsMade(got, want int32) error {
+	if got != want {
+		return fmt.Errorf("%d calls, want %d", got, want)
+	}
+	return nil
+}
+
+// checkpointAt says where sub's checkpoint is until it is want; nil then.
+func (e *env) checkpointAt(sub string, want uint64) error {
+	if st := e.status(sub); st.Checkpoint != want {
+		return fmt.Errorf("%s's checkpoint %d, want %d (head %d)", sub, st.Checkpoint, want, st.Head)
+	}
+	return nil
+}
+
+// stateOf says what state partition 0 of sub is in until it is want; nil
+// then.
+func (e *env) stateOf(sub, want string) error {
+	if p := e.status(sub).Partitions[0]; p.State != want {
+		return fmt.Errorf("%s partition 0 %s, want %s", sub, p.State, want)
+	}
+	return nil
 }
 
 // call is one invocation seen by a recorder.
@@ -426,7 +470,12 @@ func (r *recorder) handled(agg string) []uint64 {
 
 func (r *recorder) waitHandled(t *testing.T, agg string, n int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d events of %s handled", n, agg), func() bool { return len(r.handled(agg)) >= n })
+	eventuallyNil(t, func() error {
+		if got := r.handled(agg); len(got) < n {
+			return fmt.Errorf("%s handled %v, want %d events", agg, got, n)
+		}
+		return nil
+	})
 }
 
 func seq(from, to uint64) []uint64 {

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
@@ -102,9 +103,11 @@ func TestPauseEndKeepsAnotherHostsPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(2 * time.Hour)
-	eventually(t, "B reaching the old end", func() bool {
-		st, _ := b.Status(ctx, sub)
-		return st.PausedUntil.IsZero()
+	eventuallyNil(t, func() error {
+		if st, _ := b.Status(ctx, sub); !st.PausedUntil.IsZero() {
+			return fmt.Errorf("B paused until %v, want it past the old end", st.PausedUntil)
+		}
+		return nil
 	})
 	if v := stored(); v != "true" {
 		t.Fatalf("stored %q after B's old end, want A's pause", v)
@@ -123,10 +126,13 @@ func TestPauseEndKeepsAnotherHostsPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(2 * time.Hour)
-	eventually(t, "both unpaused at the end", func() bool {
+	eventuallyNil(t, func() error {
 		sa, _ := a.Status(ctx, sub)
 		sb, _ := b.Status(ctx, sub)
-		return sa.State == StateRunning && sb.State == StateRunning
+		if sa.State != StateRunning || sb.State != StateRunning {
+			return fmt.Errorf("A %s, B %s, want both running at the end", sa.State, sb.State)
+		}
+		return nil
 	})
 	if v := stored(); v != "false" {
 		t.Fatalf("stored %q after the end", v)

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
@@ -29,7 +30,12 @@ func TestInvocationKeysAreDistinctPerAggregate(t *testing.T) {
 	for _, a := range aggs {
 		e.append(a.typ, a.id, "OrderShipped", "OrderShipped") // two events: indexes 0 and 1
 	}
-	eventually(t, "every event delivered", func() bool { return len(rec.all()) == 2*len(aggs) })
+	eventuallyNil(t, func() error {
+		if n := len(rec.all()); n != 2*len(aggs) {
+			return fmt.Errorf("%d events delivered, want %d", n, 2*len(aggs))
+		}
+		return nil
+	})
 	seen := map[string]call{}
 	for _, c := range rec.all() {
 		if other, dup := seen[c.Key]; dup {
@@ -164,7 +170,7 @@ func TestRecordParkedBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 			e.start()
 			tt.goOn(t, e, &fail)
 			rec.waitHandled(t, "p", tt.handled)
-			eventually(t, "record cleared", func() bool { return e.record(sub, "Thing", "p") == nil })
+			eventuallyNil(t, func() error { return e.recordGone("Thing", "p") })
 			if got := keysOf(rec.of("p")); !slices.Equal(got, tt.want) {
 				t.Fatalf("keys %q, want %q", got, tt.want)
 			}
@@ -184,11 +190,11 @@ func TestBudgetSpentBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 	e.start()
 	e.append("Thing", "b:1")
 	bk := budgetKey(aggKey{"Thing", "b:1"})
-	eventually(t, "attempt 1's budget recorded", func() bool {
+	eventuallyNil(t, func() error {
 		return e.store.View(context.Background(), func(tx ledger.Tx) error {
 			_, err := tx.Meta(sub, bk)
 			return err
-		}) == nil
+		})
 	})
 	if err := e.eng.Close(context.Background()); err != nil {
 		t.Fatal(err)

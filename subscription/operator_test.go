@@ -81,7 +81,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 		t.Fatalf("second parked retry after %v", d)
 	}
 	rec.waitHandled(t, "p", 4)
-	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
 	e.append("Order", "p")
 	rec.waitHandled(t, "p", 5)
 	e.waitIdle(sub)
@@ -91,7 +91,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 	if got := notificationTypes(e.notifications()); !slices.Equal(got, []string{"parked:p", "resumed:p"}) {
 		t.Fatalf("notifications %v", got)
 	}
-	eventually(t, "checkpoint at head+1", func() bool { return e.status(sub).Checkpoint == 7 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 7) })
 }
 
 // When the long-horizon retries are spent the aggregate waits for an
@@ -134,7 +134,7 @@ func TestRetriesSpentThenOperatorResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 3)
-	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
 	if got := rec.handled("p"); !slices.Equal(got, seq(1, 3)) {
 		t.Fatalf("handled %v", got)
 	}
@@ -204,7 +204,7 @@ func TestSkip(t *testing.T) {
 	}
 	e.waitRecord(sub, "Order", "all", func(*ledger.Record) bool { return true })
 	e.waitRecord(sub, "Order", "part", func(*ledger.Record) bool { return true })
-	eventually(t, "checkpoint past the held events", func() bool { return e.status(sub).Checkpoint == 7 })
+	eventuallyNil(t, func() error { return e.checkpointAt(sub, 7) })
 	broken.Store(false)
 	ctx := context.Background()
 	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, "alice", "bad import"); err != nil {
@@ -214,9 +214,7 @@ func TestSkip(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "part", 1)
-	eventually(t, "records cleared", func() bool {
-		return e.record(sub, "Order", "all") == nil && e.record(sub, "Order", "part") == nil
-	})
+	eventuallyNil(t, func() error { return e.recordGone("Order", "all", "part") })
 	e.append("Order", "all")
 	e.append("Order", "part")
 	rec.waitHandled(t, "all", 1)

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,6 +52,15 @@ func (e *env) storedFailures(id string) int {
 	return sb.Failures
 }
 
+// budgetCounts says how many failures id's stored budget counts until it
+// is want; nil then.
+func (e *env) budgetCounts(id string, want int) error {
+	if n := e.storedFailures(id); n != want {
+		return fmt.Errorf("%s's budget counts %d failures, want %d", id, n, want)
+	}
+	return nil
+}
+
 // startOutage appends a, b and c (one partition, one at a time, so in that
 // order) with the database down: a and b fail once each, charged as
 // ordinary failures, and c's failure reveals the outage. It waits until the
@@ -67,34 +77,55 @@ func startOutage(t *testing.T, maxAttempts int, down *atomic.Bool, buggy ...stri
 	for _, id := range []string{"a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	for _, id := range []string{"a", "b"} {
 		if n := len(rec.of(id)); n != 1 {
 			t.Fatalf("%s called %d times before the pause, want 1", id, n)
 		}
-		eventually(t, "the ledger's budget of "+id+" refunded", func() bool { return e.storedFailures(id) == 0 })
+		eventuallyNil(t, func() error { return e.budgetCounts(id, 0) })
 	}
 	return e, rec
 }
 
 // driveUntil advances the clock whenever the engine waits on it for less
-// than a minute (a backoff, a probe's wait), until cond holds. A
-// long-horizon retry, minutes after a park, is never reached: cond may see
-// the park only after its retry has been scheduled.
-func (e *env) driveUntil(what string, cond func() bool) {
+// than a minute (a backoff, a probe's wait), until check returns nil. A
+// long-horizon retry, minutes after a park, is never reached: check may see
+// the park only after its retry has been scheduled. A timeout reports
+// check's last error and the clock's next timer.
+func (e *env) driveUntil(check func() error) {
 	e.t.Helper()
 	checkfor.Nil(e.t, 10*time.Second, time.Millisecond, func() error {
-		if cond() {
+		err := check()
+		if err == nil {
 			return nil
 		}
 		d, ok := e.clock.NextFire()
 		if ok && d < time.Minute {
 			e.clock.Advance(d)
 		}
-		return fmt.Errorf("waiting for %s; the clock's next timer: %v (set: %v)", what, d, ok)
+		return fmt.Errorf("%w; the clock's next timer: %v (set: %v)", err, d, ok)
 	})
+}
+
+// parkedAll says which of ids has no record until each has one; nil then.
+func (e *env) parkedAll(ids ...string) error {
+	for _, id := range ids {
+		if e.record(sub, "Order", id) == nil {
+			return fmt.Errorf("%s not parked", id)
+		}
+	}
+	return nil
+}
+
+// handledTimes says how often each aggregate was handled until it was
+// handled as often as want says; nil then.
+func (r *recorder) handledTimes(want map[string]int) error {
+	for id, n := range want {
+		if got := r.handled(id); len(got) != n {
+			return fmt.Errorf("%s handled %v, want %d times", id, got, n)
+		}
+	}
+	return nil
 }
 
 // The first two aggregates of a partition fail before the third reveals the
@@ -106,8 +137,7 @@ func TestOutageRefundsTheFailuresThatRevealedIt(t *testing.T) {
 	var down atomic.Bool
 	e, rec := startOutage(t, maxAttempts, &down, "a", "b")
 	down.Store(false) // the database is back; a and b have bugs of their own
-	parked := func() bool { return e.record(sub, "Order", "a") != nil && e.record(sub, "Order", "b") != nil }
-	e.driveUntil("a and b parked", parked)
+	e.driveUntil(func() error { return e.parkedAll("a", "b") })
 	rec.waitHandled(t, "c", 1)
 	for _, id := range []string{"a", "b"} {
 		r := e.record(sub, "Order", id)
@@ -126,8 +156,7 @@ func TestOutageRefundSurvivesACrash(t *testing.T) {
 	e, rec := startOutage(t, maxAttempts, &down, "a", "b")
 	down.Store(false)
 	e.crash()
-	parked := func() bool { return e.record(sub, "Order", "a") != nil && e.record(sub, "Order", "b") != nil }
-	e.driveUntil("a and b parked", parked)
+	e.driveUntil(func() error { return e.parkedAll("a", "b") })
 	for _, id := range []string{"a", "b"} {
 		r := e.record(sub, "Order", id)
 		if r.Attempts != 1+maxAttempts || len(rec.of(id)) != 1+maxAttempts {
@@ -159,10 +188,8 @@ func TestOutageKeepsChargesItDidNotCount(t *testing.T) {
 	for _, id := range []string{"own", "a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
-	eventually(t, "the budgets of a and b refunded", func() bool { return e.storedFailures("a") == 0 && e.storedFailures("b") == 0 })
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	eventuallyNil(t, func() error { return errors.Join(e.budgetCounts("a", 0), e.budgetCounts("b", 0)) })
 	if n := e.storedFailures("own"); n != 1 {
 		t.Fatalf("own's budget counts %d failures, want 1", n)
 	}
@@ -192,8 +219,8 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	rec.clock = e.clock
 	e.start()
 	e.append("Order", "a")
-	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
-	eventually(t, "a's budget recorded", func() bool { return e.storedFailures("a") == 1 })
+	eventuallyNil(t, func() error { return rec.attempted("a", 1) })
+	eventuallyNil(t, func() error { return e.budgetCounts("a", 1) })
 	e.advance() // a's backoff: its second attempt starts and waits
 	// In flight before b and c fail, or the outage would refund a in its backoff.
 	select {
@@ -203,19 +230,15 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	}
 	e.append("Order", "b")
 	e.append("Order", "c")
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
-	eventually(t, "b's budget refunded", func() bool { return e.storedFailures("b") == 0 })
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	eventuallyNil(t, func() error { return e.budgetCounts("b", 0) })
 	if n := e.storedFailures("a"); n != 1 {
 		t.Fatalf("a's budget counts %d failures while its attempt is in flight, want 1", n)
 	}
 	unblock()
-	eventually(t, "a's budget refunded", func() bool { return e.storedFailures("a") == 0 })
+	eventuallyNil(t, func() error { return e.budgetCounts("a", 0) })
 	down.Store(false)
-	e.driveUntil("a, b and c handled", func() bool {
-		return len(rec.handled("a")) == 1 && len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1
-	})
+	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 1, "b": 1, "c": 1}) })
 	if st := e.status(sub); len(st.Parked) != 0 {
 		t.Fatalf("parked %+v", st.Parked)
 	}
@@ -237,18 +260,16 @@ func parkBeforeOutage(t *testing.T, down *atomic.Bool, buggy ...string) (*env, *
 	down.Store(true)
 	e.start()
 	e.append("Order", "a")
-	eventually(t, "a's first attempt", func() bool { return len(rec.of("a")) == 1 })
+	eventuallyNil(t, func() error { return rec.attempted("a", 1) })
 	e.advance() // 200ms
-	eventually(t, "a's second attempt", func() bool { return len(rec.of("a")) == 2 })
+	eventuallyNil(t, func() error { return rec.attempted("a", 2) })
 	e.advance() // 400ms
 	e.waitRecord(sub, "Order", "a", func(r *ledger.Record) bool { return r.State == ledger.StateRetrying })
 	e.append("Order", "a")
 	e.append("Order", "b")
-	eventually(t, "b's first attempt", func() bool { return len(rec.of("b")) == 1 })
+	eventuallyNil(t, func() error { return rec.attempted("b", 1) })
 	e.append("Order", "c")
-	eventually(t, "the partition to pause", func() bool {
-		return e.status(sub).Partitions[0].State == StateSystemicPaused
-	})
+	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	return e, rec
 }
 
@@ -271,9 +292,11 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 	}
 	// The schedule in memory is dropped just after the resume is committed
 	// (the ledger's group commit may answer the resume a moment later).
-	eventually(t, "a's long-horizon retry unscheduled after the host resumed it", func() bool {
-		_, ok := e.scheduled(sub, "Order", "a")
-		return !ok
+	eventuallyNil(t, func() error {
+		if at, ok := e.scheduled(sub, "Order", "a"); ok {
+			return fmt.Errorf("a's long-horizon retry still scheduled at %v after the host resumed it", at)
+		}
+		return nil
 	})
 	ns := e.notifications()
 	if got, want := notificationTypes(ns), []string{"parked:a", "resumed:a"}; !slices.Equal(got, want) {
@@ -283,9 +306,7 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 		t.Fatalf("resumed notification by %q, want %q", ns[1].Actor, actorOutage)
 	}
 	down.Store(false)
-	e.driveUntil("a, b and c handled", func() bool {
-		return len(rec.handled("a")) == 2 && len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1
-	})
+	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 2, "b": 1, "c": 1}) })
 	if got := rec.handled("a"); !slices.Equal(got, []uint64{1, 2}) {
 		t.Fatalf("a handled %v, want [1 2]", got)
 	}
@@ -294,7 +315,7 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 	if calls := rec.of("a"); len(calls) != 5 || calls[3].Attempt != 4 || !calls[3].OK {
 		t.Fatalf("a's calls %+v, want the fourth (attempt 4) to succeed", calls)
 	}
-	eventually(t, "a's record gone", func() bool { return e.record(sub, "Order", "a") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "a") })
 	if st := e.waitIdle(sub); len(st.Parked) != 0 {
 		t.Fatalf("parked %+v", st.Parked)
 	}
@@ -310,9 +331,11 @@ func TestOutageRevertedParkSurvivesACrash(t *testing.T) {
 	e.waitRecord(sub, "Order", "a", func(r *ledger.Record) bool { return r.State == ledger.StateResuming })
 	down.Store(false)
 	e.crash()
-	e.driveUntil("a parked again", func() bool {
-		r := e.record(sub, "Order", "a")
-		return r != nil && r.State != ledger.StateResuming
+	e.driveUntil(func() error {
+		if r := e.record(sub, "Order", "a"); r == nil || r.State == ledger.StateResuming {
+			return fmt.Errorf("a not parked again: %+v", r)
+		}
+		return nil
 	})
 	r := e.record(sub, "Order", "a")
 	if r.Attempts != 6 || len(rec.of("a")) != 6 || r.Version != 1 || r.Error.Classes[0] != "NullPointerException" {
@@ -354,12 +377,8 @@ func TestOutageLeavesAnOlderParkParked(t *testing.T) {
 		t.Fatalf("a's record %+v, want it still parked", r)
 	}
 	down.Store(false)
-	e.driveUntil("b, c and d handled", func() bool {
-		return len(rec.handled("b")) == 1 && len(rec.handled("c")) == 1 && len(rec.handled("d")) == 1
-	})
-	eventually(t, "b's and c's records gone", func() bool {
-		return e.record(sub, "Order", "b") == nil && e.record(sub, "Order", "c") == nil
-	})
+	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"b": 1, "c": 1, "d": 1}) })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "b", "c") })
 	if r := e.record(sub, "Order", "a"); r == nil || r.State != ledger.StateWaiting || len(rec.of("a")) != 1 {
 		t.Fatalf("a's record %+v after %d calls, want it parked, untouched", r, len(rec.of("a")))
 	}
@@ -367,4 +386,12 @@ func TestOutageLeavesAnOlderParkParked(t *testing.T) {
 	if got := notificationTypes(e.notifications()); !slices.Equal(got, want) {
 		t.Fatalf("notifications %v, want %v", got, want)
 	}
+}
+
+// attempted says how many calls r had for agg until it had n; nil then.
+func (r *recorder) attempted(agg string, n int) error {
+	if got := r.of(agg); len(got) != n {
+		return fmt.Errorf("%d calls for %s, want %d: %+v", len(got), agg, n, got)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"testing"
 	"time"
@@ -66,7 +67,12 @@ func TestPauseUntil(t *testing.T) {
 		t.Fatalf("a minute before its end: %s", st.State)
 	}
 	clock.Advance(time.Minute)
-	eventually(t, "the pause to end", func() bool { st, _ := e.Status(ctx, "S.h"); return st.State == StateRunning })
+	eventuallyNil(t, func() error {
+		if st, _ := e.Status(ctx, "S.h"); st.State != StateRunning {
+			return fmt.Errorf("S.h %s until %v, want the pause ended", st.State, st.PausedUntil)
+		}
+		return nil
+	})
 	if st, _ = e.Status(ctx, "S.h"); !st.PausedUntil.IsZero() {
 		t.Errorf("running, yet paused until %v", st.PausedUntil)
 	}

@@ -42,7 +42,7 @@ func TestRestartWhileParked(t *testing.T) {
 		t.Fatalf("parked retry after %v", d)
 	}
 	rec.waitHandled(t, "p", 3)
-	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
 	if got := rec.handled("p"); !slices.Equal(got, seq(1, 3)) {
 		t.Fatalf("handled %v", got)
 	}
@@ -143,7 +143,7 @@ func TestRestartMidReplay(t *testing.T) {
 	e.blockUntil(1) // version 3's first attempt failed; in its backoff
 	e.restart()
 	rec.waitHandled(t, "p", 7) // 1, 2 before; 1..5 again after the restart
-	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
 	e.append("Order", "p")
 	rec.waitHandled(t, "p", 8)
 	if got := rec.handled("p"); !slices.Equal(got, []uint64{1, 2, 1, 2, 3, 4, 5, 6}) {
@@ -176,7 +176,7 @@ func TestRestartAfterSkip(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 1)
-	eventually(t, "record cleared", func() bool { return e.record(sub, "Order", "p") == nil })
+	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
 	if got := rec.handled("p"); !slices.Equal(got, []uint64{3}) {
 		t.Fatalf("handled %v", got)
 	}
@@ -264,11 +264,14 @@ func TestHandledEventLeavesNoBudget(t *testing.T) {
 	e.append("Order", "o")
 	e.advance()
 	rec.waitHandled(t, "o", 1)
-	eventually(t, "the budget to be forgotten", func() bool {
+	eventuallyNil(t, func() error {
 		err := e.store.View(context.Background(), func(tx ledger.Tx) error {
 			_, err := tx.Meta(sub, budgetKey(aggKey{"Order", "o"}))
 			return err
 		})
-		return errors.Is(err, ledger.ErrNotFound)
+		if !errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("o's budget not forgotten: reading it gives %v", err)
+		}
+		return nil
 	})
 }

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -57,10 +58,10 @@ func startAcrossOutage(t *testing.T, urls string, down, up func()) {
 	appendTo := func(id string) {
 		t.Helper()
 		// A stream just back may take a moment to take appends.
-		checkfor.Cond(t, 30*time.Second, 20*time.Millisecond, "an append to "+id, func() bool {
+		checkfor.Nil(t, 30*time.Second, 20*time.Millisecond, func() error {
 			_, err := log.Append(ctx, eventlog.AppendRequest{AggregateType: "Order", AggregateID: id,
 				ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderShipped", Payload: []byte(`{}`)}}})
-			return err == nil
+			return err
 		})
 	}
 	ids := []string{idsIn(0, parts, 1, "p")[0], idsIn(1, parts, 1, "q")[0]}
@@ -83,9 +84,12 @@ func startAcrossOutage(t *testing.T, urls string, down, up func()) {
 	t.Logf("during the outage: %s", st.Unread)
 
 	up()
-	checkfor.Cond(t, 30*time.Second, 20*time.Millisecond, "the log's head read again", func() bool {
+	checkfor.Nil(t, 30*time.Second, 20*time.Millisecond, func() error {
 		st, err = a.Status(ctx, sub)
-		return err == nil && st.Unread == ""
+		if err == nil && st.Unread != "" {
+			return fmt.Errorf("the log's head not read again: %s", st.Unread)
+		}
+		return err
 	})
 	if st.State != StateStarting || st.StartFailures != 2 || !strings.Contains(st.StartError, "head on stream") {
 		t.Fatalf("status %+v, want starting after 2 failed reads of the head", st)

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
@@ -112,14 +113,17 @@ func TestGuestThatSpinsIsChargedOnceCompiled(t *testing.T) {
 	}
 	clock.Advance(time.Second) // its deadline: charged
 	var sb storedBudget
-	eventually(t, "the budget of one compiled attempt", func() bool {
+	eventuallyNil(t, func() error {
 		var b []byte
 		err := e.store.View(context.Background(), func(tx ledger.Tx) error {
 			var err error
 			b, err = tx.Meta(sub, budgetKey(aggKey{"Order", "spin"}))
 			return err
 		})
-		return err == nil && json.Unmarshal(b, &sb) == nil
+		if err != nil {
+			return fmt.Errorf("the budget of one compiled attempt: %w", err)
+		}
+		return json.Unmarshal(b, &sb)
 	})
 	if sb.Attempts != 1 || sb.Failures != 1 || len(sb.History) != 1 || !slices.Equal(sb.History[0].Error.Classes, []string{retry.ClassTimeout}) {
 		t.Fatalf("budget %+v, want one timeout", sb)

@@ -49,7 +49,7 @@ func TestOddIDsEverywhere(t *testing.T) {
 	}
 	records := map[string]string{} // id -> its record as first parked
 	for _, id := range oddIDs {
-		eventually(t, 20*time.Second, "Order "+id+" parked", func() bool { return h.request("GET", parkedPath(id), nil).Status == 200 })
+		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 		records[id] = string(h.must(200, "GET", parkedPath(id), nil).Body)
 	}
 	svc.set("ghost", behaviour{})
@@ -83,8 +83,8 @@ func TestOddIDsEverywhere(t *testing.T) {
 		} else {
 			h.must(202, "POST", parkedPath(id)+"/"+action, map[string]string{"reason": "odd id"})
 		}
-		eventually(t, 20*time.Second, "the record of "+id+" to leave the ledger after "+action, func() bool {
-			return h.request("GET", parkedPath(id), nil).Status == 404
+		eventuallyNil(t, 20*time.Second, func() error {
+			return h.answers(parkedPath(id), 404)
 		})
 		if action == "resume" {
 			svc.waitNotified(t, key(id, 1), 20*time.Second)
@@ -108,7 +108,7 @@ func TestOddIDsEverywhere(t *testing.T) {
 	svc.set("ghost", behaviour{Unknown: true})
 	for _, id := range ctrl {
 		h.appendShipped(t, id, "ghost")
-		eventually(t, 20*time.Second, "Order "+id+" parked", func() bool { return h.request("GET", parkedPath(id), nil).Status == 200 })
+		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 		out, errOut, code := cli(t, h, "--json", "parked", "show", subName, "Order", id)
 		var rec parkedRecord
 		if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.AggregateID != id {
@@ -120,8 +120,8 @@ func TestOddIDsEverywhere(t *testing.T) {
 	}
 	h.must(202, "POST", parkedPath(ctrl[1])+"/skip", nil)
 	for _, id := range ctrl {
-		eventually(t, 20*time.Second, "the record of "+id+" to leave the ledger", func() bool {
-			return h.request("GET", parkedPath(id), nil).Status == 404
+		eventuallyNil(t, 20*time.Second, func() error {
+			return h.answers(parkedPath(id), 404)
 		})
 	}
 

@@ -62,7 +62,7 @@ func TestBadInput(t *testing.T) {
 		fmt.Fprintf(&b, "head %d checkpoint %d parked %v state %s", st.Head, st.Checkpoint, st.Parked, st.State)
 		return b.String()
 	}
-	eventually(t, 10*time.Second, "the subscription to catch up", func() bool { return h.subscription(t).Lag == 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return caughtUp(h.subscription(t)) })
 	want := snapshot()
 
 	const (

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"mime"
 	"slices"
 	"strings"
@@ -62,14 +63,15 @@ func (h *hostProc) waitJobParked(t *testing.T, id string) (classRecord, string) 
 	t.Helper()
 	var rec classRecord
 	var raw string
-	eventually(t, 20*time.Second, "Job "+id+" parked", func() bool {
-		r := h.request("GET", "/v1/subscriptions/"+classTreeSub+"/parked/Job/"+id, nil)
+	eventuallyNil(t, 20*time.Second, func() error {
+		path := "/v1/subscriptions/" + classTreeSub + "/parked/Job/" + id
+		r := h.request("GET", path, nil)
 		if r.Status != 200 {
-			return false
+			return fmt.Errorf("GET %s: %s", path, r)
 		}
 		r.JSON(t, &rec)
 		raw = string(r.Body)
-		return true
+		return nil
 	})
 	return rec, raw
 }

@@ -24,7 +24,7 @@ func TestDashIDsThroughTheCLI(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		eventually(t, 20*time.Second, "Order "+id+" parked", func() bool { return h.request("GET", parkedPath(id), nil).Status == 200 })
+		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 	}
 	svc.set("ghost", behaviour{})
 
@@ -53,8 +53,8 @@ func TestDashIDsThroughTheCLI(t *testing.T) {
 			t.Errorf("host %s: exit %d\n%s%s", strings.Join(c.args, " "), code, out, errOut)
 			continue
 		}
-		eventually(t, 20*time.Second, "the record of "+c.id+" to leave the ledger", func() bool {
-			return h.request("GET", parkedPath(c.id), nil).Status == 404
+		eventuallyNil(t, 20*time.Second, func() error {
+			return h.answers(parkedPath(c.id), 404)
 		})
 	}
 	svc.waitNotified(t, key("-1", 1), 20*time.Second)

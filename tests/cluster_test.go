@@ -68,14 +68,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	hosts[0].must(201, "PUT", "/v1/modules/order-summary", summary, "Content-Type", "application/wasm")
 	hosts[1].must(201, "PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm")
 	all := []string{"host-0", "host-1", "host-2"}
-	eventually(t, 30*time.Second, "every host to see both subscriptions shared by all three", func() bool {
-		for _, h := range hosts {
-			if !ownedBy(h.owners(), subs, all...) {
-				return false
-			}
-		}
-		return true
-	})
+	eventuallyNil(t, 30*time.Second, func() error { return allOwnedBy(hosts, subs, all...) })
 
 	// Five orders park for good: the service does not know their buyer.
 	for i := range 5 {
@@ -99,7 +92,12 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		return ids
 	}
 	wantParked := []string{"lost-0", "lost-1", "lost-2", "lost-3", "lost-4"}
-	eventually(t, 30*time.Second, "five parked orders", func() bool { return slices.Equal(parkedIDs(hosts[2]), wantParked) })
+	eventuallyNil(t, 30*time.Second, func() error {
+		if got := parkedIDs(hosts[2]); !slices.Equal(got, wantParked) {
+			return fmt.Errorf("parked %v, want %v", got, wantParked)
+		}
+		return nil
+	})
 
 	// The load: 36 aggregates over six buyers, six appenders.
 	ids := make([][]string, 6)
@@ -108,14 +106,14 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	}
 	buyer := func(id string) string { return "buyer-" + id[len(id)-1:] }
 	load := startLoad(t, hosts, 6, ids, buyer)
-	eventually(t, 60*time.Second, "300 acknowledged appends", func() bool { return load.ackCount() >= 300 })
+	eventuallyNil(t, 60*time.Second, func() error { return load.acked(300) })
 
 	// SIGKILL host-1 under load: the others own its partitions within 2x TTL.
 	load.dead[1].Store(true)
 	killed := time.Now()
 	hosts[1].Kill()
-	eventually(t, 2*clusterLeaseTTL+5*time.Second, "host-0 and host-2 to own every partition", func() bool {
-		return ownedBy(hosts[0].owners(), subs, "host-0", "host-2") && ownedBy(hosts[2].owners(), subs, "host-0", "host-2")
+	eventuallyNil(t, 2*clusterLeaseTTL+5*time.Second, func() error {
+		return allOwnedBy([]*hostProc{hosts[0], hosts[2]}, subs, "host-0", "host-2")
 	})
 	handover := time.Since(killed)
 	t.Logf("partitions owned again %v after the SIGKILL (lease TTL %v)", handover.Round(time.Millisecond), clusterLeaseTTL)
@@ -123,7 +121,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		t.Errorf("the killed host's partitions were owned again after %v, more than 2x the lease TTL %v", handover, clusterLeaseTTL)
 	}
 	before := load.ackCount()
-	eventually(t, 60*time.Second, "200 more appends after the handover", func() bool { return load.ackCount() >= before+200 })
+	eventuallyNil(t, 60*time.Second, func() error { return load.acked(before + 200) })
 
 	// A NATS node goes — the one that leads the ledger's stream, the worst
 	// to lose: nothing changes but latency.
@@ -135,7 +133,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		}
 	}
 	before = load.ackCount()
-	eventually(t, 60*time.Second, "200 more appends without the ledger's leader", func() bool { return load.ackCount() >= before+200 })
+	eventuallyNil(t, 60*time.Second, func() error { return load.acked(before + 200) })
 	if v := hosts[2].owners(); !maps.EqualFunc(v, owned, slices.Equal) {
 		t.Errorf("ownership changed when a NATS node went: %v, was %v", v, owned)
 	}
@@ -212,5 +210,10 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	for _, id := range wantParked {
 		svc.waitNotified(t, key(id, 1), 30*time.Second)
 	}
-	eventually(t, 30*time.Second, "the resumed orders to leave the ledger", func() bool { return len(parkedIDs(hosts[0])) == 0 })
+	eventuallyNil(t, 30*time.Second, func() error {
+		if got := parkedIDs(hosts[0]); len(got) != 0 {
+			return fmt.Errorf("%v still parked after the resume", got)
+		}
+		return nil
+	})
 }

@@ -57,6 +57,17 @@ func (h *hostProc) owners() map[string][]string {
 
 // ownedBy reports whether every partition of each of subs is owned, each by
 // one of hosts, and each host owns some.
+// allOwnedBy says which host sees subs owned otherwise until each of
+// hosts sees every partition of subs owned, and only by owners; nil then.
+func allOwnedBy(hosts []*hostProc, subs []string, owners ...string) error {
+	for i, h := range hosts {
+		if v := h.owners(); !ownedBy(v, subs, owners...) {
+			return fmt.Errorf("host %d (%s) sees the owners %v, want %v", i, h.URL, v, owners)
+		}
+	}
+	return nil
+}
+
 func ownedBy(view map[string][]string, subs []string, hosts ...string) bool {
 	for _, s := range subs {
 		ps, ok := view[s]
@@ -125,6 +136,14 @@ func (l *clusterLoad) ackCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.acks)
+}
+
+// acked says how many appends were acknowledged until n were; nil then.
+func (l *clusterLoad) acked(n int) error {
+	if got := l.ackCount(); got < n {
+		return fmt.Errorf("%d appends acknowledged (%d sent again), want %d", got, l.retries.Load(), n)
+	}
+	return nil
 }
 
 func (l *clusterLoad) run(workers int, ids [][]string, buyer func(id string) string) {

@@ -37,37 +37,36 @@ func TestThreeHostsStartTogether(t *testing.T) {
 	}
 	all := []string{"host-0", "host-1", "host-2"}
 	for i, h := range hosts {
-		eventually(t, 30*time.Second, fmt.Sprintf("host-%d to see three hosts", i), func() bool {
+		eventuallyNil(t, 30*time.Second, func() error {
 			r := h.request("GET", "/v1/cluster", nil)
 			var v clusterView
 			if r.Status != 200 {
-				return false
+				return fmt.Errorf("host-%d: GET /v1/cluster: %s", i, r)
 			}
 			r.JSON(t, &v)
-			return len(v.Hosts) == 3
+			if len(v.Hosts) != 3 {
+				return fmt.Errorf("host-%d sees %d hosts, want 3: %s", i, len(v.Hosts), r.Body)
+			}
+			return nil
 		})
 	}
 
 	hosts[2].uploadNotifier(t, 201)
-	eventually(t, 30*time.Second, "every host to see the subscription shared by all three", func() bool {
-		for _, h := range hosts {
-			if !ownedBy(h.owners(), []string{subName}, all...) {
-				return false
-			}
-		}
-		return true
-	})
+	eventuallyNil(t, 30*time.Second, func() error { return allOwnedBy(hosts, []string{subName}, all...) })
 	for i := range 12 {
 		hosts[i%3].appendShipped(t, fmt.Sprintf("start-%02d", i), fmt.Sprintf("buyer-%d", i%4))
 	}
-	eventually(t, 30*time.Second, "12 orders notified", func() bool {
+	eventuallyNil(t, 30*time.Second, func() error {
 		seen := map[string]bool{}
 		for _, c := range svc.callsOf("") {
 			if c.Status == http.StatusAccepted {
 				seen[c.Order] = true
 			}
 		}
-		return len(seen) == 12
+		if len(seen) != 12 {
+			return fmt.Errorf("%d orders notified, want 12: %v", len(seen), seen)
+		}
+		return nil
 	})
 	for i, h := range hosts {
 		if s := h.Stderr(); strings.Contains(s, "NATS connection lost") || strings.Contains(s, "level=ERROR") {

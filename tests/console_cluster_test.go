@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -85,10 +86,12 @@ func TestConsoleCluster(t *testing.T) {
 		t.Fatal("rendezvous gives every orders partition to h1; the test needs some elsewhere")
 	}
 	mailer, orders := `#cluster-subs tbody tr[data-name="mailer"]`, `#cluster-subs tbody tr[data-name="orders"]`
-	eventually(t, 20*time.Second, "three hosts, mailer owned, orders partly unclaimed", func() bool {
-		return count("#cluster-hosts tbody tr") == 3 && text(mailer+" td.unowned-list") == "none" &&
-			count(orders+" .part.unowned") == unclaimed &&
-			strings.Contains(text("#cluster-line"), fmt.Sprintf("%d partitions unowned", unclaimed))
+	eventuallyNil(t, 20*time.Second, func() error {
+		hosts, mailerUnowned, ordersUnowned, line := count("#cluster-hosts tbody tr"), text(mailer+" td.unowned-list"), count(orders+" .part.unowned"), text("#cluster-line")
+		if hosts != 3 || mailerUnowned != "none" || ordersUnowned != unclaimed || !strings.Contains(line, fmt.Sprintf("%d partitions unowned", unclaimed)) {
+			return fmt.Errorf("%d hosts, mailer unowned %q, %d of orders unowned (want 3, none, %d); the line %q", hosts, mailerUnowned, ordersUnowned, unclaimed, line)
+		}
+		return nil
 	})
 	line := text("#cluster-line")
 	for _, want := range []string{"3 hosts", "lease TTL 3s", "16 partitions per subscription", "seen from h1"} {
@@ -114,7 +117,12 @@ func TestConsoleCluster(t *testing.T) {
 		t.Fatalf("unfold mailer: %v", err)
 	}
 	status := text("#status")
-	eventually(t, 10*time.Second, "a refresh", func() bool { return text("#status") != status })
+	eventuallyNil(t, 10*time.Second, func() error {
+		if now := text("#status"); now == status {
+			return fmt.Errorf("no refresh: the status line still reads %q", now)
+		}
+		return nil
+	})
 	if open := eval(`String(document.querySelector(` + fmt.Sprintf("%q", mailer+" details") + `).open)`); open != "true" {
 		t.Error("the unfolded mailer folded up at a refresh")
 	}
@@ -129,27 +137,32 @@ func TestConsoleCluster(t *testing.T) {
 	// h3 dies without a goodbye: once its lease runs out it leaves the
 	// table and h1 and h2 own all of mailer.
 	h3.Conn.Close()
-	eventually(t, 20*time.Second, "h3 gone, mailer owned by h1 and h2", func() bool {
-		return count("#cluster-hosts tbody tr") == 2 && count(`#cluster-hosts tr[data-host="h3"]`) == 0 &&
-			text(mailer+" td.unowned-list") == "none" &&
-			count(orders+" .part.unowned") == notOn("orders", "h1", "h1", "h2")
+	eventuallyNil(t, 20*time.Second, func() error {
+		hosts, h3, mailerUnowned, ordersUnowned := count("#cluster-hosts tbody tr"), count(`#cluster-hosts tr[data-host="h3"]`), text(mailer+" td.unowned-list"), count(orders+" .part.unowned")
+		if want := notOn("orders", "h1", "h1", "h2"); hosts != 2 || h3 != 0 || mailerUnowned != "none" || ordersUnowned != want {
+			return fmt.Errorf("%d hosts (h3's rows %d), mailer unowned %q, %d of orders unowned; want 2 (0), none, %d", hosts, h3, mailerUnowned, ordersUnowned, want)
+		}
+		return nil
 	})
 	// h2 takes orders too (its module arrived): every partition is owned.
 	if err := h2.SetSubscriptions(t.Context(), []string{"mailer", "orders"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "every partition owned", func() bool {
-		return strings.Contains(text("#cluster-line"), "every partition owned") && count("#cluster-subs .part.unowned") == 0
+	eventuallyNil(t, 20*time.Second, func() error {
+		if n := count("#cluster-subs .part.unowned"); n != 0 {
+			return fmt.Errorf("%d partitions shown unowned; the line %q", n, text("#cluster-line"))
+		}
+		return reads("the cluster line", text("#cluster-line"), "every partition owned")
 	})
 	screenshot(t, ctx, "console-cluster-owned.png")
 
 	// NATS goes down: the section says so, keeping its last tables greyed,
 	// and the rest of the page (this host's Badger parts) goes on as it was.
 	n.Shutdown()
-	eventually(t, 20*time.Second, "the Cluster section to say NATS does not answer", func() bool {
+	eventuallyNil(t, 20*time.Second, func() error {
 		line := text("#cluster-line")
-		return strings.Contains(line, "The cluster's state is unavailable") && strings.Contains(line, "NATS JetStream") &&
-			strings.Contains(line, "cluster-unavailable") && strings.Contains(line, "what the host last answered")
+		return errors.Join(reads("the cluster line", line, "The cluster's state is unavailable"), reads("the cluster line", line, "NATS JetStream"),
+			reads("the cluster line", line, "cluster-unavailable"), reads("the cluster line", line, "what the host last answered"))
 	})
 	if stale := eval(`String(document.getElementById("cluster").classList.contains("stale-cluster"))`); stale != "true" {
 		t.Error("the Cluster section's last tables are not marked stale")

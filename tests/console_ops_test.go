@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,16 +26,19 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	for i := 1; i <= parkedN; i++ {
 		h.appendShipped(t, fmt.Sprintf("o-p%02d", i), "ghost")
 	}
-	eventually(t, 60*time.Second, "30 aggregates parked", func() bool {
+	eventuallyNil(t, 60*time.Second, func() error {
 		var page struct {
 			Records []parkedRecord `json:"records"`
 		}
 		r := h.request("GET", "/v1/parked?limit=100", nil)
 		if r.Status != 200 {
-			return false
+			return fmt.Errorf("GET /v1/parked: %s", r)
 		}
 		r.JSON(t, &page)
-		return len(page.Records) == parkedN
+		if len(page.Records) != parkedN {
+			return fmt.Errorf("%d aggregates parked, want %d", len(page.Records), parkedN)
+		}
+		return nil
 	})
 
 	// The parked list filters by error class (a parent class takes its
@@ -92,12 +96,19 @@ func TestConsoleOperatorMorning(t *testing.T) {
 		}
 		return n
 	}
+	// rowsAre says how many rows the parked list shows, on which page,
+	// until it shows n (on page, if not ""); nil then.
+	rowsAre := func(n int, page string) error {
+		t.Helper()
+		if got, p := rows(), text("#page"); got != n || page != "" && p != page {
+			return fmt.Errorf("%d rows on %q, want %d on %q", got, p, n, page)
+		}
+		return nil
+	}
 
 	// Without a token the page says to sign in, not that the host is down.
 	run("open the console", chromedp.Navigate(h.URL+"/console/"), chromedp.WaitVisible(chromedp.CSS("#banner")))
-	eventually(t, 10*time.Second, "the sign-in banner", func() bool {
-		return strings.Contains(text("#banner"), "Sign in with a token")
-	})
+	eventuallyNil(t, 10*time.Second, func() error { return reads("the banner", text("#banner"), "Sign in with a token") })
 	// A token an older console kept in local storage moves to session storage.
 	eval(`localStorage.setItem("berth-token", "` + adminToken + `"); "ok"`)
 	run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#parked tbody tr[data-id="o-p01"]`)))
@@ -109,8 +120,11 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	}
 	// A single host is one line in the Cluster section: it owns every
 	// partition; no hosts table, no grid.
-	eventually(t, 10*time.Second, "the Cluster section's single-host line", func() bool {
-		return strings.HasPrefix(text("#cluster-line"), "Single host ")
+	eventuallyNil(t, 10*time.Second, func() error {
+		if line := text("#cluster-line"); !strings.HasPrefix(line, "Single host ") {
+			return fmt.Errorf("the Cluster section reads %q, want its single-host line", line)
+		}
+		return nil
 	})
 	if line := text("#cluster-line"); !strings.Contains(line, "owns all 16 partitions of every subscription") {
 		t.Errorf("the Cluster section reads %q", line)
@@ -122,31 +136,34 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	// Paging: 25 a page, then the other 5; no fixed cap.
 	run("25 a page", chromedp.SetValue(chromedp.CSS("#f-limit"), "25"))
 	change("f-limit")
-	eventually(t, 10*time.Second, "a page of 25", func() bool { return rows() == 25 })
+	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "") })
 	run("next page", chromedp.Click(chromedp.CSS("#next-page")))
-	eventually(t, 10*time.Second, "page 2 with 5 rows", func() bool { return rows() == 5 && text("#page") == "page 2" })
+	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(5, "page 2") })
 	if eval(`String(document.getElementById("next-page").disabled)`) != "true" {
 		t.Error("next is enabled on the last page")
 	}
 	run("previous page", chromedp.Click(chromedp.CSS("#prev-page")))
-	eventually(t, 10*time.Second, "page 1 again", func() bool { return rows() == 25 && text("#page") == "page 1" })
+	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "page 1") })
 
 	// Filters go to the server: another aggregate type shows nothing.
 	run("filter by type", chromedp.SendKeys(chromedp.CSS("#f-type"), "Invoice"))
 	change("f-type")
-	eventually(t, 10*time.Second, "nothing of type Invoice", func() bool {
-		return rows() == 0 && eval(`String(document.getElementById("parked-empty").hidden)`) == "false"
+	eventuallyNil(t, 10*time.Second, func() error {
+		if hidden := eval(`String(document.getElementById("parked-empty").hidden)`); hidden != "false" {
+			return fmt.Errorf("nothing of type Invoice, yet the empty-list line hidden: %s; %v", hidden, rowsAre(0, ""))
+		}
+		return rowsAre(0, "")
 	})
 	eval(`document.getElementById("f-type").value = ""; "ok"`) // SetValue cannot set an empty value
 	change("f-type")
-	eventually(t, 10*time.Second, "the first page back", func() bool { return rows() == 25 })
+	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "") })
 	// By error class: one nobody has, then the notifier's parent class.
 	run("filter by class", chromedp.SendKeys(chromedp.CSS("#f-class"), "Downstream"))
 	change("f-class")
-	eventually(t, 10*time.Second, "nothing of class Downstream", func() bool { return rows() == 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(0, "") })
 	eval(`document.getElementById("f-class").value = "Notification"; "ok"`)
 	change("f-class")
-	eventually(t, 10*time.Second, "the class Notification's aggregates", func() bool { return rows() == 25 })
+	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "") })
 	eval(`document.getElementById("f-class").value = ""; "ok"`)
 	change("f-class")
 
@@ -169,8 +186,8 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	// A resume that fails again says so.
 	row := func(id string) string { return `#parked tbody tr[data-type="Order"][data-id="` + id + `"]` }
 	run("resume o-p01", chromedp.Click(chromedp.CSS(row("o-p01")+" button.resume")))
-	eventually(t, 30*time.Second, "the console to say o-p01 failed again", func() bool {
-		return strings.Contains(text("#status"), "Order o-p01 was resumed but failed again: the notification service does not know buyer ghost")
+	eventuallyNil(t, 30*time.Second, func() error {
+		return reads("the status line", text("#status"), "Order o-p01 was resumed but failed again: the notification service does not know buyer ghost")
 	})
 
 	// Skip says what it passes over before it does it, and passes exactly that.
@@ -181,8 +198,8 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	if msg := eval(`window.confirmed`); !strings.Contains(msg, "Skip Order o-p02: version 1 (1 commit) will not be handled") {
 		t.Errorf("the skip's confirmation reads %q", msg)
 	}
-	eventually(t, 20*time.Second, "o-p02 to leave the ledger", func() bool {
-		return h.request("GET", parkedPath("o-p02"), nil).Status == 404
+	eventuallyNil(t, 20*time.Second, func() error {
+		return h.answers(parkedPath("o-p02"), 404)
 	})
 
 	// A bulk skip of what the filters match: the page asks the host for the
@@ -191,15 +208,20 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	change("f-class")
 	eval(`window.prompted = ""; window.prompt = m => { window.prompted = m; return "ghost is a test buyer"; }; "ok"`)
 	run("skip all", chromedp.Click(chromedp.CSS("#bulk-skip")))
-	eventually(t, 10*time.Second, "the bulk skip's prompt", func() bool { return eval(`window.prompted`) != "" })
+	eventuallyNil(t, 10*time.Second, func() error {
+		if eval(`window.prompted`) == "" {
+			return fmt.Errorf("no prompt for the bulk skip yet; the status line reads %q", text("#status"))
+		}
+		return nil
+	})
 	if msg := eval(`window.prompted`); !strings.Contains(msg, "Skip 29 parked aggregates (class UnknownBuyer)") {
 		t.Errorf("the bulk skip asked %q; want the dry run's count, 29 (30 parked, one skipped), and the filter", msg)
 	}
-	eventually(t, 30*time.Second, "the bulk job done in the jobs table", func() bool {
+	eventuallyNil(t, 30*time.Second, func() error {
 		s := text("#jobs tbody")
-		return strings.Contains(s, "29 of 29") && strings.Contains(s, "done") && strings.Contains(s, "ghost is a test buyer")
+		return errors.Join(reads("the jobs table", s, "29 of 29"), reads("the jobs table", s, "done"), reads("the jobs table", s, "ghost is a test buyer"))
 	})
-	eventually(t, 10*time.Second, "the parked list empty", func() bool { return rows() == 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(0, "") })
 	if n := len(h.parked(t)); n != 0 {
 		t.Errorf("%d still parked after the bulk skip", n)
 	}
@@ -218,9 +240,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 
 	// The host goes away: the page says so and every action is off.
 	h.Stop()
-	eventually(t, 15*time.Second, "the unreachable banner", func() bool {
-		return strings.Contains(text("#banner"), "Host unreachable since")
-	})
+	eventuallyNil(t, 15*time.Second, func() error { return reads("the banner", text("#banner"), "Host unreachable since") })
 	if got := eval(`String([...document.querySelectorAll("button.action")].every(b => b.disabled)) + " " + document.querySelectorAll("button.action").length`); !strings.HasPrefix(got, "true ") || got == "true 0" {
 		t.Errorf("with the host down, action buttons disabled / count: %s", got)
 	}

@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,9 +63,9 @@ func TestConsoleResume(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(row+" details.history summary")); err != nil {
 		t.Fatalf("unfold the history: %v", err)
 	}
-	eventually(t, 5*time.Second, "the unfolded history", func() bool {
-		return strings.Contains(text(row+" details.history ol"), "parked after 1 attempt") &&
-			strings.Contains(text(row+" details.history .detail"), "stopped at: OrderShipped")
+	eventuallyNil(t, 5*time.Second, func() error {
+		return errors.Join(reads("the unfolded history", text(row+" details.history ol"), "parked after 1 attempt"),
+			reads("the unfolded detail", text(row+" details.history .detail"), "stopped at: OrderShipped"))
 	})
 	screenshot(t, ctx, "console-parked.png")
 
@@ -76,15 +78,15 @@ func TestConsoleResume(t *testing.T) {
 		t.Fatalf("type a reason: %v", err)
 	}
 	status := text("#status")
-	eventually(t, 10*time.Second, "two refreshes of the console", func() bool {
+	eventuallyNil(t, 10*time.Second, func() error {
 		now := text("#status")
 		if now != status && strings.HasPrefix(now, "updated") {
 			if status != "" && strings.HasPrefix(status, "updated") {
-				return true
+				return nil
 			}
 			status = now
 		}
-		return false
+		return fmt.Errorf("the status line reads %q, last refresh seen %q: want two refreshes", now, status)
 	})
 	focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.className`))
 	if err != nil {
@@ -104,9 +106,7 @@ func TestConsoleResume(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.WaitNotPresent(row)); err != nil {
 		t.Fatalf("the parked row should go away: %v", err)
 	}
-	eventually(t, 5*time.Second, "the host to log the resume with its reason", func() bool {
-		return strings.Contains(h.Stderr(), `reason="`+reason+`"`)
-	})
+	eventuallyNil(t, 5*time.Second, func() error { return reads("the host's log", h.Stderr(), `reason="`+reason+`"`) })
 	if n := svc.notified(key("o-c1", 1)); n != 1 {
 		t.Errorf("o-c1 notified %d times, want 1", n)
 	}
@@ -130,7 +130,7 @@ func TestConsoleOddIDs(t *testing.T) {
 	}
 	records := map[string]string{}
 	for _, id := range []string{skipped, resumed, other} {
-		eventually(t, 20*time.Second, "Order "+id+" parked", func() bool { return h.request("GET", parkedPath(id), nil).Status == 200 })
+		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 		records[id] = string(h.must(200, "GET", parkedPath(id), nil).Body)
 	}
 	svc.set("ghost", behaviour{})
@@ -149,9 +149,12 @@ func TestConsoleOddIDs(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row(skipped)+" details.history summary"))); err != nil {
 		t.Fatalf("unfold the history: %v", err)
 	}
-	eventually(t, 5*time.Second, "the unfolded detail of "+skipped, func() bool {
+	eventuallyNil(t, 5*time.Second, func() error {
 		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row(skipped)+" details.history .detail")))
-		return err == nil && strings.Contains(s, "stopped at: OrderShipped")
+		if err != nil {
+			return err
+		}
+		return reads("the unfolded detail of "+skipped, s, "stopped at: OrderShipped")
 	})
 	// Skip asks for a confirmation; the test gives it.
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.confirm = () => true; true`)); err != nil {
@@ -160,8 +163,8 @@ func TestConsoleOddIDs(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row(skipped)+" button.skip")), chromedp.WaitNotPresent(chromedp.CSS(row(skipped)))); err != nil {
 		t.Fatalf("skip %s in the console: %v", skipped, err)
 	}
-	eventually(t, 20*time.Second, "the record of "+skipped+" to leave the ledger", func() bool {
-		return h.request("GET", parkedPath(skipped), nil).Status == 404
+	eventuallyNil(t, 20*time.Second, func() error {
+		return h.answers(parkedPath(skipped), 404)
 	})
 	for _, id := range []string{resumed, other} {
 		if got := string(h.must(200, "GET", parkedPath(id), nil).Body); got != records[id] {

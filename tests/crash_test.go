@@ -49,7 +49,12 @@ func TestCrashRestart(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 20*time.Second, "some notifications before the crash", func() bool { return successes() >= orders })
+	eventuallyNil(t, 20*time.Second, func() error {
+		if n := successes(); n < orders {
+			return fmt.Errorf("%d notifications before the crash, want %d", n, orders)
+		}
+		return nil
+	})
 	h.Kill()
 	svc.setEpoch(1)
 	done := successes()

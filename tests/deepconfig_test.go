@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,8 +80,11 @@ func TestDeepConfig(t *testing.T) {
 		}
 		h.Signal(syscall.SIGHUP)
 		refusals++
-		eventually(t, 10*time.Second, "the host to log the refused SIGHUP reload", func() bool {
-			return strings.Count(h.Stderr(), "config reload refused") >= refusals
+		eventuallyNil(t, 10*time.Second, func() error {
+			if n := strings.Count(h.Stderr(), "config reload refused"); n < refusals {
+				return fmt.Errorf("%s: the host logged %d refused reloads, want %d", name, n, refusals)
+			}
+			return nil
 		})
 		if v, src := maxAttempts(); v != 2.0 || src != "override" {
 			t.Errorf("%s: after the refused reloads max-attempts is %v from %q, want 2 from override", name, v, src)

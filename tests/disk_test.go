@@ -2,6 +2,7 @@ package tests
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,14 @@ type healthDoc struct {
 		Writable bool   `json:"writable"`
 		Error    string `json:"error"`
 	} `json:"disk"`
+}
+
+// healthIs says what d reports until its status is want; nil then.
+func healthIs(d healthDoc, want string) error {
+	if d.Status != want {
+		return fmt.Errorf("healthz %q (disk %+v), want %q", d.Status, d.Disk, want)
+	}
+	return nil
 }
 
 func (h *hostProc) health(t *testing.T) healthDoc {
@@ -44,7 +53,7 @@ func TestDiskReserveRefusesWrites(t *testing.T) {
 	h.uploadNotifier(t, 201)
 	h.appendShipped(t, "o-1", "ann")
 	h.appendShipped(t, "o-9", "nobody")
-	eventually(t, 10*time.Second, "the first order notified", func() bool { return len(svc.callsOf("ann")) == 1 })
+	eventuallyNil(t, 10*time.Second, func() error { return svc.calledFor("ann", 1) })
 	h.waitParked(t, "o-9", 10*time.Second)
 	if d := h.health(t); d.Status != "ok" || d.Disk == nil || !d.Disk.Writable || d.Disk.Reserve != 512<<20 {
 		t.Fatalf("healthz with the default reserve: %+v", d)
@@ -110,7 +119,7 @@ func TestDiskReserveRefusesWrites(t *testing.T) {
 	}
 	h.must(200, "GET", "/readyz", nil)
 	h.appendShipped(t, "o-2", "bob")
-	eventually(t, 10*time.Second, "the order appended after the reserve was lowered notified", func() bool { return len(svc.callsOf("bob")) == 1 })
+	eventuallyNil(t, 10*time.Second, func() error { return svc.calledFor("bob", 1) })
 	if n := len(svc.callsOf("ann")); n != 1 {
 		t.Errorf("ann notified %d times, want 1 (the refused reset replayed nothing)", n)
 	}
@@ -224,10 +233,14 @@ func TestShutdownBoundedWhenDataDirRemoved(t *testing.T) {
 	if err := os.RemoveAll(h.Data); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "healthz to say the store cannot write", func() bool {
+	eventuallyNil(t, 10*time.Second, func() error {
+		r := h.must(200, "GET", "/healthz", nil)
 		var d healthDoc
-		h.must(200, "GET", "/healthz", nil).JSON(t, &d)
-		return d.Status == "store cannot write" && d.Disk != nil && !d.Disk.Writable && d.Disk.Error != ""
+		r.JSON(t, &d)
+		if d.Status != "store cannot write" || d.Disk == nil || d.Disk.Writable || d.Disk.Error == "" {
+			return fmt.Errorf("healthz %s, want the store unable to write", r.Body)
+		}
+		return nil
 	})
 	var p problemDoc
 	h.must(503, "GET", "/readyz", nil).JSON(t, &p)
@@ -256,7 +269,12 @@ func TestShutdownBoundedWhenDataDirRemoved(t *testing.T) {
 	if took < 2*time.Second || took > 10*time.Second {
 		t.Errorf("the shutdown took %s with a shutdown-timeout of 2s", took)
 	}
-	eventually(t, 5*time.Second, "the host's last line", func() bool { return len(errorLines(h.Stderr())) > 0 })
+	eventuallyNil(t, 5*time.Second, func() error {
+		if s := h.Stderr(); len(errorLines(s)) == 0 {
+			return fmt.Errorf("no berth: line yet; the host's log: %q", s)
+		}
+		return nil
+	})
 	lines := errorLines(h.Stderr())
 	if len(lines) != 1 {
 		t.Fatalf("want one berth: line, got %q", lines)

@@ -127,19 +127,24 @@ func TestFullDiskRefusesBeforeCrash(t *testing.T) {
 	if len(events.Commits) != acked {
 		t.Errorf("after the restart: %d events, %d acknowledged", len(events.Commits), acked)
 	}
-	eventually(t, 10*time.Second, "healthz ok once space was freed", func() bool { return h.health(t).Status == "ok" })
+	eventuallyNil(t, 10*time.Second, func() error { return healthIs(h.health(t), "ok") })
 	if r := appendBig(h, acked); r.Status != 201 {
 		t.Fatalf("append after space was freed: %s", r)
 	}
 
 	// And while it runs: fill again, then free, without a restart.
 	filler = fill(t, disk, 8<<20)
-	eventually(t, 10*time.Second, "healthz to say the disk is low", func() bool { return h.health(t).Status == "disk low" })
+	eventuallyNil(t, 10*time.Second, func() error { return healthIs(h.health(t), "disk low") })
 	if r := appendBig(h, acked+1); r.Status != 507 {
 		t.Fatalf("append on the refilled disk: %s, want 507", r)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "appends to resume once space was freed", func() bool { return appendBig(h, acked+1).Status == 201 })
+	eventuallyNil(t, 10*time.Second, func() error {
+		if r := appendBig(h, acked+1); r.Status != 201 {
+			return fmt.Errorf("append once space was freed: %s", r)
+		}
+		return nil
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -358,21 +359,76 @@ func (h *hostProc) parked(t testing.TB) []parkedRecord {
 func (h *hostProc) waitParked(t testing.TB, order string, within time.Duration) parkedRecord {
 	t.Helper()
 	var rec parkedRecord
-	eventually(t, within, "Order "+order+" parked", func() bool {
-		r := h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/"+order, nil)
-		if r.Status != 200 {
-			return false
-		}
-		r.JSON(t, &rec)
-		return true
-	})
+	eventuallyNil(t, within, func() error { return h.fetched(t, "/v1/subscriptions/"+subName+"/parked/Order/"+order, &rec) })
 	return rec
 }
 
-// eventually polls cond every 25ms until it holds or within has passed.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+// eventuallyNil polls check every 25ms until it returns nil, and fails t
+// with its last error once within has passed.
+func eventuallyNil(t testing.TB, within time.Duration, check func() error) {
 	t.Helper()
-	checkfor.Cond(t, within, 25*time.Millisecond, what, cond)
+	checkfor.Nil(t, within, 25*time.Millisecond, check)
+}
+
+// reads says what an element (what) reads until it holds want; nil then.
+func reads(what, text, want string) error {
+	if !strings.Contains(text, want) {
+		return fmt.Errorf("%s reads %q, want %q in it", what, text, want)
+	}
+	return nil
+}
+
+// fetched reads GET path into v once it answers 200, and says what it
+// answered until then.
+func (h *hostProc) fetched(t testing.TB, path string, v any) error {
+	r := h.request("GET", path, nil)
+	if r.Status != 200 {
+		return fmt.Errorf("GET %s: %s", path, r)
+	}
+	r.JSON(t, v)
+	return nil
+}
+
+// answers says what GET path answers until it answers status; nil then.
+func (h *hostProc) answers(path string, status int) error {
+	if r := h.request("GET", path, nil); r.Status != status {
+		return fmt.Errorf("GET %s: %s, want %d", path, r, status)
+	}
+	return nil
+}
+
+// noneParked says what is parked until nothing is; nil then.
+func (h *hostProc) noneParked(t testing.TB) error {
+	if recs := h.parked(t); len(recs) != 0 {
+		return fmt.Errorf("%d records parked, the first %+v", len(recs), recs[0])
+	}
+	return nil
+}
+
+// parkedWaiting says how many records of st wait for an operator until n
+// do; nil then.
+func parkedWaiting(st subscriptionStatus, n int) error {
+	if got := st.Parked["waiting"]; got != n {
+		return fmt.Errorf("%s: %d parked and waiting, want %d (parked by state %v, lag %d)", st.Name, got, n, st.Parked, st.Lag)
+	}
+	return nil
+}
+
+// parkedAre says which aggregates are parked until exactly want are (in
+// order); nil then.
+func parkedAre(got, want []string) error {
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("parked %v, want %v", got, want)
+	}
+	return nil
+}
+
+// caughtUp says how far behind st is until it has no lag; nil then.
+func caughtUp(st subscriptionStatus) error {
+	if st.Lag != 0 {
+		return fmt.Errorf("%s %d events behind: checkpoint %d, head %d", st.Name, st.Lag, st.Checkpoint, st.Head)
+	}
+	return nil
 }
 
 // subscriptionStatus is GET /v1/subscriptions/{name}.

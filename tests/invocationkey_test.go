@@ -85,13 +85,7 @@ func TestParkedBeforeTheUpgradeKeepsItsKey(t *testing.T) {
 	svc.set("ghost", behaviour{Unknown: true})
 	h.appendShippedTo(t, typ, id, "ghost")
 	var rec parkedRecord
-	eventually(t, 20*time.Second, "Thing/x:1@1 parked", func() bool {
-		r := h.request("GET", parkedPath, nil)
-		if r.Status == 200 {
-			r.JSON(t, &rec)
-		}
-		return r.Status == 200
-	})
+	eventuallyNil(t, 20*time.Second, func() error { return h.fetched(t, parkedPath, &rec) })
 	newKey := abi.InvocationKey(subName, typ, id, 1, 0)
 	if rec.InvocationKey != newKey {
 		t.Errorf("the record shows key %q, want %q", rec.InvocationKey, newKey)

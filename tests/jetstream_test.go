@@ -118,15 +118,22 @@ subject-prefix = "e2e.events"
 		t.Fatalf("an append during the outage: %s, want 503 with Retry-After", r)
 	}
 	srv.Restart()
-	eventually(t, 30*time.Second, "an append once NATS is back", func() bool {
-		return h.request("POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o/6", "ownerId": "bob",
-			"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]int{"total": 2000}}}}).Status == 201
+	eventuallyNil(t, 30*time.Second, func() error {
+		r := h.request("POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o/6", "ownerId": "bob",
+			"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]int{"total": 2000}}}})
+		if r.Status != 201 {
+			return fmt.Errorf("an append once NATS is back: %s", r)
+		}
+		return nil
 	})
 	want["bob"] = buyerSummary{3, 1, 2600}
 	h.waitSummaries(t, want)
-	eventually(t, 30*time.Second, name+" read again with NATS back", func() bool {
+	eventuallyNil(t, 30*time.Second, func() error {
 		one.Unread = "" // absent when read
 		h.must(200, "GET", "/v1/subscriptions/"+name, nil).JSON(t, &one)
-		return one.Unread == ""
+		if one.Unread != "" {
+			return fmt.Errorf("%s not read again with NATS back: %s", name, one.Unread)
+		}
+		return nil
 	})
 }

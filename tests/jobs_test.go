@@ -54,10 +54,7 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	}
 	wg.Wait()
 	h.appendShipped(t, "other", "alice") // not parked: not the job's
-	eventually(t, 60*time.Second, "1,000 aggregates parked", func() bool {
-		st := h.subscription(t)
-		return st.Parked["waiting"] == n
-	})
+	eventuallyNil(t, 60*time.Second, func() error { return parkedWaiting(h.subscription(t), n) })
 
 	post := func(body string) response {
 		return h.request("POST", "/v1/jobs", []byte(body), "Content-Type", "application/json")
@@ -93,10 +90,20 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	if j.Matched != n || j.State != "running" || j.Rate != 200 {
 		t.Fatalf("the job: %+v", j)
 	}
-	eventually(t, 30*time.Second, "the job a third of the way", func() bool { return h.job(t, j.ID).Done >= n/3 })
+	eventuallyNil(t, 30*time.Second, func() error {
+		if got := h.job(t, j.ID); got.Done < n/3 {
+			return fmt.Errorf("the job %s, %d of %d done, want a third", got.State, got.Done, n)
+		}
+		return nil
+	})
 	h.Kill()
 	h = h.restart(t)
-	eventually(t, 60*time.Second, "the job done after the restart", func() bool { return h.job(t, j.ID).State == "done" })
+	eventuallyNil(t, 60*time.Second, func() error {
+		if got := h.job(t, j.ID); got.State != "done" {
+			return fmt.Errorf("the job %s after the restart, %d of %d done", got.State, got.Done, n)
+		}
+		return nil
+	})
 	j = h.job(t, j.ID)
 	if j.Done+j.Gone != n || j.Failed != 0 || j.Done < n-10 {
 		t.Errorf("the finished job: done %d, gone %d, failed %d (%+v); want all %d", j.Done, j.Gone, j.Failed, j.Failures, n)
@@ -107,7 +114,7 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	for i := range n {
 		svc.waitNotified(t, key(fmt.Sprintf("o-%04d", i), 1), 30*time.Second)
 	}
-	eventually(t, 30*time.Second, "the ledger to empty", func() bool { return len(h.parked(t)) == 0 })
+	eventuallyNil(t, 30*time.Second, func() error { return h.noneParked(t) })
 	if c := svc.notified(key("other", 1)); c != 1 {
 		t.Errorf("the aggregate outside the job was notified %d times", c)
 	}

@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,21 +96,19 @@ initial-backoff = "10ms"
 	// A successful call that grew its instance to 12 of 32 MiB, over 25 %:
 	// the instance is closed, not pooled.
 	appendEvent("grow-1", "Grow", map[string]int{"mib": 12})
-	eventually(t, 30*time.Second, "the grown instance closed for its memory", func() bool { return closed("memory") >= 1 })
+	eventuallyNil(t, 30*time.Second, func() error {
+		if n := closed("memory"); n < 1 {
+			return fmt.Errorf("%v instances closed for their memory, want the grown one", n)
+		}
+		return nil
+	})
 	noneGrown("a call that grew to 12 MiB")
 
 	// A guest that grows until memory.grow fails: each attempt fails with
 	// berth.MemoryExceeded, its instance is closed, and the aggregate parks.
 	appendEvent("hog-1", "Hog", map[string]any{})
 	var rec parkedRecord
-	eventually(t, 60*time.Second, "Thing/hog-1 parked", func() bool {
-		r := h.request("GET", "/v1/subscriptions/Misbehaving.memoryHog/parked/Thing/hog-1", nil)
-		if r.Status != 200 {
-			return false
-		}
-		r.JSON(t, &rec)
-		return true
-	})
+	eventuallyNil(t, 60*time.Second, func() error { return h.fetched(t, "/v1/subscriptions/Misbehaving.memoryHog/parked/Thing/hog-1", &rec) })
 	if len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != retry.ClassMemoryExceeded || rec.Attempts != 2 {
 		t.Errorf("parked record: classes %v after %d attempts, want berth.MemoryExceeded after 2", rec.Error.Classes, rec.Attempts)
 	}
@@ -123,13 +122,19 @@ initial-backoff = "10ms"
 	// pool shrinks to nothing, by an idle release.
 	idleBefore := closed("idle")
 	appendEvent("echo-1", "Echo", map[string]any{})
-	eventually(t, 30*time.Second, "the echo handled", func() bool {
-		return h.subscriptionLag(t, "Misbehaving.echo") == 0
+	eventuallyNil(t, 30*time.Second, func() error {
+		if lag := h.subscriptionLag(t, "Misbehaving.echo"); lag != 0 {
+			return fmt.Errorf("the echo %d events behind", lag)
+		}
+		return nil
 	})
-	eventually(t, 30*time.Second, "the idle pool released", func() bool {
+	eventuallyNil(t, 30*time.Second, func() error {
 		idle := h.mustMetric(`berth_sandbox_instances{` + mod + `,state="idle"}`)
 		busy := h.mustMetric(`berth_sandbox_instances{` + mod + `,state="busy"}`)
-		return idle == 0 && busy == 0 && closed("idle") > idleBefore
+		if c := closed("idle"); idle != 0 || busy != 0 || c <= idleBefore {
+			return fmt.Errorf("the idle pool not released: %v idle, %v busy, %v closed idle (was %v)", idle, busy, c, idleBefore)
+		}
+		return nil
 	})
 	if got := h.mustMetric(`berth_sandbox_instance_memory_bytes{` + mod + `}`); got != 0 {
 		t.Errorf("an empty pool holds %v bytes", got)

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -85,8 +86,8 @@ func runNewModule(t *testing.T, kind, name string, wasm []byte) {
 	processor := map[string]string{"reactor": "MyReactor", "projection": "MyProjection", "saga": "MySaga"}[kind]
 	sub := processor + ".onOrderPlaced"
 	var cfg hostConfig
-	var h *hostProc // started once cfg is known; seen runs after
-	var seen func() bool
+	var h *hostProc       // started once cfg is known; seen runs after
+	var seen func() error // nil once the event was handled
 	switch kind {
 	case "reactor":
 		var mu sync.Mutex
@@ -99,29 +100,38 @@ func runNewModule(t *testing.T, kind, name string, wasm []byte) {
 		t.Cleanup(srv.Close)
 		cfg.Extra = fmt.Sprintf("[modules.%s]\nallowed-hosts = [%q]\nconfig = { target-url = %q }\n",
 			name, strings.TrimPrefix(srv.URL, "http://"), srv.URL)
-		seen = func() bool {
+		seen = func() error {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(keys) > 1 || len(keys) == 1 && keys[0] != "POST /orders/o-1 "+sub+":Order/o-1@1:0" {
 				t.Fatalf("the service got %q; want one POST /orders/o-1 with the invocation key", keys)
 			}
-			return len(keys) == 1
+			if len(keys) != 1 {
+				return errors.New("the service got nothing yet")
+			}
+			return nil
 		}
 	case "projection":
-		seen = func() bool {
+		seen = func() error {
 			var got struct{ Orders, Total int }
 			r := h.request("GET", "/v1/projections/"+sub+"/buyer%2Fbuyer-42", nil)
-			return r.Status == 200 && json.Unmarshal(r.Body, &got) == nil && got.Orders == 1 && got.Total == 1999
+			if r.Status != 200 || json.Unmarshal(r.Body, &got) != nil || got.Orders != 1 || got.Total != 1999 {
+				return fmt.Errorf("buyer-42's summary: %s, want 1 order of 1999", r)
+			}
+			return nil
 		}
 	case "saga":
 		svc := newCommandService(t)
 		cfg.Extra = fmt.Sprintf("[commands.Shipment]\nurl = %q\n", svc.srv.URL+"/shipments")
-		seen = func() bool {
+		seen = func() error {
 			cmds := svc.of("PrepareShipment")
 			if len(cmds) > 1 || len(cmds) == 1 && (cmds[0].AggregateType != "Shipment" || cmds[0].AggregateID != "o-1") {
 				t.Fatalf("the gateway got %+v; want one PrepareShipment to Shipment o-1", cmds)
 			}
-			return len(cmds) == 1
+			if len(cmds) != 1 {
+				return errors.New("the gateway got no PrepareShipment yet")
+			}
+			return nil
 		}
 	}
 	h = newHost(t, cfg)
@@ -132,7 +142,7 @@ func runNewModule(t *testing.T, kind, name string, wasm []byte) {
 	}
 	h.must(201, "POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o-1", "ownerId": "buyer-42",
 		"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]any{"item": "sku-7", "total": 1999}}}})
-	eventually(t, 30*time.Second, "the OrderPlaced event handled by the new "+kind, seen)
+	eventuallyNil(t, 30*time.Second, seen)
 	if parked := h.parked(t); len(parked) != 0 {
 		t.Errorf("parked %+v", parked)
 	}

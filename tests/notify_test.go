@@ -2,9 +2,11 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,6 +163,35 @@ func (n *notifier) callsOf(buyer string) []call {
 }
 
 // arrived counts the calls with key that arrived, answered or not.
+// calledFor says how many calls the notifier had for buyer until it had
+// want; nil then.
+func (n *notifier) calledFor(buyer string, want int) error {
+	if got := n.callsOf(buyer); len(got) != want {
+		return fmt.Errorf("%d calls for %s, want %d: %+v", len(got), buyer, want, got)
+	}
+	return nil
+}
+
+// notifiedAll says which of keys has no successful notification until
+// each has one; nil then.
+func notifiedAll(n *notifier, keys ...string) error {
+	for _, k := range keys {
+		if n.notified(k) == 0 {
+			return fmt.Errorf("no successful notification with key %s", k)
+		}
+	}
+	return nil
+}
+
+// arrivedAfter says how many requests with key reached n until more than
+// before did; nil then.
+func arrivedAfter(n *notifier, key string, before int) error {
+	if got := n.arrived(key); got <= before {
+		return fmt.Errorf("%d requests with key %s reached the service, want more than %d", got, key, before)
+	}
+	return nil
+}
+
 func (n *notifier) arrived(key string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -188,5 +219,13 @@ func (n *notifier) notifiedLocked(key string) int {
 // waitNotified waits until key has been answered with success.
 func (n *notifier) waitNotified(t testing.TB, key string, within time.Duration) {
 	t.Helper()
-	eventually(t, within, "a successful notification with key "+key, func() bool { return n.notified(key) > 0 })
+	eventuallyNil(t, within, func() error {
+		if n.notified(key) == 0 {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			tried := slices.DeleteFunc(slices.Clone(n.calls), func(c call) bool { return c.Key != key })
+			return fmt.Errorf("no successful notification with key %s; its calls: %+v", key, tried)
+		}
+		return nil
+	})
 }

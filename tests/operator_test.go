@@ -26,8 +26,8 @@ func TestOperatorVerbs(t *testing.T) {
 	h.appendShipped(t, "o-s", "ghost")
 	svc.set("ghost", behaviour{})
 	h.must(202, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-s/skip", map[string]any{"reason": "cancelled orders", "throughVersion": 2})
-	eventually(t, 10*time.Second, "o-s to leave the ledger", func() bool {
-		return h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-s", nil).Status == 404
+	eventuallyNil(t, 10*time.Second, func() error {
+		return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-s", 404)
 	})
 	h.appendShipped(t, "o-s", "ghost")
 	svc.waitNotified(t, key("o-s", 3), 20*time.Second)
@@ -108,7 +108,7 @@ func TestCrashDuringResume(t *testing.T) {
 	t.Cleanup(func() { close(hold) })
 	svc.set("ghost", behaviour{HoldKey: key("o-r", 2), Hold: hold})
 	h.must(202, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-r/resume", map[string]string{"reason": "fixed"})
-	eventually(t, 10*time.Second, "the resumed v2 to reach the service", func() bool { return svc.arrived(key("o-r", 2)) > 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return arrivedAfter(svc, key("o-r", 2), 0) })
 	if r := h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-r", nil); r.Status != 200 {
 		t.Errorf("the resume finished with v2 unanswered (%d)", r.Status)
 	}
@@ -117,8 +117,8 @@ func TestCrashDuringResume(t *testing.T) {
 	svc.set("ghost", behaviour{})
 	h2 := h.restart(t)
 	svc.waitNotified(t, key("o-r", 3), 30*time.Second)
-	eventually(t, 10*time.Second, "o-r to leave the ledger", func() bool {
-		return h2.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-r", nil).Status == 404
+	eventuallyNil(t, 10*time.Second, func() error {
+		return h2.answers("/v1/subscriptions/"+subName+"/parked/Order/o-r", 404)
 	})
 	prev := 0
 	for _, c := range svc.callsOf("ghost") {
@@ -173,7 +173,7 @@ max-delay = "100ms"
 	// The next call for o-w (a long-horizon retry) is held unanswered.
 	svc.set("ghost", behaviour{HoldKey: key("o-w", 1), Hold: hold})
 	before := svc.arrived(key("o-w", 1))
-	eventually(t, 20*time.Second, "a long-horizon retry of o-w in flight", func() bool { return svc.arrived(key("o-w", 1)) > before })
+	eventuallyNil(t, 20*time.Second, func() error { return arrivedAfter(svc, key("o-w", 1), before) })
 	rec := h.must(200, "GET", parkedPath("o-w"), nil).Body
 
 	start := time.Now()
@@ -192,7 +192,7 @@ max-delay = "100ms"
 	close(hold)
 	released = true
 	svc.waitNotified(t, key("o-w", 1), 20*time.Second)
-	eventually(t, 20*time.Second, "o-w resumed by its retry", func() bool { return h.request("GET", parkedPath("o-w"), nil).Status == 404 })
+	eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath("o-w"), 404) })
 }
 
 // TestPauseUntilThroughTheCLI: `berth subs pause --for` pauses a

@@ -103,7 +103,7 @@ func TestCrossOriginPageCannotDriveTheHost(t *testing.T) {
 	h.appendShipped(t, "o-x", "ghost")
 	svc.waitNotified(t, key("o-ok", 1), 20*time.Second)
 	h.waitParked(t, "o-x", 20*time.Second)
-	eventually(t, 10*time.Second, "the subscription to catch up", func() bool { return h.subscription(t).Lag == 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return caughtUp(h.subscription(t)) })
 	// A reload that went through would show: the file now says 250ms.
 	writeFile(t, h.Config, strings.Replace(hostConfig{NotifyURL: svc.URL(), Extra: fastRetry}.TOML(), `"100ms"`, `"250ms"`, 1))
 
@@ -175,8 +175,11 @@ func TestCrossOriginPageCannotDriveTheHost(t *testing.T) {
 			continue
 		}
 		re := regexp.MustCompile(`msg="refused a cross-origin request" method=POST path=` + regexp.QuoteMeta(w.Path) + ` `)
-		eventually(t, 10*time.Second, "the host to refuse the page's 5 cross-origin POST "+w.Path, func() bool {
-			return len(re.FindAllString(h.Stderr(), -1)) >= 5
+		eventuallyNil(t, 10*time.Second, func() error {
+			if n := len(re.FindAllString(h.Stderr(), -1)); n < 5 {
+				return fmt.Errorf("the host refused %d cross-origin POST %s, want 5", n, w.Path)
+			}
+			return nil
 		})
 	}
 
@@ -247,7 +250,5 @@ func TestCrossOriginPageCannotDriveTheHost(t *testing.T) {
 	if r := h.request("GET", parked, nil); r.Status != 404 {
 		t.Errorf("o-x after the console's Skip: %s, want it no longer parked", r)
 	}
-	eventually(t, 5*time.Second, "the host to log the skip with its reason", func() bool {
-		return strings.Contains(h.Stderr(), `reason="not needed"`)
-	})
+	eventuallyNil(t, 5*time.Second, func() error { return reads("the host's log", h.Stderr(), `reason="not needed"`) })
 }

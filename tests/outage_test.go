@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -37,11 +38,11 @@ max-backoff = "1s"
 	h.appendShipped(t, "o-2", "f-2")
 	h.appendShipped(t, "o-3", "f-3")
 
-	eventually(t, 30*time.Second, "the three orders notified", func() bool {
+	eventuallyNil(t, 30*time.Second, func() error {
 		if recs := h.parked(t); len(recs) != 0 {
 			t.Fatalf("parked %+v: the failures that revealed the outage were charged", recs)
 		}
-		return svc.notified(key("o-1", 1)) > 0 && svc.notified(key("o-2", 1)) > 0 && svc.notified(key("o-3", 1)) > 0
+		return notifiedAll(svc, key("o-1", 1), key("o-2", 1), key("o-3", 1))
 	})
 	for _, b := range []string{"f-1", "f-2"} {
 		if n := len(svc.callsOf(b)); n != 3 {
@@ -91,10 +92,13 @@ max-backoff = "1s"
 	}
 
 	var rec parkedRecord
-	eventually(t, 10*time.Second, "o-1 resumed by the host", func() bool {
+	eventuallyNil(t, 10*time.Second, func() error {
 		r := h.must(200, "GET", "/v1/subscriptions/"+subName+"/parked/Order/o-1", nil)
 		r.JSON(t, &rec)
-		return rec.State == "resuming"
+		if rec.State != "resuming" {
+			return fmt.Errorf("o-1 not resumed by the host: %s", r.Body)
+		}
+		return nil
 	})
 	last := rec.History[len(rec.History)-1]
 	if last.Action != "resumed" || last.Actor != "berth: outage" || !strings.Contains(last.Reason, "3 attempts refunded") {
@@ -102,8 +106,11 @@ max-backoff = "1s"
 	}
 	// The host's log reaches the test through a pipe: wait for the line
 	// rather than read it at once.
-	eventually(t, 5*time.Second, "the log to say the partition paused for the outage", func() bool {
-		return regexp.MustCompile(`partition paused: systemic failure.*3 aggregates`).MatchString(h.Stderr())
+	eventuallyNil(t, 5*time.Second, func() error {
+		if s := h.Stderr(); !regexp.MustCompile(`partition paused: systemic failure.*3 aggregates`).MatchString(s) {
+			return fmt.Errorf("the log does not say the partition paused for the outage: %q", s)
+		}
+		return nil
 	})
 
 	// The service is back; o-1's buyer fails twice more.
@@ -111,14 +118,13 @@ max-backoff = "1s"
 	for _, b := range []string{"f-2", "f-3", "f-4"} {
 		svc.set(b, behaviour{})
 	}
-	eventually(t, 30*time.Second, "every order notified", func() bool {
+	eventuallyNil(t, 30*time.Second, func() error {
 		for _, r := range h.parked(t) {
 			if r.State != "resuming" {
 				t.Fatalf("o-1 parked again %+v: its budget was not refunded", r)
 			}
 		}
-		return svc.notified(key("o-1", 1)) > 0 && svc.notified(key("o-1", 2)) > 0 &&
-			svc.notified(key("o-2", 1)) > 0 && svc.notified(key("o-3", 1)) > 0 && svc.notified(key("o-4", 1)) > 0
+		return notifiedAll(svc, key("o-1", 1), key("o-1", 2), key("o-2", 1), key("o-3", 1), key("o-4", 1))
 	})
 	var order []string
 	for _, c := range svc.callsOf("f-1") {
@@ -129,5 +135,5 @@ max-backoff = "1s"
 	if want := []string{key("o-1", 1), key("o-1", 2)}; !slices.Equal(order, want) {
 		t.Errorf("o-1 notified %v, want %v", order, want)
 	}
-	eventually(t, 10*time.Second, "nothing parked", func() bool { return len(h.parked(t)) == 0 })
+	eventuallyNil(t, 10*time.Second, func() error { return h.noneParked(t) })
 }

@@ -134,7 +134,7 @@ func cutUnderLoad(t *testing.T, h *hostProc, pc *powercut.FS, svc *notifier, pla
 	cutAt := 60 + rng.IntN(240)
 	t.Logf("the cut comes after %d acknowledged appends", cutAt)
 	syncs, acks := pc.SyncsByDir(), load.ackCount()
-	eventually(t, 60*time.Second, fmt.Sprintf("%d acknowledged appends", cutAt), func() bool { return load.ackCount() >= cutAt })
+	eventuallyNil(t, 60*time.Second, func() error { return load.acked(cutAt) })
 	var per []string
 	for dir, n := range pc.SyncsByDir() {
 		if n > syncs[dir] {
@@ -229,7 +229,7 @@ func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 		all = append(all, orders[g]...)
 	}
 	slices.Sort(all)
-	eventually(t, 30*time.Second, "twelve parked orders shown", func() bool { return slices.Equal(parkedIDs(h), all) })
+	eventuallyNil(t, 30*time.Second, func() error { return parkedAre(parkedIDs(h), all) })
 
 	// The operator acts; each answer is the host's word that it is done.
 	svc.set("resumed", behaviour{})
@@ -259,14 +259,17 @@ func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 
 	// Parks not acted on are still parked; resumed and skipped ones are
 	// not parked again; the job finishes its three.
-	eventually(t, 30*time.Second, "the job done after the cut", func() bool {
+	eventuallyNil(t, 30*time.Second, func() error {
 		r := h2.request("GET", fmt.Sprintf("/v1/jobs/%d", job.ID), nil)
 		if r.Status == 404 {
 			t.Fatalf("the job acknowledged as %d is gone after the cut: %s", job.ID, r)
 		}
 		var j jobView
 		r.JSON(t, &j)
-		return j.State == "done"
+		if j.State != "done" {
+			return fmt.Errorf("the job after the cut: %s", r)
+		}
+		return nil
 	})
 	if j := h2.job(t, job.ID); j.Done+j.Gone != 3 || j.Failed != 0 {
 		t.Errorf("the job after the cut: %+v, want its 3 orders done", j)
@@ -278,9 +281,7 @@ func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 	}
 	// An aggregate leaves the ledger once it has rejoined live delivery,
 	// just after its last held-back event is notified.
-	eventually(t, 30*time.Second, fmt.Sprintf("only %v parked", orders["held"]), func() bool {
-		return slices.Equal(parkedIDs(h2), orders["held"])
-	})
+	eventuallyNil(t, 30*time.Second, func() error { return parkedAre(parkedIDs(h2), orders["held"]) })
 	for _, id := range append(slices.Clone(orders["resumed"]), orders["jobbed"]...) {
 		if svc.notified(key(id, 1)) == 0 {
 			t.Errorf("%s was resumed and its v1 never notified", id)

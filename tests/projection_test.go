@@ -36,19 +36,19 @@ func (h *hostProc) appendOrder(t testing.TB, order, buyer, typ string, total int
 // the projection has handled the whole log.
 func (h *hostProc) waitSummaries(t testing.TB, want map[string]buyerSummary) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("summaries %v", want), func() bool {
+	eventuallyNil(t, 30*time.Second, func() error {
 		var st subscriptionStatus
 		if r := h.request("GET", "/v1/subscriptions/"+summarySub, nil); r.Status != 200 || json.Unmarshal(r.Body, &st) != nil || st.Lag != 0 || st.Unread != "" {
-			return false
+			return fmt.Errorf("the projection not caught up: %s", r)
 		}
 		for buyer, w := range want {
 			r := h.request("GET", "/v1/projections/"+summarySub+"/buyer%2F"+buyer, nil)
 			var got buyerSummary
 			if r.Status != 200 || json.Unmarshal(r.Body, &got) != nil || got != w {
-				return false
+				return fmt.Errorf("%s's summary: %s, want %+v", buyer, r, w)
 			}
 		}
-		return true
+		return nil
 	})
 }
 

@@ -61,9 +61,11 @@ func TestReloadOverride(t *testing.T) {
 	// SIGHUP.
 	writeFile(t, h.Config, withRetry("max-attempts = 3"))
 	h.Signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "max-attempts 3 after SIGHUP", func() bool {
-		v, src := maxAttempts()
-		return v == 3 && src == "override"
+	eventuallyNil(t, 10*time.Second, func() error {
+		if v, src := maxAttempts(); v != 3 || src != "override" {
+			return fmt.Errorf("max-attempts %v from %q after SIGHUP, want 3 from override", v, src)
+		}
+		return nil
 	})
 	parksAfter("r-2", "erin", 3)
 
@@ -81,9 +83,7 @@ func TestReloadOverride(t *testing.T) {
 		t.Errorf("refused reload: detail %q should name max-atempts and berth.toml:%d", p.Detail, line)
 	}
 	h.Signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "the host to log the refused SIGHUP reload", func() bool {
-		return strings.Count(h.Stderr(), "config reload refused") >= 1
-	})
+	eventuallyNil(t, 10*time.Second, func() error { return reads("the host's log", h.Stderr(), "config reload refused") })
 	if v, src := maxAttempts(); v != 3 || src != "override" {
 		t.Errorf("max-attempts after a refused reload: %v from %q, want 3 from override", v, src)
 	}
@@ -116,7 +116,7 @@ func TestReloadMidRetry(t *testing.T) {
 	h.uploadNotifier(t, 201)
 	svc.set("dave", behaviour{Fail: 1000})
 	h.appendShipped(t, "m-1", "dave")
-	eventually(t, 20*time.Second, "the first failed attempt", func() bool { return len(svc.callsOf("dave")) == 1 })
+	eventuallyNil(t, 20*time.Second, func() error { return svc.calledFor("dave", 1) })
 	writeFile(t, h.Config, hostConfig{NotifyURL: svc.URL(), Extra: retryBlock(2)}.TOML())
 	h.must(200, "POST", "/v1/config/reload", nil)
 	if len(svc.callsOf("dave")) != 1 {

@@ -72,9 +72,11 @@ const reporterSub = "Misbehaving.attemptReporter"
 // numbers, and that every call had the event's one invocation key.
 func (r *attemptReporter) waitAttempts(t *testing.T, want []int) {
 	t.Helper()
-	eventually(t, 20*time.Second, fmt.Sprintf("%d calls", len(want)), func() bool {
-		attempts, _ := r.seen()
-		return len(attempts) >= len(want)
+	eventuallyNil(t, 20*time.Second, func() error {
+		if attempts, _ := r.seen(); len(attempts) < len(want) {
+			return fmt.Errorf("attempts %v, want %d calls", attempts, len(want))
+		}
+		return nil
 	})
 	attempts, keys := r.seen()
 	if !slices.Equal(attempts, want) {
@@ -95,8 +97,8 @@ func TestAttemptNumbers(t *testing.T) {
 	t.Run("after an operator's resume", func(t *testing.T) {
 		rep := newAttemptReporter(t, 2)
 		h := reporterHost(t, rep, "")
-		eventually(t, 20*time.Second, "p-1 parked after its budget of 2", func() bool {
-			return h.request("GET", "/v1/subscriptions/"+reporterSub+"/parked/Probe/p-1", nil).Status == 200
+		eventuallyNil(t, 20*time.Second, func() error {
+			return h.answers("/v1/subscriptions/"+reporterSub+"/parked/Probe/p-1", 200)
 		})
 		h.must(202, "POST", "/v1/subscriptions/"+reporterSub+"/parked/Probe/p-1/resume", map[string]string{"reason": "fixed"})
 		rep.waitAttempts(t, []int{1, 2, 1})

@@ -78,8 +78,8 @@ func TestSagaCompensatesRust(t *testing.T) {
 		h.must(201, "POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": order,
 			"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]any{"item": items[order], "quantity": 1}}}})
 	}
-	eventually(t, 30*time.Second, "the compensation of o-2", func() bool { return len(svc.of("CancelOrder")) == 1 })
-	eventually(t, 30*time.Second, "three reservations", func() bool { return len(svc.of("ReserveStock")) == 3 })
+	eventuallyNil(t, 30*time.Second, func() error { return svc.got("CancelOrder", 1) })
+	eventuallyNil(t, 30*time.Second, func() error { return svc.got("ReserveStock", 3) })
 
 	key := func(order string) string { return "OrderSaga.onOrderPlaced:Order/" + order + "@1:0" }
 	for _, c := range svc.of("ReserveStock") {

@@ -85,8 +85,8 @@ func TestSpecStoryRust(t *testing.T) {
 	if !slices.Equal(keys, []string{key("o-3", 1), key("o-3", 1), key("o-3", 2)}) {
 		t.Errorf("carol after resume: keys %v; want the parked key again, then v2", keys)
 	}
-	eventually(t, 10*time.Second, "the ledger record of o-3 to go away", func() bool {
-		return h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-3", nil).Status == 404
+	eventuallyNil(t, 10*time.Second, func() error {
+		return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-3", 404)
 	})
 	for _, k := range []string{key("o-1", 1), key("o-2", 1), key("o-3", 1), key("o-3", 2), key("o-4", 1), key("o-5", 1)} {
 		if n := svc.notified(k); n != 1 {

@@ -70,6 +70,17 @@ func newCommandService(t testing.TB, outOfStock ...string) *commandService {
 }
 
 // of returns the commands of the type received so far.
+// got says which commands s received until it received n of type typ;
+// nil then.
+func (s *commandService) got(typ string, n int) error {
+	if cmds := s.of(typ); len(cmds) != n {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return fmt.Errorf("%d %s commands, want %d; all received: %+v", len(cmds), typ, n, s.commands)
+	}
+	return nil
+}
+
 func (s *commandService) of(typ string) []receivedCommand {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,8 +132,8 @@ headers = { Authorization = "Bearer order-service-token" }
 		})
 	}
 
-	eventually(t, 30*time.Second, "the compensation of o-2", func() bool { return len(svc.of("CancelOrder")) == 1 })
-	eventually(t, 30*time.Second, "three reservations", func() bool { return len(svc.of("ReserveStock")) == 3 })
+	eventuallyNil(t, 30*time.Second, func() error { return svc.got("CancelOrder", 1) })
+	eventuallyNil(t, 30*time.Second, func() error { return svc.got("ReserveStock", 3) })
 
 	key := func(order string) string { return "OrderSaga.onOrderPlaced:Order/" + order + "@1:0" }
 	for _, c := range svc.of("ReserveStock") {

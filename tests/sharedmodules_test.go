@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/berthhq/berth/internal/testbuild"
 	"sync"
@@ -53,11 +54,11 @@ func TestModulesReachEveryHost(t *testing.T) {
 		return m.Version
 	}
 	a.must(201, "PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm")
-	eventually(t, 10*time.Second, "b to deploy a's upload", func() bool { return version(b, moduleName) == 1 })
+	eventuallyNil(t, 10*time.Second, func() error { return versionIs("b", version(b, moduleName), 1) })
 	b.must(200, "PUT", "/v1/modules/"+moduleName, summary, "Content-Type", "application/wasm")
-	eventually(t, 10*time.Second, "a to deploy b's version 2", func() bool { return version(a, moduleName) == 2 })
+	eventuallyNil(t, 10*time.Second, func() error { return versionIs("a", version(a, moduleName), 2) })
 	a.must(200, "POST", "/v1/modules/"+moduleName+"/rollback", []byte(`{"version": 1}`), "Content-Type", "application/json")
-	eventually(t, 10*time.Second, "b to deploy a's rollback, version 3", func() bool { return version(b, moduleName) == 3 })
+	eventuallyNil(t, 10*time.Second, func() error { return versionIs("b", version(b, moduleName), 3) })
 	var vs struct {
 		Versions []moduleVersion `json:"versions"`
 	}
@@ -71,7 +72,9 @@ func TestModulesReachEveryHost(t *testing.T) {
 		t.Errorf("a host started later has version %d, want 3", v)
 	}
 	b.must(204, "DELETE", "/v1/modules/"+moduleName, nil)
-	eventually(t, 10*time.Second, "a and c to remove it", func() bool { return version(a, moduleName) == 0 && version(c, moduleName) == 0 })
+	eventuallyNil(t, 10*time.Second, func() error {
+		return errors.Join(versionIs("a", version(a, moduleName), 0), versionIs("c", version(c, moduleName), 0))
+	})
 }
 
 // TestUploadsToTwoHostsAtOnce: two deployers push different code under one
@@ -80,6 +83,15 @@ func TestModulesReachEveryHost(t *testing.T) {
 // gets a version number of its own (both hosts counted the same next one:
 // only one may have it), every kept version holds the bytes its upload
 // answered with, and both hosts end on the same current version.
+// versionIs says which version of the module host runs until it runs want
+// (0: none); nil then.
+func versionIs(host string, got, want int) error {
+	if got != want {
+		return fmt.Errorf("%s runs version %d of the module, want %d", host, got, want)
+	}
+	return nil
+}
+
 func TestUploadsToTwoHostsAtOnce(t *testing.T) {
 	srv := natstest.RunServer(t)
 	a := newHost(t, hostConfig{Extra: jetStreamConfig(srv.URL(), "RACE", "a")})
@@ -151,8 +163,11 @@ func TestUploadsToTwoHostsAtOnce(t *testing.T) {
 		}
 		return u
 	}
-	eventually(t, 10*time.Second, "both hosts on the same current version", func() bool {
+	eventuallyNil(t, 10*time.Second, func() error {
 		ua, ub := current(a), current(b)
-		return ua.Version != 0 && ua == ub && bySHA[ua.Version] == ua.SHA256
+		if ua.Version == 0 || ua != ub || bySHA[ua.Version] != ua.SHA256 {
+			return fmt.Errorf("a on %+v, b on %+v; uploads answered %v", ua, ub, bySHA)
+		}
+		return nil
 	})
 }

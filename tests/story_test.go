@@ -108,8 +108,8 @@ func TestSpecStory(t *testing.T) {
 	if !slices.Equal(keys, []string{key("o-3", 1), key("o-3", 1), key("o-3", 2)}) || carol[1].Status >= 300 {
 		t.Errorf("carol after resume: keys %v (%+v); want the parked key again, then v2", keys, carol)
 	}
-	eventually(t, 10*time.Second, "the ledger record of o-3 to go away", func() bool {
-		return h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-3", nil).Status == 404
+	eventuallyNil(t, 10*time.Second, func() error {
+		return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-3", 404)
 	})
 	if list := h.parked(t); len(list) != 0 {
 		t.Errorf("GET /v1/parked after resume: %+v, want none", list)

@@ -32,8 +32,11 @@ timeout = "100ms"
 			"events": []map[string]any{{"type": "Crunch", "data": map[string]int{"n": 1_000_000}}},
 		})
 	}
-	eventually(t, 60*time.Second, "the crunches handled", func() bool {
-		return h.subscriptionLag(t, "Misbehaving.cruncher") == 0
+	eventuallyNil(t, 60*time.Second, func() error {
+		if lag := h.subscriptionLag(t, "Misbehaving.cruncher"); lag != 0 {
+			return fmt.Errorf("the cruncher %d events behind", lag)
+		}
+		return nil
 	})
 	if got := h.mustMetric(`berth_sandbox_module_compiled{module="misbehaving"}`); got != 1 {
 		t.Errorf("berth_sandbox_module_compiled = %v after the events, want 1", got)

@@ -61,14 +61,7 @@ func (h *hostProc) appendEvent(t *testing.T, typ, id, event string) {
 func (h *hostProc) waitTimeoutRecord(t *testing.T, sub, typ, id string) timeoutRecord {
 	t.Helper()
 	var rec timeoutRecord
-	eventually(t, 30*time.Second, typ+"/"+id+" parked for "+sub, func() bool {
-		r := h.request("GET", "/v1/subscriptions/"+sub+"/parked/"+typ+"/"+id, nil)
-		if r.Status != 200 {
-			return false
-		}
-		r.JSON(t, &rec)
-		return true
-	})
+	eventuallyNil(t, 30*time.Second, func() error { return h.fetched(t, "/v1/subscriptions/"+sub+"/parked/"+typ+"/"+id, &rec) })
 	return rec
 }
 
@@ -152,9 +145,13 @@ url = %q
 	checkTimeout(t, "sleeper", h.waitTimeoutRecord(t, "Misbehaving.sleeper", "Slow", "sleep-1"), 2)
 	// The sleeper's one long-horizon retry times out too.
 	var retried timeoutRecord
-	eventually(t, 30*time.Second, "the sleeper's long-horizon retry", func() bool {
-		h.must(200, "GET", "/v1/subscriptions/Misbehaving.sleeper/parked/Slow/sleep-1", nil).JSON(t, &retried)
-		return retried.State == "waiting"
+	eventuallyNil(t, 30*time.Second, func() error {
+		r := h.must(200, "GET", "/v1/subscriptions/Misbehaving.sleeper/parked/Slow/sleep-1", nil)
+		r.JSON(t, &retried)
+		if retried.State != "waiting" {
+			return fmt.Errorf("the sleeper before its long-horizon retry: %s", r.Body)
+		}
+		return nil
 	})
 	last := retried.History[len(retried.History)-1]
 	for _, e := range retried.History {
@@ -173,10 +170,13 @@ url = %q
 	checkTimeout(t, "impatientSleeper (the module's own unrecoverable list)",
 		h.waitTimeoutRecord(t, "Misbehaving.impatientSleeper", "Slow", "impatient-1"), 1)
 
-	eventually(t, 20*time.Second, "the parked webhooks", func() bool {
+	eventuallyNil(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(hooked) == 4
+		if len(hooked) != 4 {
+			return fmt.Errorf("parked webhooks for %v, want 4", hooked)
+		}
+		return nil
 	})
 	mu.Lock()
 	for id, classes := range hooked {

@@ -17,6 +17,14 @@ import (
 // TestWebhooks: a [[webhooks]] receiver is told, with a valid signature,
 // when an aggregate parks and when an operator resumes it; a second hook
 // filtered to skips hears nothing of either (and is told of a skip).
+// told says what a hook was told until it was told n things; nil then.
+func told(events []string, n int) error {
+	if len(events) < n {
+		return fmt.Errorf("the hook told %v, want %d deliveries", events, n)
+	}
+	return nil
+}
+
 func TestWebhooks(t *testing.T) {
 	const secret = "s3cret"
 	type delivery struct {
@@ -78,26 +86,29 @@ events = ["skipped"]
 		}
 		return out
 	}
-	eventually(t, 10*time.Second, "the parked webhook", func() bool { return len(events("all")) >= 1 })
+	eventuallyNil(t, 10*time.Second, func() error { return told(events("all"), 1) })
 
 	svc.set("ghost", behaviour{})
 	h.must(http.StatusAccepted, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-w1/resume", map[string]string{"reason": "ghost known"})
-	eventually(t, 10*time.Second, "the resumed webhook", func() bool { return len(events("all")) >= 2 })
+	eventuallyNil(t, 10*time.Second, func() error { return told(events("all"), 2) })
 
 	// Nothing else may come of o-w1. Once its replay is over (the record
 	// gone), the engine has nothing more to say of it; and a hook delivers
 	// the outbox in order, so once both hooks have been told of a later
 	// notification (o-w2 parked and skipped) each has decided on every
 	// notification of o-w1.
-	eventually(t, 10*time.Second, "o-w1 to leave the ledger", func() bool {
-		return h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-w1", nil).Status == http.StatusNotFound
+	eventuallyNil(t, 10*time.Second, func() error {
+		return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-w1", http.StatusNotFound)
 	})
 	svc.set("ghost2", behaviour{Unknown: true})
 	h.appendShipped(t, "o-w2", "ghost2")
 	h.waitParked(t, "o-w2", 20*time.Second)
 	h.must(http.StatusAccepted, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-w2/skip", map[string]string{"reason": "a later notification"})
-	eventually(t, 10*time.Second, "both hooks told of the skip of o-w2", func() bool {
-		return slices.Contains(events("all"), "all:skipped:o-w2") && slices.Contains(events("skips"), "skips:skipped:o-w2")
+	eventuallyNil(t, 10*time.Second, func() error {
+		if all, skips := events("all"), events("skips"); !slices.Contains(all, "all:skipped:o-w2") || !slices.Contains(skips, "skips:skipped:o-w2") {
+			return fmt.Errorf("the hooks told %v and %v, want both told of the skip of o-w2", all, skips)
+		}
+		return nil
 	})
 
 	want := []string{"all:parked:o-w1", "all:resumed:o-w1", "all:parked:o-w2", "all:skipped:o-w2"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +31,7 @@ func TestDeliverSigned(t *testing.T) {
 	want := note(EventParked, "ShipmentNotifier.onOrderShipped", "o-1")
 	notify(t, s, want)
 	d.Wake()
-	eventually(t, "both deliveries", func() bool { return signed.count() == 1 && plain.count() == 1 })
+	eventuallyNil(t, func() error { return errors.Join(signed.countIs(1), plain.countIs(1)) })
 
 	got := signed.requests()[0]
 	if got.verr != nil {
@@ -77,7 +78,7 @@ func TestDeliverSigned(t *testing.T) {
 		t.Errorf("plain payload = %+v", unsigned.payload)
 	}
 
-	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
 	if c := durableCursor(t, s, "ops"); c != 1 {
 		t.Errorf("durable cursor of ops = %d, want 1", c)
 	}
@@ -114,7 +115,7 @@ func TestFilters(t *testing.T) {
 	d.Wake()
 	// Once the outbox is acknowledged every hook has passed every
 	// notification, so the counts below are final.
-	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
 	for _, c := range []struct {
 		rc   *receiver
 		want []string
@@ -140,9 +141,12 @@ func TestFilters(t *testing.T) {
 func waitFailed(t *testing.T, d *Dispatcher, name string, n int) HookStats {
 	t.Helper()
 	var st HookStats
-	eventually(t, name+" failing "+strconv.Itoa(n)+" times", func() bool {
+	eventuallyNil(t, func() error {
 		st = statsOf(d, name)
-		return st.Attempts == n
+		if st.Attempts != n {
+			return fmt.Errorf("%s's stats %+v, want it failing %d times", name, st, n)
+		}
+		return nil
 	})
 	return st
 }
@@ -190,7 +194,7 @@ func TestRetryWithBackoff(t *testing.T) {
 	clock.Advance(3 * time.Second)
 	settles(t, d, "flaky", "no retry before the capped backoff", func() bool { return flaky.count() == 4 })
 	clock.Advance(time.Second)
-	eventually(t, "the fifth attempt", func() bool { return statsOf(d, "flaky").Delivered == 1 })
+	eventuallyNil(t, func() error { return statsHold(d, "flaky", func(st HookStats) bool { return st.Delivered == 1 }) })
 
 	if got := flaky.ids(); !slices.Equal(got, []string{"1", "1", "1", "1", "1"}) {
 		t.Errorf("attempts carried ids %v, want the same id each time", got)
@@ -199,7 +203,7 @@ func TestRetryWithBackoff(t *testing.T) {
 	if st.FailedAttempts != 4 || st.Dropped != 0 || st.Attempts != 0 || !st.NextAttempt.IsZero() || st.LastError != "" {
 		t.Errorf("stats = %+v", st)
 	}
-	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
 }
 
 func TestDownHookDoesNotBlockOthers(t *testing.T) {
@@ -222,12 +226,14 @@ func TestDownHookDoesNotBlockOthers(t *testing.T) {
 	notify(t, s, note(EventParked, "S", "b"))
 	notify(t, s, note(EventSkipped, "S", "c"))
 	d.Wake()
-	eventually(t, "the healthy hook served", func() bool { return statsOf(d, "healthy").Cursor == 3 })
+	eventuallyNil(t, func() error { return statsHold(d, "healthy", func(st HookStats) bool { return st.Cursor == 3 }) })
 	if got := healthy.ids(); !slices.Equal(got, []string{"1", "2", "3"}) {
 		t.Errorf("healthy got %v", got)
 	}
-	eventually(t, "the other hooks tried", func() bool {
-		return hang.count() == 1 && statsOf(d, "failing").Attempts == 1 && statsOf(d, "gone").Attempts == 1
+	eventuallyNil(t, func() error {
+		return errors.Join(hang.countIs(1),
+			statsHold(d, "failing", func(st HookStats) bool { return st.Attempts == 1 }),
+			statsHold(d, "gone", func(st HookStats) bool { return st.Attempts == 1 }))
 	})
 	if e := statsOf(d, "gone").LastError; !strings.Contains(e, "POST") || strings.Contains(e, gone.URL) {
 		t.Errorf("gone's error %q should name the POST and not the URL", e)
@@ -242,7 +248,7 @@ func TestDownHookDoesNotBlockOthers(t *testing.T) {
 		t.Errorf("20 notifications took %v while hooks are down", took)
 	}
 	d.Wake()
-	eventually(t, "the healthy hook served again", func() bool { return statsOf(d, "healthy").Cursor == 23 })
+	eventuallyNil(t, func() error { return statsHold(d, "healthy", func(st HookStats) bool { return st.Cursor == 23 }) })
 
 	// The outbox keeps what the down hooks have not had.
 	if n := len(queued(t, s)); n != 23 {
@@ -277,9 +283,9 @@ func TestRestartResumesFromCursor(t *testing.T) {
 	d1, stop1 := start(t, s1, testOptions(t, clock, hooks...))
 	notify(t, s1, note(EventParked, "S", "1"), note(EventRetriesSpent, "S", "2"))
 	d1.Wake()
-	eventually(t, "a served", func() bool { return a.count() == 2 })
+	eventuallyNil(t, func() error { return a.countIs(2) })
 	waitFailed(t, d1, "b", 1)
-	eventually(t, "a's cursor written", func() bool { return durableCursor(t, s1, "a") == 2 })
+	eventuallyNil(t, func() error { return cursorAt(t, s1, "a", 2) })
 	stop1()
 	if err := s1.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -296,7 +302,7 @@ func TestRestartResumesFromCursor(t *testing.T) {
 	notify(t, s2, note(EventResumed, "S", "1"))
 	d2, _ := start(t, s2, testOptions(t, clock, hooks...))
 	d2.Wake()
-	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s2)) == 0 })
+	eventuallyNil(t, func() error { return outboxEmpty(t, s2) })
 	settles(t, d2, "a", "nothing sent again to a", func() bool { return a.count() == 3 })
 	if got := a.ids(); !slices.Equal(got, []string{"1", "2", "3"}) {
 		t.Errorf("a got %v, want each notification once", got)
@@ -351,7 +357,7 @@ func TestRetryAfter(t *testing.T) {
 				settles(t, d, "h", "no retry before Retry-After", func() bool { return rc.count() == 1 })
 			}
 			clock.Advance(c.wait)
-			eventually(t, "the retry", func() bool { return statsOf(d, "h").Delivered == 1 })
+			eventuallyNil(t, func() error { return statsHold(d, "h", func(st HookStats) bool { return st.Delivered == 1 }) })
 		})
 	}
 }
@@ -377,9 +383,8 @@ func TestMaxAttemptsDrops(t *testing.T) {
 		waitFailed(t, d, "h", n)
 		clock.Advance(10 * time.Minute)
 	}
-	eventually(t, "the drop and the next delivery", func() bool {
-		st := statsOf(d, "h")
-		return st.Dropped == 1 && st.Delivered == 1
+	eventuallyNil(t, func() error {
+		return statsHold(d, "h", func(st HookStats) bool { return st.Dropped == 1 && st.Delivered == 1 })
 	})
 	if got := rc.ids(); !slices.Equal(got, []string{"1", "1", "1", "2"}) {
 		t.Errorf("requests %v, want 3 attempts of 1 then 2", got)
@@ -396,7 +401,7 @@ func TestMaxAttemptsDrops(t *testing.T) {
 	if strings.Contains(out, rc.srv.URL) {
 		t.Errorf("the log holds the hook's URL:\n%s", out)
 	}
-	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
 }
 
 func TestWake(t *testing.T) {
@@ -408,11 +413,13 @@ func TestWake(t *testing.T) {
 	d, _ := start(t, s, opts)
 	notify(t, s, note(EventParked, "S", "1"))
 	d.Wake()
-	eventually(t, "the first delivery", func() bool { return durableCursor(t, s, "h") == 1 })
+	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 1) })
 	w := workerOf(t, d, "h")
-	eventually(t, "the hook idle for its hour", func() bool {
-		_, waiting := w.waitState()
-		return waiting == time.Hour
+	eventuallyNil(t, func() error {
+		if n, waiting := w.waitState(); waiting != time.Hour {
+			return fmt.Errorf("the hook in wait %d of %v, want it idle for its hour", n, waiting)
+		}
+		return nil
 	})
 	idle, _ := w.waitState()
 
@@ -422,7 +429,7 @@ func TestWake(t *testing.T) {
 		t.Fatalf("after a notification alone: wait %d (%v), was %d (1h); %d requests, want 1", n, waiting, idle, rc.count())
 	}
 	d.Wake()
-	eventually(t, "the woken delivery", func() bool { return rc.count() == 2 })
+	eventuallyNil(t, func() error { return rc.countIs(2) })
 }
 
 func TestNoHooksAcknowledgesEverything(t *testing.T) {
@@ -431,7 +438,7 @@ func TestNoHooksAcknowledgesEverything(t *testing.T) {
 	notify(t, s, note(EventParked, "S", "1"), note(EventSkipped, "S", "1"))
 	d, _ := start(t, s, testOptions(t, clock))
 	d.Wake()
-	eventually(t, "the outbox acknowledged", func() bool { return len(queued(t, s)) == 0 })
+	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
 	if st := d.Stats(); len(st) != 0 {
 		t.Errorf("stats = %+v", st)
 	}
@@ -445,7 +452,7 @@ func TestSetHooks(t *testing.T) {
 	d, _ := start(t, s, testOptions(t, clock, a.hook("a")))
 	notify(t, s, note(EventParked, "S", "1"))
 	d.Wake()
-	eventually(t, "a served and the outbox acknowledged", func() bool { return a.count() == 1 && len(queued(t, s)) == 0 })
+	eventuallyNil(t, func() error { return errors.Join(a.countIs(1), outboxEmpty(t, s)) })
 
 	if err := d.SetHooks([]Hook{a.hook("a"), {Name: "a", URL: good.srv.URL}}); err == nil {
 		t.Fatal("a set with a name twice was taken")
@@ -460,7 +467,7 @@ func TestSetHooks(t *testing.T) {
 	}
 	notify(t, s, note(EventParked, "S", "2"))
 	d.Wake()
-	eventually(t, "a served 2", func() bool { return durableCursor(t, s, "a") == 2 })
+	eventuallyNil(t, func() error { return cursorAt(t, s, "a", 2) })
 	st := waitFailed(t, d, "b", 1)
 	if st.NextAttempt.IsZero() || bad.ids()[0] != "2" {
 		t.Fatalf("b: %+v, requests %v", st, bad.ids())
@@ -470,7 +477,7 @@ func TestSetHooks(t *testing.T) {
 	if err := d.SetHooks([]Hook{a.hook("a"), good.hook("b")}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b's delivery at its new URL", func() bool { return statsOf(d, "b").Delivered == 1 })
+	eventuallyNil(t, func() error { return statsHold(d, "b", func(st HookStats) bool { return st.Delivered == 1 }) })
 	if st := statsOf(d, "b"); st.Delivered != 1 || st.FailedAttempts != 1 {
 		t.Errorf("b stats = %+v", st)
 	}
@@ -482,7 +489,7 @@ func TestSetHooks(t *testing.T) {
 	}
 	notify(t, s, note(EventSkipped, "S", "3"))
 	d.Wake()
-	eventually(t, "b served 3", func() bool { return good.count() == 2 })
+	eventuallyNil(t, func() error { return good.countIs(2) })
 	waitStopped(t, wa) // nothing can be sent to a any more
 	if n := a.count(); n != 2 {
 		t.Fatalf("a told %d times, want nothing more than 2", n)
@@ -502,7 +509,7 @@ func TestSetHooks(t *testing.T) {
 	}
 	notify(t, s, note(EventSkipped, "S", "4"), note(EventParked, "S", "5"))
 	d.Wake()
-	eventually(t, "b served 5", func() bool { return good.count() == 3 })
+	eventuallyNil(t, func() error { return good.countIs(3) })
 	if got := good.ids(); !slices.Equal(got, []string{"2", "3", "5"}) {
 		t.Errorf("b got %v", got)
 	}
@@ -539,7 +546,7 @@ func TestSetHooksConcurrently(t *testing.T) {
 	for i := range 20 {
 		notify(t, s, note(EventParked, "S", strconv.Itoa(i)))
 	}
-	eventually(t, "a served everything", func() bool { return statsOf(d, "a").Delivered == 20 })
+	eventuallyNil(t, func() error { return statsHold(d, "a", func(st HookStats) bool { return st.Delivered == 20 }) })
 	close(stop)
 	wg.Wait()
 	if got := a.ids(); len(got) != 20 {
@@ -563,7 +570,7 @@ func TestRunAndClose(t *testing.T) {
 		t.Errorf("Run after its context ended = %v", err)
 	}
 	go func() { errc <- d.Run(context.Background()) }()
-	eventually(t, "Run to run", d.isRunning)
+	eventuallyNil(t, d.runStarted)
 	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

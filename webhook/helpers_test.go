@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"io"
 	"log/slog"
@@ -94,6 +96,15 @@ func (rc *receiver) requests() []received {
 }
 
 func (rc *receiver) count() int { return len(rc.requests()) }
+
+// countIs says how many requests rc has had until it has had want; nil
+// then.
+func (rc *receiver) countIs(want int) error {
+	if ids := rc.ids(); len(ids) != want {
+		return fmt.Errorf("%d requests with ids %v, want %d", len(ids), ids, want)
+	}
+	return nil
+}
 
 // ids returns the delivery ids of the requests in order.
 func (rc *receiver) ids() []string {
@@ -202,10 +213,37 @@ func start(t *testing.T, s ledger.Store, opts Options) (*Dispatcher, func()) {
 	return d, stop
 }
 
-// eventually waits (in short real steps, up to a deadline) for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventuallyNil waits (in short real steps, up to a deadline) until check
+// returns nil; a timeout reports check's last error.
+func eventuallyNil(t *testing.T, check func() error) {
 	t.Helper()
-	checkfor.Cond(t, 10*time.Second, time.Millisecond, what, cond)
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
+}
+
+// outboxEmpty says what the outbox holds until it is empty; nil then.
+func outboxEmpty(t *testing.T, s ledger.Store) error {
+	if ns := queued(t, s); len(ns) != 0 {
+		return fmt.Errorf("%d notifications still in the outbox, the first %+v", len(ns), ns[0])
+	}
+	return nil
+}
+
+// cursorAt says where the named hook's durable cursor is until it is
+// want; nil then.
+func cursorAt(t *testing.T, s ledger.Store, name string, want uint64) error {
+	if c := durableCursor(t, s, name); c != want {
+		return fmt.Errorf("%s's durable cursor %d, want %d", name, c, want)
+	}
+	return nil
+}
+
+// statsHold says what the named hook's stats are until ok holds of them;
+// nil then.
+func statsHold(d *Dispatcher, name string, ok func(HookStats) bool) error {
+	if s := statsOf(d, name); !ok(s) {
+		return fmt.Errorf("%s's stats %+v", name, s)
+	}
+	return nil
 }
 
 // workerOf returns the worker of the named hook.
@@ -238,9 +276,11 @@ func settles(t *testing.T, d *Dispatcher, name, what string, cond func() bool) {
 	t.Helper()
 	w := workerOf(t, d, name)
 	from, _ := w.waitState()
-	eventually(t, name+" looking again", func() bool {
-		n, _ := w.waitState()
-		return n >= from+2
+	eventuallyNil(t, func() error {
+		if n, d := w.waitState(); n < from+2 {
+			return fmt.Errorf("%s began %d waits since the call (in one of %v), want 2", name, n-from, d)
+		}
+		return nil
 	})
 	if !cond() {
 		t.Fatalf("not true once %s had looked: %s", name, what)
@@ -263,11 +303,15 @@ func waitStopped(t *testing.T, w *worker) {
 	}
 }
 
-// isRunning reports whether Run is running.
-func (d *Dispatcher) isRunning() bool {
+// runStarted says, until Run is running, that it is not; nil then. There
+// is nothing more to say: Run sets one flag as it starts.
+func (d *Dispatcher) runStarted() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.running
+	if !d.running {
+		return errors.New("the dispatcher's Run not running yet")
+	}
+	return nil
 }
 
 func statsOf(d *Dispatcher, name string) HookStats {

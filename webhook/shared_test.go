@@ -21,7 +21,7 @@ func runUntil(t *testing.T, d *Dispatcher) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- d.Run(ctx) }()
-	eventually(t, "Run to run", d.isRunning)
+	eventuallyNil(t, d.runStarted)
 	return func() {
 		cancel()
 		if err := <-errc; !errors.Is(err, context.Canceled) {
@@ -46,18 +46,18 @@ func TestRunAgainOnASharedLedger(t *testing.T) {
 
 	notify(t, s, note(EventParked, "S", "1"))
 	stopA := runUntil(t, a)
-	eventually(t, "1 delivered by a", func() bool { return durableCursor(t, s, "h") == 1 })
+	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 1) })
 	stopA()
 
 	notify(t, s, note(EventParked, "S", "2"), note(EventParked, "S", "3"))
 	stopB := runUntil(t, b)
-	eventually(t, "2 and 3 delivered by b", func() bool { return durableCursor(t, s, "h") == 3 })
+	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 3) })
 	stopB()
 
 	notify(t, s, note(EventResumed, "S", "1"))
 	stopA = runUntil(t, a)
 	defer stopA()
-	eventually(t, "4 delivered by a", func() bool { return durableCursor(t, s, "h") == 4 })
+	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 4) })
 	settles(t, a, "h", "nothing sent again", func() bool { return rc.count() == 4 })
 	if got := rc.ids(); !slices.Equal(got, []string{"1", "2", "3", "4"}) {
 		t.Fatalf("deliveries %v, want each notification once", got)
@@ -99,11 +99,11 @@ func refusingOnce(t *testing.T) *receiver {
 func handOverMidStream(t *testing.T, s ledger.Store, clock *clock.Fake, rc *receiver, a *Dispatcher, aDone <-chan error, move func()) {
 	t.Helper()
 	notify(t, s, note(EventParked, "S", "1"), note(EventParked, "S", "2"), note(EventParked, "S", "3"))
-	eventually(t, "1 delivered by a, 2 refused", func() bool {
-		return durableCursor(t, s, "h") == 1 && statsOf(a, "h").Attempts == 1
+	eventuallyNil(t, func() error {
+		return errors.Join(cursorAt(t, s, "h", 1), statsHold(a, "h", func(st HookStats) bool { return st.Attempts == 1 }))
 	})
 	move()
-	eventually(t, "2 and 3 delivered by b", func() bool { return durableCursor(t, s, "h") == 3 })
+	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 3) })
 	clock.Advance(2 * time.Second) // a's attempt at 2 is due
 	select {
 	case err := <-aDone:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -43,13 +44,16 @@ func TestClusterHosts(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	var c wire.Cluster
-	checkfor.Cond(t, 20*time.Second, 50*time.Millisecond, "three hosts, mailer all owned", func() bool {
-		code, out, _ := runCLI(srv.URL, "cluster", "--json")
+	checkfor.Nil(t, 20*time.Second, 50*time.Millisecond, func() error {
+		code, out, errOut := runCLI(srv.URL, "cluster", "--json")
 		if code != exitOK {
-			return false
+			return fmt.Errorf("berth cluster --json: exit %d, stderr %q", code, errOut)
 		}
 		c = decodeJSON[wire.Cluster](t, out)
-		return len(c.Hosts) == 3 && len(c.Subscriptions) == 2 && len(c.Subscriptions[0].Unowned) == 0 && c.Unowned > 0
+		if len(c.Hosts) == 3 && len(c.Subscriptions) == 2 && len(c.Subscriptions[0].Unowned) == 0 && c.Unowned > 0 {
+			return nil
+		}
+		return fmt.Errorf("want three hosts, mailer all owned: %d hosts, %d subscriptions, %d unowned: %s", len(c.Hosts), len(c.Subscriptions), c.Unowned, out)
 	})
 	code, out, errOut := runCLI(srv.URL, "cluster", "--wide")
 	if code != exitOK {

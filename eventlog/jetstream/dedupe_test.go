@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -52,9 +53,12 @@ func TestRepeatAfterLostAckIsStoredOnce(t *testing.T) {
 			if _, err := nc.RequestMsg(msg, 10*time.Second); err != nil {
 				t.Fatal(err)
 			}
-			checkfor.Cond(t, 10*time.Second, 5*time.Millisecond, "the first attempt stored", func() bool {
+			checkfor.Nil(t, 10*time.Second, 5*time.Millisecond, func() error {
 				h, err := l.Head(ctx)
-				return err == nil && h == 1
+				if err == nil && h != 1 {
+					err = fmt.Errorf("head %d, want the first attempt stored at 1", h)
+				}
+				return err
 			})
 			pos, err := l.deliver(ctx, msg, 0, true)
 			if err != nil || pos != 1 {

@@ -33,8 +33,10 @@ func Nil(t testing.TB, within, interval time.Duration, check func() error) {
 }
 
 // Cond polls cond every interval until it holds, and fails t naming what it
-// waited for once within has passed without it. A condition that can say
-// what it saw is better written for Nil.
+// waited for once within has passed without it. A timed-out Cond cannot say
+// what it last saw, so the tests' waits use Nil; Cond remains for the waits
+// of two test kits (natstest's meta leader, clustertest's duty holder) until
+// they move to Nil too, and then goes.
 func Cond(t testing.TB, within, interval time.Duration, what string, cond func() bool) {
 	t.Helper()
 	Nil(t, within, interval, func() error {

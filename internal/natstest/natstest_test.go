@@ -69,9 +69,9 @@ func TestRunCluster(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	checkfor.Cond(t, 20*time.Second, 50*time.Millisecond, "a publish with a node down", func() bool {
+	checkfor.Nil(t, 20*time.Second, 50*time.Millisecond, func() error {
 		_, err := js.Publish(t.Context(), "t.b", []byte("still"))
-		return err == nil
+		return err
 	})
 	c.Nodes[0].Restart()
 	c.WaitForMetaLeader(t)

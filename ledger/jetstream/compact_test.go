@@ -37,12 +37,15 @@ func waitCompacted(t *testing.T, nc *nats.Conn, stream string, after uint64) uin
 	t.Helper()
 	st := streamOf(t, nc, stream)
 	var first uint64
-	checkfor.Cond(t, time.Minute, 20*time.Millisecond, fmt.Sprintf("stream %s purged past %d", stream, after), func() bool {
+	checkfor.Nil(t, time.Minute, 20*time.Millisecond, func() error {
 		info, err := st.Info(context.Background())
-		if err == nil {
-			first = info.State.FirstSeq
+		if err != nil {
+			return err
 		}
-		return first > after
+		if first = info.State.FirstSeq; first <= after {
+			return fmt.Errorf("stream %s starts at %d, want it purged past %d", stream, first, after)
+		}
+		return nil
 	})
 	return first
 }

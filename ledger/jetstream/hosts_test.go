@@ -250,5 +250,10 @@ func testHostsLocalView(t *testing.T, a, b *jetstream.Store) {
 	if p := checkpoint(a); p != 7 {
 		t.Fatalf("a's LocalView after its own Update reads checkpoint %d, want 7", p)
 	}
-	checkfor.Cond(t, 10*time.Second, 5*time.Millisecond, "b's copy to apply a's commit", func() bool { return checkpoint(b) == 7 })
+	checkfor.Nil(t, 10*time.Second, 5*time.Millisecond, func() error {
+		if p := checkpoint(b); p != 7 {
+			return fmt.Errorf("b's copy reads checkpoint %d, want a's commit of 7", p)
+		}
+		return nil
+	})
 }

@@ -101,13 +101,13 @@ func TestNodeLossLatency(t *testing.T) {
 		wg.Go(func() { writers[i].run(stop, s) })
 	}
 	waitDone := func(n []int, what string) {
-		checkfor.Cond(t, time.Minute, 10*time.Millisecond, what, func() bool {
+		checkfor.Nil(t, time.Minute, 10*time.Millisecond, func() error {
 			for i, w := range writers {
 				if done, _, err := w.state(); done < n[i] && err == nil {
-					return false
+					return fmt.Errorf("writer %d did %d updates, want %d: %s", i, done, n[i], what)
 				}
 			}
-			return true
+			return nil
 		})
 	}
 	waitDone([]int{20, 20}, "20 updates from each host before the loss")
@@ -151,16 +151,19 @@ func moveStreamLeader(t *testing.T, nc *nats.Conn, stream njs.Stream, node strin
 	t.Helper()
 	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": node}})
 	subject := fmt.Sprintf("$JS.API.STREAM.LEADER.STEPDOWN.%s", stream.CachedInfo().Config.Name)
-	checkfor.Cond(t, time.Minute, 100*time.Millisecond, "stream leader on "+node, func() bool {
+	checkfor.Nil(t, time.Minute, 100*time.Millisecond, func() error {
 		info, err := stream.Info(context.Background())
-		if err != nil || info.Cluster == nil {
-			return false
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil {
+			return fmt.Errorf("stream info without cluster info, want the leader on %s", node)
 		}
 		if info.Cluster.Leader == node {
-			return true
+			return nil
 		}
 		_, _ = nc.Request(subject, req, 2*time.Second)
-		return false
+		return fmt.Errorf("stream leader on %q, want %s", info.Cluster.Leader, node)
 	})
 }
 

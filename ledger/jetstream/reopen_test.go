@@ -59,9 +59,9 @@ func streamOf(t *testing.T, nc *nats.Conn, name string) njs.Stream {
 		t.Fatal(err)
 	}
 	var st njs.Stream
-	checkfor.Cond(t, time.Minute, 50*time.Millisecond, "stream "+name, func() bool {
+	checkfor.Nil(t, time.Minute, 50*time.Millisecond, func() error {
 		st, err = js.Stream(context.Background(), name)
-		return err == nil
+		return err
 	})
 	return st
 }

@@ -84,10 +84,13 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 	if err := a.Store(ctx, registry.StoredModule{Name: "m", Version: 1, SHA256: "x", Size: 1}, []byte{0}, 10); err != nil {
 		t.Fatal(err)
 	}
-	checkfor.Cond(t, 10*time.Second, 20*time.Millisecond, "b to see a's upload, stored once it was ready", func() bool {
+	checkfor.Nil(t, 10*time.Second, 20*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(seen) > 0 && seen[len(seen)-1] == "m"
+		if len(seen) == 0 || seen[len(seen)-1] != "m" {
+			return fmt.Errorf("b saw %q, want a's upload of m last", seen)
+		}
+		return nil
 	})
 	mu.Lock()
 	before := len(seen)
@@ -95,10 +98,13 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 	if err := a.Remove(ctx, "m"); err != nil {
 		t.Fatal(err)
 	}
-	checkfor.Cond(t, 10*time.Second, 20*time.Millisecond, "b to see a's removal", func() bool {
+	checkfor.Nil(t, 10*time.Second, 20*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(seen) > before
+		if len(seen) <= before {
+			return fmt.Errorf("b saw %q, nothing after a's removal", seen)
+		}
+		return nil
 	})
 	metas, _, err := b.Current(ctx)
 	if err != nil || len(metas) != 0 {
