@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -55,7 +56,12 @@ func TestObserverToldOfAttemptsParkAndResume(t *testing.T) {
 	e.append("Order", "bad")
 	rec.waitHandled(t, "ok", 1)
 	for n := 1; n <= 2; n++ {
-		eventually(t, "the next failure", func() bool { return len(rec.of("bad")) == n })
+		eventuallyNil(t, func() error {
+			if got := len(rec.of("bad")); got != n {
+				return fmt.Errorf("%d calls for bad, want %d", got, n)
+			}
+			return nil
+		})
 		e.advance()
 	}
 	e.waitRecord(sub, "Order", "bad", func(*ledger.Record) bool { return true })

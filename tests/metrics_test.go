@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -77,8 +78,11 @@ urls = [%q]
 stream = "E2E_METRICS"
 subject-prefix = "e2e.metrics"
 `, srv.URL()))
-	eventually(t, 20*time.Second, "the cluster's metrics", func() bool {
-		return strings.Contains(h.scrape(t), "berth_cluster_owned_partitions{")
+	eventuallyNil(t, 20*time.Second, func() error {
+		if !strings.Contains(h.scrape(t), "berth_cluster_owned_partitions{") {
+			return errors.New("no berth_cluster_owned_partitions in the scrape yet")
+		}
+		return nil
 	})
 	scrape := h.scrape(t)
 	promtoolCheckMetrics(t, scrape)
@@ -183,21 +187,33 @@ url = %q
 		t.Fatalf("the skip job: %s", r)
 	}
 	// Done before the flaky order parks, so that the job cannot meet it.
-	eventually(t, 20*time.Second, "the skip job done", func() bool {
-		return strings.Contains(h.scrape(t), `berth_jobs{state="done"} 1`)
-	})
+	scrapeShows(t, h, 20*time.Second, `berth_jobs{state="done"} 1`) // the skip job done
 	h.appendShipped(t, "o-fl", "flaky")
 	svc.set("ghost", behaviour{})
 	h.must(202, "POST", parkedPath("o-g1")+"/resume", map[string]string{"reason": "buyer imported"})
 	h.must(404, "GET", "/v1/no/such/route", nil)
-	eventually(t, 30*time.Second, "the resumes and skip done and the webhooks delivered", func() bool {
-		s := h.scrape(t)
-		return strings.Contains(s, `berth_parked_aggregates{state="resuming",subscription="`+subName+`"} 0`) &&
-			strings.Contains(s, `berth_parked_aggregates{state="retrying",subscription="`+subName+`"} 0`) &&
-			strings.Contains(s, `berth_parked_duration_seconds_count{subscription="`+subName+`"} 3`) &&
-			strings.Contains(s, `berth_webhook_backlog{hook="ops"} 0`)
-	})
+	// The resumes and the skip done, and the webhooks delivered.
+	scrapeShows(t, h, 30*time.Second,
+		`berth_parked_aggregates{state="resuming",subscription="`+subName+`"} 0`,
+		`berth_parked_aggregates{state="retrying",subscription="`+subName+`"} 0`,
+		`berth_parked_duration_seconds_count{subscription="`+subName+`"} 3`,
+		`berth_webhook_backlog{hook="ops"} 0`)
 	return h
+}
+
+// scrapeShows waits until h's scrape holds every line of want, and says
+// which it lacked when it times out.
+func scrapeShows(t *testing.T, h *hostProc, within time.Duration, want ...string) {
+	t.Helper()
+	eventuallyNil(t, within, func() error {
+		s := h.scrape(t)
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				return fmt.Errorf("the scrape lacks %s", w)
+			}
+		}
+		return nil
+	})
 }
 
 // scrapeHas fails the test unless the scrape has a line matching each of
