@@ -186,9 +186,7 @@ func TestOpenResumesItsPreviousRun(t *testing.T) {
 	joined := func(inc string) { mu.Lock(); incarnations = append(incarnations, inc); mu.Unlock() }
 	first := startHost(t, n.URL(), "solo", st, Options{Subscriptions: []string{"orders"}, LeaseTTL: 10 * time.Second,
 		Clock: clock.NewFake(start), Joined: joined})
-	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "the first run owning all 16 partitions", func() bool {
-		return len(first.eng.owned("orders")) == partitions
-	})
+	checkfor.Nil(t, 5*time.Second, 10*time.Millisecond, func() error { return ownsAll(first) })
 	first.nc.Close() // no goodbye: its key lives on for the TTL
 	mu.Lock()
 	previous := incarnations[0]
@@ -206,9 +204,7 @@ func TestOpenResumesItsPreviousRun(t *testing.T) {
 		t.Fatalf("the second run: %v", err)
 	}
 	t.Cleanup(func() { second.Close(context.Background()) })
-	checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "the second run owning all 16 partitions", func() bool {
-		return len(eng.owned("orders")) == partitions
-	})
+	checkfor.Nil(t, 5*time.Second, 10*time.Millisecond, func() error { return ownsAll(&host{eng: eng}) })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(incarnations) != 2 || incarnations[1] == previous {

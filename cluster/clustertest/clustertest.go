@@ -8,6 +8,7 @@ package clustertest
 
 import (
 	"context"
+	"fmt"
 	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"testing"
@@ -109,8 +110,11 @@ func (h *Host) Cut() { h.Conn.Close() }
 // ledger, and returns the claim.
 func WaitHeld(t testing.TB, d *cluster.Duty) ledger.DutyFence {
 	t.Helper()
-	checkfor.Cond(t, 10*time.Second, 5*time.Millisecond, "duty "+d.Name()+" held", func() bool {
-		return d.Held() && d.Fence().Fenced()
+	checkfor.Nil(t, 10*time.Second, 5*time.Millisecond, func() error {
+		if !d.Held() || !d.Fence().Fenced() {
+			return fmt.Errorf("duty %s: held here %v, fence %+v", d.Name(), d.Held(), d.Fence())
+		}
+		return nil
 	})
 	return d.Fence()
 }

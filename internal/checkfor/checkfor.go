@@ -8,7 +8,6 @@
 package checkfor
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -30,19 +29,4 @@ func Nil(t testing.TB, within, interval time.Duration, check func() error) {
 		}
 		time.Sleep(interval)
 	}
-}
-
-// Cond polls cond every interval until it holds, and fails t naming what it
-// waited for once within has passed without it. A timed-out Cond cannot say
-// what it last saw, so the tests' waits use Nil; Cond remains for the waits
-// of two test kits (natstest's meta leader, clustertest's duty holder) until
-// they move to Nil too, and then goes.
-func Cond(t testing.TB, within, interval time.Duration, what string, cond func() bool) {
-	t.Helper()
-	Nil(t, within, interval, func() error {
-		if cond() {
-			return nil
-		}
-		return fmt.Errorf("waiting for %s", what)
-	})
 }

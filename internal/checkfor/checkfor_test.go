@@ -28,26 +28,12 @@ func TestNilReturnsOnceCheckSucceeds(t *testing.T) {
 	}
 }
 
-// TestCondReturnsOnceItHolds: Cond is Nil for a condition that cannot say
-// what it saw.
-func TestCondReturnsOnceItHolds(t *testing.T) {
-	calls := 0
-	checkfor.Cond(t, 10*time.Second, time.Millisecond, "the third call", func() bool {
-		calls++
-		return calls == 3
-	})
-	if calls != 3 {
-		t.Errorf("checked %d times, want 3", calls)
-	}
-}
-
 // timeoutChild names, in a child test process, the wait that must time out
 // (see TestTimeoutSaysWhatWasLastSeen).
 const timeoutChild = "CHECKFOR_TIMEOUT_CHILD"
 
 // TestTimeoutSaysWhatWasLastSeen: a wait that times out fails its test —
-// it does not hang — and the failure says what the check last returned (or,
-// for Cond, what it waited for). The test runs itself again in a child
+// it does not hang — and the failure says what the check last returned. The test runs itself again in a child
 // process, where the wait fails a real testing.T.
 func TestTimeoutSaysWhatWasLastSeen(t *testing.T) {
 	switch os.Getenv(timeoutChild) {
@@ -58,13 +44,9 @@ func TestTimeoutSaysWhatWasLastSeen(t *testing.T) {
 			return fmt.Errorf("seen %d: %w", calls, errors.New("still 2 of 3 hosts"))
 		})
 		return
-	case "cond":
-		checkfor.Cond(t, 50*time.Millisecond, time.Millisecond, "three hosts", func() bool { return false })
-		return
 	}
 	for _, tc := range []struct{ kind, want string }{
 		{"nil", "timed out after 50ms: seen "},
-		{"cond", "timed out after 50ms: waiting for three hosts"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestTimeoutSaysWhatWasLastSeen$", "-test.v")

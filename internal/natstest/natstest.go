@@ -189,7 +189,7 @@ func RunClusterWith(t testing.TB, size int, mutate func(*server.Options)) *Clust
 // long for its first leader.
 func (c *Cluster) WaitForMetaLeader(t testing.TB) {
 	t.Helper()
-	checkfor.Cond(t, readyTimeout, 20*time.Millisecond, "natstest: a JetStream meta leader that sees every running node", func() bool {
+	checkfor.Nil(t, readyTimeout, 20*time.Millisecond, func() error {
 		running := 0
 		for _, n := range c.Nodes {
 			if n.srv != nil {
@@ -198,15 +198,18 @@ func (c *Cluster) WaitForMetaLeader(t testing.TB) {
 		}
 		for _, n := range c.Nodes {
 			if n.srv != nil && !n.srv.JetStreamIsCurrent() {
-				return false
+				return fmt.Errorf("natstest: %s's view of the JetStream meta group is not current", n.Name())
 			}
 		}
 		for _, n := range c.Nodes {
 			if n.srv != nil && n.srv.JetStreamIsLeader() {
-				return len(n.srv.JetStreamClusterPeers()) == running
+				if peers := n.srv.JetStreamClusterPeers(); len(peers) != running {
+					return fmt.Errorf("natstest: meta leader %s sees peers %v of %d running nodes", n.Name(), peers, running)
+				}
+				return nil
 			}
 		}
-		return false
+		return fmt.Errorf("natstest: no JetStream meta leader among %d running nodes", running)
 	})
 }
 
