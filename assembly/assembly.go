@@ -14,7 +14,6 @@ package assembly
 
 import (
 	"context"
-	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/durable"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +11,8 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/buildinfo"
+	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/internal/durable"
 	"github.com/berthhq/berth/ledger"
 	jsledger "github.com/berthhq/berth/ledger/jetstream"
 )

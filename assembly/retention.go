@@ -2,9 +2,9 @@ package assembly
 
 import (
 	"context"
-	"github.com/berthhq/berth/internal/clock"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 )
 

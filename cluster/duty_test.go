@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
 )

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"

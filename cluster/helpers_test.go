@@ -3,13 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"maps"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/nats-io/nats.go"
 )

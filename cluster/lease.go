@@ -5,10 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

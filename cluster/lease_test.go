@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"regexp"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"github.com/berthhq/berth/cluster"
 	"net"
 	"net/netip"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/retry"
 )
 

@@ -2,12 +2,12 @@ package config
 
 import (
 	"fmt"
-	"github.com/berthhq/berth/registry"
 	"maps"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/retry"
 )
 

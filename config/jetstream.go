@@ -2,11 +2,11 @@ package config
 
 import (
 	"fmt"
-	"github.com/berthhq/berth/internal/jsapi"
 	"net/url"
 	"strconv"
 
 	"github.com/berthhq/berth/eventlog/jetstream"
+	"github.com/berthhq/berth/internal/jsapi"
 	jsledger "github.com/berthhq/berth/ledger/jetstream"
 	"github.com/berthhq/berth/retry"
 )

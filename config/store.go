@@ -2,12 +2,11 @@ package config
 
 import (
 	"fmt"
-	"github.com/berthhq/berth/registry"
 	"time"
 
-	"github.com/berthhq/berth/retry"
-
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/registry"
+	"github.com/berthhq/berth/retry"
 )
 
 // DefaultMinFree is the default of store.min-free: 512MiB. Both stores (the event log and the ledger)

@@ -3,10 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/registry"
 	"slices"
 	"strings"
 
+	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/subscription"
 )

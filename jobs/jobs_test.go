@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"

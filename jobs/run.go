@@ -3,10 +3,10 @@ package jobs
 import (
 	"context"
 	"errors"
-	"github.com/berthhq/berth/internal/clock"
 	"strconv"
 	"sync"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 	"golang.org/x/time/rate"

@@ -3,11 +3,11 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"github.com/berthhq/berth/internal/clock"
 	goruntime "runtime"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/wasm/abi"
 )
 

@@ -10,7 +10,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/tetratelabs/wazero"
 )
 

@@ -3,10 +3,11 @@ package subscription
 import (
 	"context"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/berthhq/berth/internal/clock"
 )
 
 // ErrAttemptTimeout is the cause (context.Cause) of an attempt's context

@@ -3,9 +3,10 @@ package subscription
 import (
 	"context"
 	"errors"
-	"github.com/berthhq/berth/internal/clock"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/internal/clock"
 )
 
 type ctxKey struct{}

@@ -3,7 +3,6 @@ package subscription
 import (
 	"context"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

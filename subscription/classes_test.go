@@ -1,10 +1,10 @@
 package subscription
 
 import (
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 )
 

@@ -3,13 +3,13 @@ package subscription
 import (
 	"context"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

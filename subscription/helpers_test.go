@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 )
 

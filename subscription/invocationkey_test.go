@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"

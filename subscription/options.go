@@ -1,10 +1,10 @@
 package subscription
 
 import (
-	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/retry"
 )
 

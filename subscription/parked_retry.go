@@ -3,10 +3,10 @@ package subscription
 import (
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 )
 

@@ -3,9 +3,9 @@ package subscription
 import (
 	"context"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/retry"
 )
 

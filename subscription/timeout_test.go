@@ -3,12 +3,12 @@ package subscription
 import (
 	"context"
 	"errors"
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

@@ -2,11 +2,11 @@ package subscription
 
 import (
 	"context"
-	"github.com/berthhq/berth/internal/clock"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

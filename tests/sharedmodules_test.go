@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/testbuild"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testbuild"
 )
 
 // jetStreamConfig is the [store] and [cluster] of host id on the JetStream

@@ -3,13 +3,13 @@ package webhook
 import (
 	"context"
 	"errors"
-	"github.com/berthhq/berth/internal/clock"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/cluster/clustertest"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
 )

@@ -9,13 +9,13 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/nats-io/nats.go"
 )

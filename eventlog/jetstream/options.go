@@ -2,10 +2,10 @@ package jetstream
 
 import (
 	"fmt"
-
-	"github.com/berthhq/berth/internal/jsapi"
 	"strings"
 	"time"
+
+	"github.com/berthhq/berth/internal/jsapi"
 )
 
 // Options configure the JetStream log. The zero value is a usable default;

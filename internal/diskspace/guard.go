@@ -20,13 +20,14 @@ package diskspace
 import (
 	"errors"
 	"fmt"
-	"github.com/berthhq/berth/internal/clock"
 	"log/slog"
 	"math"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/berthhq/berth/internal/clock"
 )
 
 // Errors an [*Error] matches with errors.Is.

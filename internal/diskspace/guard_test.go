@@ -2,7 +2,6 @@ package diskspace
 
 import (
 	"errors"
-	"github.com/berthhq/berth/internal/clock"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/internal/clock"
 )
 
 const MiB = 1 << 20

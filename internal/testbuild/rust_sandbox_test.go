@@ -24,4 +24,3 @@ func rustSpec(t *testing.T, crate string, opts ...hostspec.Option) *berthtest.Sp
 	}
 	return hostspec.New(t, wasm, opts...)
 }
-
