@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/berthhq/berth/retry"
 )
 
@@ -64,6 +66,9 @@ type Options struct {
 	StartTimeout    time.Duration
 	StartBackoff    time.Duration
 	StartBackoffMax time.Duration
+	// Tracer makes a span per delivered event and per attempt (trace.go);
+	// nil: none.
+	Tracer trace.Tracer
 }
 
 // Defaults of Options; config's [subscription] defaults are these.

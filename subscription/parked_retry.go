@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -185,6 +186,10 @@ func (r *run) parkedRetry(k aggKey) {
 		r.e.sched.add(r.s.name, k, rec.NextRetry)
 		return
 	}
+	tr := r.e.trace.deliver(ctx, r.s.name, p.idx, eventlog.Commit{AggregateType: k.typ, AggregateID: k.id, Version: rec.Version}, -1, recordKey(rec), true)
+	o := outcomeCancelled
+	defer func() { tr.end(o) }()
+	actx := tr.attempt(rec.Attempts + 1)
 	var f *retry.Failure
 	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
 	switch {
@@ -197,7 +202,7 @@ func (r *run) parkedRetry(k aggKey) {
 		f = &retry.Failure{Message: fmt.Sprintf("event %d of version %d is not in the log", rec.Index, rec.Version)}
 	default:
 		c := commits[0]
-		f = r.invoke(ctx, cur.spec.Invoker, Delivery{
+		f = r.invoke(actx, cur.spec.Invoker, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler,
 			InvocationKey: recordKey(rec),
 			Attempt:       rec.Attempts + 1, Commit: c, Index: int(rec.Index), Timeout: cur.parked.Timeout,
@@ -220,6 +225,7 @@ func (r *run) parkedRetry(k aggKey) {
 	rec.Attempts++
 	rec.ParkedRetries++
 	if f == nil {
+		o = outcomeHandled
 		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
 		rec.Index++ // resume after the event the retry handled
 		rec.InvocationKey = eventKey(r.s.name, k, rec.Version, rec.Index)
@@ -247,6 +253,7 @@ func (r *run) parkedRetry(k aggKey) {
 	pol := cur.policy
 	d := retry.Classify(f, &pol, cur.classifier)
 	info := errorInfo(f, d)
+	tr.fail(f, d)
 	rec.Error, rec.LastFailure = info, now
 	rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version, Error: &info})
 	var note *ledger.Notification
@@ -259,6 +266,9 @@ func (r *run) parkedRetry(k aggKey) {
 		rec.NextRetry = next
 	default:
 		note = waitForOperator(rec, now, ledger.WaitRetriesSpent, r.s.name, k)
+	}
+	if note != nil {
+		o = outcomeParked // waits for an operator now
 	}
 	if !r.storeRetry(p, rec, note, k, now) {
 		return
