@@ -101,6 +101,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		}
 		now := clk.Now()
 		if f == nil {
+			r.logSucceeded(aggName, key, &st)
 			p.succeeded(aggName, now, probe)
 			r.clearBudget(p, a.key, &st)
 			return outcomeHandled
@@ -108,6 +109,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		d := retry.Classify(f, &pol, cur.classifier)
 		st.failed(now, c.Version, f, d)
 		tr.fail(f, d)
+		r.logAttemptFailed(aggName, key, st.n, f, d)
 		if r.pausedForStore(p, now, probe) {
 			continue // the host's failure, not the aggregate's (storefull.go)
 		}

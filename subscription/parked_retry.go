@@ -246,7 +246,8 @@ func (r *run) parkedRetry(k aggKey) {
 			r.retryLater(p, k, now, err)
 			return
 		}
-		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String())
+		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String(),
+			"retry", rec.ParkedRetries)
 		r.beginReplay(p, k, rec.Version, int(rec.Index), rec.InvocationKey)
 		return
 	}
@@ -273,6 +274,7 @@ func (r *run) parkedRetry(k aggKey) {
 	if !r.storeRetry(p, rec, note, k, now) {
 		return
 	}
+	r.logLongRetryFailed(k, rec, next, note != nil)
 	if ok {
 		r.e.sched.add(r.s.name, k, next)
 	}
