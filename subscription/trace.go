@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -141,6 +142,11 @@ func (t *tracing) deliver(ctx context.Context, sub string, partition int, c even
 	}
 	attrs := append([]attribute.KeyValue{attribute.String(attrOpName, "deliver"), attribute.String(attrOpType, "receive"),
 		attribute.Bool(attrRetry, long)}, d.base...)
+	if c.Traceparent != "" {
+		// The append's own trace, kept with the commit: the delivery
+		// continues it.
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": c.Traceparent})
+	}
 	d.ctx, d.parent = t.tr.Start(ctx, "deliver "+c.AggregateType, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
 	return d
 }

@@ -17,7 +17,8 @@ import (
 // linked to the first attempt, which is not an error but carries the
 // failure as an event; each call reached the service with the traceparent
 // of its own attempt, so the service's trace joins. An unknown buyer's park
-// is the error.
+// is the error. The traceparent sent with the append is kept with the
+// commit, and the delivery's trace continues it.
 func TestTracesReachTheCollectorAndTheService(t *testing.T) {
 	recv := otlptest.New(t)
 	svc := newNotifier(t)
@@ -25,7 +26,12 @@ func TestTracesReachTheCollectorAndTheService(t *testing.T) {
 	svc.set("ghost", behaviour{Unknown: true})
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry + fmt.Sprintf("\n[tracing]\notlp-endpoint = %q\n", recv.URL)})
 	h.uploadNotifier(t, 201)
-	h.appendShipped(t, "o-1", "flaky")
+	// The appender's own trace: the delivery continues it.
+	const appenderTrace, appenderSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	h.must(201, "POST", "/v1/events", map[string]any{
+		"aggregateType": "Order", "aggregateId": "o-1", "ownerId": "flaky",
+		"events": []map[string]any{{"type": "OrderShipped", "data": map[string]string{"carrier": "DHL"}}},
+	}, "traceparent", "00-"+appenderTrace+"-"+appenderSpan+"-01")
 	h.appendShipped(t, "o-2", "ghost")
 	svc.waitNotified(t, key("o-1", 1), 20*time.Second)
 	h.waitParked(t, "o-2", 20*time.Second)
@@ -70,6 +76,16 @@ func TestTracesReachTheCollectorAndTheService(t *testing.T) {
 	calls := svc.callsOf("flaky")
 	if len(calls) != 2 || calls[0].Traceparent != otlptest.Traceparent(first) || calls[1].Traceparent != otlptest.Traceparent(second) {
 		t.Errorf("the service's calls %+v, want traceparents %s and %s", calls, otlptest.Traceparent(first), otlptest.Traceparent(second))
+	}
+	var deliver *tracepb.Span
+	for _, s := range spans {
+		if slices.Equal(s.SpanId, first.ParentSpanId) {
+			deliver = s
+		}
+	}
+	if deliver == nil || deliver.Name != "deliver Order" || otlptest.ID(deliver.TraceId) != appenderTrace ||
+		otlptest.ID(deliver.ParentSpanId) != appenderSpan || otlptest.ID(first.TraceId) != appenderTrace {
+		t.Errorf("the delivery does not continue the append's trace %s/%s:\n%s", appenderTrace, appenderSpan, otlptest.Dump(spans))
 	}
 	parked := attempts("o-2", spans)[0]
 	if otlptest.Attr(parked, "berth.outcome") != "parked" || parked.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
