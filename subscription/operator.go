@@ -56,6 +56,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 		return err
 	}
 	e.sched.remove(s.name, k)
+	e.trace.restore(recordKey(rec), rec.Traceparent)
 	e.trace.resumed(recordKey(rec), actor)
 	e.logger.Info("parked aggregate resumed", "subscription", s.name, "aggregate", k.String(),
 		"version", rec.Version, "actor", actor, "reason", reason)

@@ -189,6 +189,7 @@ func (r *run) parkedRetry(k aggKey) {
 	tr := r.e.trace.deliver(ctx, r.s.name, p.idx, eventlog.Commit{AggregateType: k.typ, AggregateID: k.id, Version: rec.Version}, -1, recordKey(rec), true)
 	o := outcomeCancelled
 	defer func() { tr.end(o) }()
+	r.e.trace.restore(recordKey(rec), rec.Traceparent) // the link across a restart
 	actx := tr.attempt(rec.Attempts + 1)
 	var f *retry.Failure
 	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
@@ -271,6 +272,7 @@ func (r *run) parkedRetry(k aggKey) {
 	if note != nil {
 		o = outcomeParked // waits for an operator now
 	}
+	rec.Traceparent = r.e.trace.traceparent(recordKey(rec))
 	if !r.storeRetry(p, rec, note, k, now) {
 		return
 	}

@@ -52,8 +52,10 @@ const maxLinkKeys = 100_000
 // tracing makes the engine's spans and remembers, by invocation key, the
 // last attempt at each event that has not yet succeeded, so that the next
 // attempt (a retry, a long-horizon retry, an operator's resume) links to
-// it. The memory is this process's: a host that restarts starts with no
-// links, and a retry made after a restart is traced without one.
+// it. A park keeps the last attempt's traceparent in its ledger record, so
+// a long-horizon retry or a resume after a restart (or on another host)
+// links to it too; the retries within budget before a park are linked in
+// this process only.
 type tracing struct {
 	tr      trace.Tracer
 	enabled bool
@@ -87,6 +89,34 @@ func (t *tracing) resumed(key, actor string) {
 	}
 }
 
+// traceparent returns the W3C traceparent of the last attempt at the event
+// of key, for its ledger record; "" when there is none.
+func (t *tracing) traceparent(key string) string {
+	p, ok := t.previous(key)
+	if !ok {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), p.sc), c)
+	return c["traceparent"]
+}
+
+// restore remembers the attempt a ledger record names (Record.Traceparent)
+// as the last at the event of key, unless this process knows a later one:
+// so an attempt after a restart, or on another host, links to it too.
+func (t *tracing) restore(key, traceparent string) {
+	if !t.enabled || traceparent == "" {
+		return
+	}
+	if _, ok := t.previous(key); ok {
+		return
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		t.remember(key, sc)
+	}
+}
+
 func (t *tracing) remember(key string, sc trace.SpanContext) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -102,6 +132,9 @@ func (t *tracing) forget(key string) {
 }
 
 func (t *tracing) previous(key string) (prevAttempt, bool) {
+	if !t.enabled {
+		return prevAttempt{}, false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := t.last[key]

@@ -156,3 +156,52 @@ func linksTo(s, prev *tracepb.Span, why string) bool {
 	}
 	return false
 }
+
+// A park keeps its attempt's traceparent in the ledger record: after a
+// restart (a new engine, nothing in memory) the long-horizon retry and then
+// the operator's resume still link to the attempt before.
+func TestLinksSurviveARestart(t *testing.T) {
+	recv := otlptest.New(t)
+	tr, err := berthtracing.Open(berthtracing.Settings{Endpoint: recv.URL, SampleRatio: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close(context.Background()) })
+	clk := clock.NewFake(t0)
+	var broken atomic.Bool
+	broken.Store(true)
+	rec := brokenFor(clk, &broken, "p")
+	e := newEnv(t, Options{Tracer: tr}, brokenSpec(rec))
+	e.clock = clk
+	e.start()
+	e.append("Order", "p")
+	if r := e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true }); r.Traceparent == "" {
+		t.Fatalf("the park kept no traceparent: %+v", r)
+	}
+	e.restart()
+	e.advance()
+	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
+	e.restart()
+	broken.Store(false)
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitHandled(t, "p", 1)
+	e.waitIdle(sub)
+	if err := tr.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var p []*tracepb.Span
+	recv.WaitFor(t, "3 attempts at p", func(spans []*tracepb.Span) bool {
+		p = p[:0]
+		for _, s := range spans {
+			if s.Name == "process Order" {
+				p = append(p, s)
+			}
+		}
+		return len(p) == 3
+	})
+	if !linksTo(p[1], p[0], "long-horizon retry") || !linksTo(p[2], p[1], "resume") {
+		t.Errorf("attempts across restarts are not linked:\n%s", otlptest.Dump(p))
+	}
+}
