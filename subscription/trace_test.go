@@ -40,12 +40,7 @@ func (s *spanSeer) Invoke(ctx context.Context, d Delivery) *retry.Failure {
 // link to the attempt before; the handler's context carries its attempt's
 // span.
 func TestSpansReachAnOTLPReceiver(t *testing.T) {
-	recv := otlptest.New(t)
-	tr, err := berthtracing.Open(berthtracing.Settings{Endpoint: recv.URL, SampleRatio: 1, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close(context.Background()) })
+	recv, tr := tracerFor(t)
 	clk := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
@@ -71,14 +66,7 @@ func TestSpansReachAnOTLPReceiver(t *testing.T) {
 	}
 	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
 	broken.Store(false)
-	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
-		t.Fatal(err)
-	}
-	h.waitHandled(t, "p", 1)
-	e.waitIdle(sub)
-	if err := tr.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	resumeAndFlush(t, e, h.recorder, tr)
 	process := func(agg string) func([]*tracepb.Span) []*tracepb.Span {
 		return func(spans []*tracepb.Span) []*tracepb.Span {
 			var out []*tracepb.Span
@@ -161,12 +149,7 @@ func linksTo(s, prev *tracepb.Span, why string) bool {
 // restart (a new engine, nothing in memory) the long-horizon retry and then
 // the operator's resume still link to the attempt before.
 func TestLinksSurviveARestart(t *testing.T) {
-	recv := otlptest.New(t)
-	tr, err := berthtracing.Open(berthtracing.Settings{Endpoint: recv.URL, SampleRatio: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close(context.Background()) })
+	recv, tr := tracerFor(t)
 	clk := clock.NewFake(t0)
 	var broken atomic.Bool
 	broken.Store(true)
@@ -183,14 +166,7 @@ func TestLinksSurviveARestart(t *testing.T) {
 	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
 	e.restart()
 	broken.Store(false)
-	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
-		t.Fatal(err)
-	}
-	rec.waitHandled(t, "p", 1)
-	e.waitIdle(sub)
-	if err := tr.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	resumeAndFlush(t, e, rec, tr)
 	var p []*tracepb.Span
 	recv.WaitFor(t, "3 attempts at p", func(spans []*tracepb.Span) bool {
 		p = p[:0]
@@ -203,5 +179,31 @@ func TestLinksSurviveARestart(t *testing.T) {
 	})
 	if !linksTo(p[1], p[0], "long-horizon retry") || !linksTo(p[2], p[1], "resume") {
 		t.Errorf("attempts across restarts are not linked:\n%s", otlptest.Dump(p))
+	}
+}
+
+// tracerFor is a tracer sending to a fresh OTLP receiver, closed at the
+// test's end.
+func tracerFor(t *testing.T) (*otlptest.Receiver, *berthtracing.Tracer) {
+	recv := otlptest.New(t)
+	tr, err := berthtracing.Open(berthtracing.Settings{Endpoint: recv.URL, SampleRatio: 1, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close(context.Background()) })
+	return recv, tr
+}
+
+// resumeAndFlush resumes the parked aggregate p as alice, waits until its
+// event is handled and sends the spans so far.
+func resumeAndFlush(t *testing.T, e *env, rec *recorder, tr *berthtracing.Tracer) {
+	t.Helper()
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitHandled(t, "p", 1)
+	e.waitIdle(sub)
+	if err := tr.Flush(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
