@@ -75,7 +75,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		cur = r.s.cur.Load()
 		pol = cur.policy
 		st.n++
-		f := r.invoke(tr.attempt(st.n), cur.spec.Invoker, Delivery{
+		f := r.invoke(tr.attempt(ctx, st.n), cur.spec.Invoker, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler, InvocationKey: key,
 			Attempt: st.n, Commit: c, Index: idx, Timeout: pol.Timeout,
 		})

@@ -190,7 +190,7 @@ func (r *run) parkedRetry(k aggKey) {
 	o := outcomeCancelled
 	defer func() { tr.end(o) }()
 	r.e.trace.restore(recordKey(rec), rec.Traceparent) // the link across a restart
-	actx := tr.attempt(rec.Attempts + 1)
+	actx := tr.attempt(ctx, rec.Attempts+1)
 	var f *retry.Failure
 	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
 	switch {

@@ -61,6 +61,9 @@ type tracing struct {
 	enabled bool
 	mu      sync.Mutex
 	last    map[string]prevAttempt
+	// off is every delivery's trace while tracing is off: it holds no
+	// state, so a delivery allocates nothing for tracing.
+	off deliveryTrace
 }
 
 type prevAttempt struct {
@@ -69,10 +72,12 @@ type prevAttempt struct {
 }
 
 func newTracing(tr trace.Tracer) *tracing {
+	t := &tracing{tr: tr, enabled: tr != nil, last: map[string]prevAttempt{}}
 	if tr == nil {
-		return &tracing{tr: noop.NewTracerProvider().Tracer("")}
+		t.tr = noop.NewTracerProvider().Tracer("")
 	}
-	return &tracing{tr: tr, enabled: true, last: map[string]prevAttempt{}}
+	t.off.t = t
+	return t
 }
 
 // resumed notes that an operator resumed the event of key, so that its next
@@ -145,7 +150,6 @@ func (t *tracing) previous(key string) (prevAttempt, bool) {
 // attempt under way.
 type deliveryTrace struct {
 	t      *tracing
-	ctx    context.Context // carries the parent span
 	parent trace.Span
 	base   []attribute.KeyValue
 	key    string
@@ -156,11 +160,10 @@ type deliveryTrace struct {
 
 // deliver starts the parent span of one delivered event of c.
 func (t *tracing) deliver(ctx context.Context, sub string, partition int, c eventlog.Commit, idx int, key string, long bool) *deliveryTrace {
-	d := &deliveryTrace{t: t, key: key, long: long}
 	if !t.enabled {
-		d.ctx = ctx
-		return d
+		return &t.off
 	}
+	d := &deliveryTrace{t: t, key: key, long: long}
 	d.base = []attribute.KeyValue{
 		attribute.String(attrSystem, "berth"),
 		attribute.String(attrGroup, sub),
@@ -180,17 +183,17 @@ func (t *tracing) deliver(ctx context.Context, sub string, partition int, c even
 		// continues it.
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": c.Traceparent})
 	}
-	d.ctx, d.parent = t.tr.Start(ctx, "deliver "+c.AggregateType, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+	_, d.parent = t.tr.Start(ctx, "deliver "+c.AggregateType, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
 	return d
 }
 
 // attempt ends the previous attempt's span as retried and starts the span
 // of attempt n, linked to the previous attempt at the same event; the
-// context returned carries it to the invoker (and so the traceparent of the
-// handler's outbound calls).
-func (d *deliveryTrace) attempt(n int) context.Context {
+// context returned, ctx's child, carries it to the invoker (and so the
+// traceparent of the handler's outbound calls). Tracing off, it is ctx.
+func (d *deliveryTrace) attempt(ctx context.Context, n int) context.Context {
 	if !d.t.enabled {
-		return d.ctx
+		return ctx
 	}
 	d.endAttempt(spanRetried)
 	var opts []trace.SpanStartOption
@@ -207,8 +210,7 @@ func (d *deliveryTrace) attempt(n int) context.Context {
 	attrs := append([]attribute.KeyValue{attribute.String(attrOpName, "process"), attribute.String(attrOpType, "process"),
 		attribute.Int(attrAttempt, n)}, d.base...)
 	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
-	var ctx context.Context
-	ctx, d.cur = d.t.tr.Start(d.ctx, "process "+d.base[2].Value.AsString(), opts...)
+	ctx, d.cur = d.t.tr.Start(trace.ContextWithSpan(ctx, d.parent), "process "+d.base[2].Value.AsString(), opts...)
 	d.failed = false
 	d.t.remember(d.key, d.cur.SpanContext())
 	return ctx
