@@ -180,6 +180,7 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 	}
 	if h.Tracer != nil {
 		eng.Tracer = h.Tracer
+		h.log.Info("tracing on: spans sent over OTLP/HTTP", "endpoint", cfg.Tracing.OTLPEndpoint, "sampleRatio", cfg.Tracing.SampleRatio)
 	}
 	// In a cluster the engine delivers only the partitions the cluster
 	// gives it, from its start.

@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,11 @@ func TestTracesReachTheCollectorAndTheService(t *testing.T) {
 	svc.waitNotified(t, key("o-1", 1), 20*time.Second)
 	h.waitParked(t, "o-2", 20*time.Second)
 	h.Stop() // a clean stop sends the spans still batched
+	for _, want := range []string{"tracing on", "attempt succeeded after retries", "aggregate parked", "module uploaded"} {
+		if !strings.Contains(h.Stderr(), want) {
+			t.Errorf("the host's log lacks %q:\n%s", want, h.Stderr())
+		}
+	}
 
 	attempts := func(order string, spans []*tracepb.Span) []*tracepb.Span {
 		var out []*tracepb.Span
