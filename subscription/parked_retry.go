@@ -203,6 +203,7 @@ func (r *run) parkedRetry(k aggKey) {
 		f = &retry.Failure{Message: fmt.Sprintf("event %d of version %d is not in the log", rec.Index, rec.Version)}
 	default:
 		c := commits[0]
+		tr.event(c.Events[rec.Index].Type)
 		f = r.invoke(actx, cur.spec.Invoker, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler,
 			InvocationKey: recordKey(rec),

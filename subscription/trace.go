@@ -216,6 +216,18 @@ func (d *deliveryTrace) attempt(ctx context.Context, n int) context.Context {
 	return ctx
 }
 
+// event names the delivered event's type on the spans, for a delivery
+// whose commit was read after its spans began (a long-horizon retry's).
+func (d *deliveryTrace) event(typ string) {
+	if !d.t.enabled {
+		return
+	}
+	d.parent.SetAttributes(attribute.String(attrEventType, typ))
+	if d.cur != nil {
+		d.cur.SetAttributes(attribute.String(attrEventType, typ))
+	}
+}
+
 // fail records the current attempt's failure as an event on its span (and
 // its class as error.type): whether it is an error is the outcome's to say.
 func (d *deliveryTrace) fail(f *retry.Failure, dec retry.Decision) {

@@ -114,7 +114,7 @@ func TestSpansReachAnOTLPReceiver(t *testing.T) {
 	if s := p[0]; otlptest.Attr(s, attrOutcome) != spanParked || s.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || otlptest.Attr(s, attrErrorType) != "Bug" {
 		t.Errorf("parking attempt: %s", otlptest.Dump([]*tracepb.Span{s}))
 	}
-	if s := p[1]; otlptest.Attr(s, attrOutcome) != spanRetried || s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR || !linksTo(s, p[0], "long-horizon retry") {
+	if s := p[1]; otlptest.Attr(s, attrEventType) != "OrderShipped" || otlptest.Attr(s, attrOutcome) != spanRetried || s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR || !linksTo(s, p[0], "long-horizon retry") {
 		t.Errorf("long-horizon retry: %s", otlptest.Dump([]*tracepb.Span{s}))
 	}
 	if s := p[2]; otlptest.Attr(s, attrOutcome) != spanSuccess || !linksTo(s, p[1], "resume") {
