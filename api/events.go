@@ -26,7 +26,7 @@ func (s *Server) appendEvents(c echo.Context) error {
 		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events must hold at least one event", Field: "events"}
 	}
 	ar := eventlog.AppendRequest{AggregateType: req.AggregateType, AggregateID: req.AggregateID,
-		ExpectedVersion: eventlog.AnyVersion, OwnerID: req.OwnerID}
+		ExpectedVersion: eventlog.AnyVersion, OwnerID: req.OwnerID, Traceparent: appendTraceparent(c.Request().Header)}
 	if req.ExpectedVersion != nil {
 		if *req.ExpectedVersion < 0 {
 			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "expectedVersion must be 0 or more", Field: "expectedVersion"}

@@ -23,8 +23,10 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/buildinfo"
 	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/diskspace"
+	"github.com/berthhq/berth/internal/tracing"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
@@ -94,6 +96,8 @@ type Host struct {
 	Operator subscription.Operator
 	// stopOperator ends the Forwarder's answering the other hosts' calls (closeCluster).
 	stopOperator func() error
+	// Tracer sends the engine's spans to [tracing] otlp-endpoint (nil: tracing off); Close flushes it.
+	Tracer *tracing.Tracer
 
 	log      *slog.Logger
 	cfg      atomic.Pointer[config.Config]
@@ -173,6 +177,13 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 		return &OpenError{Part: "engine", Err: err}
 	}
 	eng.Logger, eng.Clock, eng.Jitter, eng.Observer = h.log, opts.Clock, opts.Jitter, opts.Observer
+	if h.Tracer, err = tracing.Open(cfg.Tracing.Settings(buildinfo.Read().Version)); err != nil {
+		return &OpenError{Part: "tracing", Err: err}
+	}
+	if h.Tracer != nil {
+		eng.Tracer = h.Tracer
+		h.log.Info("tracing on: spans sent over OTLP/HTTP", "endpoint", cfg.Tracing.OTLPEndpoint, "sampleRatio", cfg.Tracing.SampleRatio)
+	}
 	// In a cluster the engine delivers only the partitions the cluster
 	// gives it, from its start.
 	if eng.Host, err = hostID(cfg); err != nil {

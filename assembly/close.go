@@ -51,6 +51,9 @@ func (h *Host) Close(ctx context.Context) error {
 	if h.Projections != nil {
 		h.Projections.Wait()
 	}
+	if err := h.Tracer.Close(ctx); err != nil {
+		h.log.Warn("close tracing: spans not sent", "error", err)
+	}
 	if h.Sandbox != nil {
 		if err := h.Sandbox.Close(ctx); err != nil {
 			h.log.Error("close sandbox", "error", err)

@@ -70,6 +70,8 @@ type Config struct {
 	Jobs JobsConfig `toml:"jobs"`
 	// Log is [log]: level and format of the host's logs.
 	Log LogConfig `toml:"log"`
+	// Tracing is [tracing]: OpenTelemetry spans sent to an OTLP endpoint (default: off).
+	Tracing TracingConfig `toml:"tracing"`
 }
 
 // ClassifierConfig is [classifier].
@@ -170,6 +172,7 @@ func (c *Config) validate() problems {
 		c.Cluster.validate(&p, keyPath{{name: "cluster"}})
 	}
 	c.Jobs.validate(&p, keyPath{{name: "jobs"}})
+	c.Tracing.validate(&p, keyPath{{name: "tracing"}})
 	c.Auth.validate(&p, keyPath{{name: "auth"}})
 	if c.RequireLoopback() && c.Server.validListen() && !c.Server.loopback() {
 		p.add(keyPath{{name: "server"}, {name: "listen"}}, fmt.Sprintf("%q", c.Server.Listen),

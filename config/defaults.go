@@ -32,6 +32,7 @@ func Default() *Config {
 			}},
 		Cluster: ClusterConfig{LeaseTTL: DefaultLeaseTTL},
 		Jobs:    JobsConfig{DefaultRate: DefaultJobRate, MaxRate: DefaultMaxJobRate},
+		Tracing: TracingConfig{SampleRatio: DefaultTraceSampleRatio},
 		Subscription: SubscriptionConfig{
 			Partitions:         DefaultPartitions,
 			Concurrency:        DefaultConcurrency,
@@ -339,4 +340,11 @@ max-rate = 200.0
 level = "info"
 # text (for people) or json (for log collectors).
 format = "text"
+
+[tracing]
+# OpenTelemetry spans of each delivery and attempt, POSTed over OTLP/HTTP to <otlp-endpoint>/v1/traces.
+# Empty: tracing off.
+otlp-endpoint = ""
+# The share of deliveries traced, from 0 to 1.
+sample-ratio = 1.0
 `

@@ -27,6 +27,7 @@ func restartKeys() []string {
 		"subscription.checkpoint-interval",
 		"subscription.systemic",
 		"sandbox",
+		"tracing",
 		"log.format",
 	}
 }

@@ -19,12 +19,18 @@ import (
 //	lp       aggregate type
 //	lp       aggregate id
 //	lp       owner id
+//	lp       traceparent (codec 2 only)
 //	uvarint  number of events
 //	then per event: lp type, lp payload
 //
 // where lp is a uvarint length followed by that many bytes. Time keeps
-// nanosecond precision for any year and is read back in UTC.
-const commitCodec = 1
+// nanosecond precision for any year and is read back in UTC. A commit with
+// no traceparent is written in codec 1, as before there was one, so that a
+// host of an earlier version reads every commit that has none.
+const (
+	commitCodec      = 1
+	commitCodecTrace = 2
+)
 
 var errCorrupt = errors.New("eventlog: corrupt commit")
 
@@ -32,13 +38,20 @@ var errCorrupt = errors.New("eventlog: corrupt commit")
 // Log implementation stores commits in this form, so that a commit reads back
 // the same from each.
 func AppendCommit(b []byte, c *Commit) []byte {
-	b = append(b, commitCodec)
+	if c.Traceparent == "" {
+		b = append(b, commitCodec)
+	} else {
+		b = append(b, commitCodecTrace)
+	}
 	b = binary.AppendUvarint(b, c.Version)
 	b = binary.AppendVarint(b, c.Time.Unix())
 	b = binary.AppendUvarint(b, uint64(c.Time.Nanosecond()))
 	b = lpcodec.AppendLP(b, c.AggregateType)
 	b = lpcodec.AppendLP(b, c.AggregateID)
 	b = lpcodec.AppendLP(b, c.OwnerID)
+	if c.Traceparent != "" {
+		b = lpcodec.AppendLP(b, c.Traceparent)
+	}
 	b = binary.AppendUvarint(b, uint64(len(c.Events)))
 	for _, e := range c.Events {
 		b = lpcodec.AppendLP(b, e.Type)
@@ -49,7 +62,8 @@ func AppendCommit(b []byte, c *Commit) []byte {
 
 // EncodedSize is an upper bound of len(AppendCommit(nil, c)).
 func EncodedSize(c *Commit) int {
-	n := 1 + 3*binary.MaxVarintLen64 + 4*binary.MaxVarintLen64 + len(c.AggregateType) + len(c.AggregateID) + len(c.OwnerID)
+	n := 1 + 3*binary.MaxVarintLen64 + 4*binary.MaxVarintLen64 + len(c.AggregateType) + len(c.AggregateID) + len(c.OwnerID) +
+		binary.MaxVarintLen64 + len(c.Traceparent)
 	for _, e := range c.Events {
 		n += 2*binary.MaxVarintLen64 + len(e.Type) + len(e.Payload)
 	}
@@ -74,7 +88,7 @@ func str(d *lpcodec.Reader) string {
 // A malformed b is an error naming pos. The Badger log's Read gives it one copy of the stored value per commit; that copy is the
 // commit's only allocation besides its Events.
 func DecodeCommit(pos uint64, b []byte) (Commit, error) {
-	if len(b) == 0 || b[0] != commitCodec {
+	if len(b) == 0 || (b[0] != commitCodec && b[0] != commitCodecTrace) {
 		return Commit{}, fmt.Errorf("%w at position %d: unknown codec", errCorrupt, pos)
 	}
 	d := lpcodec.NewReader(b[1:], errCorrupt)
@@ -85,6 +99,9 @@ func DecodeCommit(pos uint64, b []byte) (Commit, error) {
 	c.AggregateType = str(&d)
 	c.AggregateID = str(&d)
 	c.OwnerID = str(&d)
+	if b[0] == commitCodecTrace {
+		c.Traceparent = str(&d)
+	}
 	n := d.Count() // every event takes at least 2 bytes
 	if d.Err == nil {
 		c.Events = make([]Event, 0, n)

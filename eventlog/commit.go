@@ -33,6 +33,8 @@ func NewCommit(req AppendRequest) (Commit, error) {
 		return Commit{}, fmt.Errorf("%w: aggregate id is %d bytes, more than %d", ErrInvalid, len(req.AggregateID), MaxNameLen)
 	case len(req.OwnerID) > MaxNameLen:
 		return Commit{}, fmt.Errorf("%w: owner id is %d bytes, more than %d", ErrInvalid, len(req.OwnerID), MaxNameLen)
+	case len(req.Traceparent) > MaxNameLen:
+		return Commit{}, fmt.Errorf("%w: traceparent is %d bytes, more than %d", ErrInvalid, len(req.Traceparent), MaxNameLen)
 	case req.ExpectedVersion < AnyVersion:
 		return Commit{}, fmt.Errorf("%w: expected version %d is below AnyVersion", ErrInvalid, req.ExpectedVersion)
 	}
@@ -60,6 +62,7 @@ func NewCommit(req AppendRequest) (Commit, error) {
 		OwnerID:       req.OwnerID,
 		Time:          t.Round(0).UTC(),
 		Events:        events,
+		Traceparent:   req.Traceparent,
 	}, nil
 }
 

@@ -49,6 +49,9 @@ type Commit struct {
 	OwnerID       string
 	Time          time.Time
 	Events        []Event
+	// Traceparent is the W3C traceparent the appender sent with the
+	// commit ("" when none): the delivery's trace continues it.
+	Traceparent string
 }
 
 // AppendRequest asks for one commit.
@@ -61,6 +64,9 @@ type AppendRequest struct {
 	OwnerID         string
 	Events          []Event
 	Time            time.Time // zero: now
+	// Traceparent is the appender's W3C traceparent, kept with the commit
+	// (at most MaxNameLen bytes; "" when none).
+	Traceparent string
 }
 
 // Log is an event source.

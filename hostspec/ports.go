@@ -160,8 +160,13 @@ func (logHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 func (logHandler) Handle(ctx context.Context, rec slog.Record) error {
 	var stream, text, key string
+	var kv []any // the guest's own fields, as its native test kit records them
 	rec.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
+		case "fields":
+			for _, f := range a.Value.Group() {
+				kv = append(kv, f.Key, f.Value.Any())
+			}
 		case "stream":
 			stream = a.Value.String()
 		case "text":
@@ -188,13 +193,13 @@ func (logHandler) Handle(ctx context.Context, rec slog.Record) error {
 	}
 	switch {
 	case rec.Level >= slog.LevelError:
-		log.Error(rec.Message)
+		log.Error(rec.Message, kv...)
 	case rec.Level >= slog.LevelWarn:
-		log.Warn(rec.Message)
+		log.Warn(rec.Message, kv...)
 	case rec.Level >= slog.LevelInfo:
-		log.Info(rec.Message)
+		log.Info(rec.Message, kv...)
 	default:
-		log.Debug(rec.Message)
+		log.Debug(rec.Message, kv...)
 	}
 	return nil
 }

@@ -138,6 +138,11 @@ type Record struct {
 	// ledger kept it: their event was delivered with the old form
 	// "Processor.handler:aggregateId@version:index".
 	InvocationKey string `json:"invocationKey,omitempty"`
+
+	// Traceparent is the W3C traceparent of the last attempt at the event
+	// when tracing is on ("" otherwise): the next attempt, also one made by
+	// another host or after a restart, links to it.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Why a record waits for an operator (Record.WaitReason).

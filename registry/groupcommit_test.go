@@ -62,15 +62,29 @@ func (l *callLog) Enabled(context.Context, slog.Level) bool { return true }
 func (l *callLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *callLog) WithGroup(string) slog.Handler            { return l }
 
+// Handle records a guest's "handled" line by its key, rendered with the
+// guest's fields ("handled attempt=1").
 func (l *callLog) Handle(_ context.Context, r slog.Record) error {
+	if !strings.HasPrefix(r.Message, "handled") {
+		return nil
+	}
+	key, msg := "", r.Message
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "key" && strings.HasPrefix(r.Message, "handled") {
-			l.mu.Lock()
-			l.msgs[a.Value.String()] = append(l.msgs[a.Value.String()], r.Message)
-			l.mu.Unlock()
+		switch a.Key {
+		case "key":
+			key = a.Value.String()
+		case "fields":
+			for _, f := range a.Value.Group() {
+				msg += fmt.Sprintf(" %s=%v", f.Key, f.Value)
+			}
 		}
 		return true
 	})
+	if key != "" {
+		l.mu.Lock()
+		l.msgs[key] = append(l.msgs[key], msg)
+		l.mu.Unlock()
+	}
 	return nil
 }
 

@@ -128,6 +128,7 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 			return nil, err
 		}
 		r.mods[meta.Name] = d
+		logDeployed(opts.Logger, "loaded", d)
 	}
 	return r, nil
 }
@@ -210,6 +211,7 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 	if old != nil {
 		old.mod.Close(ctx) // calls in flight on the old code finish first
 	}
+	logDeployed(r.opts.Logger, map[bool]string{true: "uploaded", false: "rolled back"}[rolledBackFrom == 0], d)
 	return d.info(), old == nil, nil
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/subscription"
@@ -193,6 +195,8 @@ func (s sagaInvoker) post(ctx context.Context, gw Gateway, requestID string, cmd
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", requestID)
+	// The attempt's span, so that the gateway's trace joins the delivery's.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return gatewayAnswer{failure: transportFailure(ctx, rctx, gw, what, err)}

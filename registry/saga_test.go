@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )
@@ -79,13 +81,14 @@ func TestGatewayAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got struct {
-				method, path, key, auth, contentType string
-				body                                 map[string]any
+				method, path, key, auth, contentType, traceparent string
+				body                                              map[string]any
 			}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, _ := io.ReadAll(r.Body)
 				got.method, got.path, got.key = r.Method, r.URL.Path, r.Header.Get("Idempotency-Key")
 				got.auth, got.contentType = r.Header.Get("Authorization"), r.Header.Get("Content-Type")
+				got.traceparent = r.Header.Get("traceparent")
 				json.Unmarshal(b, &got.body)
 				if tt.block {
 					<-r.Context().Done()
@@ -105,7 +108,7 @@ func TestGatewayAnswers(t *testing.T) {
 			gw := Gateway{AggregateType: "Stock", URL: url, Timeout: 50 * time.Millisecond,
 				Headers: map[string]string{"Authorization": "Bearer t", "X-Tenant": "eu"}}
 			cmd := abi.Command{AggregateType: "Stock", AggregateID: "sku-9", Type: "ReserveStock", Payload: []byte(`{"order":"o-1"}`)}
-			a := s.post(context.Background(), gw, "S.h:o-1@1:0/0", &cmd)
+			a := s.post(attemptSpan(), gw, "S.h:o-1@1:0/0", &cmd)
 			srv.Close() // waits for the handler: got is complete
 
 			if a.rejected != tt.wantReject || a.reason != tt.wantReason || (tt.wantReject && a.status != tt.status) {
@@ -129,7 +132,7 @@ func TestGatewayAnswers(t *testing.T) {
 			want := map[string]any{"requestId": "S.h:o-1@1:0/0", "aggregateType": "Stock", "aggregateId": "sku-9",
 				"type": "ReserveStock", "payload": map[string]any{"order": "o-1"}}
 			if got.method != "POST" || got.path != "/commands" || got.key != "S.h:o-1@1:0/0" || got.auth != "Bearer t" ||
-				got.contentType != "application/json" || !sameJSON(got.body, want) {
+				got.contentType != "application/json" || !sameJSON(got.body, want) || got.traceparent != attemptTraceparent {
 				t.Errorf("request %+v", got)
 			}
 		})
@@ -140,4 +143,19 @@ func sameJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// attemptTraceparent is the traceparent of attemptSpan's span: a command
+// carries its attempt's, so that the gateway's trace joins the delivery's.
+const attemptTraceparent = "00-0102030405060708090a0b0c0d0e0f10-1112131415161718-01"
+
+// attemptSpan is a context carrying a sampled span, as an attempt's does
+// when tracing is on.
+func attemptSpan() context.Context {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID:    trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		SpanID:     trace.SpanID{17, 18, 19, 20, 21, 22, 23, 24},
+		TraceFlags: trace.FlagsSampled,
+	})
+	return trace.ContextWithSpanContext(context.Background(), sc)
 }

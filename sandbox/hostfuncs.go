@@ -97,11 +97,12 @@ func (s *Sandbox) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	case abi.LogError:
 		lvl = slog.LevelError
 	}
+	text, fields := abi.DecodeLogLine(msg)
 	attrs := []any{}
 	if cs := callFrom(ctx); cs != nil {
 		attrs = append(attrs, "module", cs.mod.name)
 		if cs.ev != nil {
-			attrs = append(attrs, "key", cs.ev.InvocationKey)
+			attrs = append(attrs, "handler", cs.ev.Handler, "key", cs.ev.InvocationKey)
 		}
 		// The caller's context, not the call's: a handler may keep it.
 		ctx = cs.ctx
@@ -109,7 +110,11 @@ func (s *Sandbox) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 			ctx = context.Background()
 		}
 	}
-	s.cfg.Logger.Log(ctx, lvl, string(msg), attrs...)
+	if len(fields) > 0 {
+		// The guest's own fields, apart from the host's attribution.
+		attrs = append(attrs, slog.Group("fields", fields...))
+	}
+	s.cfg.Logger.Log(ctx, lvl, text, attrs...)
 }
 
 // hostCommand queues a saga's command; the caller sends the commands only

@@ -42,6 +42,7 @@ func (s *Sandbox) hostHTTP(_ context.Context, cs *callState, raw []byte) abi.Rep
 	for _, h := range req.Headers {
 		hreq.Header.Add(h.Name, h.Value)
 	}
+	injectTraceparent(ctx, hreq.Header)
 	client := &http.Client{
 		Transport: s.cfg.HTTPTransport,
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {

@@ -184,7 +184,10 @@ func TestGuestFailuresAndTraps(t *testing.T) {
 	}
 	logMu.Lock()
 	defer logMu.Unlock()
-	for _, want := range []string{"module=samples/misbehaving", "key=Misbehaving.echo:a@1:0", "stdout line from Misbehaving.echo:a@1:0"} {
+	// The guest's log line: attributed to module, handler and key, its own
+	// fields kept as fields (not flattened into the message), no host source.
+	guestLine := "msg=echo module=samples/misbehaving handler=echo key=Misbehaving.echo:a@1:0 fields.key=Misbehaving.echo:a@1:0\n"
+	for _, want := range []string{guestLine, "stdout line from Misbehaving.echo:a@1:0"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}

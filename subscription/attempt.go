@@ -54,7 +54,7 @@ func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d re
 // retried no sooner than Retry-After while the partition's concurrency is
 // lowered, and parks only when BackpressureAttempts is spent. The policy is
 // read afresh before every attempt, so a config reload applies to the next.
-func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, live bool) outcome {
+func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, live bool) (o outcome) {
 	ctx := p.ctx
 	clk := r.e.clock
 	aggName := a.key.String()
@@ -62,6 +62,8 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 	r.loadBudget(a.key, c.Version, idx, &st)
 	key := r.keyFor(a, c, idx, &st)
 	refund := func() { r.refundOutage(p, a, c.Version, idx, &st) }
+	tr := r.e.trace.deliver(ctx, r.s.name, p.idx, c, idx, key, false)
+	defer func() { tr.end(o) }()
 	for {
 		refund()
 		cur := r.s.cur.Load()
@@ -74,7 +76,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		pol = cur.policy
 		st.n++
 		start := clk.Now()
-		f := r.invoke(ctx, cur.spec.Invoker, Delivery{
+		f := r.invoke(tr.attempt(ctx, st.n), cur.spec.Invoker, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler, InvocationKey: key,
 			Attempt: st.n, Commit: c, Index: idx, Timeout: pol.Timeout,
 		})
@@ -101,12 +103,15 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		now := clk.Now()
 		r.e.obs.attempt(r.s.name, f, &pol, cur.classifier, c.Time, start, now)
 		if f == nil {
+			r.logSucceeded(aggName, key, &st)
 			p.succeeded(aggName, now, probe)
 			r.clearBudget(p, a.key, &st)
 			return outcomeHandled
 		}
 		d := retry.Classify(f, &pol, cur.classifier)
 		st.failed(now, c.Version, f, d)
+		tr.fail(f, d)
+		r.logAttemptFailed(aggName, key, st.n, f, d)
 		if r.pausedForStore(p, now, probe) {
 			continue // the host's failure, not the aggregate's (storefull.go)
 		}

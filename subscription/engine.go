@@ -65,6 +65,7 @@ type Engine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the scheduler and the retries of failed starts
 	sched  *scheduler
+	trace  *tracing // spans and the links between attempts (trace.go)
 	// bgMu guards bgClosed, set when Close begins: no goroutine joins wg
 	// after (goBackground). A leaf.
 	bgMu     sync.Mutex
@@ -85,6 +86,7 @@ func Open(events eventlog.Log, store ledger.Store, opts Options, specs ...Spec) 
 	}
 	e.host.Store(&hostLayer{retry: opts.Retry, parked: opts.Parked, classifier: opts.Classifier})
 	e.sched = newScheduler(e)
+	e.trace = newTracing(opts.Tracer)
 	for _, s := range specs {
 		if err := e.add(s); err != nil {
 			cancel()

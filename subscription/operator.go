@@ -57,6 +57,8 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 	}
 	e.sched.remove(s.name, k)
 	e.obs.resolved(s.name, "resume", actor, rec.FirstFailure, now)
+	e.trace.restore(recordKey(rec), rec.Traceparent)
+	e.trace.resumed(recordKey(rec), actor)
 	e.logger.Info("parked aggregate resumed", "subscription", s.name, "aggregate", k.String(),
 		"version", rec.Version, "actor", actor, "reason", reason)
 	r.beginReplay(p, k, rec.Version, int(rec.Index), recordKey(rec))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/retry"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure an Engine. Zero values take the defaults named.
@@ -67,6 +68,9 @@ type Options struct {
 	// Observer is told of attempts, parks, long-horizon retries and
 	// resolutions, for metrics (observe.go); nil: none.
 	Observer Observer
+	// Tracer makes a span per delivered event and per attempt (trace.go);
+	// nil: none.
+	Tracer trace.Tracer
 }
 
 // Defaults of Options; config's [subscription] defaults are these.

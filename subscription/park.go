@@ -48,6 +48,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			}
 			rec.Version, rec.Index, rec.Position = c.Version, uint32(idx), c.Position
 			rec.InvocationKey = st.key // what a retry or resume of the event goes on with
+			rec.Traceparent = r.e.trace.traceparent(st.key)
 			rec.Error = info
 			rec.Attempts = st.n
 			rec.ParkedRetries = 0

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
@@ -185,6 +186,11 @@ func (r *run) parkedRetry(k aggKey) {
 		r.e.sched.add(r.s.name, k, rec.NextRetry)
 		return
 	}
+	tr := r.e.trace.deliver(ctx, r.s.name, p.idx, eventlog.Commit{AggregateType: k.typ, AggregateID: k.id, Version: rec.Version}, -1, recordKey(rec), true)
+	o := outcomeCancelled
+	defer func() { tr.end(o) }()
+	r.e.trace.restore(recordKey(rec), rec.Traceparent) // the link across a restart
+	actx := tr.attempt(ctx, rec.Attempts+1)
 	var f *retry.Failure
 	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
 	switch {
@@ -197,7 +203,8 @@ func (r *run) parkedRetry(k aggKey) {
 		f = &retry.Failure{Message: fmt.Sprintf("event %d of version %d is not in the log", rec.Index, rec.Version)}
 	default:
 		c := commits[0]
-		f = r.invoke(ctx, cur.spec.Invoker, Delivery{
+		tr.event(c.Events[rec.Index].Type)
+		f = r.invoke(actx, cur.spec.Invoker, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler,
 			InvocationKey: recordKey(rec),
 			Attempt:       rec.Attempts + 1, Commit: c, Index: int(rec.Index), Timeout: cur.parked.Timeout,
@@ -221,6 +228,7 @@ func (r *run) parkedRetry(k aggKey) {
 	rec.Attempts++
 	rec.ParkedRetries++
 	if f == nil {
+		o = outcomeHandled
 		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
 		rec.Index++ // resume after the event the retry handled
 		rec.InvocationKey = eventKey(r.s.name, k, rec.Version, rec.Index)
@@ -242,13 +250,15 @@ func (r *run) parkedRetry(k aggKey) {
 			return
 		}
 		r.e.obs.resolved(r.s.name, "resume", actorBerth, rec.FirstFailure, now)
-		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String())
+		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String(),
+			"retry", rec.ParkedRetries)
 		r.beginReplay(p, k, rec.Version, int(rec.Index), rec.InvocationKey)
 		return
 	}
 	pol := cur.policy
 	d := retry.Classify(f, &pol, cur.classifier)
 	info := errorInfo(f, d)
+	tr.fail(f, d)
 	rec.Error, rec.LastFailure = info, now
 	rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version, Error: &info})
 	var note *ledger.Notification
@@ -262,9 +272,14 @@ func (r *run) parkedRetry(k aggKey) {
 	default:
 		note = waitForOperator(rec, now, ledger.WaitRetriesSpent, r.s.name, k)
 	}
+	if note != nil {
+		o = outcomeParked // waits for an operator now
+	}
+	rec.Traceparent = r.e.trace.traceparent(recordKey(rec))
 	if !r.storeRetry(p, rec, note, k, now) {
 		return
 	}
+	r.logLongRetryFailed(k, rec, next, note != nil)
 	if ok {
 		r.e.sched.add(r.s.name, k, next)
 	}

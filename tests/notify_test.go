@@ -38,6 +38,8 @@ type call struct {
 	// Dropped: the service deduplicates (notifier.dedupe) and had already
 	// notified this key, so it answered 200 and notified no one.
 	Dropped bool
+	// Traceparent is the W3C traceparent header the call carried.
+	Traceparent string
 }
 
 // notifier is a fake notification service, scriptable per buyer: it serves
@@ -143,7 +145,7 @@ func (n *notifier) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", ra)
 	}
 	n.calls = append(n.calls, call{Buyer: buyer, Key: key, Order: msg.Order,
-		Status: status, Epoch: epoch, At: at, Dropped: dropped})
+		Status: status, Epoch: epoch, At: at, Dropped: dropped, Traceparent: r.Header.Get("traceparent")})
 	n.mu.Unlock()
 	w.WriteHeader(status)
 	io.WriteString(w, http.StatusText(status))

@@ -49,7 +49,7 @@ timeout = "100ms"
 	if rs := h.parked(t); len(rs) != 0 {
 		t.Fatalf("parked %+v, want none: a warm-up timeout was charged", rs)
 	}
-	attempts := regexp.MustCompile(`msg="crunched attempt=(\d+)`).FindAllStringSubmatch(log, -1)
+	attempts := regexp.MustCompile(`msg=crunched [^\n]*fields\.attempt=(\d+)`).FindAllStringSubmatch(log, -1)
 	if len(attempts) != events {
 		t.Fatalf("%d crunches logged, want %d; host log:\n%s", len(attempts), events, log)
 	}

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener) {
 		fn   func(t *testing.T, open Opener)
 	}{
 		{"RoundTrip", testRoundTrip},
+		{"Traceparent", testTraceparent},
 		{"Versions", testVersions},
 		{"Conflict", testConflict},
 		{"AnyVersion", testAnyVersion},
@@ -152,6 +153,8 @@ func sameCommit(a, b eventlog.Commit) string {
 		return fmt.Sprintf("version %d != %d", a.Version, b.Version)
 	case a.OwnerID != b.OwnerID:
 		return fmt.Sprintf("owner %q != %q", a.OwnerID, b.OwnerID)
+	case a.Traceparent != b.Traceparent:
+		return fmt.Sprintf("traceparent %q != %q", a.Traceparent, b.Traceparent)
 	case !a.Time.Equal(b.Time):
 		return fmt.Sprintf("time %v != %v", a.Time, b.Time)
 	case len(a.Events) != len(b.Events):

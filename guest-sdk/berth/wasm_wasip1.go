@@ -4,7 +4,6 @@ package berth
 
 import (
 	"fmt"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -120,14 +119,15 @@ func replyError(what string, r *abi.Reply) error {
 
 type hostLogger struct{}
 
+// log sends msg with its fields as fields (abi.EncodeLogLine), so that the
+// host logs them as such, not flattened into the message.
 func (hostLogger) log(level uint32, msg string, kv []any) {
-	var b strings.Builder
-	b.WriteString(msg)
-	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", kv[i], kv[i+1])
+	b := abi.EncodeLogLine(msg, kv)
+	if len(b) == 0 {
+		hostLog(level, nil, 0)
+		return
 	}
-	s := b.String()
-	hostLog(level, unsafe.Pointer(unsafe.StringData(s)), uint32(len(s)))
+	hostLog(level, unsafe.Pointer(&b[0]), uint32(len(b)))
 }
 
 func (l hostLogger) Debug(msg string, kv ...any) { l.log(abi.LogDebug, msg, kv) }

@@ -5,6 +5,8 @@ package syncbuf
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"sync"
 )
 
@@ -27,4 +29,17 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// JSONLines returns the lines written by a slog JSON handler whose msg is
+// msg, each decoded; lines that are not JSON objects are left out.
+func (b *Buffer) JSONLines(msg string) []map[string]any {
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
 }
