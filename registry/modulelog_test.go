@@ -9,6 +9,7 @@ import (
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testbuild"
 )
 
 // An upload, a rollback and each load of a stored module at start are one
@@ -30,7 +31,8 @@ func TestModuleUploadAndLoadAreLogged(t *testing.T) {
 	if _, _, err := kit.Modules.Put(ctx, "m", wasm); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := kit.Modules.Put(ctx, "m", wasm); err != nil {
+	// Another build: the bytes already current would change nothing.
+	if _, _, err := kit.Modules.Put(ctx, "m", testbuild.Rebuilt(wasm, "2")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kit.Modules.Rollback(ctx, "m", 1); err != nil {
