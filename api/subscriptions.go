@@ -50,7 +50,7 @@ func (s *Server) pauseSubscription(c echo.Context) error {
 		return err
 	}
 	auditNote(c, auditReasonKey, "%s", req.Reason)
-	ctx := c.Request().Context()
+	ctx := subscription.WithCaller(c.Request().Context(), actor(c), req.Reason)
 	var err error
 	if req.Until != nil {
 		auditNote(c, auditDetailKey, "until %s", req.Until.UTC().Format(time.RFC3339))
@@ -68,7 +68,7 @@ func (s *Server) pauseSubscription(c echo.Context) error {
 }
 
 func (s *Server) unpauseSubscription(c echo.Context) error {
-	if err := s.deps.Operator.Unpause(c.Request().Context(), c.Param("name")); err != nil {
+	if err := s.deps.Operator.Unpause(subscription.WithCaller(c.Request().Context(), actor(c), ""), c.Param("name")); err != nil {
 		return s.engineError(c, err)
 	}
 	return s.getSubscription(c)
@@ -83,7 +83,8 @@ func (s *Server) resetSubscription(c echo.Context) error {
 		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
 			Detail: "position is required: 1 replays from the beginning, head+1 skips to the end", Field: "position"}
 	}
-	if err := s.deps.Operator.Reset(c.Request().Context(), c.Param("name"), *req.Position); err != nil {
+	ctx := subscription.WithCaller(c.Request().Context(), actor(c), "")
+	if err := s.deps.Operator.Reset(ctx, c.Param("name"), *req.Position); err != nil {
 		return s.engineError(c, err)
 	}
 	auditNote(c, auditDetailKey, "to position %d", *req.Position)

@@ -312,7 +312,9 @@ max-response = "1MiB"
 tier-up = true
 
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
-# is resumed or skipped by an operator. Deliveries are queued durably, retried, and signed as Standard
+# is resumed or skipped by an operator; when a partition pauses for an outage and goes on
+# (partition-paused, partition-resumed); when an operator pauses, unpauses or resets a subscription
+# (subscription-paused, subscription-unpaused, subscription-reset); when a job ends (job-finished). Deliveries are queued durably, retried, and signed as Standard
 # Webhooks do (webhook-id, webhook-timestamp, webhook-signature) with each "whsec_" secret listed.
 #
 # [[webhooks]]

@@ -31,8 +31,7 @@ type Webhook struct {
 	Secrets []string `toml:"secrets"`
 	// SecretsEnv names environment variables each holding one of Secrets, read at load (default none).
 	SecretsEnv []string `toml:"secrets-env"`
-	// Events is the events the webhook is told about: parked, retries-spent, resumed, skipped (default
-	// empty: all).
+	// Events is the events the webhook is told about, from WebhookEvents (default empty: all).
 	Events []string `toml:"events"`
 	// Subscriptions limits the webhook to these subscriptions, "Processor.handler" (default empty: all).
 	Subscriptions []string `toml:"subscriptions"`

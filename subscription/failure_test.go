@@ -227,7 +227,9 @@ func TestPoisonedAggregateDoesNotSlowNeighbours(t *testing.T) {
 
 // A partition-wide outage (connection refused) pauses the partition, which
 // probes with backoff; no aggregate spends budget or is parked, and all go
-// on when the service is back. Other partitions are not paused.
+// on when the service is back. Other partitions are not paused. The pause
+// and its end are notified, each once, in order, with the detector's
+// reason.
 func TestPartitionOutageSpendsNoBudget(t *testing.T) {
 	clock := clock.NewFake(t0)
 	var down atomic.Bool
@@ -270,6 +272,11 @@ func TestPartitionOutageSpendsNoBudget(t *testing.T) {
 	}
 	if len(e.notifications()) != 0 {
 		t.Fatal("notified")
+	}
+	eventually(t, "the end of the pause notified", func() bool { return len(e.otherNotes()) == 2 })
+	got := e.otherNotes()
+	if !strings.HasPrefix(got[0], `partition-paused partition 0 by "": "`) || got[1] != "partition-resumed partition 0" {
+		t.Fatalf("notifications %q, want the pause with the detector's reason, then its end", got)
 	}
 }
 

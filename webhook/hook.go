@@ -1,6 +1,7 @@
 // Package webhook delivers the ledger's notifications (an aggregate parked,
-// spent its long-horizon retries, was resumed or was skipped) to HTTP
-// endpoints. It owns the hooks and their filters, each hook's deliveries
+// spent its long-horizon retries, was resumed or was skipped; a partition
+// paused by an outage and its end; a subscription paused, unpaused or reset
+// by an operator; a job finished) to HTTP endpoints. It owns the hooks and their filters, each hook's deliveries
 // (in order, retried, signed) and its durable cursor, and the outbox's
 // acknowledgement; the notifications themselves are the ledger's. It sits
 // beside the ledger rather than inside it: the ledger only stores, and this
@@ -96,6 +97,20 @@ const (
 	EventResumed = ledger.NotifyResumed
 	// EventSkipped: a parked aggregate was skipped.
 	EventSkipped = ledger.NotifySkipped
+	// EventPartitionPaused: a partition paused because its failures are
+	// systemic (an outage); the payload's "partition" names it.
+	EventPartitionPaused = ledger.NotifyPartitionPaused
+	// EventPartitionResumed: a partition paused by an outage goes on.
+	EventPartitionResumed = ledger.NotifyPartitionResumed
+	// EventSubscriptionPaused: an operator paused a subscription.
+	EventSubscriptionPaused = ledger.NotifySubscriptionPaused
+	// EventSubscriptionUnpaused: a paused subscription goes on.
+	EventSubscriptionUnpaused = ledger.NotifySubscriptionUnpaused
+	// EventSubscriptionReset: an operator reset a subscription's
+	// checkpoint.
+	EventSubscriptionReset = ledger.NotifySubscriptionReset
+	// EventJobFinished: a bulk resume or skip job ended.
+	EventJobFinished = ledger.NotifyJobFinished
 )
 
 // Events returns every notification type a hook can filter on, in the order
