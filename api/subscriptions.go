@@ -170,6 +170,11 @@ func (s *Server) listParked(c echo.Context) error {
 	if len(records) == 0 && f.Subscription != "" && f.After == "" && !slices.Contains(s.deps.Engine.Subscriptions(), f.Subscription) {
 		return s.unknownSubscription(f.Subscription)
 	}
+	// So would a misspelt class (one a record still carries is listed).
+	if len(records) == 0 && f.Class != "" && f.After == "" && !s.knownClass(f.Class) {
+		return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
+			Detail: s.unknownClass(f.Class), Field: "class"}
+	}
 	page := wire.ParkedPage{Records: make([]wire.ParkedRecord, len(records)), Next: next}
 	for i, r := range records {
 		page.Records[i] = toWireRecord(r)
