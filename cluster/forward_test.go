@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -190,6 +191,27 @@ func TestPauseEverywhere(t *testing.T) {
 			t.Fatalf("B after the unpause: %s", st.State)
 		}
 		e.waitHandled("B", id, 1, 2)
+
+		// Each change is notified once, by the host it was made on, not
+		// once per host that applied it.
+		want := []string{ledger.NotifySubscriptionPaused, ledger.NotifySubscriptionPaused, ledger.NotifySubscriptionUnpaused}
+		var got []string
+		checkfor.Cond(t, 5*time.Second, 10*time.Millisecond, "the three notifications", func() bool {
+			got = nil
+			if err := e.st.View(t.Context(), func(tx ledger.Tx) error {
+				ns, err := tx.Notifications(0, 100)
+				for _, n := range ns {
+					got = append(got, n.Type)
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return len(got) >= len(want)
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("notifications %v, want %v", got, want)
+		}
 	})
 }
 
