@@ -32,10 +32,12 @@ func auditNote(c echo.Context, key, format string, args ...any) {
 func auditSkip(c echo.Context) { c.Set(auditSkipKey, true) }
 
 // audit writes an entry to the ledger's audit log for every state-changing
-// call that succeeded (a dry run changes nothing: none) but an append (the route table puts it on each of
-// them, so none is forgotten; see route.audited): the actor, the route, its
-// target (the path's parameters), the reason and what came of it. An entry the
-// ledger cannot take (a full disk) is logged: the call has happened.
+// call that succeeded but an append (the route table puts it on each of
+// them, so none is forgotten; see route.audited) and a call that changed
+// nothing (a dry run, [auditSkip]): the actor, the route, its target (the
+// path's parameters, or what a creation made), the reason and what came of
+// it. An entry the ledger cannot take (a full disk) is logged: the call has
+// happened.
 func (s *Server) audit(r route) echo.MiddlewareFunc {
 	action := r.method + " " + openapiPath(r.path)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
