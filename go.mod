@@ -27,6 +27,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.1.0
+	github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
 	github.com/synadia-io/orbit.go/jetstreamext v0.4.0
 	github.com/tetratelabs/wazero v1.12.0
 	go.opentelemetry.io/otel v1.41.0

@@ -18,6 +18,8 @@ import (
 const (
 	auditReasonKey = "berth.audit.reason" // the reason the caller gave
 	auditDetailKey = "berth.audit.detail" // what came of it
+	auditTargetKey = "berth.audit.target" // what it acted on, when the path does not name it (a creation)
+	auditSkipKey   = "berth.audit.skip"   // set: the call changed nothing (a dry run), no entry
 )
 
 // auditNote sets a part of the call's audit entry.
@@ -25,18 +27,24 @@ func auditNote(c echo.Context, key, format string, args ...any) {
 	c.Set(key, fmt.Sprintf(format, args...))
 }
 
+// auditSkip marks a call of an audited route that changed nothing (a dry
+// run): it is no change to keep in the audit log.
+func auditSkip(c echo.Context) { c.Set(auditSkipKey, true) }
+
 // audit writes an entry to the ledger's audit log for every state-changing
 // call that succeeded but an append (the route table puts it on each of
-// them, so none is forgotten; see route.audited): the actor, the route, its
-// target (the path's parameters), the reason and what came of it. An entry the
-// ledger cannot take (a full disk) is logged: the call has happened.
+// them, so none is forgotten; see route.audited) and a call that changed
+// nothing (a dry run, [auditSkip]): the actor, the route, its target (the
+// path's parameters, or what a creation made), the reason and what came of
+// it. An entry the ledger cannot take (a full disk) is logged: the call has
+// happened.
 func (s *Server) audit(r route) echo.MiddlewareFunc {
 	action := r.method + " " + openapiPath(r.path)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			err := next(c)
 			status := c.Response().Status
-			if err != nil || status >= 300 || s.deps.Ledger == nil {
+			if skip, _ := c.Get(auditSkipKey).(bool); err != nil || status >= 300 || s.deps.Ledger == nil || skip {
 				return err
 			}
 			e := ledger.AuditEntry{Time: time.Now().UTC(), Actor: actor(c), Action: action, Status: status,
@@ -56,9 +64,13 @@ func noted(c echo.Context, key string) string {
 	return v
 }
 
-// auditTarget is what the call acted on: the path's parameters (as
+// auditTarget is what the call acted on: what the handler noted (a
+// creation names what it created), else the path's parameters (as
 // decoded), joined by "/".
 func auditTarget(c echo.Context) string {
+	if t := noted(c, auditTargetKey); t != "" {
+		return t
+	}
 	var parts []string
 	for _, name := range c.ParamNames() {
 		parts = append(parts, c.Param(name))

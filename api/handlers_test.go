@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,10 +110,13 @@ func TestEvents(t *testing.T) {
 // (docs/failure-model.md) over the API: an unknown buyer parks its order;
 // the record shows with its history, in the list and by key; the
 // subscription counts it and shows its retry settings with their sources;
-// resume and skip act on it.
+// resume and skip act on it. A search or a job filtered by a class no
+// deployed module declares, no classifier rule names and no builtin class
+// is answers 400 naming the nearest declared classes. A job's dry run
+// leaves no audit entry; its creation names the job as the target.
 func TestSubscriptionsAndParked(t *testing.T) {
 	t.Parallel()
-	h := newHost(t, "")
+	h := newHost(t, "\n[[classifier.rules]]\nclass = \"TlsHandshake\"\nas = \"systemic\"\n")
 	if r := h.upload("shipment-notifier", ""); r.status != http.StatusCreated {
 		t.Fatalf("upload: %s", r)
 	}
@@ -159,6 +163,32 @@ func TestSubscriptionsAndParked(t *testing.T) {
 	if r := h.do(req{method: "GET", path: "/v1/parked?subscription=ShipmentNotifier.onOrderShiped"}); r.status != http.StatusNotFound ||
 		!strings.Contains(string(r.body), `did you mean \"ShipmentNotifier.onOrderShipped\"`) {
 		t.Errorf("GET /v1/parked with a misspelt subscription: %s", r)
+	}
+	for q, n := range map[string]int{"UnknownBuyer": 1, "Notification": 1, "berth.Timeout": 0, "TlsHandshake": 0} {
+		h.do(req{method: "GET", path: "/v1/parked?class=" + q}).json(t, &page)
+		if page.Records == nil || len(page.Records) != n {
+			t.Errorf("GET /v1/parked?class=%s: %+v, want %d records", q, page, n)
+		}
+	}
+	for q, near := range map[string]string{
+		"UnknownBuyr":    `nearest declared: "UnknownBuyer"`,
+		"berth.Timout":   `nearest declared: "berth.Timeout"`,
+		"TlsHandshak":    `nearest declared: "TlsHandshake"`,
+		"PaymentDecline": "no deployed module declares it",
+	} {
+		p := problemOf(t, h.do(req{method: "GET", path: "/v1/parked?class=" + q}), http.StatusBadRequest)
+		if p.Field != "class" || !strings.Contains(p.Detail, near) || !strings.Contains(p.Detail, strconv.Quote(q)) {
+			t.Errorf("GET /v1/parked?class=%s: %+v, want the class field, the class and %s", q, p, near)
+		}
+	}
+	for _, body := range []string{
+		`{"action":"resume","dryRun":true,"filter":{"class":"UnknownByer"}}`,
+		`{"action":"resume","reason":"r","filter":{"class":"UnknownByer"}}`,
+	} {
+		p := problemOf(t, h.do(req{method: "POST", path: "/v1/jobs", body: body}), http.StatusBadRequest)
+		if p.Field != "filter.class" || !strings.Contains(p.Detail, `nearest declared: "UnknownBuyer"`) {
+			t.Errorf("POST /v1/jobs %s: %+v", body, p)
+		}
 	}
 	for _, q := range []string{"?aggregateType=Invoice", "?state=resuming"} {
 		h.do(req{method: "GET", path: "/v1/parked" + q}).json(t, &page)
@@ -233,6 +263,27 @@ func TestSubscriptionsAndParked(t *testing.T) {
 	})
 	problemOf(t, h.do(req{method: "POST", path: sub + "/parked/Order/o-2/skip"}), http.StatusNotFound)
 	problemOf(t, h.do(req{method: "POST", path: sub + "/parked/Order/o-2/resume"}), http.StatusNotFound)
+
+	var dry wire.JobDryRun
+	h.do(req{method: "POST", path: "/v1/jobs", body: `{"action":"resume","dryRun":true,"filter":{"class":"berth.Timeout"}}`}).json(t, &dry)
+	r := h.do(req{method: "POST", path: "/v1/jobs", body: `{"action":"skip","reason":"timeouts","filter":{"class":"berth.Timeout"}}`})
+	if r.status != http.StatusCreated {
+		t.Fatalf("create: %s", r)
+	}
+	var j wire.Job
+	r.json(t, &j)
+	var audit wire.AuditPage
+	h.do(req{method: "GET", path: "/v1/audit?limit=1000"}).json(t, &audit)
+	var jobsEntries []wire.AuditEntry
+	for _, e := range audit.Entries {
+		if e.Action == "POST /v1/jobs" {
+			jobsEntries = append(jobsEntries, e)
+		}
+	}
+	if len(jobsEntries) != 1 || jobsEntries[0].Target != strconv.FormatUint(j.ID, 10) || jobsEntries[0].Reason != "timeouts" ||
+		jobsEntries[0].Status != http.StatusCreated {
+		t.Errorf("audit entries of POST /v1/jobs %+v, want the creation of job %d only, naming it", jobsEntries, j.ID)
+	}
 }
 
 // TestParkedDetail: the record as served also shows the event it stopped at

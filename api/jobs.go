@@ -41,7 +41,20 @@ func (s *Server) createJob(c echo.Context) error {
 	}
 	spec := jobs.Spec{Action: req.Action, Filter: fromWireJobFilter(req.Filter), Actor: actor(c), Reason: req.Reason, Rate: rate}
 	ctx := c.Request().Context()
+	if class := spec.Filter.Class; class != "" && !s.knownClass(class) {
+		// A misspelt class matches nothing, as a search by it lists
+		// nothing: refused alike, unless a record still carries it.
+		n, _, err := s.deps.Jobs.DryRun(ctx, spec, 0)
+		if err != nil {
+			return s.jobError(c, err)
+		}
+		if n == 0 {
+			return invalidRequest("filter.class", "%s", s.unknownClass(class))
+		}
+	}
 	if req.DryRun {
+		// A dry run changes nothing: no audit entry.
+		auditSkip(c)
 		n, sample, err := s.deps.Jobs.DryRun(ctx, spec, dryRunSample)
 		if err != nil {
 			return s.jobError(c, err)
@@ -57,6 +70,7 @@ func (s *Server) createJob(c echo.Context) error {
 		return s.jobError(c, err)
 	}
 	auditNote(c, auditReasonKey, "%s", req.Reason)
+	auditNote(c, auditTargetKey, "%d", j.ID) // as the job's own routes name it
 	auditNote(c, auditDetailKey, "job %d: %s of %d matched", j.ID, j.Action, j.Matched)
 	return c.JSON(http.StatusCreated, toWireJob(j))
 }

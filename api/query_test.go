@@ -52,7 +52,7 @@ func TestDocumentedQueryParametersPass(t *testing.T) {
 	if r := h.ship("o-1", "b-1"); r.status != http.StatusCreated {
 		t.Fatalf("append: %s", r)
 	}
-	for _, path := range []string{"/v1/parked?subscription=&state=waiting&aggregateType=Order&class=X&message=m&failedAfter=2026-01-01T00:00:00Z&failedBefore=2027-01-01T00:00:00Z&limit=5", "/v1/aggregates/Order/o-1/events?from=1&limit=1", "/v1/parked?", "/v1/parked?limit="} {
+	for _, path := range []string{"/v1/parked?subscription=&state=waiting&aggregateType=Order&class=berth.Timeout&message=m&failedAfter=2026-01-01T00:00:00Z&failedBefore=2027-01-01T00:00:00Z&limit=5", "/v1/aggregates/Order/o-1/events?from=1&limit=1", "/v1/parked?", "/v1/parked?limit="} {
 		if r := h.do(req{method: "GET", path: path}); r.status != http.StatusOK {
 			t.Errorf("GET %s: %s", path, r)
 		}

@@ -50,7 +50,7 @@ func (s *Server) pauseSubscription(c echo.Context) error {
 		return err
 	}
 	auditNote(c, auditReasonKey, "%s", req.Reason)
-	ctx := c.Request().Context()
+	ctx := subscription.WithCaller(c.Request().Context(), actor(c), req.Reason)
 	var err error
 	if req.Until != nil {
 		auditNote(c, auditDetailKey, "until %s", req.Until.UTC().Format(time.RFC3339))
@@ -68,7 +68,7 @@ func (s *Server) pauseSubscription(c echo.Context) error {
 }
 
 func (s *Server) unpauseSubscription(c echo.Context) error {
-	if err := s.deps.Operator.Unpause(c.Request().Context(), c.Param("name")); err != nil {
+	if err := s.deps.Operator.Unpause(subscription.WithCaller(c.Request().Context(), actor(c), ""), c.Param("name")); err != nil {
 		return s.engineError(c, err)
 	}
 	return s.getSubscription(c)
@@ -83,7 +83,8 @@ func (s *Server) resetSubscription(c echo.Context) error {
 		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
 			Detail: "position is required: 1 replays from the beginning, head+1 skips to the end", Field: "position"}
 	}
-	if err := s.deps.Operator.Reset(c.Request().Context(), c.Param("name"), *req.Position); err != nil {
+	ctx := subscription.WithCaller(c.Request().Context(), actor(c), "")
+	if err := s.deps.Operator.Reset(ctx, c.Param("name"), *req.Position); err != nil {
 		return s.engineError(c, err)
 	}
 	auditNote(c, auditDetailKey, "to position %d", *req.Position)
@@ -168,6 +169,11 @@ func (s *Server) listParked(c echo.Context) error {
 	// the engine no longer has may still hold records: those are listed.)
 	if len(records) == 0 && f.Subscription != "" && f.After == "" && !slices.Contains(s.deps.Engine.Subscriptions(), f.Subscription) {
 		return s.unknownSubscription(f.Subscription)
+	}
+	// So would a misspelt class (one a record still carries is listed).
+	if len(records) == 0 && f.Class != "" && f.After == "" && !s.knownClass(f.Class) {
+		return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
+			Detail: s.unknownClass(f.Class), Field: "class"}
 	}
 	page := wire.ParkedPage{Records: make([]wire.ParkedRecord, len(records)), Next: next}
 	for i, r := range records {

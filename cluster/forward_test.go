@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -191,6 +192,30 @@ func TestPauseEverywhere(t *testing.T) {
 			t.Fatalf("B after the unpause: %s", st.State)
 		}
 		e.waitHandled("B", id, 1, 2)
+
+		// Each change is notified once, by the host it was made on, not
+		// once per host that applied it.
+		want := []string{ledger.NotifySubscriptionPaused, ledger.NotifySubscriptionPaused, ledger.NotifySubscriptionUnpaused}
+		var got []string
+		checkfor.Nil(t, 5*time.Second, 10*time.Millisecond, func() error {
+			got = nil
+			if err := e.st.View(t.Context(), func(tx ledger.Tx) error {
+				ns, err := tx.Notifications(0, 100)
+				for _, n := range ns {
+					got = append(got, n.Type)
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) < len(want) {
+				return fmt.Errorf("notifications %v, want %v", got, want)
+			}
+			return nil
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("notifications %v, want %v", got, want)
+		}
 	})
 }
 

@@ -149,7 +149,7 @@ func secretKey(at keyPath, env, literal string) keyPath {
 	return at.key(literal)
 }
 
-// resolveSecrets reads token-env and secret-env from the environment.
+// resolveSecrets reads token-env, secret-env and secrets-env from the environment.
 func (c *Config) resolveSecrets(lookupEnv func(string) (string, bool)) {
 	for i := range c.Auth.Tokens {
 		if t := &c.Auth.Tokens[i]; t.TokenEnv != "" {
@@ -157,8 +157,13 @@ func (c *Config) resolveSecrets(lookupEnv func(string) (string, bool)) {
 		}
 	}
 	for i := range c.Webhooks {
-		if w := &c.Webhooks[i]; w.SecretEnv != "" {
+		w := &c.Webhooks[i]
+		if w.SecretEnv != "" {
 			w.secret, _ = lookupEnv(w.SecretEnv)
+		}
+		w.secrets = make([]string, len(w.SecretsEnv))
+		for j, env := range w.SecretsEnv {
+			w.secrets[j], _ = lookupEnv(env)
 		}
 	}
 }

@@ -63,8 +63,8 @@ type Config struct {
 	Commands map[string]CommandGatewayConfig `toml:"commands"`
 	// SandboxConfig is [sandbox]: the WebAssembly sandbox's caches, instance pool and output limits.
 	SandboxConfig SandboxConfig `toml:"sandbox"`
-	// Webhooks is [[webhooks]]: endpoints told about parked, retries-spent, resumed and skipped
-	// aggregates (default: none).
+	// Webhooks is [[webhooks]]: endpoints told about parked aggregates, outages, operators' changes to
+	// subscriptions and finished jobs (default: none).
 	Webhooks []Webhook `toml:"webhooks"`
 	// Jobs is [jobs]: the pace of operators' bulk resume and skip jobs.
 	Jobs JobsConfig `toml:"jobs"`

@@ -313,20 +313,34 @@ max-response = "1MiB"
 tier-up = true
 
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
-# is resumed or skipped by an operator. Deliveries are queued durably, retried, and signed with an
-# HMAC of the body when a secret is set.
+# is resumed or skipped by an operator; when a partition pauses for an outage and goes on
+# (partition-paused, partition-resumed); when an operator pauses, unpauses or resets a subscription
+# (subscription-paused, subscription-unpaused, subscription-reset); when a job ends (job-finished). Deliveries are queued durably, retried, and signed as Standard
+# Webhooks do (webhook-id, webhook-timestamp, webhook-signature) with each "whsec_" secret listed.
 #
 # [[webhooks]]
 # name = "team-orders"
 # url = "https://hooks.example.com/berth"
-# secret-env = "BERTH_WEBHOOK_SECRET"
+# secrets-env = ["BERTH_WEBHOOK_SECRET"]
 # events = ["parked", "retries-spent"]
 # subscriptions = ["ShipmentNotifier.onOrderShipped"]
 #
 # [[webhooks]]
 # name = "audit"
 # url = "https://audit.example.com/berth"
+# secrets = ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_c2VjcmV0LWtleS1iZWluZy1yb3RhdGVkLW91dA=="]
+#
+# Deprecated: a raw key (secret or secret-env) also sends the old Berth-Signature header, for this one
+# more release; it signs webhook-signature too, as the secret "whsec_" + base64 of the key.
+# [[webhooks]]
+# name = "legacy"
+# url = "https://old.example.com/berth"
 # secret = "a-long-random-key"
+#
+# [[webhooks]]
+# name = "legacy-env"
+# url = "https://old.example.com/berth-env"
+# secret-env = "BERTH_OLD_WEBHOOK_KEY"
 
 [jobs]
 # Records a second a bulk resume or skip job acts on unless it asks for another rate: each resume replays

@@ -20,17 +20,30 @@ type Webhook struct {
 	Name string `toml:"name"`
 	// URL is the http or https endpoint the events are POSTed to (required).
 	URL string `toml:"url"`
-	// Secret is the HMAC key deliveries are signed with (default none: unsigned; set it or SecretEnv).
+	// Secret is the raw HMAC key of the deprecated Berth-Signature header, also a Standard Webhooks key
+	// (default none; set it or SecretEnv). Deprecated: use Secrets; Berth-Signature goes next release.
 	Secret string `toml:"secret"`
-	// SecretEnv names the environment variable holding the HMAC key, read at load (default none).
+	// SecretEnv names the environment variable holding Secret's key, read at load (default none).
 	SecretEnv string `toml:"secret-env"`
-	// Events is the events the webhook is told about: parked, retries-spent, resumed, skipped (default
-	// empty: all).
+	// Secrets are the Standard Webhooks secrets ("whsec_" and a base64 key of 24 to 64 bytes) that
+	// sign webhook-signature, one signature each, so a key is rotated by listing the new beside the old
+	// (default none).
+	Secrets []string `toml:"secrets"`
+	// SecretsEnv names environment variables each holding one of Secrets, read at load (default none).
+	SecretsEnv []string `toml:"secrets-env"`
+	// Events is the events the webhook is told about, from WebhookEvents (default empty: all).
 	Events []string `toml:"events"`
 	// Subscriptions limits the webhook to these subscriptions, "Processor.handler" (default empty: all).
 	Subscriptions []string `toml:"subscriptions"`
 
-	secret string // the value of SecretEnv at load
+	secret  string   // the value of SecretEnv at load
+	secrets []string // the values of SecretsEnv at load
+}
+
+// StandardSecrets returns the Standard Webhooks secrets: Secrets, then the values SecretsEnv had when the
+// file was loaded.
+func (w Webhook) StandardSecrets() []string {
+	return append(slices.Clone(w.Secrets), w.secrets...)
 }
 
 // SigningKey returns the HMAC key: Secret, or the value SecretEnv had when the file was loaded; empty
@@ -69,6 +82,7 @@ func validateWebhooks(p *problems, hooks []Webhook, at keyPath) {
 		case w.SecretEnv != "" && w.secret == "":
 			p.add(k.key("secret-env"), fmt.Sprintf("%q", w.SecretEnv), "the environment variable is not set or empty")
 		}
+		validateStandardSecrets(p, w, k)
 		for j, e := range w.Events {
 			switch {
 			case !slices.Contains(WebhookEvents(), e):
@@ -82,6 +96,31 @@ func validateWebhooks(p *problems, hooks []Webhook, at keyPath) {
 				p.add(k.key("subscriptions").at(j), fmt.Sprintf("%q", s), "a subscription name must not be empty or start or end with a space")
 			}
 		}
+	}
+}
+
+// validateStandardSecrets checks secrets and secrets-env: each a Standard Webhooks secret, none twice;
+// an error never shows a secret.
+func validateStandardSecrets(p *problems, w Webhook, k keyPath) {
+	seen := map[string]bool{}
+	check := func(at keyPath, shown, secret string) {
+		if _, err := webhook.ParseSecret(secret); err != nil {
+			p.add(at, shown, "%v", err)
+		} else if seen[secret] {
+			p.add(at, shown, "the same secret is listed twice")
+		}
+		seen[secret] = true
+	}
+	for j, s := range w.Secrets {
+		check(k.key("secrets").at(j), "", s)
+	}
+	for j, env := range w.SecretsEnv {
+		at := k.key("secrets-env").at(j)
+		if j >= len(w.secrets) || w.secrets[j] == "" {
+			p.add(at, fmt.Sprintf("%q", env), "the environment variable is not set or empty")
+			continue
+		}
+		check(at, fmt.Sprintf("%q", env), w.secrets[j])
 	}
 }
 
@@ -109,7 +148,8 @@ func checkWebhookURL(raw string) error {
 func (c *Config) Hooks() []webhook.Hook {
 	hooks := make([]webhook.Hook, len(c.Webhooks))
 	for i, w := range c.Webhooks {
-		hooks[i] = webhook.Hook{Name: w.Name, URL: w.URL, Secret: w.SigningKey(), Events: w.Events, Subscriptions: w.Subscriptions}
+		hooks[i] = webhook.Hook{Name: w.Name, URL: w.URL, Secret: w.SigningKey(), Secrets: w.StandardSecrets(),
+			Events: w.Events, Subscriptions: w.Subscriptions}
 	}
 	return hooks
 }

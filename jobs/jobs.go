@@ -321,7 +321,10 @@ func (r *Runner) Cancel(ctx context.Context, id uint64, actor string) (*ledger.J
 		}
 		now := r.opts.Clock.Now().UTC()
 		j.State, j.Updated, j.Finished = ledger.JobCancelled, now, now
-		return tx.PutJob(j)
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		return tx.Notify(finished(j, actor))
 	})
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):

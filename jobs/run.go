@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -199,7 +200,13 @@ func (r *Runner) save(ctx context.Context, j *ledger.Job, fence ledger.DutyFence
 		if stored.State != ledger.JobRunning {
 			return errNotRunning
 		}
-		return tx.PutJob(j)
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		if j.State != ledger.JobRunning {
+			return tx.Notify(finished(j, j.Actor))
+		}
+		return nil
 	})
 	if err == nil {
 		r.notify()
@@ -243,4 +250,18 @@ func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job, fence ledger
 	j.InFlight = nil
 	j.Cursor.After = ledger.Cursor(it.Subscription, it.AggregateType, it.AggregateID)
 	return r.save(ctx, j, fence)
+}
+
+// finished is the "job-finished" notification of j, written in the
+// transaction that ends it: how it ended, by whom, and its counts. It names
+// the job's subscription when its filter names one only, so a webhook
+// filtered to that subscription hears of it.
+func finished(j *ledger.Job, actor string) ledger.Notification {
+	n := ledger.Notification{Type: ledger.NotifyJobFinished, Time: j.Finished, Job: strconv.FormatUint(j.ID, 10),
+		JobState: string(j.State), Actor: actor,
+		Reason: fmt.Sprintf("%s: %d done, %d failed, %d no longer parked, of %d matched", j.Action, j.Done, j.Failed, j.Gone, j.Matched)}
+	if len(j.Filter.Subscriptions) == 1 {
+		n.Subscription = j.Filter.Subscriptions[0]
+	}
+	return n
 }

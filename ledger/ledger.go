@@ -221,18 +221,44 @@ const (
 	NotifyResumed = "resumed"
 	// NotifySkipped: a parked aggregate's held events were skipped.
 	NotifySkipped = "skipped"
+	// NotifyPartitionPaused: a partition of a subscription paused because
+	// its failures are systemic (an outage); Partition names it, Reason
+	// says what the detector saw.
+	NotifyPartitionPaused = "partition-paused"
+	// NotifyPartitionResumed: a partition paused by an outage goes on (a
+	// probe succeeded).
+	NotifyPartitionResumed = "partition-resumed"
+	// NotifySubscriptionPaused: an operator paused a subscription (Until
+	// set when it ends on its own).
+	NotifySubscriptionPaused = "subscription-paused"
+	// NotifySubscriptionUnpaused: a paused subscription goes on, by an
+	// operator or because its Until passed.
+	NotifySubscriptionUnpaused = "subscription-unpaused"
+	// NotifySubscriptionReset: an operator moved a subscription's
+	// checkpoint to Position.
+	NotifySubscriptionReset = "subscription-reset"
+	// NotifyJobFinished: a bulk job ended; Job names it, State says how
+	// (done, failed, canceled).
+	NotifyJobFinished = "job-finished"
 )
 
-// NotificationTypes returns every Notification type, in the order they
-// happen to an aggregate.
+// NotificationTypes returns every Notification type: those of an aggregate
+// in the order they happen to it, then those of a partition, a
+// subscription and a job.
 func NotificationTypes() []string {
-	return []string{NotifyParked, NotifyRetriesSpent, NotifyResumed, NotifySkipped}
+	return []string{NotifyParked, NotifyRetriesSpent, NotifyResumed, NotifySkipped,
+		NotifyPartitionPaused, NotifyPartitionResumed,
+		NotifySubscriptionPaused, NotifySubscriptionUnpaused, NotifySubscriptionReset,
+		NotifyJobFinished}
 }
 
-// Notification tells the outside world about a parked aggregate.
+// Notification tells the outside world about a parked aggregate, a
+// partition paused by an outage, an operator's change to a subscription, or
+// a finished job. The fields a type does not use are empty (and left out
+// of the JSON, but for the aggregate's, always present for compatibility).
 type Notification struct {
 	Seq           uint64     `json:"seq"`  // assigned by the store, increasing
-	Type          string     `json:"type"` // parked, retries-spent, resumed, skipped
+	Type          string     `json:"type"` // one of NotificationTypes
 	Time          time.Time  `json:"time"`
 	Subscription  string     `json:"subscription"`
 	AggregateType string     `json:"aggregateType"`
@@ -241,6 +267,18 @@ type Notification struct {
 	Error         *ErrorInfo `json:"error,omitempty"`
 	Actor         string     `json:"actor,omitempty"`
 	Reason        string     `json:"reason,omitempty"`
+	// Partition is the partition paused or resumed (partition-paused,
+	// partition-resumed).
+	Partition *int `json:"partition,omitempty"`
+	// Until is when a subscription's pause ends on its own
+	// (subscription-paused with an until).
+	Until *time.Time `json:"until,omitempty"`
+	// Position is where a reset moved the checkpoint (subscription-reset).
+	Position uint64 `json:"position,omitempty"`
+	// Job is the finished job's id, and JobState how it ended
+	// (job-finished).
+	Job      string `json:"job,omitempty"`
+	JobState string `json:"jobState,omitempty"`
 }
 
 // Store holds the ledger. Transactions are closures: a returned error rolls

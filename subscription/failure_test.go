@@ -228,7 +228,9 @@ func TestPoisonedAggregateDoesNotSlowNeighbours(t *testing.T) {
 
 // A partition-wide outage (connection refused) pauses the partition, which
 // probes with backoff; no aggregate spends budget or is parked, and all go
-// on when the service is back. Other partitions are not paused.
+// on when the service is back. Other partitions are not paused. The pause
+// and its end are notified, each once, in order, with the detector's
+// reason.
 func TestPartitionOutageSpendsNoBudget(t *testing.T) {
 	clock := clock.NewFake(t0)
 	var down atomic.Bool
@@ -271,6 +273,16 @@ func TestPartitionOutageSpendsNoBudget(t *testing.T) {
 	}
 	if len(e.notifications()) != 0 {
 		t.Fatal("notified")
+	}
+	eventuallyNil(t, func() error {
+		if n := e.otherNotes(); len(n) != 2 {
+			return fmt.Errorf("notified %v, want the pause and its end", n)
+		}
+		return nil
+	})
+	got := e.otherNotes()
+	if !strings.HasPrefix(got[0], `partition-paused partition 0 by "": "`) || got[1] != "partition-resumed partition 0" {
+		t.Fatalf("notifications %q, want the pause with the detector's reason, then its end", got)
 	}
 }
 

@@ -308,7 +308,21 @@ func (e *env) waitRecord(sub, typ, id string, ok func(*ledger.Record) bool) *led
 	return rec
 }
 
+// notifications returns the queued notifications about aggregates; those
+// of partitions and of operators' changes to subscriptions (notes.go)
+// allNotifications returns too.
 func (e *env) notifications() []ledger.Notification {
+	e.t.Helper()
+	var out []ledger.Notification
+	for _, n := range e.allNotifications() {
+		if n.AggregateType != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (e *env) allNotifications() []ledger.Notification {
 	e.t.Helper()
 	var ns []ledger.Notification
 	if err := e.store.View(context.Background(), func(tx ledger.Tx) error {

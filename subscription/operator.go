@@ -185,7 +185,10 @@ func (e *Engine) Parked(ctx context.Context, sub, aggregateType, aggregateID str
 
 // Pause stops a subscription's delivery: no new attempt starts (attempts
 // running finish), parked retries wait too. The state is kept in the ledger,
-// so a paused subscription stays paused after a restart. Idempotent.
+// so a paused subscription stays paused after a restart. Idempotent. A
+// change queues a "subscription-paused" notification in the same
+// transaction, naming ctx's caller ([WithCaller]); Unpause's is
+// "subscription-unpaused", Reset's "subscription-reset".
 func (e *Engine) Pause(ctx context.Context, sub string) error {
 	return e.setPause(ctx, sub, true, time.Time{})
 }
@@ -201,8 +204,17 @@ func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until ti
 	if err != nil {
 		return err
 	}
+	now := e.clock.Now()
 	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
-		return tx.SetMeta(s.name, metaPaused, pauseValue(paused, until))
+		old, err := storedPause(tx, s.name)
+		if err != nil {
+			return err
+		}
+		v := pauseValue(paused, until)
+		if err := tx.SetMeta(s.name, metaPaused, v); err != nil {
+			return err
+		}
+		return notifyPauseChange(ctx, tx, s.name, old, v, now)
 	}); err != nil {
 		return err
 	}
@@ -282,7 +294,12 @@ func (s *subscription) writeReset(ctx context.Context, position uint64, guard fu
 				return err
 			}
 		}
-		return setEveryCheckpoint(tx, s.name, e.opts.Partitions, position)
+		if err := setEveryCheckpoint(tx, s.name, e.opts.Partitions, position); err != nil {
+			return err
+		}
+		c := callerOf(ctx)
+		return tx.Notify(ledger.Notification{Type: ledger.NotifySubscriptionReset, Time: e.clock.Now(), Subscription: s.name,
+			Position: position, Actor: c.actor, Reason: c.reason})
 	}); err != nil {
 		return err
 	}

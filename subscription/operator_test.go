@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -290,17 +291,23 @@ func TestBadInputLeavesLedgerUnchanged(t *testing.T) {
 
 // Pause stops delivery and survives a restart; Unpause goes on; Reset
 // delivers again from a position.
+// Pause, unpause and reset act, last across a restart, and each queues a
+// notification naming the caller (a second pause changes nothing and
+// queues none); the end of a pause with an until is notified too, by
+// nobody.
 func TestPauseUnpauseReset(t *testing.T) {
 	clock := clock.NewFake(t0)
 	rec := newRecorder(clock, nil)
 	e := newEnv(t, Options{}, spec(sub, rec))
 	e.clock = clock
 	e.start()
-	ctx := context.Background()
+	ctx := WithCaller(context.Background(), "ops", "the database migrates")
 	e.append("Order", "a")
 	rec.waitHandled(t, "a", 1)
-	if err := e.eng.Pause(ctx, sub); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := e.eng.Pause(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.append("Order", "a")
 	e.waitGateHeld(sub)
@@ -312,11 +319,11 @@ func TestPauseUnpauseReset(t *testing.T) {
 	if st := e.status(sub); st.State != StatePaused || len(rec.handled("a")) != 1 || st.Lag != 1 {
 		t.Fatalf("after restart: %+v, handled %v", st, rec.handled("a"))
 	}
-	if err := e.eng.Unpause(ctx, sub); err != nil {
+	if err := e.eng.Unpause(WithCaller(context.Background(), "ops", "migrated"), sub); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "a", 2)
-	if err := e.eng.Reset(ctx, sub, 1); err != nil {
+	if err := e.eng.Reset(WithCaller(context.Background(), "admin", "replay"), sub, 1); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "a", 4)
@@ -325,6 +332,27 @@ func TestPauseUnpauseReset(t *testing.T) {
 	}
 	if st := e.status(sub); st.State != StateRunning {
 		t.Fatalf("state %v", st.State)
+	}
+	until := clock.Now().Add(time.Hour)
+	if err := e.eng.PauseUntil(ctx, sub, until); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	eventuallyNil(t, func() error {
+		if n := e.otherNotes(); len(n) != 5 {
+			return fmt.Errorf("notified %v, want 5 with the end of the pause", n)
+		}
+		return nil
+	})
+	want := []string{
+		`subscription-paused by "ops": "the database migrates"`,
+		`subscription-unpaused by "ops": "migrated"`,
+		`subscription-reset position 1 by "admin": "replay"`,
+		`subscription-paused until ` + until.Format(time.RFC3339) + ` by "ops": "the database migrates"`,
+		`subscription-unpaused by "": "the pause's until passed"`,
+	}
+	if got := e.otherNotes(); !slices.Equal(got, want) {
+		t.Errorf("notifications\n%q\nwant\n%q", got, want)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -114,6 +115,10 @@ type partition struct {
 	// detector's window, in the order they were made: an outage they
 	// revealed takes them back (outage_park.go).
 	parks []parkWatch
+	// notes are the outage's notifications still to write, in order, by
+	// the one goroutine noting runs (notes.go).
+	notes  []ledger.Notification
+	noting bool
 }
 
 func newPartition(r *run, idx int, st partStart) *partition {

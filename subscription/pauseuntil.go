@@ -105,7 +105,10 @@ func (s *subscription) endPause(until time.Time) {
 			return nil
 		}
 		stored = pauseValue(false, time.Time{})
-		return tx.SetMeta(s.name, metaPaused, stored)
+		if err := tx.SetMeta(s.name, metaPaused, stored); err != nil {
+			return err
+		}
+		return notifyPauseChange(WithCaller(context.Background(), "", "the pause's until passed"), tx, s.name, v, stored, s.e.clock.Now())
 	})
 	if err != nil {
 		s.e.logger.Warn("the end of a pause could not be written; trying again in a second", "subscription", s.name, "error", err)

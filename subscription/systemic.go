@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -70,6 +71,7 @@ func (p *partition) enterSystemicLocked(now time.Time, reason string) bool {
 	p.pauseReason = reason
 	p.probeFailures = 0
 	p.r.e.logger.Warn("partition paused: systemic failure", "subscription", p.r.s.name, "partition", p.idx, "reason", reason)
+	p.noteOutageLocked(ledger.NotifyPartitionPaused, now, reason)
 	return true
 }
 
@@ -100,6 +102,9 @@ func (p *partition) unpauseLocked() {
 	if p.paused {
 		p.r.e.logger.Info("partition resumed after systemic pause", "subscription", p.r.s.name, "partition", p.idx,
 			"probes", p.probeFailures+1)
+		if !p.storePaused { // a pause for the ledger was never notified: it could not be written
+			p.noteOutageLocked(ledger.NotifyPartitionResumed, p.r.e.clock.Now(), "")
+		}
 		p.paused = false
 		p.storePaused = false
 		p.probeFailures = 0

@@ -1,12 +1,18 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/webhook"
 )
 
 // TestOutageRefundsRevealingFailures: three orders of one partition fail in
@@ -14,8 +20,22 @@ import (
 // reveals an outage and pauses the partition. The attempts the first two
 // were charged before that are refunded, so with a budget of two attempts
 // they are not parked when their first attempt after the outage fails too:
-// each still has its whole budget, and succeeds on the next.
+// each still has its whole budget, and succeeds on the next. A webhook is
+// told of the partition's pause and of its end.
 func TestOutageRefundsRevealingFailures(t *testing.T) {
+	var mu sync.Mutex
+	var told []webhook.Payload
+	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		told = append(told, p)
+		mu.Unlock()
+	}))
+	defer hooks.Close()
 	svc := newNotifier(t)
 	// One partition handling one order at a time: o-1 and o-2 fail and sit in
 	// their backoff when o-3's failure reveals the outage; o-3 then probes,
@@ -29,7 +49,12 @@ concurrency = 1
 max-attempts = 2
 initial-backoff = "1s"
 max-backoff = "1s"
-`})
+` + fmt.Sprintf(`
+[[webhooks]]
+name = "outages"
+url = %q
+events = ["partition-paused", "partition-resumed"]
+`, hooks.URL)})
 	h.uploadNotifier(t, 201)
 	svc.set("f-1", behaviour{Fail: 2})
 	svc.set("f-2", behaviour{Fail: 2})
@@ -54,6 +79,20 @@ max-backoff = "1s"
 	}
 	if !regexp.MustCompile(`partition paused: systemic failure.*3 aggregates`).MatchString(h.Stderr()) {
 		t.Errorf("the partition did not pause for the outage:\n%s", h.Stderr())
+	}
+	eventuallyNil(t, 10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(told) < 2 {
+			return fmt.Errorf("the outage's webhooks so far: %+v, want its pause and end", told)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 2 || told[0].Type != "partition-paused" || told[0].Partition == nil || *told[0].Partition != 0 ||
+		!strings.Contains(told[0].Reason, "3 aggregates") || told[1].Type != "partition-resumed" || told[0].Subscription != subName {
+		t.Errorf("webhooks %+v, want the partition's pause for 3 aggregates failing, then its end", told)
 	}
 }
 

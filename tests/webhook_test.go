@@ -1,22 +1,24 @@
 package tests
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/berthhq/berth/webhook"
 )
 
-// TestWebhooks: a [[webhooks]] receiver is told, with a valid signature,
-// when an aggregate parks and when an operator resumes it; a second hook
-// filtered to skips hears nothing of either (and is told of a skip).
 // told says what a hook was told until it was told n things; nil then.
 func told(events []string, n int) error {
 	if len(events) < n {
@@ -25,8 +27,27 @@ func told(events []string, n int) error {
 	return nil
 }
 
+// TestWebhooks: a [[webhooks]] receiver is told when an aggregate parks
+// and when an operator resumes it, pauses or unpauses its subscription; a
+// second hook filtered to skips hears nothing of those (and is told of a
+// skip). The first hook has two Standard Webhooks secrets (a key being
+// rotated) and the deprecated raw secret: each real delivery verifies with
+// the official Standard Webhooks library given either whsec_ secret,
+// timestamp included, and with the deprecated Berth-Signature. A search by
+// a misspelt class answers 400 naming the declared class, for a job's
+// filter too.
 func TestWebhooks(t *testing.T) {
 	const secret = "s3cret"
+	newKey := "whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("n"), 32))
+	oldKey := "whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("o"), 24))
+	var verifiers []*standardwebhooks.Webhook
+	for _, k := range []string{newKey, oldKey} {
+		v, err := standardwebhooks.NewWebhook(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifiers = append(verifiers, v)
+	}
 	type delivery struct {
 		Hook  string
 		Event string
@@ -35,22 +56,32 @@ func TestWebhooks(t *testing.T) {
 	var mu sync.Mutex
 	var got []delivery
 	var bad []string
+	refuse := func(w http.ResponseWriter, err error) {
+		mu.Lock()
+		bad = append(bad, err.Error())
+		mu.Unlock()
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := webhook.VerifyRequest(r, secret, time.Now(), 5*time.Minute)
 		hook := r.URL.Path[1:]
 		if hook == "all" && err != nil {
-			mu.Lock()
-			bad = append(bad, err.Error())
-			mu.Unlock()
-			http.Error(w, err.Error(), http.StatusUnauthorized)
+			refuse(w, err)
 			return
 		}
-		if hook != "all" {
+		if hook == "all" {
+			for i, v := range verifiers {
+				if err := v.Verify(body, r.Header); err != nil {
+					refuse(w, fmt.Errorf("whsec_ secret %d: %w", i, err))
+					return
+				}
+			}
+		} else {
 			body, _ = io.ReadAll(r.Body)
 		}
 		var p webhook.Payload
-		if err := json.Unmarshal(body, &p); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		if err := json.Unmarshal(body, &p); err != nil || r.Header.Get("webhook-id") != p.ID {
+			http.Error(w, "a payload whose id is the webhook-id", http.StatusBadRequest)
 			return
 		}
 		mu.Lock()
@@ -66,12 +97,13 @@ func TestWebhooks(t *testing.T) {
 name = "all"
 url = %q
 secret = %q
+secrets = [%q, %q]
 
 [[webhooks]]
 name = "skips"
 url = %q
 events = ["skipped"]
-`, srv.URL+"/all", secret, srv.URL+"/skips")})
+`, srv.URL+"/all", secret, newKey, oldKey, srv.URL+"/skips")})
 	h.uploadNotifier(t, 201)
 	h.appendShipped(t, "o-w1", "ghost")
 	h.waitParked(t, "o-w1", 20*time.Second)
@@ -111,7 +143,18 @@ events = ["skipped"]
 		return nil
 	})
 
-	want := []string{"all:parked:o-w1", "all:resumed:o-w1", "all:parked:o-w2", "all:skipped:o-w2"}
+	sub := "/v1/subscriptions/" + subName
+	h.must(http.StatusOK, "POST", sub+"/pause", map[string]string{"reason": "the database migrates"})
+	h.must(http.StatusOK, "POST", sub+"/unpause", nil)
+	eventuallyNil(t, 10*time.Second, func() error {
+		if ev := events("all"); len(ev) < 6 {
+			return fmt.Errorf("the hook told %v, want the pause and unpause too (6)", ev)
+		}
+		return nil
+	})
+
+	want := []string{"all:parked:o-w1", "all:resumed:o-w1", "all:parked:o-w2", "all:skipped:o-w2",
+		"all:subscription-paused:", "all:subscription-unpaused:"}
 	if e := events("all"); !slices.Equal(e, want) {
 		t.Errorf("webhook deliveries to all %v, want %v", e, want)
 	}
@@ -136,5 +179,19 @@ events = ["skipped"]
 		if p := all[1].Body; p.Reason != "ghost known" || p.Actor == "" {
 			t.Errorf("resumed payload %+v: want the reason and the actor", p)
 		}
+	}
+	if len(all) >= 5 {
+		if p := all[4].Body; p.Reason != "the database migrates" || p.Actor == "" || p.Subscription != subName {
+			t.Errorf("subscription-paused payload %+v: want the reason, the actor and the subscription", p)
+		}
+	}
+
+	r := h.request("GET", "/v1/parked?class=UnknownBuyr", nil)
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `nearest declared: \"UnknownBuyer\"`) {
+		t.Errorf("GET /v1/parked?class=UnknownBuyr: %s, want 400 naming UnknownBuyer", r)
+	}
+	r = h.request("POST", "/v1/jobs", []byte(`{"action":"resume","dryRun":true,"filter":{"class":"UnknownBuyr"}}`), "Content-Type", "application/json")
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"filter.class"`) {
+		t.Errorf("a job's dry run by a misspelt class: %s, want 400 naming filter.class", r)
 	}
 }

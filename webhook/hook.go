@@ -1,6 +1,7 @@
 // Package webhook delivers the ledger's notifications (an aggregate parked,
-// spent its long-horizon retries, was resumed or was skipped) to HTTP
-// endpoints. It owns the hooks and their filters, each hook's deliveries
+// spent its long-horizon retries, was resumed or was skipped; a partition
+// paused by an outage and its end; a subscription paused, unpaused or reset
+// by an operator; a job finished) to HTTP endpoints. It owns the hooks and their filters, each hook's deliveries
 // (in order, retried, signed) and its durable cursor, and the outbox's
 // acknowledgement; the notifications themselves are the ledger's. It sits
 // beside the ledger rather than inside it: the ledger only stores, and this
@@ -61,10 +62,17 @@
 //
 // Each delivery is a POST of a JSON [Payload] (the notification, plus "id"
 // and "hook") with the headers Content-Type: application/json, User-Agent:
-// berth-webhooks, Berth-Event (the notification type) and Berth-Delivery (the
-// notification's Seq, the same as "id"), and, when the hook has a secret,
-// Berth-Timestamp and Berth-Signature; see [Sign] for the scheme and
-// [VerifyRequest] for a receiver's check.
+// berth-webhooks, Berth-Event (the notification type), Berth-Delivery (the
+// notification's Seq, the same as "id"), and Standard Webhooks' headers
+// (https://www.standardwebhooks.com): webhook-id (the same Seq),
+// webhook-timestamp and, when the hook has keys, webhook-signature with one
+// "v1," signature for each key ([SignStandard]), so any Standard Webhooks
+// library verifies a delivery. A hook's keys are its Secrets ("whsec_"
+// secrets, several while one is rotated) and its deprecated Secret, whose
+// raw bytes are the key (its Standard Webhooks form is "whsec_" and the
+// base64 of those bytes). A hook with the deprecated Secret also sends
+// Berth-Timestamp and Berth-Signature, for one more release; see [Sign] and
+// [VerifyRequest].
 package webhook
 
 import (
@@ -89,6 +97,20 @@ const (
 	EventResumed = ledger.NotifyResumed
 	// EventSkipped: a parked aggregate was skipped.
 	EventSkipped = ledger.NotifySkipped
+	// EventPartitionPaused: a partition paused because its failures are
+	// systemic (an outage); the payload's "partition" names it.
+	EventPartitionPaused = ledger.NotifyPartitionPaused
+	// EventPartitionResumed: a partition paused by an outage goes on.
+	EventPartitionResumed = ledger.NotifyPartitionResumed
+	// EventSubscriptionPaused: an operator paused a subscription.
+	EventSubscriptionPaused = ledger.NotifySubscriptionPaused
+	// EventSubscriptionUnpaused: a paused subscription goes on.
+	EventSubscriptionUnpaused = ledger.NotifySubscriptionUnpaused
+	// EventSubscriptionReset: an operator reset a subscription's
+	// checkpoint.
+	EventSubscriptionReset = ledger.NotifySubscriptionReset
+	// EventJobFinished: a bulk resume or skip job ended.
+	EventJobFinished = ledger.NotifyJobFinished
 )
 
 // Events returns every notification type a hook can filter on, in the order
@@ -104,9 +126,17 @@ type Hook struct {
 	// URL is the http or https endpoint deliveries are POSTed to
 	// (required). It is never logged, as it may hold a token.
 	URL string
-	// Secret is the HMAC-SHA256 key deliveries are signed with (default
-	// empty: deliveries are not signed).
+	// Secret is the raw HMAC-SHA256 key of the deprecated Berth-Signature
+	// (default empty: none). It also signs webhook-signature, as the
+	// Standard Webhooks secret "whsec_" + base64(Secret).
+	//
+	// Deprecated: use Secrets; Berth-Signature is sent for one more release.
 	Secret string
+	// Secrets are the Standard Webhooks secrets ("whsec_" and a base64 key,
+	// [ParseSecret]) deliveries are signed with, each giving one signature
+	// in webhook-signature: while a key is rotated the hook holds the old
+	// and the new (default empty: unsigned, unless Secret is set).
+	Secrets []string
 	// Events limits the hook to these notification types, from [Events]
 	// (default empty: all).
 	Events []string
@@ -134,6 +164,11 @@ func (h Hook) Validate() error {
 	for _, e := range h.Events {
 		if !slices.Contains(Events(), e) {
 			return fmt.Errorf("webhook %q: unknown event %q (want %s)", h.Name, e, strings.Join(Events(), ", "))
+		}
+	}
+	for i, s := range h.Secrets {
+		if _, err := ParseSecret(s); err != nil {
+			return fmt.Errorf("webhook %q: secrets[%d]: %w", h.Name, i, err)
 		}
 	}
 	for _, s := range h.Subscriptions {
@@ -186,11 +221,43 @@ func checkURL(raw string) error {
 func (h Hook) clone() Hook {
 	h.Events = slices.Clone(h.Events)
 	h.Subscriptions = slices.Clone(h.Subscriptions)
+	h.Secrets = slices.Clone(h.Secrets)
 	return h
 }
 
 // equal reports whether h and o configure the same hook.
 func (h Hook) equal(o Hook) bool {
-	return h.Name == o.Name && h.URL == o.URL && h.Secret == o.Secret &&
+	return h.Name == o.Name && h.URL == o.URL && h.sameKeys(o) &&
 		slices.Equal(h.Events, o.Events) && slices.Equal(h.Subscriptions, o.Subscriptions)
+}
+
+// sameKeys reports whether h and o sign with the same keys.
+func (h Hook) sameKeys(o Hook) bool {
+	return h.Secret == o.Secret && slices.Equal(h.Secrets, o.Secrets)
+}
+
+// keys returns the hook's Standard Webhooks keys: each of Secrets decoded
+// (one that does not parse is left out: Validate refuses it), then Secret's
+// bytes.
+func (h Hook) keys() [][]byte {
+	var keys [][]byte
+	for _, s := range h.Secrets {
+		if k, err := ParseSecret(s); err == nil {
+			keys = append(keys, k)
+		}
+	}
+	if h.Secret != "" {
+		keys = append(keys, []byte(h.Secret))
+	}
+	return keys
+}
+
+// signatures returns the webhook-signature value of a delivery: a
+// signature for each key, space separated; empty when the hook has none.
+func (h Hook) signatures(id string, ts int64, body []byte) string {
+	var sigs []string
+	for _, k := range h.keys() {
+		sigs = append(sigs, SignStandard(k, id, ts, body))
+	}
+	return strings.Join(sigs, " ")
 }

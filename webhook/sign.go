@@ -3,12 +3,14 @@ package webhook
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -20,12 +22,27 @@ const (
 	// payload's "id": the same for every attempt of one delivery, so a
 	// receiver can deduplicate on it.
 	HeaderDelivery = "Berth-Delivery"
-	// HeaderTimestamp carries the signing time in Unix seconds (signed
-	// deliveries only).
+	// HeaderTimestamp carries the signing time in Unix seconds (deliveries
+	// signed with a hook's deprecated Secret only).
+	//
+	// Deprecated: read [HeaderWebhookTimestamp]; sent for one more release.
 	HeaderTimestamp = "Berth-Timestamp"
-	// HeaderSignature carries "sha256=" and the hex HMAC (signed deliveries
-	// only); see [Sign].
+	// HeaderSignature carries "sha256=" and the hex HMAC (deliveries signed
+	// with a hook's deprecated Secret only); see [Sign].
+	//
+	// Deprecated: verify [HeaderWebhookSignature] as Standard Webhooks
+	// do; sent for one more release.
 	HeaderSignature = "Berth-Signature"
+	// HeaderWebhookID is Standard Webhooks' message id: the notification's
+	// Seq, as Berth-Delivery, the same for every attempt of one delivery.
+	HeaderWebhookID = "webhook-id"
+	// HeaderWebhookTimestamp is Standard Webhooks' signing time, in Unix
+	// seconds.
+	HeaderWebhookTimestamp = "webhook-timestamp"
+	// HeaderWebhookSignature is Standard Webhooks' signatures, space
+	// separated, one "v1,<base64>" for each of the hook's keys; see
+	// [SignStandard].
+	HeaderWebhookSignature = "webhook-signature"
 	// UserAgent is the User-Agent of every delivery.
 	UserAgent = "berth-webhooks"
 )
@@ -47,6 +64,55 @@ var (
 	ErrStale = errors.New("webhook: timestamp outside the tolerance")
 )
 
+// SecretPrefix begins every Standard Webhooks secret: "whsec_" and then
+// the key in standard base64.
+const SecretPrefix = "whsec_"
+
+// The bounds of a Standard Webhooks key, decoded, as the specification
+// asks of a secret.
+const (
+	MinKeyBytes = 24
+	MaxKeyBytes = 64
+)
+
+// ParseSecret returns the key of a Standard Webhooks secret ("whsec_" and
+// the key in standard base64, [MinKeyBytes] to [MaxKeyBytes] long), or an
+// error that says what is wrong with it and never holds the secret.
+func ParseSecret(secret string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(secret, SecretPrefix)
+	if !ok {
+		return nil, fmt.Errorf("a secret begins with %q", SecretPrefix)
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, fmt.Errorf("after %q a secret is standard base64", SecretPrefix)
+	}
+	if len(key) < MinKeyBytes || len(key) > MaxKeyBytes {
+		return nil, fmt.Errorf("a secret's key is %d to %d bytes, this one is %d", MinKeyBytes, MaxKeyBytes, len(key))
+	}
+	return key, nil
+}
+
+// SignStandard returns the Standard Webhooks signature of a delivery: "v1,"
+// followed by the standard base64 HMAC-SHA256, keyed with key (a secret's
+// decoded key, [ParseSecret]), of the message id, a dot, the decimal Unix
+// timestamp ts, a dot, and the exact request body:
+//
+//	webhook-signature: v1,base64(HMAC-SHA256(key, "<webhook-id>.<webhook-timestamp>." + body))
+//
+// A hook with several keys sends one signature for each, separated by
+// spaces, so a receiver may verify with any of them while a key is
+// rotated.
+func SignStandard(key []byte, id string, ts int64, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
+	m.Write(strconv.AppendInt(nil, ts, 10))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
 // Sign returns the signature of a delivery: "sha256=" followed by the
 // lower-case hex HMAC-SHA256, keyed with secret, of the decimal Unix
 // timestamp ts, a dot, and the exact request body:
@@ -54,6 +120,9 @@ var (
 //	Berth-Signature: sha256=hex(HMAC-SHA256(secret, "<Berth-Timestamp>" + "." + body))
 //
 // Signing the timestamp lets a receiver refuse replays of old deliveries.
+//
+// Deprecated: Berth-Signature is sent for one more release beside the
+// Standard Webhooks headers; see [SignStandard].
 func Sign(secret string, ts int64, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(strconv.AppendInt(nil, ts, 10))

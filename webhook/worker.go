@@ -100,7 +100,7 @@ func (w *worker) reconfigure(h Hook) {
 		return
 	}
 	w.hook = h
-	if old.URL != h.URL || old.Secret != h.Secret {
+	if old.URL != h.URL || !old.sameKeys(h) {
 		w.gen++
 		if w.cur != nil {
 			w.cur.attempts, w.cur.next = 0, time.Time{}
@@ -405,8 +405,15 @@ func (w *worker) send(ctx context.Context, hook Hook, n ledger.Notification) (ti
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set(HeaderEvent, n.Type)
 	req.Header.Set(HeaderDelivery, id)
+	ts := w.d.now().Unix()
+	// Set, not Add: the lower-case names Standard Webhooks spells are sent
+	// in Go's canonical form, which HTTP reads without regard to case.
+	req.Header.Set(HeaderWebhookID, id)
+	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
+	if sigs := hook.signatures(id, ts, body); sigs != "" {
+		req.Header.Set(HeaderWebhookSignature, sigs)
+	}
 	if hook.Secret != "" {
-		ts := w.d.now().Unix()
 		req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 		req.Header.Set(HeaderSignature, Sign(hook.Secret, ts, body))
 	}

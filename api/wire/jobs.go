@@ -10,7 +10,9 @@ type JobFilter struct {
 	State         string   `json:"state,omitempty"`         // retrying, waiting or resuming
 	AggregateType string   `json:"aggregateType,omitempty"` // only of this type
 	// Class: only those whose error's class chain holds it (the class and
-	// every class below it in the module's tree).
+	// every class below it in the module's tree). A class no deployed module
+	// declares, no classifier rule names and no builtin class is, that no
+	// record carries, is a 400 naming the nearest declared classes.
 	Class string `json:"class,omitempty"`
 	// Message: only those whose error message holds it, ignoring case.
 	Message string `json:"message,omitempty"`

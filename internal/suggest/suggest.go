@@ -2,16 +2,36 @@
 // "did you mean …?" of an error message.
 package suggest
 
+import "slices"
+
 // Closest returns the candidate closest to name by edit distance, or ""
 // when none is close: at most half of name's length, plus one, apart.
 func Closest(name string, candidates []string) string {
-	best, bestD := "", len(name)/2+2
+	if near := Nearest(name, candidates, 1); len(near) == 1 {
+		return near[0]
+	}
+	return ""
+}
+
+// Nearest returns at most n candidates close to name (as [Closest] judges
+// it), the closest first, ties in the candidates' order.
+func Nearest(name string, candidates []string, n int) []string {
+	type near struct {
+		name string
+		d    int
+	}
+	var close []near
 	for _, c := range candidates {
-		if d := distance(name, c); d < bestD {
-			best, bestD = c, d
+		if d := distance(name, c); d < len(name)/2+2 {
+			close = append(close, near{c, d})
 		}
 	}
-	return best
+	slices.SortStableFunc(close, func(a, b near) int { return a.d - b.d })
+	var out []string
+	for _, c := range close[:min(n, len(close))] {
+		out = append(out, c.name)
+	}
+	return out
 }
 
 // distance is the Levenshtein distance between a and b, in bytes.

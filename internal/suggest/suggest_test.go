@@ -1,6 +1,9 @@
 package suggest
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestClosest(t *testing.T) {
 	subs := []string{"ShipmentNotifier.onOrderShipped", "Billing.onInvoiceSent"}
@@ -21,5 +24,15 @@ func TestClosest(t *testing.T) {
 		if got := Closest(tt.name, tt.candidates); got != tt.want {
 			t.Errorf("Closest(%q) = %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestNearest(t *testing.T) {
+	classes := []string{"PaymentDeclined", "PaymentTimeout", "PaymentDelayed", "ShipmentLost"}
+	if got := Nearest("PaymentDeclinde", classes, 2); !slices.Equal(got, []string{"PaymentDeclined", "PaymentDelayed"}) {
+		t.Errorf("Nearest = %q", got)
+	}
+	if got := Nearest("Nothing.like.them", classes, 3); got != nil {
+		t.Errorf("Nearest of a far name = %q, want none", got)
 	}
 }
