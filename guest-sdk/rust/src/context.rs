@@ -136,8 +136,10 @@ impl Command {
 /// berth.OutboundDenied, berth.WaitTimeout (backpressure), berth.Unsupported,
 /// berth.HostError.
 pub trait Ports {
-    /// Writes a log line, tagged by the host with module and invocation key.
-    fn log(&mut self, level: Level, msg: &str);
+    /// Writes a log line with its structured fields (key-value pairs in
+    /// order, none for a plain line), tagged by the host with module and
+    /// invocation key.
+    fn log(&mut self, level: Level, msg: &str, fields: &[(&str, Value)]);
     /// Sends an outbound HTTP request.
     fn http(&mut self, req: &Request) -> Result<Response, Error>;
     /// Reads a projection's key (None: no value).
@@ -202,7 +204,14 @@ impl<'a> Context<'a> {
 
     /// Writes a log line at the level.
     pub fn log(&mut self, level: Level, msg: &str) {
-        self.ports.log(level, msg)
+        self.ports.log(level, msg, &[])
+    }
+    /// Writes a log line at the level with structured fields, key-value
+    /// pairs in order, which the host logs as fields rather than as text
+    /// (as the Go SDK's `c.Log.Info(msg, "k", v, …)`): `c.info_with("buyer
+    /// notified", &[("buyer", buyer.into()), ("attempt", c.attempt.into())])`.
+    pub fn log_with(&mut self, level: Level, msg: &str, fields: &[(&str, Value)]) {
+        self.ports.log(level, msg, fields)
     }
     /// Writes a debug line.
     pub fn debug(&mut self, msg: &str) {
@@ -219,6 +228,22 @@ impl<'a> Context<'a> {
     /// Writes an error line.
     pub fn error(&mut self, msg: &str) {
         self.log(Level::Error, msg)
+    }
+    /// Writes a debug line with fields (see log_with).
+    pub fn debug_with(&mut self, msg: &str, fields: &[(&str, Value)]) {
+        self.log_with(Level::Debug, msg, fields)
+    }
+    /// Writes an info line with fields (see log_with).
+    pub fn info_with(&mut self, msg: &str, fields: &[(&str, Value)]) {
+        self.log_with(Level::Info, msg, fields)
+    }
+    /// Writes a warning with fields (see log_with).
+    pub fn warn_with(&mut self, msg: &str, fields: &[(&str, Value)]) {
+        self.log_with(Level::Warn, msg, fields)
+    }
+    /// Writes an error line with fields (see log_with).
+    pub fn error_with(&mut self, msg: &str, fields: &[(&str, Value)]) {
+        self.log_with(Level::Error, msg, fields)
     }
     /// Sends an outbound HTTP request to a host in the module's allowed-hosts.
     pub fn http(&mut self, req: &Request) -> Result<Response, Error> {

@@ -80,14 +80,22 @@ impl From<String> for Value {
         Value::String(s)
     }
 }
-impl From<i64> for Value {
-    fn from(n: i64) -> Value {
-        Value::Number(n as f64)
-    }
+/// Numbers of every integer width a handler has at hand (an attempt, a
+/// count) and f64.
+macro_rules! from_number {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(n: $t) -> Value {
+                Value::Number(n as f64)
+            }
+        }
+    )*};
 }
-impl From<u64> for Value {
-    fn from(n: u64) -> Value {
-        Value::Number(n as f64)
+from_number!(i32, i64, u32, u64, f64);
+
+impl From<&String> for Value {
+    fn from(s: &String) -> Value {
+        Value::String(s.clone())
     }
 }
 impl From<bool> for Value {
@@ -99,6 +107,21 @@ impl From<bool> for Value {
 /// Writes s as a JSON string, quotes included.
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    push_quoted(&mut out, s, false);
+    out
+}
+
+/// s as a JSON string as Go's encoding/json writes it (see push_quoted).
+pub(crate) fn quote_go(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    push_quoted(&mut out, s, true);
+    out
+}
+
+/// Appends s quoted; go: escaped byte for byte as Go's encoding/json does
+/// (HTML's <, > and &, U+2028/U+2029 as \u escapes, \b and \f short), so
+/// that a line the Go SDK would write is written the same.
+fn push_quoted(out: &mut String, s: &str, go: bool) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -107,43 +130,85 @@ pub fn quote(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '\u{8}' if go => out.push_str("\\b"),
+            '\u{c}' if go => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' if go => out.push_str(&format!("\\u{:04x}", c as u32)),
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }
     out.push('"');
-    out
+}
+
+impl Value {
+    /// The compact JSON text as Go's encoding/json writes it (strings
+    /// escaped as push_quoted says, numbers as Go formats a float64, a NaN
+    /// or an infinity, which JSON cannot hold, as the string Go's
+    /// fmt.Sprint gives). The log line's fields are encoded so
+    /// (crate::logline), to match the Go SDK's bytes.
+    pub(crate) fn to_go_json(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out, true);
+        out
+    }
+
+    fn write(&self, out: &mut String, go: bool) {
+        match self {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) if go => push_go_number(out, *n),
+            Value::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => out.push_str(&(*n as i64).to_string()),
+            Value::Number(n) => out.push_str(&n.to_string()),
+            Value::String(s) => push_quoted(out, s, go),
+            Value::Array(a) => {
+                out.push('[');
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write(out, go);
+                }
+                out.push(']');
+            }
+            Value::Object(m) => {
+                out.push('{');
+                for (i, (k, v)) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    push_quoted(out, k, go);
+                    out.push(':');
+                    v.write(out, go);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+/// Appends n as Go's encoding/json formats a float64: the shortest digits,
+/// in exponent form ("1e+21", "1e-7") below 1e-6 and from 1e21.
+fn push_go_number(out: &mut String, n: f64) {
+    if n.is_nan() {
+        out.push_str("\"NaN\"");
+    } else if n.is_infinite() {
+        out.push_str(if n > 0.0 { "\"+Inf\"" } else { "\"-Inf\"" });
+    } else if n == 0.0 || (1e-6..1e21).contains(&n.abs()) {
+        out.push_str(&n.to_string());
+    } else {
+        let e = format!("{:e}", n);
+        match e.split_once('e') {
+            Some((m, x)) if !x.starts_with('-') => out.push_str(&format!("{}e+{}", m, x)),
+            _ => out.push_str(&e),
+        }
+    }
 }
 
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Null => f.write_str("null"),
-            Value::Bool(b) => write!(f, "{}", b),
-            Value::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => write!(f, "{}", *n as i64),
-            Value::Number(n) => write!(f, "{}", n),
-            Value::String(s) => f.write_str(&quote(s)),
-            Value::Array(a) => {
-                f.write_str("[")?;
-                for (i, v) in a.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(",")?;
-                    }
-                    write!(f, "{}", v)?;
-                }
-                f.write_str("]")
-            }
-            Value::Object(m) => {
-                f.write_str("{")?;
-                for (i, (k, v)) in m.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(",")?;
-                    }
-                    write!(f, "{}:{}", quote(k), v)?;
-                }
-                f.write_str("}")
-            }
-        }
+        let mut out = String::new();
+        self.write(&mut out, false);
+        f.write_str(&out)
     }
 }
 

@@ -34,6 +34,7 @@ mod dispatch;
 mod error;
 pub mod json;
 mod key;
+pub mod logline;
 pub mod messages;
 mod processor;
 mod rejection;

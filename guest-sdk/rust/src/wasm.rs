@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use crate::codec::pack;
 use crate::context::{Command, Level, Ports, Request, Response};
 use crate::error::{classes, reply_error, Error};
+use crate::json::Value;
 use crate::messages::{self, reply, CommandMsg, HandleResult, HttpRequest, HttpResponse, KvPut, Reply};
 use crate::processor::Processor;
 
@@ -188,9 +189,12 @@ fn call(f: unsafe extern "C" fn(*const u8, i32) -> i64, req: &[u8]) -> Result<Re
 struct HostPorts;
 
 impl Ports for HostPorts {
-    fn log(&mut self, level: Level, msg: &str) {
-        // SAFETY: the host reads msg during the call only.
-        unsafe { host_log(level as i32, msg.as_ptr(), msg.len() as i32) }
+    fn log(&mut self, level: Level, msg: &str, fields: &[(&str, Value)]) {
+        // The fields travel as fields (crate::logline), so that the host
+        // logs them as the Go SDK's.
+        let line = crate::logline::encode(msg, fields);
+        // SAFETY: the host reads line during the call only.
+        unsafe { host_log(level as i32, line.as_ptr(), line.len() as i32) }
     }
 
     fn http(&mut self, req: &Request) -> Result<Response, Error> {

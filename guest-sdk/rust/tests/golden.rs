@@ -1,17 +1,24 @@
 //! The Rust codec against the golden vectors the Go codec wrote
 //! (wasm/abi/testdata/vectors.txt, pinned by wasm/abi's TestGoldenVectors):
 //! the same values encode to the same bytes, and every vector decodes back
-//! to its value; every strict prefix and a trailing byte are refused.
+//! to its value; every strict prefix and a trailing byte are refused. And
+//! the log line with fields against the lines abi.EncodeLogLine wrote
+//! (wasm/abi/testdata/loglines.txt, pinned by TestGoldenLogLines).
 
 use std::collections::BTreeMap;
 
 use berth::codec::{Decoder, Encoder};
+use berth::json::Value;
 use berth::messages::*;
 
 const SECOND: i64 = 1_000_000_000;
 
 fn vectors() -> BTreeMap<String, Vec<u8>> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wasm/abi/testdata/vectors.txt");
+    read_hex(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wasm/abi/testdata/vectors.txt"))
+}
+
+/// The named byte strings of a testdata file of "<name>: <hex>" lines.
+fn read_hex(path: &str) -> BTreeMap<String, Vec<u8>> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {}", path, e));
     let mut out = BTreeMap::new();
     for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
@@ -120,5 +127,54 @@ fn the_rust_codec_writes_the_go_codecs_bytes() {
         let mut trailing = want[name].clone();
         trailing.push(0);
         assert!(!(g.decodes)(&trailing), "{}: a trailing byte was accepted", name);
+    }
+}
+
+/// The messages and fields of TestGoldenLogLines's lines, by name.
+fn log_lines() -> BTreeMap<String, Vec<u8>> {
+    let n = Value::Number;
+    let lines: Vec<(&str, &str, Vec<(&str, Value)>)> = vec![
+        ("no fields", "buyer notified", vec![]),
+        (
+            "fields",
+            "buyer notified",
+            vec![("buyer", "buyer-7".into()), ("order", "order-7".into()), ("attempt", 3u32.into()), ("final", true.into()), ("ratio", 1.5.into()), ("none", Value::Null)],
+        ),
+        ("escapes", "say \"hi\" <b>&</b>\n\t\u{fc}\\", vec![("k\u{2028}\u{2029}", "\u{8}\u{c}\u{1}\u{1f}\u{7f}\u{20ac}".into()), ("tab\there", "x".into())]),
+        (
+            "numbers",
+            "n",
+            vec![
+                ("big", n(1e21)),
+                ("small", n(1e-7)),
+                ("edge", n(1e-6)),
+                ("neg", n(-2.5e-9)),
+                ("zero", 0i64.into()),
+                ("negzero", n(-0.0)),
+                ("huge", n(123456789012345680000.0)),
+                ("nan", n(f64::NAN)),
+                ("inf", n(f64::INFINITY)),
+                ("-inf", n(f64::NEG_INFINITY)),
+            ],
+        ),
+        (
+            "nested",
+            "n",
+            vec![
+                ("list", Value::Array(vec![1i64.into(), "a".into(), Value::Null, false.into()])),
+                ("obj", Value::object(vec![("a", 1i64.into()), ("b", "x<y".into())])),
+            ],
+        ),
+    ];
+    lines.into_iter().map(|(name, msg, fields)| (name.to_string(), berth::logline::encode(msg, &fields))).collect()
+}
+
+#[test]
+fn the_log_line_with_fields_is_the_go_sdks() {
+    let want = read_hex(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wasm/abi/testdata/loglines.txt"));
+    let got = log_lines();
+    assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "the lines and the Rust values name different lines");
+    for (name, line) in &got {
+        assert_eq!(String::from_utf8_lossy(line), String::from_utf8_lossy(&want[name]), "{}: the Rust line differs from abi.EncodeLogLine's", name);
     }
 }

@@ -1,6 +1,7 @@
 //! The SDK's own pieces against what the Go side writes: invocation keys
 //! (ABI.md's table), rejection payloads (as the Go SDK's EncodeRejection and
-//! the host write them), JSON, and the test kit's delivery semantics.
+//! the host write them), JSON, and the test kit's delivery semantics and
+//! log.
 
 use berth::json::Value;
 use berth::testkit::{CommandMatch, Event, Spec};
@@ -90,6 +91,26 @@ fn ports_a_kind_is_not_offered_are_unsupported() {
         Ok(())
     }));
     r.when_event(Event::new("E")).expect_error_class(&berth::classes::UNSUPPORTED);
+}
+
+#[test]
+fn the_test_kits_log_keeps_fields_as_fields() {
+    let mut r = Spec::new(Processor::reactor("R").on("h", "E", |c| {
+        let attempt = c.attempt;
+        c.info("plain");
+        c.warn_with("slow", &[("buyer", "b-1".into()), ("attempt", attempt.into()), ("final", false.into())]);
+        Ok(())
+    }));
+    r.when_event(Event::new("E")).expect_no_error();
+
+    let key = "R.h:/@1:0"; // the event names no aggregate
+    assert_eq!(r.log.len(), 2, "{:?}", r.log);
+    assert_eq!((r.log[0].level, r.log[0].msg.as_str(), r.log[0].fields.len()), ("info", "plain", 0));
+    let l = &r.log[1];
+    assert_eq!((l.level, l.key.as_str(), l.msg.as_str()), ("warn", key, "slow"));
+    assert_eq!(l.fields, vec![("buyer".to_string(), Value::from("b-1")), ("attempt".to_string(), Value::from(1u32)), ("final".to_string(), Value::Bool(false))]);
+    assert_eq!(l.field("buyer").and_then(Value::as_str), Some("b-1"));
+    assert_eq!(l.field("missing"), None);
 }
 
 #[test]

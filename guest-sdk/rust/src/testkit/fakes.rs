@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::context::{Command, Request, Response};
 use crate::error::{classes, reply_error, Error};
+use crate::json::Value;
 use crate::messages::{reply, Reply};
 
 /// A failure of a port as the host's reply reports it, classified as the
@@ -222,11 +223,21 @@ impl FakeCommands {
 }
 
 /// One line a handler logged.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogLine {
     /// "debug", "info", "warn" or "error".
     pub level: &'static str,
     /// The invocation key the host tags the line with.
     pub key: String,
     pub msg: String,
+    /// The line's structured fields, key-value pairs in order (empty for a
+    /// plain line), as the host logs them.
+    pub fields: Vec<(String, Value)>,
+}
+
+impl LogLine {
+    /// The value of the field key (None: the line has no such field).
+    pub fn field(&self, key: &str) -> Option<&Value> {
+        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
 }

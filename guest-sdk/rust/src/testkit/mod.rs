@@ -250,14 +250,15 @@ impl DeliveryPorts<'_> {
 }
 
 impl Ports for DeliveryPorts<'_> {
-    fn log(&mut self, level: Level, msg: &str) {
+    fn log(&mut self, level: Level, msg: &str, fields: &[(&str, Value)]) {
         let level = match level {
             Level::Debug => "debug",
             Level::Info => "info",
             Level::Warn => "warn",
             Level::Error => "error",
         };
-        self.spec.log.push(LogLine { level, key: self.d.key.clone(), msg: msg.into() });
+        let fields = fields.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        self.spec.log.push(LogLine { level, key: self.d.key.clone(), msg: msg.into(), fields });
     }
 
     fn http(&mut self, req: &Request) -> Result<Response, Error> {
