@@ -51,14 +51,14 @@ fn on_order_placed(c: &mut Context) -> Result<(), Error> {
     if item.is_empty() || quantity <= 0 {
         return Err(INVALID_ORDER.error(format!("order {}: an item and a positive quantity are required", order)));
     }
-    c.info(&format!("reserving stock order={} item={} quantity={}", order, item, quantity));
+    c.info_with("reserving stock", &[("order", (&order).into()), ("item", (&item).into()), ("quantity", quantity.into())]);
     let payload = Value::object(vec![("order", order.as_str().into()), ("quantity", quantity.into())]);
     c.send(&Command::new("Stock", &item, "ReserveStock", payload.to_vec()))
 }
 
 fn on_reservation_rejected(c: &mut Context, r: Rejection) -> Result<(), Error> {
     if r.command.command_type != "ReserveStock" {
-        c.warn(&format!("a command was rejected; nothing to compensate command={} reason={}", r.command.command_type, r.reason));
+        c.warn_with("a command was rejected; nothing to compensate", &[("command", (&r.command.command_type).into()), ("reason", (&r.reason).into())]);
         return Ok(());
     }
     if r.status == 422 {
@@ -68,7 +68,7 @@ fn on_reservation_rejected(c: &mut Context, r: Rejection) -> Result<(), Error> {
     if order.is_empty() {
         return Err(INVALID_RESERVATION.error(format!("the rejected reservation {} names no order", r.request_id)));
     }
-    c.info(&format!("cancelling order order={} reason={}", order, r.reason));
+    c.info_with("cancelling order", &[("order", (&order).into()), ("reason", (&r.reason).into())]);
     let payload = Value::object(vec![("reason", format!("stock not reserved: {}", r.reason).into())]);
     c.send(&Command::new("Order", &order, "CancelOrder", payload.to_vec()))
 }
@@ -77,7 +77,7 @@ fn on_reservation_rejected(c: &mut Context, r: Rejection) -> Result<(), Error> {
 mod tests {
     use berth::testkit::{CommandMatch, Event, Spec, Verdict};
 
-    use super::{processor, INVALID_ORDER, INVALID_RESERVATION};
+    use super::{processor, Value, INVALID_ORDER, INVALID_RESERVATION};
 
     fn placed(payload: &str) -> Event {
         Event::new("OrderPlaced").aggregate("Order", "o-1").version(1).payload(payload)
@@ -108,6 +108,8 @@ mod tests {
         then.expect_no_error().expect_rejected(&reserve()).expect_command(&reserve()).expect_command(&cancel());
         assert_eq!(then.rejections[0].request_id, "OrderSaga.onOrderPlaced:Order/o-1@1:0/0");
         assert_eq!(spec.log.last().map(|l| l.key.as_str()), Some("OrderSaga.onOrderPlaced:Order/o-1@1:0:rejected:0"));
+        let l = spec.log.last().expect("a log line");
+        assert_eq!((l.msg.as_str(), l.field("order").and_then(Value::as_str), l.field("reason").and_then(Value::as_str)), ("cancelling order", Some("o-1"), Some("out of stock")));
     }
 
     #[test]

@@ -55,7 +55,7 @@ fn on_order_shipped(c: &mut Context) -> Result<(), Error> {
     let resp = c.http(&req)?;
     match resp.status {
         s if s < 300 => {
-            c.info(&format!("buyer notified buyer={} order={}", buyer, order));
+            c.info_with("buyer notified", &[("buyer", buyer.into()), ("order", order.into())]);
             Ok(())
         }
         404 => Err(UNKNOWN_BUYER.error(format!("the notification service does not know buyer {}", buyer))),

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use berth::classes;
 use berth::testkit::{Event, Spec, Verdict};
+use berth::json::Value;
 use berth::{Error, Response};
 
 use super::{processor, NOTIFICATION, UNKNOWN_BUYER};
@@ -89,7 +90,9 @@ fn the_notification_names_the_order() {
     then.expect_no_error().expect_request("POST", BUYER_URL);
     assert_eq!(String::from_utf8_lossy(&then.requests[0].body), r#"{"order":"order-7","event":"shipped"}"#);
     assert_eq!(spec.log.len(), 1);
-    assert_eq!(spec.log[0].key, "ShipmentNotifier.onOrderShipped:Order/order-7@6:0");
+    let l = &spec.log[0];
+    assert_eq!((l.level, l.key.as_str(), l.msg.as_str()), ("info", "ShipmentNotifier.onOrderShipped:Order/order-7@6:0", "buyer notified"));
+    assert_eq!(l.fields, vec![("buyer".to_string(), Value::from("buyer-42")), ("order".to_string(), Value::from("order-7"))]);
 }
 
 #[test]
