@@ -96,9 +96,8 @@ fn ports_a_kind_is_not_offered_are_unsupported() {
 #[test]
 fn the_test_kits_log_keeps_fields_as_fields() {
     let mut r = Spec::new(Processor::reactor("R").on("h", "E", |c| {
-        let attempt = c.attempt;
         c.info("plain");
-        c.warn_with("slow", &[("buyer", "b-1".into()), ("attempt", attempt.into()), ("final", false.into())]);
+        c.warn_with("slow", &[("buyer", "b-1".into()), ("attempt", c.attempt.into()), ("final", false.into())]);
         Ok(())
     }));
     r.when_event(Event::new("E")).expect_no_error();
