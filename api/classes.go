@@ -48,13 +48,31 @@ func (s *Server) unknownClass(class string) string {
 		}
 	}
 	detail := fmt.Sprintf("unknown class %q: no deployed module declares it, no classifier rule names it and it is no builtin class", class)
-	switch near := suggest.Nearest(class, candidates, nearestClasses); {
+	switch near := nearest(class, candidates); {
 	case len(near) > 0:
 		detail += fmt.Sprintf("; nearest declared: %s", quoteAll(near))
 	case len(candidates) == 0:
 		detail += "; the deployed modules declare none"
 	}
 	return detail
+}
+
+// nearest returns up to nearestClasses candidates: first those that hold
+// class (any case: "Unknown" names "UnknownBuyer"), then the closest by
+// spelling.
+func nearest(class string, candidates []string) []string {
+	var out []string
+	for _, c := range candidates {
+		if len(out) < nearestClasses && strings.Contains(strings.ToLower(c), strings.ToLower(class)) {
+			out = append(out, c)
+		}
+	}
+	for _, c := range suggest.Nearest(class, candidates, nearestClasses) {
+		if len(out) < nearestClasses && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func quoteAll(names []string) string {

@@ -24,7 +24,8 @@ func fullRecord() *ledger.Record {
 		Version: 3, Index: 1, Position: 17, Error: e, Attempts: 5, ParkedRetries: 2,
 		FirstFailure: t0, LastFailure: t0.Add(time.Minute), State: ledger.StateWaiting, NextRetry: t0.Add(time.Hour),
 		WaitReason: ledger.WaitRetriesSpent, InvocationKey: "ShipmentNotifier.onOrderShipped:Order/o%2F1%20%25@3:1",
-		History: []ledger.Entry{{Time: t0, Action: "skip", Attempt: 5, Version: 3, Error: &e, Actor: "ops", Reason: "why"}}}
+		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		History:     []ledger.Entry{{Time: t0, Action: "skip", Attempt: 5, Version: 3, Error: &e, Actor: "ops", Reason: "why"}}}
 }
 
 // The JSON a parked record had in the answers before the API had types of

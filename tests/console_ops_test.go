@@ -50,7 +50,6 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	}{
 		{"class=UnknownBuyer", parkedN},
 		{"class=Notification", parkedN}, // UnknownBuyer's parent in the notifier's tree
-		{"class=Unknown", 0},
 		{"message=BUYER+GHOST", parkedN},
 		{"message=buyer+alice", 0},
 		{"failedAfter=" + future, 0},
@@ -63,6 +62,12 @@ func TestConsoleOperatorMorning(t *testing.T) {
 		if len(page.Records) != tc.want {
 			t.Errorf("GET /v1/parked?%s: %d records, want %d", tc.query, len(page.Records), tc.want)
 		}
+	}
+
+	// A class no module declares is a typo, not "nothing parked": 400
+	// naming the nearest declared class.
+	if r := h.request("GET", "/v1/parked?limit=100&class=Unknown", nil); r.Status != 400 || !strings.Contains(string(r.Body), "UnknownBuyer") {
+		t.Errorf("GET /v1/parked?class=Unknown: %s, want 400 naming UnknownBuyer", r)
 	}
 
 	ctx := newBrowser(t, 120*time.Second, chromedp.WindowSize(800, 900))
@@ -161,6 +166,10 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	run("filter by class", chromedp.SendKeys(chromedp.CSS("#f-class"), "Downstream"))
 	change("f-class")
 	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(0, "") })
+	// A class nobody declares is refused, and the list says so.
+	if msg := eval(`document.getElementById("parked-empty").textContent`); !strings.Contains(msg, "refused") || !strings.Contains(msg, "Downstream") {
+		t.Errorf("the empty list after filtering by Downstream says %q, want the refusal", msg)
+	}
 	eval(`document.getElementById("f-class").value = "Notification"; "ok"`)
 	change("f-class")
 	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "") })

@@ -276,7 +276,9 @@ function failedAgain(r, key) {
 
 function renderParked(records) {
   const body = document.querySelector("#parked tbody");
-  document.getElementById("parked-empty").hidden = records.length > 0;
+  const empty = document.getElementById("parked-empty");
+  empty.hidden = records.length > 0;
+  empty.textContent = "Nothing is parked.";
   const seen = new Set();
   let prev = null;
   for (const r of records) {
@@ -475,11 +477,16 @@ async function refresh() {
   busy = true;
   for (const f of refreshers) f();
   try {
-    const [parked, subs, jobs] = await Promise.all([api("GET", parkedQuery()), api("GET", "/v1/subscriptions"), api("GET", "/v1/jobs?limit=20")]);
+    // The parked list's own refusal (a filter naming a class nobody
+    // declares: 400) empties it and says why; the rest still renders.
+    const [parked, subs, jobs] = await Promise.all([api("GET", parkedQuery()).catch(e => e), api("GET", "/v1/subscriptions"), api("GET", "/v1/jobs?limit=20")]);
+    const refused = parked instanceof ApiError && parked.status === 400 && cursors.length <= 1;
+    if (parked instanceof Error && !refused) throw parked;
     setConnection("ok");
     renderJobs(jobs.jobs || []);
-    nextCursor = parked.next || "";
-    renderParked(parked.records || []);
+    nextCursor = refused ? "" : parked.next || "";
+    renderParked(refused ? [] : parked.records || []);
+    if (refused) document.getElementById("parked-empty").textContent = `The filter was refused: ${parked.message}`;
     renderSubs(subs.subscriptions || []);
     renderPager();
     setStatus(`updated ${new Date().toLocaleTimeString()}`, false, true);
