@@ -53,8 +53,10 @@ func (r *Runner) start(parent context.Context, j *ledger.Job, served *serving) {
 		}()
 		err := r.run(ctx, j, fence)
 		switch {
-		case errors.Is(err, errNotRunning):
-			// Cancelled on another host (Shared): its Cancel wrote the state.
+		case errors.Is(err, errNotRunning), ctx.Err() != nil && parent.Err() == nil && r.cancelledElsewhere(parent, j.ID):
+			// Cancelled on another host (Shared), whose Cancel wrote the
+			// state: this goroutine's next write found it, or Serve's scan
+			// saw it first and stopped the goroutine.
 			r.opts.Logger.Info("job stopped: it was cancelled", "job", j.ID)
 			return
 		case errors.Is(err, ledger.ErrFenced):
@@ -173,6 +175,14 @@ func (r *Runner) act(ctx context.Context, j *ledger.Job, rec *ledger.Record) {
 			AggregateType: rec.AggregateType, AggregateID: rec.AggregateID, Error: msg})
 		r.items.failed[actionIndex(j.Action)].Add(1)
 	}
+}
+
+// cancelledElsewhere reports whether job id is stored as cancelled: a
+// Cancel on another host of a shared ledger, which Serve's scan stopped
+// this host's goroutine for.
+func (r *Runner) cancelledElsewhere(ctx context.Context, id uint64) bool {
+	stored, err := r.Get(ctx, id)
+	return err == nil && stored.State == ledger.JobCancelled
 }
 
 // errNotRunning: the stored job is no longer running, so its goroutine
