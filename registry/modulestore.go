@@ -35,4 +35,7 @@ type ModuleStore interface {
 // opened, or while a failed watch was started again) the caller reads then.
 type Watcher interface {
 	Watch(ctx context.Context, ready func(), changed func(name string)) error
+	// CurrentVersions returns every module's current version without its
+	// bytes, for a look repeated in case the watch missed a change.
+	CurrentVersions(ctx context.Context) ([]StoredModule, error)
 }

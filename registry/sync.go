@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Watch keeps this host's deployed modules in step with a store shared by
@@ -23,11 +24,66 @@ func (r *Registry) Watch(ctx context.Context) error {
 			r.opts.Logger.Error("reading the shared modules once the watch began failed", "error", err)
 		}
 	}
+	// A watch can also go quiet without failing (a consumer on a server
+	// that stopped delivering: TestThreeHostsStartTogether's host-0 never
+	// heard of an upload): every resyncEvery, the current versions are
+	// compared with what runs here, and what differs is synced.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(resyncEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.resync(ctx, w)
+			}
+		}
+	}()
 	return w.Watch(ctx, ready, func(name string) {
 		if err := r.Sync(ctx, name); err != nil && ctx.Err() == nil {
 			r.opts.Logger.Error("module changed on another host; deploying it here failed", "module", name, "error", err)
 		}
 	})
+}
+
+// resyncEvery is how often a watching registry compares the shared
+// store's current versions with what runs here.
+const resyncEvery = 10 * time.Second
+
+// resync syncs each module whose current version in w differs from the
+// one running here, and each running here that w has no more.
+func (r *Registry) resync(ctx context.Context, w Watcher) {
+	metas, err := w.CurrentVersions(ctx)
+	if err != nil {
+		return // the watch's own failure, if any, is said there
+	}
+	current := make(map[string]StoredModule, len(metas))
+	for _, m := range metas {
+		current[m.Name] = m
+	}
+	var differ []string
+	r.mu.Lock()
+	for name, d := range r.mods {
+		if m, ok := current[name]; !ok || m.Version != d.Version {
+			differ = append(differ, name)
+		}
+	}
+	for name := range current {
+		if _, ok := r.mods[name]; !ok {
+			differ = append(differ, name)
+		}
+	}
+	r.mu.Unlock()
+	for _, name := range differ {
+		if err := r.Sync(ctx, name); err != nil && ctx.Err() == nil {
+			r.opts.Logger.Error("a module another host changed, found by a periodic look; deploying it here failed", "module", name, "error", err)
+		}
+	}
 }
 
 // SyncAll deploys here every module's current version in the store and

@@ -325,6 +325,27 @@ func (s *Store) Current(ctx context.Context) ([]registry.StoredModule, [][]byte,
 	return metas, codes, nil
 }
 
+// CurrentVersions returns every module's current version, without its
+// bytes: a look cheap enough to repeat (registry.Registry.Watch does, in
+// case its watch missed a change).
+func (s *Store) CurrentVersions(ctx context.Context) ([]registry.StoredModule, error) {
+	infos, err := s.list(ctx, "c/")
+	if err != nil {
+		return nil, err
+	}
+	var metas []registry.StoredModule
+	for _, o := range infos {
+		cur, ok, err := s.currentOf(ctx, strings.TrimPrefix(o.Name, "c/"))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			metas = append(metas, cur)
+		}
+	}
+	return metas, nil
+}
+
 // Load returns a kept version and its bytes.
 func (s *Store) Load(ctx context.Context, name string, version int) (registry.StoredModule, []byte, error) {
 	info, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {

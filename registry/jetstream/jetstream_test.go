@@ -92,6 +92,10 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 		}
 		return nil
 	})
+	// The look a registry repeats in case its watch went quiet.
+	if vs, err := b.CurrentVersions(ctx); err != nil || len(vs) != 1 || vs[0].Name != "m" || vs[0].Version != 1 {
+		t.Errorf("b's current versions: %+v, %v; want m v1", vs, err)
+	}
 	mu.Lock()
 	before := len(seen)
 	mu.Unlock()
@@ -109,6 +113,9 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 	metas, _, err := b.Current(ctx)
 	if err != nil || len(metas) != 0 {
 		t.Errorf("b's current modules after the removal: %+v, %v", metas, err)
+	}
+	if vs, err := b.CurrentVersions(ctx); err != nil || len(vs) != 0 {
+		t.Errorf("b's current versions after the removal: %+v, %v", vs, err)
 	}
 }
 
