@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -11,23 +10,19 @@ import (
 // several hosts (a Watcher): each module another host stores, rolls back or
 // removes is deployed or undeployed here too, until ctx is done. With a
 // store that is not a Watcher (the file store), it returns at once.
+//
+// A change is met three ways, all through resync or Sync: the watch tells
+// it; once the watch begins, what changed before it (an upload on another
+// host while this one opened — TestThreeHostsSurviveAHostAndANode missed
+// one, loaded — or while a failed watch was started again); and every
+// resyncEvery, in case the watch went quiet without failing (a consumer on
+// a server that stopped delivering: TestThreeHostsStartTogether's host-0
+// never heard of an upload).
 func (r *Registry) Watch(ctx context.Context) error {
 	w, ok := r.store.(Watcher)
 	if !ok {
 		return nil
 	}
-	ready := func() {
-		// What changed before the watch saw it: an upload on another host
-		// while this one opened (TestThreeHostsSurviveAHostAndANode missed
-		// one, loaded), or while a failed watch was started again.
-		if err := r.SyncAll(ctx); err != nil && ctx.Err() == nil {
-			r.opts.Logger.Error("reading the shared modules once the watch began failed", "error", err)
-		}
-	}
-	// A watch can also go quiet without failing (a consumer on a server
-	// that stopped delivering: TestThreeHostsStartTogether's host-0 never
-	// heard of an upload): every resyncEvery, the current versions are
-	// compared with what runs here, and what differs is synced.
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -44,7 +39,7 @@ func (r *Registry) Watch(ctx context.Context) error {
 			}
 		}
 	}()
-	return w.Watch(ctx, ready, func(name string) {
+	return w.Watch(ctx, func() { r.resync(ctx, w) }, func(name string) {
 		if err := r.Sync(ctx, name); err != nil && ctx.Err() == nil {
 			r.opts.Logger.Error("module changed on another host; deploying it here failed", "module", name, "error", err)
 		}
@@ -56,11 +51,15 @@ func (r *Registry) Watch(ctx context.Context) error {
 const resyncEvery = 10 * time.Second
 
 // resync syncs each module whose current version in w differs from the
-// one running here, and each running here that w has no more.
+// one running here, and each running here that w has no more: a look at
+// the versions only, the bytes read for what differs.
 func (r *Registry) resync(ctx context.Context, w Watcher) {
 	metas, err := w.CurrentVersions(ctx)
 	if err != nil {
-		return // the watch's own failure, if any, is said there
+		if ctx.Err() == nil {
+			r.opts.Logger.Warn("reading the shared modules' current versions failed; looking again later", "error", err)
+		}
+		return
 	}
 	current := make(map[string]StoredModule, len(metas))
 	for _, m := range metas {
@@ -69,7 +68,7 @@ func (r *Registry) resync(ctx context.Context, w Watcher) {
 	var differ []string
 	r.mu.Lock()
 	for name, d := range r.mods {
-		if m, ok := current[name]; !ok || m.Version != d.Version {
+		if m, ok := current[name]; !ok || m.Version != d.Version || m.SHA256 != d.SHA256 {
 			differ = append(differ, name)
 		}
 	}
@@ -79,58 +78,36 @@ func (r *Registry) resync(ctx context.Context, w Watcher) {
 		}
 	}
 	r.mu.Unlock()
+	// Each is read again by Sync: one uploaded here since the look above is
+	// not in it, and must stay.
 	for _, name := range differ {
 		if err := r.Sync(ctx, name); err != nil && ctx.Err() == nil {
-			r.opts.Logger.Error("a module another host changed, found by a periodic look; deploying it here failed", "module", name, "error", err)
+			r.opts.Logger.Error("a module another host changed; deploying it here failed", "module", name, "error", err)
 		}
 	}
 }
 
-// SyncAll deploys here every module's current version in the store and
-// undeploys what the store has no more: Sync of every module at once, with
-// one read of the store.
-func (r *Registry) SyncAll(ctx context.Context) error {
-	metas, codes, err := r.store.Current(ctx)
-	if err != nil {
-		return fmt.Errorf("registry: sync: %w", err)
-	}
-	current := make(map[string]bool, len(metas))
-	var errs []error
-	for i, m := range metas {
-		current[m.Name] = true
-		if err := r.deployStored(ctx, m, codes[i]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	r.mu.Lock()
-	var gone []string
-	for name := range r.mods {
-		if !current[name] {
-			gone = append(gone, name)
-		}
-	}
-	r.mu.Unlock()
-	// Each is read again before it goes: one uploaded here since the read
-	// above is not in it, and must stay.
-	for _, name := range gone {
-		if err := r.Sync(ctx, name); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Sync deploys here the store's current version of module name, or
+// Sync deploys here the shared store's current version of module name, or
 // undeploys it if the store has none: what another host stored reaches this
-// one. A version already deployed here is left as it is.
+// one. A version already deployed here is left as it is. Only that
+// version's bytes are read. With a store that is not a Watcher, it does
+// nothing.
 func (r *Registry) Sync(ctx context.Context, name string) error {
-	metas, codes, err := r.store.Current(ctx)
+	w, ok := r.store.(Watcher)
+	if !ok {
+		return nil
+	}
+	metas, err := w.CurrentVersions(ctx)
 	if err != nil {
 		return fmt.Errorf("registry: sync %s: %w", name, err)
 	}
-	for i, m := range metas {
+	for _, m := range metas {
 		if m.Name == name {
-			return r.deployStored(ctx, m, codes[i])
+			_, wasm, err := r.store.Load(ctx, name, m.Version)
+			if err != nil {
+				return fmt.Errorf("registry: sync %s: %w", name, err)
+			}
+			return r.deployStored(ctx, m, wasm)
 		}
 	}
 	r.undeployGone(ctx, name)
