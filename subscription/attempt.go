@@ -101,14 +101,15 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 			continue
 		}
 		now := clk.Now()
-		r.e.obs.attempt(r.s.name, f, &pol, cur.classifier, c.Time, start, now)
 		if f == nil {
+			r.e.obs.attempt(r.s.name, nil, retry.Decision{}, &pol, c.Time, start, now)
 			r.logSucceeded(aggName, key, &st)
 			p.succeeded(aggName, now, probe)
 			r.clearBudget(p, a.key, &st)
 			return outcomeHandled
 		}
 		d := retry.Classify(f, &pol, cur.classifier)
+		r.e.obs.attempt(r.s.name, f, d, &pol, c.Time, start, now)
 		st.failed(now, c.Version, f, d)
 		tr.fail(f, d)
 		r.logAttemptFailed(aggName, key, st.n, f, d)

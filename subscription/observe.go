@@ -66,14 +66,13 @@ type Resolution struct {
 type observer struct{ o Observer }
 
 // attempt tells of an attempt at c that ended at end, begun at start, with
-// failure f (nil: success) under policy pol.
-func (ob observer) attempt(sub string, f *retry.Failure, pol *retry.Policy, app *retry.Classifier, appended, start, end time.Time) {
+// failure f (nil: success) classified as d under policy pol.
+func (ob observer) attempt(sub string, f *retry.Failure, d retry.Decision, pol *retry.Policy, appended, start, end time.Time) {
 	if ob.o == nil {
 		return
 	}
 	a := Attempt{Subscription: sub, Outcome: "success", Class: "none", Duration: end.Sub(start), Appended: appended, Ended: end}
 	if f != nil {
-		d := retry.Classify(f, pol, app)
 		a.Outcome, a.Class = outcomeKind(f, d), boundedClass(classifiedChain(f, d), pol)
 	}
 	ob.o.Attempted(a)
