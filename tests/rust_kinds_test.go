@@ -17,40 +17,7 @@ func TestProjectionEndToEndRust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHost(t, hostConfig{})
-	var info moduleInfo
-	h.must(201, "PUT", "/v1/modules/order-summary", wasm, "Content-Type", "application/wasm").JSON(t, &info)
-	if info.Kind != "projection" || len(info.Subscriptions) != 1 || info.Subscriptions[0] != summarySub {
-		t.Fatalf("module %+v", info)
-	}
-	for i := range 6 {
-		buyer := []string{"ann", "bob"}[i%2]
-		order := fmt.Sprintf("o-%d", i)
-		h.appendOrder(t, order, buyer, "OrderPlaced", 100*(i+1))
-		if i < 3 {
-			h.appendOrder(t, order, buyer, "OrderShipped", 0)
-		}
-	}
-	want := map[string]buyerSummary{"ann": {3, 2, 900}, "bob": {3, 1, 1200}}
-	h.waitSummaries(t, want)
-
-	h.Kill()
-	h = h.restart(t)
-	h.appendOrder(t, "o-6", "ann", "OrderPlaced", 1000)
-	want["ann"] = buyerSummary{4, 2, 1900}
-	h.waitSummaries(t, want)
-
-	if r := h.request("POST", "/v1/subscriptions/"+summarySub+"/reset", map[string]any{"position": 1}); r.Status >= 300 {
-		t.Fatalf("reset: %s", r)
-	}
-	h.waitSummaries(t, want)
-	var order struct {
-		Buyer   string `json:"buyer"`
-		Total   int64  `json:"total"`
-		Shipped bool   `json:"shipped"`
-	}
-	h.must(200, "GET", "/v1/projections/"+summarySub+"/order%2Fo-0", nil).JSON(t, &order)
-	if order.Buyer != "ann" || order.Total != 100 || !order.Shipped {
+	if order := projectionStory(t, wasm); order.Buyer != "ann" || order.Total != 100 || !order.Shipped {
 		t.Errorf("order o-0 after the reset: %+v", order)
 	}
 }
