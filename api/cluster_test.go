@@ -113,7 +113,7 @@ func TestToWireCluster(t *testing.T) {
 }
 
 // clusterHost is one host of TestClusterHosts: a real cluster.Cluster
-// (internal/clustertest) and an API over it.
+// (cluster/clustertest) and an API over it.
 type clusterHost struct {
 	id string
 	*clustertest.Host

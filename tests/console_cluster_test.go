@@ -33,7 +33,7 @@ func notOn(sub, host string, hosts ...string) int {
 // TestConsoleCluster drives the console's Cluster section in headless
 // Chromium at 800 px, over the API in this process with a real
 // cluster.Cluster (h1) beside two more (h2, h3) on one in-process NATS node
-// (internal/clustertest),
+// (cluster/clustertest),
 // all claiming in the host's Badger ledger; the rest of the API is a whole
 // host (assembly). h1 shares out "mailer" and "orders", h2 and h3 only
 // "mailer" — as when a module has not reached every host — so the orders

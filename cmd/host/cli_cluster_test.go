@@ -31,7 +31,7 @@ func TestClusterSingle(t *testing.T) {
 }
 
 // TestClusterHosts: `berth cluster` against the API over real clusters on
-// in-process NATS (internal/clustertest): h1 shares out mailer and orders,
+// in-process NATS (cluster/clustertest): h1 shares out mailer and orders,
 // h2 and h3 only mailer, so the orders partitions rendezvous gives to h2
 // and h3 are listed as unowned; --partitions lists every partition.
 func TestClusterHosts(t *testing.T) {
