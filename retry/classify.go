@@ -113,6 +113,10 @@ type Failure struct {
 	// handler's, even though its deadline passed: it is not counted, and the event is delivered again
 	// once Await is closed (never sooner, so nothing spins on the condition).
 	Await <-chan struct{}
+	// Capsule is the recording of the attempt (an abi.Capsule, encoded) when the invoker made one:
+	// the engine keeps it in the ledger beside the record when the attempt parks the aggregate, or is
+	// the last failed attempt of a long-horizon retry. It is kept, never classified by.
+	Capsule []byte
 }
 
 // Error returns "<nearest class>: <message> [<code>]", leaving out what is empty.
