@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -57,6 +59,15 @@ func TestModuleLifecycle(t *testing.T) {
 	if one.SHA256 != info.SHA256 {
 		t.Errorf("GET module: %+v", one)
 	}
+
+	// A kept version's bytes, as uploaded, for a replay; the ETag is their sha256.
+	w := h.do(req{method: "GET", path: "/v1/modules/shipment-notifier/versions/1/wasm"})
+	if sum := sha256.Sum256(w.body); w.status != http.StatusOK || w.header.Get("Content-Type") != "application/wasm" ||
+		hex.EncodeToString(sum[:]) != info.SHA256 || w.header.Get("ETag") != `"`+info.SHA256+`"` {
+		t.Errorf("version bytes: %d %s, %d bytes, ETag %s", w.status, w.header.Get("Content-Type"), len(w.body), w.header.Get("ETag"))
+	}
+	problemOf(t, h.do(req{method: "GET", path: "/v1/modules/shipment-notifier/versions/9/wasm"}), http.StatusNotFound)
+	problemOf(t, h.do(req{method: "GET", path: "/v1/modules/shipment-notifier/versions/v1/wasm"}), http.StatusBadRequest)
 
 	if r := h.do(req{method: "DELETE", path: "/v1/modules/shipment-notifier"}); r.status != http.StatusNoContent || len(r.body) != 0 {
 		t.Fatalf("delete: %s", r)

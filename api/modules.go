@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/registry"
@@ -79,6 +80,27 @@ func (s *Server) moduleVersions(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, wire.ModuleVersionList{Module: name, Versions: mapSlice(vs, toWireVersion)})
+}
+
+// moduleVersionWasm answers a kept version's bytes as uploaded: what `berth parked replay` runs
+// again. The ETag is their sha256, which the capsule names.
+func (s *Server) moduleVersionWasm(c echo.Context) error {
+	name := c.Param("name")
+	v, err := strconv.Atoi(c.Param("version"))
+	if err != nil || v < 1 {
+		return badRequest("invalid-path", "version %q is not a version number (1, 2, …)", c.Param("version"))
+	}
+	info, wasm, err := s.deps.Modules.VersionBytes(c.Request().Context(), name, v)
+	switch {
+	case errors.Is(err, registry.ErrInvalidName):
+		return badRequest("invalid-name", "%v", err)
+	case errors.Is(err, registry.ErrUnknownVersion):
+		return notFound("%v (GET /v1/modules/%s/versions lists the kept ones)", err, name)
+	case err != nil:
+		return err
+	}
+	c.Response().Header().Set("ETag", `"`+info.SHA256+`"`)
+	return c.Blob(http.StatusOK, "application/wasm", wasm)
 }
 
 func (s *Server) rollbackModule(c echo.Context) error {

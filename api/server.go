@@ -153,6 +153,7 @@ func (s *Server) routeTable() []route {
 		{get, "/v1/modules/:name", s.getModule, reader, none, reads},
 		{del, "/v1/modules/:name", s.deleteModule, deployer, none, writes},
 		{get, "/v1/modules/:name/versions", s.moduleVersions, reader, none, reads},
+		{get, "/v1/modules/:name/versions/:version/wasm", s.moduleVersionWasm, reader, none, reads},
 		{post, "/v1/modules/:name/rollback", s.rollbackModule, deployer, jsonBody, writes},
 
 		{post, "/v1/events", s.appendEvents, deployer, jsonBody, appends},

@@ -273,6 +273,20 @@ func (r *Registry) Versions(name string) ([]VersionInfo, error) {
 	return out, nil
 }
 
+// VersionBytes returns a kept version of a module and its bytes, as they were uploaded (a replay of
+// an attempt capsule runs the version that made it). ErrUnknownVersion when the version is not kept.
+func (r *Registry) VersionBytes(ctx context.Context, name string, version int) (VersionInfo, []byte, error) {
+	if err := validName(name); err != nil {
+		return VersionInfo{}, nil, err
+	}
+	s, wasm, err := r.store.Load(ctx, name, version)
+	if err != nil {
+		return VersionInfo{}, nil, err
+	}
+	return VersionInfo{Version: s.Version, SHA256: s.SHA256, Size: s.Size, Uploaded: s.Uploaded,
+		RolledBackFrom: s.RolledBackFrom}, wasm, nil
+}
+
 // VersionInfo describes one kept version of a module.
 type VersionInfo struct {
 	Version        int
