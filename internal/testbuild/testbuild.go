@@ -32,13 +32,21 @@ func RepoRoot() (string, error) {
 
 // Wasm builds the package at pkg (relative to the repository root, e.g.
 // "samples/shipment-notifier") into outDir and returns the module's path.
-func Wasm(outDir, pkg string) (string, error) {
+func Wasm(outDir, pkg string) (string, error) { return WasmTags(outDir, pkg) }
+
+// WasmTags is Wasm with build tags: a variant of a sample (its name in
+// outDir has the tags in it, so variants sit side by side).
+func WasmTags(outDir, pkg string, tags ...string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(outDir, strings.ReplaceAll(pkg, "/", "_")+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./"+pkg)
+	name := strings.ReplaceAll(pkg, "/", "_")
+	for _, t := range tags {
+		name += "+" + t
+	}
+	out := filepath.Join(outDir, name+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-tags", strings.Join(tags, ","), "-o", out, "./"+pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if b, err := cmd.CombinedOutput(); err != nil {

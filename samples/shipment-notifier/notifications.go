@@ -33,6 +33,9 @@ func (n buyerNotifications) orderShipped(buyer, order, key string) error {
 	case resp.Status < 300:
 		n.c.Log.Info("buyer notified", "buyer", buyer, "order", order)
 		return nil
+	case resp.Status == 404 && skipUnknownBuyers:
+		n.c.Log.Warn("buyer not known to the notification service: not notified", "buyer", buyer, "order", order)
+		return nil
 	case resp.Status == 404:
 		return UnknownBuyer.Errorf("the notification service does not know buyer %s", buyer)
 	case resp.Status == 429:
