@@ -13,6 +13,7 @@
 //
 // Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o shipment-notifier.wasm .
 // Configure: [modules.shipment-notifier] config = { notifications-url = "http://…" }
+// (and notifications-token, sent as a bearer token, if the service wants one)
 // and allow its host in allowed-hosts.
 package main
 

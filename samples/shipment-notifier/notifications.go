@@ -11,7 +11,8 @@ import (
 
 // buyerNotifications is the client of the notification service:
 // POST {notifications-url}/buyers/{buyer}/notifications with an
-// Idempotency-Key header, so that a retried event is not notified twice.
+// Idempotency-Key header, so that a retried event is not notified twice, and
+// the bearer token notifications-token when one is configured.
 type buyerNotifications struct{ c *berth.Context }
 
 func (n buyerNotifications) orderShipped(buyer, order, key string) error {
@@ -20,10 +21,14 @@ func (n buyerNotifications) orderShipped(buyer, order, key string) error {
 		return Notification.New("the module has no notifications-url configured")
 	}
 	body := fmt.Sprintf(`{"order":%q,"event":"shipped"}`, order)
+	header := map[string]string{"Content-Type": "application/json", "Idempotency-Key": key}
+	if token, ok := n.c.Config.Get("notifications-token"); ok {
+		header["Authorization"] = "Bearer " + token
+	}
 	resp, err := n.c.HTTP.Do(&berth.Request{
 		Method: "POST",
 		URL:    base + "/buyers/" + url.PathEscape(buyer) + "/notifications",
-		Header: map[string]string{"Content-Type": "application/json", "Idempotency-Key": key},
+		Header: header,
 		Body:   []byte(body),
 	})
 	if err != nil {
