@@ -204,13 +204,7 @@ func (s *Spec) dispatch(h *berth.Handler, env *abi.Event, d *delivery) (abi.Resu
 	if s.runner != nil {
 		return s.run(env, d)
 	}
-	var handlerErr error
-	run := &berth.Processor{Name: s.Processor.Name, Kind: s.Processor.Kind}
-	run.On(h.Name, env.Type, func(c *berth.Context) error {
-		handlerErr = h.Func(c)
-		return handlerErr
-	})
-	return run.Dispatch(env, d.ports()), handlerErr
+	return runNative(s.Processor, h, env, d.ports())
 }
 
 // handlerFor finds the handler the event goes to, failing the test if none.
