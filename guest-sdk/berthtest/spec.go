@@ -30,6 +30,10 @@
 // NewWithRunner makes a Spec whose calls something else runs, with the same
 // fakes and the same expectations: github.com/berthhq/berth/hostspec runs
 // the compiled module in the host's sandbox that way.
+//
+// Replay runs a handler against an attempt capsule, the recording a parked
+// failure leaves, with ports answering from it: the failure reproduced,
+// then the fix's regression test.
 package berthtest
 
 import (
