@@ -72,6 +72,9 @@ func ReplayCapsule(t TB, p *berth.Processor, c *abi.Capsule) *Replayed {
 		t.Fatalf("berthtest: replay: processor %s has no handler %q (the capsule's event names it)", p.Name, env.Handler)
 		return r.abort()
 	}
+	if len(c.Truncated) > 0 { // the size cap left calls out: a replay departs where the recording ends
+		t.Logf("berthtest: replay: the capsule was truncated: %s", strings.Join(c.Truncated, "; "))
+	}
 	rec := newRecording(t, env.InvocationKey, c.Calls)
 	var res abi.Result
 	var handlerErr error

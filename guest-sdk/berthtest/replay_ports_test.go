@@ -148,3 +148,18 @@ func TestReplayMistakesAreFatal(t *testing.T) {
 		}
 	}
 }
+
+// A capsule the size cap truncated says so in the test's log: its replay
+// departs where the recording ends.
+func TestReplayOfATruncatedCapsuleSaysSo(t *testing.T) {
+	c := capsuleOf()
+	c.Truncated = []string{"calls after the 1000th"}
+	rec := &recorder{}
+	r := berthtest.ReplayCapsule(rec, processorOf(func(c *berth.Context) error {
+		_, err := c.HTTP.Do(&berth.Request{URL: "http://s/1001"})
+		return err
+	}), c)
+	if len(rec.logs) != 1 || !strings.Contains(rec.logs[0], "truncated: calls after the 1000th") || len(r.Departures) != 1 {
+		t.Errorf("logs %q, departures %v", rec.logs, r.Departures)
+	}
+}

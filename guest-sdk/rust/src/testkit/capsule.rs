@@ -21,6 +21,8 @@ pub struct Capsule {
     pub timeout_millis: i64,
     /// How the attempt ended.
     pub outcome: Outcome,
+    /// What the capsule's size cap left out, if anything.
+    pub truncated: Vec<String>,
 }
 
 /// One host call: what the guest asked (the field of its fn) and the reply.
@@ -128,8 +130,8 @@ impl Capsule {
         };
         let calls = list(&v, "calls").iter().map(call).collect::<Result<Vec<_>, _>>()?;
         let o = member(&v, "outcome");
-        let outcome = Outcome { kind: text(o, "kind"), classes: list(o, "classes").iter().filter_map(|c| c.as_str().map(String::from)).collect(), message: text(o, "message") };
-        Ok(Capsule { event, calls, timeout_millis: int(member(&v, "limits"), "timeout_ms")? as i64, outcome })
+        let outcome = Outcome { kind: text(o, "kind"), classes: strings(o, "classes"), message: text(o, "message") };
+        Ok(Capsule { event, calls, timeout_millis: int(member(&v, "limits"), "timeout_ms")? as i64, outcome, truncated: strings(&v, "truncated") })
     }
 }
 
@@ -180,6 +182,10 @@ fn int(v: &Value, key: &str) -> Result<u64, String> {
         Some(Value::String(n)) => n.parse::<u64>().or_else(|_| n.parse::<i64>().map(|i| i as u64)).map_err(|_| format!("capsule: {} is not an integer: {}", key, n)),
         Some(other) => Err(format!("capsule: {} is not an integer: {}", key, other)),
     }
+}
+
+fn strings(v: &Value, key: &str) -> Vec<String> {
+    list(v, key).iter().filter_map(|s| s.as_str().map(String::from)).collect()
 }
 
 fn headers(v: &Value) -> Vec<(String, String)> {

@@ -55,6 +55,9 @@ pub fn replay_capsule(processor: &Processor, c: &Capsule) -> Replayed {
     if processor.handler(&ev.handler).is_none() {
         panic!("berth::testkit: replay: processor {} has no handler {:?} (the capsule's event names it)", processor.name, ev.handler);
     }
+    if !c.truncated.is_empty() {
+        eprintln!("berth::testkit: replay: the capsule was truncated: {}", c.truncated.join("; "));
+    }
     let key = ev.invocation_key.clone();
     let mut ports = Recording { key: key.clone(), recorded: &c.calls, used: vec![false; c.calls.len()], ..Recording::default() };
     let (res, err) = processor.dispatch_keeping(ev, &mut ports);
