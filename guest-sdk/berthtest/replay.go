@@ -22,15 +22,16 @@ import (
 //
 // The handler gets the capsule's event exactly as the guest received it
 // (invocation key, attempt, deadline, payload) and ports that answer from
-// the recording: each host call gets the answer of the recorded call of
-// the same fn with the same request (HTTP: method, URL and body; key/value
-// and config: the key, and a put's value; commands: the command; log: level
-// and text), the next recorded one in order if it is one, else the first
-// unused one. A call the recording has no answer for is answered with a
-// berth.ClassHost error "…: not recorded in the capsule" (a config read:
-// no value) and listed in Departures: run a fix against a capsule to see
-// whether it handles the event and which calls it makes that the failing
-// attempt did not. Errors are the ones the module's ports give for the
+// the recording, matched as the sandbox's replay matches: a host call gets
+// the answer of the next recorded call (the first not yet used) if it asks
+// the same (the same fn and HTTP method, URL and body; key/value and config
+// key, and a put's value; command), else of a later unused one that does,
+// listed in Departures as out of order. A call the recording has no answer
+// for is answered with a berth.ClassHost error "…: not recorded in the
+// capsule" (a config read: no value) and listed in Departures: run a fix
+// against a capsule to see whether it handles the event and which calls it
+// makes that the failing attempt did not. Log lines are kept in Calls,
+// never matched. Errors are the ones the module's ports give for the
 // recorded replies (berth.ReplyError). A call during which the recorded
 // attempt's deadline passed does not return: the handler is stopped there
 // and the outcome is a timeout, as it was.
@@ -137,14 +138,20 @@ func outcomeOf(res abi.Result) abi.CapsuleOutcome {
 	return o
 }
 
-// Departure is a host call of a replay that the recording has no answer
-// for: the handler asked something the recorded attempt did not.
+// Departure is a host call of a replay where the handler departed from the
+// recording, as the sandbox's replay lists them: a call the recording has
+// no answer for (answered "not recorded in the capsule"), or one answered
+// by a recorded call later than the next one (out of order).
 type Departure struct {
 	// Index is the call's place in Replayed.Calls, from 0.
 	Index int
-	// Call is the call as made, with the answer it got: an error "not
-	// recorded in the capsule".
+	// Call is the call as made, with the answer it got.
 	Call abi.CapsuleCall
+	// Recorded is the recorded call at that place (the first unused one),
+	// nil when the recording had none left.
+	Recorded *abi.CapsuleCall
+	// Note says how the call departed and how it was answered.
+	Note string
 }
 
 // Replayed is the outcome of a Replay beside the recorded one. Its Expect
@@ -230,7 +237,7 @@ func (r *Replayed) errorf(t TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	for _, d := range r.Departures {
-		msg += "\n\tdeparted: " + d.String()
+		msg += "\n\tdeparted at " + d.String()
 	}
 	t.Errorf("%s: %s", r.Key, msg)
 }
@@ -270,7 +277,7 @@ func (r *Replayed) ExpectErrorIs(t TB, class *berth.ErrorClass) *Replayed {
 func (r *Replayed) ExpectNoDeparture(t TB) *Replayed {
 	t.Helper()
 	if !r.aborted && len(r.Departures) > 0 {
-		r.errorf(t, "want no departure from the recording, but %d calls had no recorded answer", len(r.Departures))
+		r.errorf(t, "want no departure from the recording, but %d calls departed", len(r.Departures))
 	}
 	return r
 }

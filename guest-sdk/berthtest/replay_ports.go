@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/berthhq/berth/guest-sdk/berth"
@@ -16,11 +17,12 @@ import (
 const notRecorded = "not recorded in the capsule"
 
 // recording answers a replayed handler's host calls from a capsule's calls
-// and keeps the calls as made. A call gets the answer of the recorded call
-// of its fn with the same request: the next recorded call in order (the
-// one after the call last answered) if it is one, else the first unused
-// one; a call none is left for is answered "not recorded in the capsule"
-// and is a departure. Log lines need no answer and never depart.
+// and keeps the calls as made, matching as the sandbox's replay does
+// (sandbox.Module.Replay): a call gets the answer of the first recorded
+// call not yet used (log lines aside) if it asks the same; else of a later
+// unused one that does, a departure "out of order"; else the error "not
+// recorded in the capsule", a departure too. Log lines need no answer:
+// they are kept, never matched, and never depart.
 type recording struct {
 	t   TB
 	key string
@@ -28,7 +30,7 @@ type recording struct {
 	mu         sync.Mutex
 	recorded   []abi.CapsuleCall
 	used       []bool
-	next       int // the recorded call after the last one answered
+	low        int // the recorded calls before it are used or log lines
 	calls      []abi.CapsuleCall
 	departures []Departure
 	deadline   int  // index in calls of the call the deadline passed in, or -1
@@ -43,26 +45,42 @@ func newRecording(t TB, key string, recorded []abi.CapsuleCall) *recording {
 // recorded attempt's deadline passed: the guest never ran again after it.
 type deadlinePassed struct{}
 
-// answer records call and returns the recorded call that answers it (nil:
-// none, and the call is a departure, answered notRecorded). A call the
-// recorded deadline passed in does not return: it panics deadlinePassed.
+// answer keeps call and returns the recorded call that answers it (nil:
+// none, and the call is a departure, answered notRecorded; or a log line).
+// A call the recorded deadline passed in does not return: it panics
+// deadlinePassed.
 func (r *recording) answer(call abi.CapsuleCall) *abi.CapsuleCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
 		return &abi.CapsuleCall{Reply: &abi.CapsuleReply{Code: abi.ReplyCodeName(abi.ReplyError), Message: "the replay is over"}}
 	}
-	i := r.match(&call)
-	if i < 0 {
-		if call.Fn != abi.CallLog {
-			call.Reply = &abi.CapsuleReply{Code: abi.ReplyCodeName(abi.ReplyError), Message: notRecorded}
-			r.departures = append(r.departures, Departure{Index: len(r.calls), Call: call})
-		}
+	if call.Fn == abi.CallLog {
 		r.calls = append(r.calls, call)
 		return nil
 	}
-	r.used[i], r.next = true, i+1
-	rec := &r.recorded[i]
+	for r.low < len(r.recorded) && (r.used[r.low] || r.recorded[r.low].Fn == abi.CallLog) {
+		r.low++
+	}
+	dep := Departure{Index: len(r.calls)}
+	if r.low < len(r.recorded) {
+		dep.Recorded = &r.recorded[r.low]
+	}
+	j := -1
+	for k := r.low; k < len(r.recorded) && j < 0; k++ {
+		if !r.used[k] && sameRequest(&r.recorded[k], &call) {
+			j = k
+		}
+	}
+	if j < 0 {
+		call.Reply = &abi.CapsuleReply{Code: abi.ReplyCodeName(abi.ReplyError), Message: notRecorded}
+		dep.Call, dep.Note = call, "not recorded: answered error "+strconv.Quote(notRecorded)
+		r.departures = append(r.departures, dep)
+		r.calls = append(r.calls, call)
+		return nil
+	}
+	r.used[j] = true
+	rec := &r.recorded[j]
 	if rec.Deadline {
 		call.Deadline = true
 		r.deadline, r.stopped = len(r.calls), true
@@ -73,21 +91,12 @@ func (r *recording) answer(call abi.CapsuleCall) *abi.CapsuleCall {
 	if call.HTTP != nil && rec.HTTP != nil {
 		call.HTTP.Response = rec.HTTP.Response
 	}
+	if j != r.low {
+		dep.Call, dep.Note = call, fmt.Sprintf("out of order: answered as recorded call %d", j+1)
+		r.departures = append(r.departures, dep)
+	}
 	r.calls = append(r.calls, call)
 	return rec
-}
-
-// match returns the index of the recorded call that answers call, or -1.
-func (r *recording) match(call *abi.CapsuleCall) int {
-	if r.next < len(r.recorded) && !r.used[r.next] && sameRequest(&r.recorded[r.next], call) {
-		return r.next
-	}
-	for i := range r.recorded {
-		if !r.used[i] && sameRequest(&r.recorded[i], call) {
-			return i
-		}
-	}
-	return -1
 }
 
 // stop ends the replay: later calls (of a handler left running) are
@@ -105,9 +114,10 @@ func (r *recording) result() ([]abi.CapsuleCall, []Departure, int) {
 	return r.calls, r.departures, r.deadline
 }
 
-// sameRequest reports whether the recorded call a asks what b asks: the
-// same fn and, by fn, the same method, URL and body; key; key and value;
-// command; level and text.
+// sameRequest reports whether the recorded call a asks what b asks, as
+// the sandbox's replay compares them: the same fn and, for HTTP, method,
+// URL and body (headers are not compared); for a command, the command;
+// else key and value.
 func sameRequest(a, b *abi.CapsuleCall) bool {
 	if a.Fn != b.Fn {
 		return false
@@ -116,16 +126,12 @@ func sameRequest(a, b *abi.CapsuleCall) bool {
 	case abi.CallHTTP:
 		return a.HTTP != nil && b.HTTP != nil && method(a.HTTP.Method) == method(b.HTTP.Method) &&
 			a.HTTP.URL == b.HTTP.URL && bytes.Equal(a.HTTP.Body, b.HTTP.Body)
-	case abi.CallKVPut:
-		return a.Key == b.Key && bytes.Equal(a.Value, b.Value)
 	case abi.CallCommand:
 		return a.Command != nil && b.Command != nil && a.Command.AggregateType == b.Command.AggregateType &&
 			a.Command.AggregateID == b.Command.AggregateID && a.Command.Type == b.Command.Type &&
 			bytes.Equal(a.Command.Payload, b.Command.Payload)
-	case abi.CallLog:
-		return a.Log != nil && b.Log != nil && a.Log.Level == b.Log.Level && bytes.Equal(a.Log.Text, b.Log.Text)
 	default:
-		return a.Key == b.Key
+		return a.Key == b.Key && bytes.Equal(a.Value, b.Value)
 	}
 }
 
@@ -137,14 +143,14 @@ func method(m string) string {
 	return m
 }
 
-// reply is the Reply the guest got from a recorded call (nil: none
-// recorded), or the not-recorded answer.
+// reply is the Reply the guest got from a recorded call, or (nil) the
+// not-recorded answer.
 func reply(rec *abi.CapsuleCall) abi.Reply {
 	if rec == nil {
 		return abi.Reply{Code: abi.ReplyError, Message: notRecorded}
 	}
 	if rec.Reply == nil {
-		return abi.Reply{Code: abi.ReplyError, Message: "the capsule holds no answer to this call"}
+		return abi.Reply{Code: abi.ReplyError, Message: "the capsule has no reply for this call"}
 	}
 	r, err := rec.Reply.ToReply()
 	if err != nil {
@@ -256,10 +262,10 @@ func (l replayLog) Info(msg string, kv ...any)  { l.line(abi.LogInfo, msg, kv) }
 func (l replayLog) Warn(msg string, kv ...any)  { l.line(abi.LogWarn, msg, kv) }
 func (l replayLog) Error(msg string, kv ...any) { l.line(abi.LogError, msg, kv) }
 
-// String describes the departure: "call 2: POST http://…: not recorded in
-// the capsule".
+// String describes the departure: "call 2: POST http://…: not recorded:
+// answered error …".
 func (d Departure) String() string {
-	return fmt.Sprintf("call %d: %s: %s", d.Index+1, callString(&d.Call), notRecorded)
+	return fmt.Sprintf("call %d: %s: %s", d.Index+1, callString(&d.Call), d.Note)
 }
 
 // callString names a call: its fn and request.

@@ -109,10 +109,10 @@ func TestReplayListsARequestTheRecordingHasNoAnswerFor(t *testing.T) {
 	}
 	d := r.Departures[0]
 	if d.Index != 1 || d.Call.HTTP.Method != "GET" || d.Call.HTTP.URL != "http://notifications.test/buyers/buyer-404" ||
-		d.Call.Reply.Message != "not recorded in the capsule" {
+		d.Call.Reply.Message != "not recorded in the capsule" || d.Recorded == nil || d.Recorded.HTTP.Method != "POST" {
 		t.Errorf("departure %+v", d)
 	}
-	if want := "call 2: GET http://notifications.test/buyers/buyer-404: not recorded in the capsule"; d.String() != want {
+	if want := `call 2: GET http://notifications.test/buyers/buyer-404: not recorded: answered error "not recorded in the capsule"`; d.String() != want {
 		t.Errorf("departure says %q, want %q", d, want)
 	}
 	if !errors.Is(r.Err, berth.ClassHost) || !strings.HasSuffix(r.Err.Error(), ": not recorded in the capsule") {
@@ -122,7 +122,7 @@ func TestReplayListsARequestTheRecordingHasNoAnswerFor(t *testing.T) {
 	rec := &recorder{}
 	r.ExpectReproduced(rec).ExpectSuccess(rec).ExpectNoDeparture(rec).ExpectErrorIs(rec, berth.ClassHost)
 	if len(rec.errors) != 3 || !strings.Contains(rec.errors[0], "want the recorded outcome, it failed with class UnknownBuyer < Notification") ||
-		!strings.Contains(rec.errors[0], "departed: call 2: GET") {
+		!strings.Contains(rec.errors[0], "departed at call 2: GET") {
 		t.Errorf("reported %q", rec.errors)
 	}
 }

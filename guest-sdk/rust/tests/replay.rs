@@ -79,13 +79,14 @@ fn a_request_the_recording_has_no_answer_for_is_a_departure() {
     assert_eq!(r.departures.len(), 1, "{:?}", r.departures);
     let d = &r.departures[0];
     assert_eq!(d.index, 1);
-    assert_eq!(d.to_string(), "call 2: GET http://notifications.test/buyers/buyer-404: not recorded in the capsule");
+    assert_eq!(d.to_string(), r#"call 2: GET http://notifications.test/buyers/buyer-404: not recorded: answered error "not recorded in the capsule""#);
+    assert_eq!(d.recorded.as_ref().and_then(|c| c.http.as_ref()).map(|h| h.method.as_str()), Some("POST"));
     let err = r.err.as_ref().expect("the handler's error");
     assert!(err.is(&classes::HOST) && err.message.ends_with(": not recorded in the capsule"), "{:?}", err);
     let msg = panic_message(|| {
         r.expect_reproduced();
     });
-    assert!(msg.contains("want the recorded outcome, it failed with class UnknownBuyer < Notification") && msg.contains("departed: call 2: GET"), "{}", msg);
+    assert!(msg.contains("want the recorded outcome, it failed with class UnknownBuyer < Notification") && msg.contains("departed at call 2: GET"), "{}", msg);
 }
 
 #[test]
@@ -150,8 +151,8 @@ fn every_port_answers_from_the_recording() {
     let r = replay_capsule(&p, &c);
     let want = vec![
         "b: GET http://s/b: connection refused systemic=Systemic",
+        "a: 500 ", // b was out of order: the a's are next
         "a: 200 hi",
-        "a: 500 ",
         "a: GET http://s/a: not recorded in the capsule",
         "get k: Ok(Some(\"v0\"))",
         "get gone: Ok(false)",
@@ -162,7 +163,14 @@ fn every_port_answers_from_the_recording() {
     ];
     assert_eq!(*seen.borrow(), want);
     let departed: Vec<String> = r.departures.iter().map(|d| d.to_string()).collect();
-    assert_eq!(departed, vec!["call 4: GET http://s/a: not recorded in the capsule", "call 11: config never-read: not recorded in the capsule"]);
+    assert_eq!(
+        departed,
+        vec![
+            "call 1: GET http://s/b: out of order: answered as recorded call 2",
+            r#"call 4: GET http://s/a: not recorded: answered error "not recorded in the capsule""#,
+            r#"call 11: config never-read: not recorded: answered error "not recorded in the capsule""#,
+        ]
+    );
     r.expect_success();
 }
 

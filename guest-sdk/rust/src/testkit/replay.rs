@@ -23,13 +23,14 @@ pub const NOT_RECORDED: &str = "not recorded in the capsule";
 /// an event the processor has no handler for.
 ///
 /// The handler gets the capsule's event as the guest received it and ports
-/// that answer from the recording: each call gets the answer of the
-/// recorded call of the same fn with the same request (HTTP: method, URL
-/// and body; kv and config: the key, and a put's value; commands: the
-/// command; log: level and text), the next recorded one in order if it is
-/// one, else the first unused one. A call none is left for is answered with
-/// a berth.HostError "…: not recorded in the capsule" (a config read: no
-/// value) and listed in departures. The errors are those the module's ports
+/// that answer from the recording, matched as `berth parked replay`
+/// matches: a call gets the answer of the next recorded call (the first not
+/// yet used) if it asks the same (the same fn; HTTP method, URL and body;
+/// kv or config key, and a put's value; the command), else of a later
+/// unused one that does, listed in departures as out of order. A call none
+/// is left for is answered with a berth.HostError "…: not recorded in the
+/// capsule" (a config read: no value) and listed in departures. Log lines
+/// are kept in calls, never matched. The errors are those the module's ports
 /// give for the recorded replies (berth::reply_error). A call during which
 /// the recorded deadline passed does not return: the handler stops there
 /// and the outcome is a timeout, as it was.
@@ -77,18 +78,25 @@ fn outcome_of(res: &HandleResult) -> Outcome {
     }
 }
 
-/// A host call of a replay the recording has no answer for.
+/// A host call of a replay where the handler departed from the recording,
+/// as the sandbox's replay lists them: a call the recording has no answer
+/// for (answered "not recorded in the capsule"), or one answered by a
+/// recorded call later than the next one (out of order).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Departure {
     /// The call's place in Replayed::calls, from 0.
     pub index: usize,
-    /// The call as made, with its answer: an error "not recorded in the capsule".
+    /// The call as made, with the answer it got.
     pub call: Call,
+    /// The recorded call at that place (the first unused one), None when none was left.
+    pub recorded: Option<Call>,
+    /// How the call departed and how it was answered.
+    pub note: String,
 }
 
 impl fmt::Display for Departure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "call {}: {}: {}", self.index + 1, call_string(&self.call), NOT_RECORDED)
+        write!(f, "call {}: {}: {}", self.index + 1, call_string(&self.call), self.note)
     }
 }
 
@@ -158,7 +166,7 @@ impl Replayed {
     fn fail(&self, what: String) -> ! {
         let mut msg = format!("{}: {}", self.key, what);
         for d in &self.departures {
-            msg += &format!("\n\tdeparted: {}", d);
+            msg += &format!("\n\tdeparted at {}", d);
         }
         panic!("{}", msg)
     }
@@ -190,11 +198,11 @@ impl Replayed {
         self
     }
 
-    /// Every call the handler made had an answer in the recording.
+    /// Every call the handler made was answered by the next recorded call.
     #[track_caller]
     pub fn expect_no_departure(&self) -> &Replayed {
         if !self.departures.is_empty() {
-            self.fail(format!("want no departure from the recording, but {} calls had no recorded answer", self.departures.len()));
+            self.fail(format!("want no departure from the recording, but {} calls departed", self.departures.len()));
         }
         self
     }
@@ -204,47 +212,54 @@ impl Replayed {
 /// resume_unwind, so that no panic hook prints it.
 struct DeadlinePassed;
 
-/// The ports of a replay: they answer from the recorded calls and keep the
-/// calls as made.
+/// The ports of a replay: they answer from the recorded calls, matched as
+/// the sandbox's replay matches them, and keep the calls as made.
 #[derive(Default)]
 struct Recording<'a> {
     key: String,
     recorded: &'a [Call],
     used: Vec<bool>,
-    next: usize,
+    /// The recorded calls before it are used or log lines.
+    low: usize,
     calls: Vec<Call>,
     departures: Vec<Departure>,
     deadline: Option<usize>,
 }
 
 impl<'a> Recording<'a> {
-    /// Keeps call and returns the recorded call that answers it (None: a
-    /// departure, or a log line none matches).
+    /// Keeps call and returns the recorded call that answers it: the next
+    /// unused one (log lines aside) if it asks the same, else a later one
+    /// that does (a departure, out of order); None: none does (a
+    /// departure, answered NOT_RECORDED), or a log line, never matched.
     fn answer(&mut self, mut call: Call) -> Option<&'a Call> {
         if self.deadline.is_some() {
             return None; // the guest never ran again; a handler that caught the unwind gets nothing
         }
-        let found = (self.next < self.recorded.len() && !self.used[self.next] && same_request(&self.recorded[self.next], &call))
-            .then(|| self.next)
-            .or_else(|| (0..self.recorded.len()).find(|&i| !self.used[i] && same_request(&self.recorded[i], &call)));
-        let i = match found {
+        if call.fn_name == "log" {
+            self.calls.push(call);
+            return None;
+        }
+        let recorded = self.recorded;
+        while self.low < recorded.len() && (self.used[self.low] || recorded[self.low].fn_name == "log") {
+            self.low += 1;
+        }
+        let at = recorded.get(self.low).cloned();
+        let index = self.calls.len();
+        let j = match (self.low..recorded.len()).find(|&k| !self.used[k] && same_request(&recorded[k], &call)) {
+            Some(j) => j,
             None => {
-                if call.fn_name != "log" {
-                    call.reply = Some(Reply::of(reply::ERROR, NOT_RECORDED));
-                    self.departures.push(Departure { index: self.calls.len(), call: call.clone() });
-                }
+                call.reply = Some(Reply::of(reply::ERROR, NOT_RECORDED));
+                let note = format!("not recorded: answered error {:?}", NOT_RECORDED);
+                self.departures.push(Departure { index, call: call.clone(), recorded: at, note });
                 self.calls.push(call);
                 return None;
             }
-            Some(i) => i,
         };
-        self.used[i] = true;
-        self.next = i + 1;
-        let recorded = self.recorded;
-        let rec = &recorded[i];
+        self.used[j] = true;
+        let rec = &recorded[j];
         if rec.deadline {
             call.deadline = true;
-            self.deadline = Some(self.calls.len());
+            self.deadline = Some(index);
             self.calls.push(call);
             resume_unwind(Box::new(DeadlinePassed));
         }
@@ -252,20 +267,32 @@ impl<'a> Recording<'a> {
         if let (Some(h), Some(rh)) = (call.http.as_mut(), rec.http.as_ref()) {
             h.response = rh.response.clone();
         }
+        if j != self.low {
+            let note = format!("out of order: answered as recorded call {}", j + 1);
+            self.departures.push(Departure { index, call: call.clone(), recorded: at, note });
+        }
         self.calls.push(call);
         Some(rec)
     }
 
     /// The reply the guest got from the call.
     fn reply(&mut self, call: Call) -> crate::messages::Reply {
-        match self.answer(call) {
-            None => error_reply(NOT_RECORDED),
-            Some(Call { reply: None, .. }) => error_reply("the capsule holds no answer to this call"),
-            Some(Call { reply: Some(r), .. }) => r.to_reply(),
-        }
+        answer_reply(self.answer(call))
     }
 }
 
+/// The reply a recorded call gave, or (None) the not-recorded answer.
+fn answer_reply(rec: Option<&Call>) -> crate::messages::Reply {
+    match rec {
+        None => error_reply(NOT_RECORDED),
+        Some(Call { reply: None, .. }) => error_reply("the capsule has no reply for this call"),
+        Some(Call { reply: Some(r), .. }) => r.to_reply(),
+    }
+}
+
+/// Whether the recorded call a asks what b asks, as the sandbox's replay
+/// compares them: the same fn and, for HTTP, method, URL and body (headers
+/// aside); for a command, the command; else key and value.
 fn same_request(a: &Call, b: &Call) -> bool {
     a.fn_name == b.fn_name
         && match a.fn_name.as_str() {
@@ -273,10 +300,8 @@ fn same_request(a: &Call, b: &Call) -> bool {
                 (Some(x), Some(y)) => method(&x.method) == method(&y.method) && x.url == y.url && x.body == y.body,
                 _ => false,
             },
-            "kv_put" => a.key == b.key && a.value == b.value,
             "command" => a.command.is_some() && a.command == b.command,
-            "log" => a.log.is_some() && a.log == b.log,
-            _ => a.key == b.key,
+            _ => a.key == b.key && a.value == b.value,
         }
 }
 
@@ -305,10 +330,7 @@ impl Ports for Recording<'_> {
         let what = format!("{} {}", m, req.url);
         let c = Call { http: Some(HttpCall { method: m, url: req.url.clone(), headers: req.headers.clone(), body: req.body.clone(), response: None }), ..call("http") };
         let rec = self.answer(c);
-        let r = match rec {
-            None => error_reply(NOT_RECORDED),
-            Some(rec) => rec.reply.as_ref().map_or_else(|| error_reply("the capsule holds no answer to this call"), Reply::to_reply),
-        };
+        let r = answer_reply(rec);
         if r.code != reply::OK {
             return Err(reply_error(&what, &r));
         }
