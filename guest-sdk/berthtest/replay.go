@@ -104,7 +104,7 @@ func ReplayCapsule(t TB, p *berth.Processor, c *abi.Capsule) *Replayed {
 	r.Err = handlerErr
 	r.Calls, r.Departures, deadline = rec.result()
 	if deadline >= 0 {
-		r.Err = berth.ClassTimeout.New(fmt.Sprintf("the attempt's deadline passed during call %d, %s, as recorded", deadline+1, callString(&r.Calls[deadline])))
+		r.Err = berth.ClassTimeout.New(fmt.Sprintf("the attempt's deadline passed during call #%d, %s, as recorded", deadline, callString(&r.Calls[deadline])))
 		r.Outcome = abi.CapsuleOutcome{Kind: "timeout", Classes: berth.ClassTimeout.Chain(), Message: r.Err.Error()}
 		return r
 	}

@@ -81,18 +81,18 @@ func (r *recording) answer(call abi.CapsuleCall) *abi.CapsuleCall {
 	}
 	r.used[j] = true
 	rec := &r.recorded[j]
+	call.Reply = rec.Reply
+	if call.HTTP != nil && rec.HTTP != nil {
+		call.HTTP.Response = rec.HTTP.Response
+	}
 	if rec.Deadline {
 		call.Deadline = true
 		r.deadline, r.stopped = len(r.calls), true
 		r.calls = append(r.calls, call)
 		panic(deadlinePassed{})
 	}
-	call.Reply = rec.Reply
-	if call.HTTP != nil && rec.HTTP != nil {
-		call.HTTP.Response = rec.HTTP.Response
-	}
 	if j != r.low {
-		dep.Call, dep.Note = call, fmt.Sprintf("out of order: answered as recorded call %d", j+1)
+		dep.Call, dep.Note = call, fmt.Sprintf("out of order: answered as recorded call #%d", j)
 		r.departures = append(r.departures, dep)
 	}
 	r.calls = append(r.calls, call)
@@ -262,10 +262,11 @@ func (l replayLog) Info(msg string, kv ...any)  { l.line(abi.LogInfo, msg, kv) }
 func (l replayLog) Warn(msg string, kv ...any)  { l.line(abi.LogWarn, msg, kv) }
 func (l replayLog) Error(msg string, kv ...any) { l.line(abi.LogError, msg, kv) }
 
-// String describes the departure: "call 2: POST http://…: not recorded:
-// answered error …".
+// String describes the departure: "call #1 POST http://…: not recorded:
+// answered error …" (calls and recorded calls numbered from 0, as the
+// sandbox's notes number them).
 func (d Departure) String() string {
-	return fmt.Sprintf("call %d: %s: %s", d.Index+1, callString(&d.Call), d.Note)
+	return fmt.Sprintf("call #%d %s: %s", d.Index, callString(&d.Call), d.Note)
 }
 
 // callString names a call: its fn and request.

@@ -89,8 +89,8 @@ func TestReplayAnswersEveryPortFromTheRecording(t *testing.T) {
 	for _, d := range r.Departures {
 		departed = append(departed, d.String())
 	}
-	want = []string{"call 1: GET http://s/b: out of order: answered as recorded call 2",
-		`call 12: config never-read: not recorded: answered error "not recorded in the capsule"`}
+	want = []string{"call #0 GET http://s/b: out of order: answered as recorded call #1",
+		`call #11 config never-read: not recorded: answered error "not recorded in the capsule"`}
 	if !slices.Equal(departed, want) || r.Departures[0].Recorded.HTTP.URL != "http://s/a" {
 		t.Errorf("departures %q, want %q", departed, want)
 	}

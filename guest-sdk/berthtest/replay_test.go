@@ -112,7 +112,7 @@ func TestReplayListsARequestTheRecordingHasNoAnswerFor(t *testing.T) {
 		d.Call.Reply.Message != "not recorded in the capsule" || d.Recorded == nil || d.Recorded.HTTP.Method != "POST" {
 		t.Errorf("departure %+v", d)
 	}
-	if want := `call 2: GET http://notifications.test/buyers/buyer-404: not recorded: answered error "not recorded in the capsule"`; d.String() != want {
+	if want := `call #1 GET http://notifications.test/buyers/buyer-404: not recorded: answered error "not recorded in the capsule"`; d.String() != want {
 		t.Errorf("departure says %q, want %q", d, want)
 	}
 	if !errors.Is(r.Err, berth.ClassHost) || !strings.HasSuffix(r.Err.Error(), ": not recorded in the capsule") {
@@ -122,7 +122,7 @@ func TestReplayListsARequestTheRecordingHasNoAnswerFor(t *testing.T) {
 	rec := &recorder{}
 	r.ExpectReproduced(rec).ExpectSuccess(rec).ExpectNoDeparture(rec).ExpectErrorIs(rec, berth.ClassHost)
 	if len(rec.errors) != 3 || !strings.Contains(rec.errors[0], "want the recorded outcome, it failed with class UnknownBuyer < Notification") ||
-		!strings.Contains(rec.errors[0], "departed at call 2: GET") {
+		!strings.Contains(rec.errors[0], "departed at call #1 GET") {
 		t.Errorf("reported %q", rec.errors)
 	}
 }
@@ -132,7 +132,7 @@ func TestReplayOfADeadlineStopsTheHandlerInTheCall(t *testing.T) {
 	if len(r.Calls) != 2 || !r.Calls[1].Deadline || r.Calls[1].Reply != nil {
 		t.Errorf("calls %+v, want the POST marked as the one the deadline passed in", r.Calls)
 	}
-	if !strings.Contains(r.Err.Error(), "call 2, POST http://notifications.test/buyers/buyer-42/notifications") {
+	if !strings.Contains(r.Err.Error(), "call #1, POST http://notifications.test/buyers/buyer-42/notifications") {
 		t.Errorf("error %v", r.Err)
 	}
 }

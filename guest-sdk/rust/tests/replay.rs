@@ -79,14 +79,14 @@ fn a_request_the_recording_has_no_answer_for_is_a_departure() {
     assert_eq!(r.departures.len(), 1, "{:?}", r.departures);
     let d = &r.departures[0];
     assert_eq!(d.index, 1);
-    assert_eq!(d.to_string(), r#"call 2: GET http://notifications.test/buyers/buyer-404: not recorded: answered error "not recorded in the capsule""#);
+    assert_eq!(d.to_string(), r#"call #1 GET http://notifications.test/buyers/buyer-404: not recorded: answered error "not recorded in the capsule""#);
     assert_eq!(d.recorded.as_ref().and_then(|c| c.http.as_ref()).map(|h| h.method.as_str()), Some("POST"));
     let err = r.err.as_ref().expect("the handler's error");
     assert!(err.is(&classes::HOST) && err.message.ends_with(": not recorded in the capsule"), "{:?}", err);
     let msg = panic_message(|| {
         r.expect_reproduced();
     });
-    assert!(msg.contains("want the recorded outcome, it failed with class UnknownBuyer < Notification") && msg.contains("departed at call 2: GET"), "{}", msg);
+    assert!(msg.contains("want the recorded outcome, it failed with class UnknownBuyer < Notification") && msg.contains("departed at call #1 GET"), "{}", msg);
 }
 
 #[test]
@@ -166,9 +166,9 @@ fn every_port_answers_from_the_recording() {
     assert_eq!(
         departed,
         vec![
-            "call 1: GET http://s/b: out of order: answered as recorded call 2",
-            r#"call 4: GET http://s/a: not recorded: answered error "not recorded in the capsule""#,
-            r#"call 11: config never-read: not recorded: answered error "not recorded in the capsule""#,
+            "call #0 GET http://s/b: out of order: answered as recorded call #1",
+            r#"call #3 GET http://s/a: not recorded: answered error "not recorded in the capsule""#,
+            r#"call #10 config never-read: not recorded: answered error "not recorded in the capsule""#,
         ]
     );
     r.expect_success();

@@ -64,7 +64,7 @@ pub fn replay_capsule(processor: &Processor, c: &Capsule) -> Replayed {
     let (res, err) = processor.dispatch_keeping(ev, &mut ports);
     let mut r = Replayed { key, err, outcome: outcome_of(&res), calls: ports.calls, departures: ports.departures, recorded: c.outcome.clone() };
     if let Some(i) = ports.deadline {
-        let e = classes::TIMEOUT.error(format!("the attempt's deadline passed during call {}, {}, as recorded", i + 1, call_string(&r.calls[i])));
+        let e = classes::TIMEOUT.error(format!("the attempt's deadline passed during call #{}, {}, as recorded", i, call_string(&r.calls[i])));
         r.outcome = Outcome { kind: "timeout".into(), classes: classes::TIMEOUT.chain().into_iter().map(String::from).collect(), message: e.message.clone() };
         r.err = Some(e);
     }
@@ -96,7 +96,7 @@ pub struct Departure {
 
 impl fmt::Display for Departure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "call {}: {}: {}", self.index + 1, call_string(&self.call), self.note)
+        write!(f, "call #{} {}: {}", self.index, call_string(&self.call), self.note)
     }
 }
 
@@ -257,18 +257,18 @@ impl<'a> Recording<'a> {
         };
         self.used[j] = true;
         let rec = &recorded[j];
+        call.reply = rec.reply.clone();
+        if let (Some(h), Some(rh)) = (call.http.as_mut(), rec.http.as_ref()) {
+            h.response = rh.response.clone();
+        }
         if rec.deadline {
             call.deadline = true;
             self.deadline = Some(index);
             self.calls.push(call);
             resume_unwind(Box::new(DeadlinePassed));
         }
-        call.reply = rec.reply.clone();
-        if let (Some(h), Some(rh)) = (call.http.as_mut(), rec.http.as_ref()) {
-            h.response = rh.response.clone();
-        }
         if j != self.low {
-            let note = format!("out of order: answered as recorded call {}", j + 1);
+            let note = format!("out of order: answered as recorded call #{}", j);
             self.departures.push(Departure { index, call: call.clone(), recorded: at, note });
         }
         self.calls.push(call);
