@@ -94,21 +94,24 @@ func ReplayCapsule(t TB, p *berth.Processor, c *abi.Capsule) *Replayed {
 		case <-done:
 		case <-timer.C:
 			rec.stop()
-			r.Err = berth.ClassTimeout.New(fmt.Sprintf("the handler ran past the capsule's timeout of %s", timeout))
-			r.Outcome = abi.CapsuleOutcome{Kind: "timeout", Classes: berth.ClassTimeout.Chain(), Message: r.Err.Error()}
 			r.Calls, r.Departures, _ = rec.result()
-			return r
+			return r.timedOut(fmt.Sprintf("the handler ran past the capsule's timeout of %s", timeout))
 		}
 	}
 	var deadline int
 	r.Err = handlerErr
 	r.Calls, r.Departures, deadline = rec.result()
 	if deadline >= 0 {
-		r.Err = berth.ClassTimeout.New(fmt.Sprintf("the attempt's deadline passed during call #%d, %s, as recorded", deadline, callString(&r.Calls[deadline])))
-		r.Outcome = abi.CapsuleOutcome{Kind: "timeout", Classes: berth.ClassTimeout.Chain(), Message: r.Err.Error()}
-		return r
+		return r.timedOut(fmt.Sprintf("the attempt's deadline passed during call #%d, %s, as recorded", deadline, callString(&r.Calls[deadline])))
 	}
 	r.Outcome = outcomeOf(res)
+	return r
+}
+
+// timedOut makes r's outcome a timeout, its error one of berth.ClassTimeout.
+func (r *Replayed) timedOut(msg string) *Replayed {
+	r.Err = berth.ClassTimeout.New(msg)
+	r.Outcome = abi.CapsuleOutcome{Kind: "timeout", Classes: berth.ClassTimeout.Chain(), Message: msg}
 	return r
 }
 
