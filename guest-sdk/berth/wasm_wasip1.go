@@ -4,7 +4,6 @@ package berth
 
 import (
 	"fmt"
-	"time"
 	"unsafe"
 
 	"github.com/berthhq/berth/wasm/abi"
@@ -95,28 +94,6 @@ func call(fn func(unsafe.Pointer, uint32) int64, req []byte) (abi.Reply, error) 
 	return abi.DecodeReply(buf)
 }
 
-// replyError maps a failed reply to a classified error.
-func replyError(what string, r *abi.Reply) error {
-	msg := what + ": " + r.Message
-	switch r.Code {
-	case abi.ReplyRefused:
-		e := ClassConnectionRefused.New(msg)
-		e.Kind = abi.KindSystemic
-		return e
-	case abi.ReplyDenied:
-		return ClassOutboundDenied.New(msg)
-	case abi.ReplyTimeout, abi.ReplyBackpressure:
-		e := ClassWaitTimeout.New(msg)
-		e.Kind = abi.KindBackpressure
-		e.RetryAfter = time.Duration(r.RetryAfterMillis) * time.Millisecond
-		return e
-	case abi.ReplyUnsupported:
-		return ClassUnsupported.New(msg)
-	default:
-		return ClassHost.New(msg)
-	}
-}
-
 type hostLogger struct{}
 
 // log sends msg with its fields as fields (abi.EncodeLogLine), so that the
@@ -150,7 +127,7 @@ func (hostHTTPClient) Do(req *Request) (*Response, error) {
 		return nil, err
 	}
 	if reply.Code != abi.ReplyOK {
-		return nil, replyError(req.Method+" "+req.URL, &reply)
+		return nil, ReplyError(req.Method+" "+req.URL, &reply)
 	}
 	hr, err := abi.DecodeHTTPResponse(reply.Body)
 	if err != nil {
@@ -176,14 +153,14 @@ func (hostKV) Get(key string) ([]byte, bool, error) {
 	case abi.ReplyNotFound:
 		return nil, false, nil
 	default:
-		return nil, false, replyError("kv get "+key, &reply)
+		return nil, false, ReplyError("kv get "+key, &reply)
 	}
 }
 
 func (hostKV) Put(key string, value []byte) error {
 	reply, err := call(hostKVPut, abi.AppendKVPut(nil, &abi.KVPut{Key: key, Value: value}))
 	if err == nil && reply.Code != abi.ReplyOK {
-		err = replyError("kv put "+key, &reply)
+		err = ReplyError("kv put "+key, &reply)
 	}
 	return err
 }
@@ -191,7 +168,7 @@ func (hostKV) Put(key string, value []byte) error {
 func (hostKV) Delete(key string) error {
 	reply, err := call(hostKVDelete, []byte(key))
 	if err == nil && reply.Code != abi.ReplyOK && reply.Code != abi.ReplyNotFound {
-		err = replyError("kv delete "+key, &reply)
+		err = ReplyError("kv delete "+key, &reply)
 	}
 	return err
 }
@@ -202,7 +179,7 @@ func (hostCommands) Send(cmd Command) error {
 	c := abi.Command{AggregateType: cmd.AggregateType, AggregateID: cmd.AggregateID, Type: cmd.Type, Payload: cmd.Payload}
 	reply, err := call(hostCommand, abi.AppendCommand(nil, &c))
 	if err == nil && reply.Code != abi.ReplyOK {
-		err = replyError("send command "+cmd.Type, &reply)
+		err = ReplyError("send command "+cmd.Type, &reply)
 	}
 	return err
 }

@@ -85,3 +85,41 @@ func Example_projection() {
 	// Output:
 	// [order/o-1]
 }
+
+// A parked failure becomes a regression test: the capsule of the attempt
+// that parked (curl …/parked/Order/o-7/capsule > testdata/…) replays
+// against the handler natively, the module's version reproducing the
+// failure and the fix handling the event with the calls it recorded.
+func ExampleReplay() {
+	notification := berth.NewErrorClass("Notification", nil)
+	unknownBuyer := berth.NewErrorClass("UnknownBuyer", notification)
+	notifier := func(skip404 bool) *berth.Processor {
+		p := &berth.Processor{Name: "ShipmentNotifier", Kind: berth.Reactor}
+		return p.On("onOrderShipped", "OrderShipped", func(c *berth.Context) error {
+			base, _ := c.Config.Get("notifications-url")
+			resp, err := c.HTTP.Do(&berth.Request{Method: "POST", URL: base + "/buyers/" + c.Event.OwnerID + "/notifications",
+				Header: map[string]string{"Content-Type": "application/json", "Idempotency-Key": c.InvocationKey},
+				Body:   fmt.Appendf(nil, `{"order":%q,"event":"shipped"}`, c.Event.AggregateID)})
+			switch {
+			case err != nil:
+				return err
+			case resp.Status == 404 && skip404:
+				return nil // nobody to notify
+			case resp.Status == 404:
+				return unknownBuyer.Errorf("the notification service does not know buyer %s", c.Event.OwnerID)
+			}
+			return nil
+		})
+	}
+
+	t := printer{} // in a test: func TestUnknownBuyerO7(t *testing.T)
+	parked := berthtest.Replay(t, notifier(false), "testdata/unknown-buyer.capsule.json").ExpectReproduced(t)
+	fmt.Println("reproduced:", parked.Err)
+
+	fixed := berthtest.Replay(t, notifier(true), "testdata/unknown-buyer.capsule.json").ExpectSuccess(t).ExpectNoDeparture(t)
+	last := fixed.Calls[len(fixed.Calls)-1]
+	fmt.Println("fixed:", last.HTTP.Method, last.HTTP.URL, "answered", last.HTTP.Response.Status)
+	// Output:
+	// reproduced: the notification service does not know buyer buyer-404
+	// fixed: POST http://notifications.test/buyers/buyer-404/notifications answered 404
+}

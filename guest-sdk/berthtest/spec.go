@@ -30,6 +30,10 @@
 // NewWithRunner makes a Spec whose calls something else runs, with the same
 // fakes and the same expectations: github.com/berthhq/berth/hostspec runs
 // the compiled module in the host's sandbox that way.
+//
+// Replay runs a handler against an attempt capsule, the recording a parked
+// failure leaves, with ports answering from it: the failure reproduced,
+// then the fix's regression test.
 package berthtest
 
 import (
@@ -204,13 +208,7 @@ func (s *Spec) dispatch(h *berth.Handler, env *abi.Event, d *delivery) (abi.Resu
 	if s.runner != nil {
 		return s.run(env, d)
 	}
-	var handlerErr error
-	run := &berth.Processor{Name: s.Processor.Name, Kind: s.Processor.Kind}
-	run.On(h.Name, env.Type, func(c *berth.Context) error {
-		handlerErr = h.Func(c)
-		return handlerErr
-	})
-	return run.Dispatch(env, d.ports()), handlerErr
+	return runNative(s.Processor, h, env, d.ports())
 }
 
 // handlerFor finds the handler the event goes to, failing the test if none.

@@ -18,7 +18,19 @@ pub enum Value {
 impl Value {
     /// Parses b, which must hold exactly one JSON value.
     pub fn parse(b: &[u8]) -> Result<Value, String> {
-        let mut p = Parser { b, i: 0, depth: 0 };
+        Value::parse_with(b, false)
+    }
+
+    /// Parses b as parse does, but keeps each number as its text, in a
+    /// Value::String: for readers of a format whose integers f64 cannot
+    /// hold exactly (an attempt capsule's unix nanoseconds), which tell a
+    /// number from a string by where it is.
+    pub(crate) fn parse_keeping_numbers(b: &[u8]) -> Result<Value, String> {
+        Value::parse_with(b, true)
+    }
+
+    fn parse_with(b: &[u8], keep_numbers: bool) -> Result<Value, String> {
+        let mut p = Parser { b, i: 0, depth: 0, keep_numbers };
         p.ws();
         let v = p.value()?;
         p.ws();
@@ -216,6 +228,7 @@ struct Parser<'a> {
     b: &'a [u8],
     i: usize,
     depth: usize,
+    keep_numbers: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -377,6 +390,7 @@ impl<'a> Parser<'a> {
         }
         let s = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
         match s.parse::<f64>() {
+            Ok(_) if self.keep_numbers && !s.is_empty() && !s.starts_with('+') && !s.starts_with('.') => Ok(Value::String(s.to_string())),
             Ok(n) if !s.is_empty() && n.is_finite() && !s.starts_with('+') && !s.starts_with('.') => Ok(Value::Number(n)),
             _ => {
                 self.i = start;

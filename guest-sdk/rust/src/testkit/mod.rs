@@ -11,9 +11,14 @@
 //! projection's writes of one delivery only if the handler succeeds;
 //! outbound HTTP happens at once. Expectations panic with what happened, so
 //! a failed one fails the test at its line.
+//!
+//! replay runs a handler against an attempt capsule, the recording of a
+//! failed attempt (a parked failure), with ports answering from it.
 
+pub mod capsule;
 mod classify;
 mod fakes;
+mod replay;
 mod then;
 
 use std::collections::HashMap;
@@ -21,6 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use classify::{classify, Decision, Verdict};
 pub use fakes::{denied, host_failure, refused, timed_out, unsupported, CommandMatch, FakeCommands, FakeHttp, FakeKv, LogLine};
+pub use replay::{replay, replay_capsule, Departure, Replayed, NOT_RECORDED};
 pub use then::Then;
 
 use crate::context::{Command, Level, Ports, Request, Response};
