@@ -91,7 +91,7 @@ func Cargo(crateDir string, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	dir := inRepo(root, crateDir)
-	statSources(root, dir, "guest-sdk/rust", "wasm/abi/testdata")
+	statSources(root, dir, "guest-sdk/rust", "wasm/abi/testdata", "guest-sdk/berthtest/testdata")
 	cmd := exec.Command(tc.Cargo, append(args, "--offline")...)
 	cmd.Dir = dir
 	// The toolchain's own directory comes first on PATH, and RUSTC and
