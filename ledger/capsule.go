@@ -6,6 +6,12 @@ import (
 	"fmt"
 )
 
+// MaxCapsuleSize bounds a capsule PutCapsule takes, whatever the store:
+// Badger keeps no larger value in memory, and a capsule of this size
+// already fills a JetStream server's default max_payload (1 MiB), past
+// which the whole transaction fails with ErrTooBig.
+const MaxCapsuleSize = 1 << 20
+
 // Keys: 'e' lp(sub) lp(type) lp(id) -> the live record's capsule, and
 // 'v' + the body of a resolved record's 'h' key -> that record's capsule.
 func capsuleKey(sub, typ, id string) []byte { return key(kindCapsule, sub, typ, id) }
@@ -25,8 +31,11 @@ func (t *KVTx) PutCapsule(subscription, aggregateType, aggregateID string, capsu
 	if err := t.checkWrite(op); err != nil {
 		return err
 	}
-	if len(capsule) == 0 {
+	switch {
+	case len(capsule) == 0:
 		return fmt.Errorf("%w: %s: empty capsule", ErrInvalid, op)
+	case len(capsule) > MaxCapsuleSize:
+		return fmt.Errorf("%w: %s: a capsule of %d bytes, the ledger keeps at most %d", ErrTooBig, op, len(capsule), MaxCapsuleSize)
 	}
 	if _, err := t.get(recordKey(subscription, aggregateType, aggregateID)); err != nil {
 		if errors.Is(err, ErrNotFound) {

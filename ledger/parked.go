@@ -46,7 +46,10 @@ type ParkedRecords interface {
 	// parked aggregate (an encoded abi.Capsule; the ledger keeps the bytes
 	// as they are), replacing the record's capsule: ErrNotFound if the
 	// aggregate is not parked for the subscription, ErrInvalid for an
-	// empty capsule. A capsule moves with its record when DeleteParked
+	// empty capsule, ErrTooBig for one past MaxCapsuleSize (neither fails
+	// the transaction). On JetStream the transaction's message must also
+	// fit the server's max_payload, else its commit fails with ErrTooBig.
+	// A capsule moves with its record when DeleteParked
 	// resolves it, and goes when SweepResolved removes that.
 	PutCapsule(subscription, aggregateType, aggregateID string, capsule []byte) error
 	// Capsule returns the capsule of the aggregate's record: of the parked

@@ -53,10 +53,10 @@ func putCapsule(t *testing.T, s ledger.Store, sub, typ, id string, c []byte) {
 	update(t, s, func(tx ledger.Tx) error { return tx.PutCapsule(sub, typ, id, c) })
 }
 
-// testCapsule: a parked record's capsule is stored as given (256 KiB
-// included), replaced by the next, apart from the record's JSON and from
-// other aggregates; none without a record, and a refused write leaves
-// nothing.
+// testCapsule: a parked record's capsule is stored as given (256 KiB and
+// MaxCapsuleSize included), replaced by the next, apart from the record's
+// JSON and from other aggregates; none without a record, and a refused or
+// rolled back write leaves nothing.
 func testCapsule(t *testing.T, open Opener) {
 	s := openNew(t, open)
 	if _, ok := capsuleOf(t, s, "sub-a", "order", "o-1"); ok {
@@ -115,8 +115,19 @@ func testCapsule(t *testing.T, open Opener) {
 		if err := tx.PutCapsule("sub-a", "order", "o-2", nil); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("PutCapsule of an empty capsule: %v, want ErrInvalid", err)
 		}
+		if err := tx.PutCapsule("sub-a", "order", "o-2", make([]byte, ledger.MaxCapsuleSize+1)); !errors.Is(err, ledger.ErrTooBig) {
+			t.Errorf("PutCapsule past MaxCapsuleSize: %v, want ErrTooBig", err)
+		}
 		return nil
 	})
+	if _, ok := capsuleOf(t, s, "sub-a", "order", "o-2"); ok {
+		t.Error("a refused PutCapsule stored its capsule")
+	}
+	// As large as the ledger takes.
+	putCapsule(t, s, "sub-a", "order", "o-2", bytes.Repeat([]byte{'c'}, ledger.MaxCapsuleSize))
+	if got, _ := capsuleOf(t, s, "sub-a", "order", "o-2"); len(got) != ledger.MaxCapsuleSize {
+		t.Errorf("a capsule of MaxCapsuleSize reads back %d bytes", len(got))
+	}
 	err = s.View(t.Context(), func(tx ledger.Tx) error { return tx.PutCapsule("sub-a", "order", "o-2", []byte("x")) })
 	if !errors.Is(err, ledger.ErrReadOnly) {
 		t.Errorf("PutCapsule in a View: %v, want ErrReadOnly", err)
