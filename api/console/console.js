@@ -32,13 +32,16 @@ class ApiError extends Error {
 // Unreachable is a request that got no answer at all.
 class Unreachable extends Error {}
 
-async function api(method, path, body) {
-  const init = { method, headers: headers() };
-  if (body !== undefined) { init.body = JSON.stringify(body); init.headers["Content-Type"] = "application/json"; }
-  let res, text;
+// send makes a request with init (its headers from headers()) and returns
+// the response once its body is read (as text, or as a Blob when asBlob),
+// throwing an ApiError for an answer that is not 2xx and Unreachable for
+// none.
+async function send(method, path, init, asBlob) {
+  let res, text = "", blob = null;
   try {
-    res = await fetch(path, init);
-    text = await res.text();
+    res = await fetch(path, { ...init, method });
+    if (res.ok && asBlob) blob = await res.blob();
+    else text = await res.text();
   } catch (e) {
     throw new Unreachable(e.message);
   }
@@ -48,7 +51,59 @@ async function api(method, path, body) {
     const code = data && data.type ? data.type.split("/").pop() : "";
     throw new ApiError(res.status, code, (data && (data.detail || data.title)) || res.statusText || `HTTP ${res.status}`);
   }
-  return data;
+  return { res, data, blob };
+}
+
+async function api(method, path, body) {
+  const init = { headers: headers() };
+  if (body !== undefined) { init.body = JSON.stringify(body); init.headers["Content-Type"] = "application/json"; }
+  return (await send(method, path, init)).data;
+}
+
+// downloadCapsule saves the capsule of a parked record's failed attempt
+// (the host answers it to the token, so the browser cannot fetch it by a
+// plain link) under the file name the host gives it.
+async function downloadCapsule(path) {
+  const h = headers();
+  h["Accept"] = "application/vnd.berth.capsule+json";
+  const { res, blob } = await send("GET", path, { headers: h }, true);
+  const named = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") || "");
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = named ? named[1] : "capsule.json";
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+}
+
+// shellWord quotes s for a POSIX shell when it needs quoting.
+function shellWord(s) { return /^[A-Za-z0-9._\/:@=+-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'"; }
+
+// capsuleLink offers the capsule of a record's failed attempt and says how
+// to replay it on one's own machine.
+function capsuleLink(r, path) {
+  const div = document.createElement("div");
+  div.className = "capsule";
+  const a = document.createElement("a");
+  a.href = path;
+  a.className = "download-capsule";
+  a.textContent = "Download capsule";
+  a.addEventListener("click", async ev => {
+    ev.preventDefault();
+    try {
+      await downloadCapsule(path);
+      setStatus(`Downloaded the capsule of ${r.aggregateType} ${r.aggregateId}`);
+    } catch (e) {
+      setStatus(`download of the capsule of ${r.aggregateType} ${r.aggregateId} failed: ${describe(e)}`, true);
+    }
+  });
+  div.appendChild(a);
+  const hint = document.createElement("div");
+  hint.className = "replay-hint";
+  hint.textContent = "replay with: berth parked replay " + [r.subscription, r.aggregateType, r.aggregateId].map(shellWord).join(" ");
+  div.appendChild(hint);
+  return div;
 }
 
 // describe says what went wrong with an action, in words and with the
@@ -210,6 +265,7 @@ function parkedRow(r, key, sig) {
     const ev = rec.event ? `${rec.event.type} ${JSON.stringify(rec.event.data)}` : "(no longer in the log)";
     detail.textContent = `stopped at: ${ev}`;
     held.textContent = rec.heldCommits ? `holds back ${plural(rec.heldCommits, "later commit")}` : "holds back nothing later";
+    if (rec.capsule) err.appendChild(capsuleLink(r, rec.capsule));
   }, e => { detail.textContent = `details unavailable: ${describe(e)}`; });
   cell(tr, String(r.attempts) + (r.parkedRetries ? ` (+${r.parkedRetries} later)` : ""));
   const state = cell(tr, r.state, "state-" + r.state);
