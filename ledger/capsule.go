@@ -31,10 +31,7 @@ func (t *KVTx) PutCapsule(subscription, aggregateType, aggregateID string, capsu
 	if err := t.checkWrite(op); err != nil {
 		return err
 	}
-	switch {
-	case len(capsule) == 0:
-		return fmt.Errorf("%w: %s: empty capsule", ErrInvalid, op)
-	case len(capsule) > MaxCapsuleSize:
+	if len(capsule) > MaxCapsuleSize {
 		return fmt.Errorf("%w: %s: a capsule of %d bytes, the ledger keeps at most %d", ErrTooBig, op, len(capsule), MaxCapsuleSize)
 	}
 	if _, err := t.get(recordKey(subscription, aggregateType, aggregateID)); err != nil {
@@ -43,7 +40,22 @@ func (t *KVTx) PutCapsule(subscription, aggregateType, aggregateID string, capsu
 		}
 		return t.fail(op, err)
 	}
-	return t.set(op, capsuleKey(subscription, aggregateType, aggregateID), bytes.Clone(capsule))
+	ck := capsuleKey(subscription, aggregateType, aggregateID)
+	if len(capsule) == 0 {
+		return t.deleteIfPresent(op, ck)
+	}
+	return t.set(op, ck, bytes.Clone(capsule))
+}
+
+// deleteIfPresent deletes k if it holds a value: a delete of nothing would
+// still be written (a tombstone, a message's op).
+func (t *KVTx) deleteIfPresent(op string, k []byte) error {
+	if _, err := t.get(k); errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return t.fail(op, err)
+	}
+	return t.delete(op, k)
 }
 
 // Capsule implements [ParkedRecords.Capsule].
@@ -99,11 +111,5 @@ func (t *KVTx) moveCapsule(op string, sub, typ, id string, hk []byte) error {
 // anew: a capsule there belongs to an earlier record that a host without
 // capsules resolved, not to r.
 func (t *KVTx) dropStaleCapsule(op string, r *Record) error {
-	ck := capsuleKey(r.Subscription, r.AggregateType, r.AggregateID)
-	if _, err := t.get(ck); errors.Is(err, ErrNotFound) {
-		return nil
-	} else if err != nil {
-		return t.fail(op, err)
-	}
-	return t.delete(op, ck)
+	return t.deleteIfPresent(op, capsuleKey(r.Subscription, r.AggregateType, r.AggregateID))
 }

@@ -44,10 +44,10 @@ type ParkedRecords interface {
 	ListResolved(f ResolvedFilter) ([]*Resolved, string, error)
 	// PutCapsule stores capsule, the recording of an attempt at the
 	// parked aggregate (an encoded abi.Capsule; the ledger keeps the bytes
-	// as they are), replacing the record's capsule: ErrNotFound if the
-	// aggregate is not parked for the subscription, ErrInvalid for an
-	// empty capsule, ErrTooBig for one past MaxCapsuleSize (neither fails
-	// the transaction). On JetStream the transaction's message must also
+	// as they are), replacing the record's capsule; an empty capsule
+	// removes it. ErrNotFound if the aggregate is not parked for the
+	// subscription, ErrTooBig for a capsule past MaxCapsuleSize (neither
+	// fails the transaction). On JetStream the transaction's message must also
 	// fit the server's max_payload, else its commit fails with ErrTooBig.
 	// A capsule moves with its record when DeleteParked
 	// resolves it, and goes when SweepResolved removes that.
