@@ -34,16 +34,17 @@ func (e *env) capsuleOf(typ, id string) string {
 // The capsule of the attempt that parks an aggregate is kept beside its
 // record; a failed long-horizon retry's replaces it; an operator's resume
 // resolves the record and the capsule stays readable with it; a failure
-// without a capsule parks without one.
+// without a capsule parks without one, also when it parks again an
+// aggregate that had one.
 func TestParkKeepsTheAttemptsCapsule(t *testing.T) {
-	var broken atomic.Bool
-	broken.Store(true)
+	var fixed, unrecorded atomic.Bool // p is fixed; r's failures are not recorded
 	inv := InvokerFunc(func(_ context.Context, d Delivery) *retry.Failure {
-		if !broken.Load() {
+		id := d.Commit.AggregateID
+		if id == "p" && fixed.Load() {
 			return nil
 		}
 		f := &retry.Failure{Classes: []string{"Bug"}, Message: "bad data"}
-		if d.Commit.AggregateID == "p" {
+		if id == "p" || id == "r" && !unrecorded.Load() {
 			f.Capsule = fmt.Appendf(nil, `{"format":"berth-capsule/1","attempt":%d}`, d.Attempt)
 		}
 		return f
@@ -52,10 +53,10 @@ func TestParkKeepsTheAttemptsCapsule(t *testing.T) {
 	s.Parked = retry.ParkedSettings{MaxRetries: 3, FirstDelay: time.Minute, Timeout: 5 * time.Second, RetryUnrecoverable: retry.SwitchOn}
 	e := newEnv(t, Options{}, s)
 	e.start()
-	e.append("Order", "p")
-	e.append("Order", "q")
-	e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true })
-	e.waitRecord(sub, "Order", "q", func(*ledger.Record) bool { return true })
+	for _, id := range []string{"p", "q", "r"} {
+		e.append("Order", id)
+		e.waitRecord(sub, "Order", id, func(*ledger.Record) bool { return true })
+	}
 	if got, want := e.capsuleOf("Order", "p"), `{"format":"berth-capsule/1","attempt":1}`; got != want {
 		t.Fatalf("capsule after the park: %q, want %q", got, want)
 	}
@@ -66,8 +67,9 @@ func TestParkKeepsTheAttemptsCapsule(t *testing.T) {
 	if d := e.advance(); d != time.Minute {
 		t.Fatalf("first long-horizon retry after %v", d)
 	}
-	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
-	e.waitRecord(sub, "Order", "q", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
+	for _, id := range []string{"p", "q", "r"} {
+		e.waitRecord(sub, "Order", id, func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
+	}
 	if got, want := e.capsuleOf("Order", "p"), `{"format":"berth-capsule/1","attempt":2}`; got != want {
 		t.Fatalf("capsule after a failed long-horizon retry: %q, want %q", got, want)
 	}
@@ -75,13 +77,29 @@ func TestParkKeepsTheAttemptsCapsule(t *testing.T) {
 		t.Fatalf("a retry without a capsule left one: %q", got)
 	}
 
-	broken.Store(false)
+	fixed.Store(true)
 	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
 		t.Fatal(err)
 	}
 	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
 	if got, want := e.capsuleOf("Order", "p"), `{"format":"berth-capsule/1","attempt":2}`; got != want {
 		t.Fatalf("capsule of the resolved record: %q, want %q", got, want)
+	}
+
+	// r, resumed unfixed, parks again; its failure now unrecorded, the
+	// capsule of the earlier one goes.
+	if got := e.capsuleOf("Order", "r"); got == "" {
+		t.Fatal("r has no capsule before its resume")
+	}
+	unrecorded.Store(true)
+	if err := e.eng.Resume(context.Background(), sub, "Order", "r", "alice", "try again"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRecord(sub, "Order", "r", func(r *ledger.Record) bool {
+		return r.State != ledger.StateResuming && r.History[len(r.History)-1].Action == "parked"
+	})
+	if got := e.capsuleOf("Order", "r"); got != "" {
+		t.Fatalf("an unrecorded failure parked again with the earlier capsule %q", got)
 	}
 }
 

@@ -80,7 +80,9 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			if err := tx.PutParked(rec); err != nil {
 				return err
 			}
-			if err := putCapsule(tx, r.s.name, a.key, capsule); err != nil {
+			// The capsule is of the failure that parked it: none removes one
+			// a park at an earlier event (before a resume) left.
+			if err := tx.PutCapsule(r.s.name, a.key.typ, a.key.id, capsule); err != nil {
 				return err
 			}
 			if st.stored {
@@ -161,8 +163,10 @@ func waitText(why string) string {
 	return "awaiting operator"
 }
 
-// putCapsule keeps an attempt's capsule (nil: the invoker recorded none)
-// beside the aggregate's record, written earlier in tx.
+// putCapsule keeps an attempt's capsule beside the aggregate's record,
+// written earlier in tx; nil (the invoker recorded none, or the failure
+// was the engine's own: the aggregate's stream unreadable) leaves the
+// capsule the record has, of an earlier attempt at the same event.
 func putCapsule(tx ledger.Tx, sub string, k aggKey, capsule []byte) error {
 	if len(capsule) == 0 {
 		return nil

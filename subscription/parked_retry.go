@@ -301,10 +301,10 @@ func waitForOperator(rec *ledger.Record, now time.Time, why, sub string, k aggKe
 }
 
 // storeRetry stores a parked retry's record, the capsule of its failed
-// attempt (nil: none, the record keeps the one it has) and its
-// notification (nil: none) in one transaction of the aggregate's partition
-// p; on a ledger error it schedules the whole step again in a minute and
-// reports false.
+// attempt (nil: the record keeps the one it has; see putCapsule) and its
+// notification (nil: none) in one transaction of the aggregate's
+// partition p; on a ledger error it schedules the whole step again in a
+// minute and reports false.
 func (r *run) storeRetry(p *partition, rec *ledger.Record, note *ledger.Notification, capsule []byte, k aggKey, now time.Time) bool {
 	write := func(tx ledger.Tx) error {
 		if err := tx.PutParked(rec); err != nil {
