@@ -15,14 +15,7 @@ import (
 // role that allows it reaches the handler.
 func TestAuth(t *testing.T) {
 	t.Parallel()
-	h := newHost(t, authTOML)
-	if r := h.upload("shipment-notifier", deployerToken); r.status != http.StatusCreated {
-		t.Fatalf("upload as deployer: %s", r)
-	}
-	if r := h.ship("o-1", "unknown"); r.status != http.StatusCreated {
-		t.Fatalf("append as deployer: %s", r)
-	}
-	h.waitParked("o-1")
+	h := parkedWithAuth(t, "o-1")
 	sub := "/v1/subscriptions/" + notifierSub
 	resume := sub + "/parked/Order/o-1/resume"
 	event := `{"aggregateType":"Order","aggregateId":"o-9","events":[{"type":"OrderPlaced"}]}`

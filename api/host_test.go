@@ -289,6 +289,21 @@ func (h *testHost) upload(name, token string) response {
 	return resp
 }
 
+// parkedWithAuth starts a host with the tokens of authTOML, deploys the
+// notifier as the deployer and parks order (its buyer unknown).
+func parkedWithAuth(t *testing.T, order string) *testHost {
+	t.Helper()
+	h := newHost(t, authTOML)
+	if r := h.upload("shipment-notifier", deployerToken); r.status != http.StatusCreated {
+		t.Fatalf("upload as deployer: %s", r)
+	}
+	if r := h.ship(order, "unknown"); r.status != http.StatusCreated {
+		t.Fatalf("append as deployer: %s", r)
+	}
+	h.waitParked(order)
+	return h
+}
+
 // ship appends an OrderShipped event of order for buyer.
 func (h *testHost) ship(order, buyer string) response {
 	h.t.Helper()

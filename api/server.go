@@ -173,6 +173,7 @@ func (s *Server) routeTable() []route {
 		{get, "/v1/jobs/:id", s.getJob, reader, none, reads},
 		{post, "/v1/jobs/:id/cancel", s.cancelJob, operator, none, writes},
 		{get, "/v1/subscriptions/:name/parked/:type/:id", s.getParked, reader, none, reads},
+		{get, "/v1/subscriptions/:name/parked/:type/:id/capsule", s.getCapsule, reader, none, reads},
 		{post, "/v1/subscriptions/:name/parked/:type/:id/resume", s.resumeParked, operator, jsonBody, writes}, // optional
 		{post, "/v1/subscriptions/:name/parked/:type/:id/skip", s.skipParked, operator, jsonBody, writes},     // optional
 

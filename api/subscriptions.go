@@ -207,6 +207,11 @@ func (s *Server) getParked(c echo.Context) error {
 	if current > rec.Version {
 		out.HeldCommits = current - rec.Version
 	}
+	if _, _, err := s.capsule(ctx, rec.Subscription, rec.AggregateType, rec.AggregateID); err == nil {
+		out.Capsule = capsulePath(rec.Subscription, rec.AggregateType, rec.AggregateID)
+	} else if !errors.Is(err, ledger.ErrNotFound) {
+		return err
+	}
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -24,6 +24,8 @@ import (
 //	'x' "resolved-seq"                                -> last resolved seq(8)
 //	'm' lp(subscription) lp(key)                      -> meta value
 //	'r' lp(subscription) lp(aggType) lp(aggID)        -> Record as JSON
+//	'e' lp(subscription) lp(aggType) lp(aggID)        -> its attempt capsule
+//	'v' lp(subscription) lp(aggType) lp(aggID) seq(8) -> the capsule of 'h' (same body)
 //	'k' lp(subscription) lp(state)                    -> count(8)
 //	'n' seq(8)                                        -> Notification as JSON
 //	'x' "notify-seq"                                  -> last seq(8)
@@ -43,6 +45,13 @@ import (
 // DeleteParked keep the per-state counts in step with the records in the
 // same transaction.
 //
+// A record's attempt capsule (PutCapsule) lives under 'e' beside its 'r'
+// key, apart from the record's JSON so that the records' reads and lists
+// never load it. DeleteParked moves it to 'v' under the body of the
+// resolved record's 'h' key, and SweepResolved deletes it with that 'h'
+// entry; a record parked anew drops any capsule a host that did not know
+// capsules left under 'e'.
+//
 // Stores written before the engine kept its retry schedule in memory alone
 // hold a due index under 'd' (NextRetry, then the record key, per retrying
 // record); nothing reads it, and Open deletes it (dropRetiredDue).
@@ -59,14 +68,18 @@ const (
 	kindResolvedTime = 'w'
 	kindMeta         = 'm'
 	kindRecord       = 'r'
-	kindRetiredDue   = 'd' // only in older stores; Open deletes it
-	kindCount        = 'k'
-	kindNotice       = 'n'
-	kindSystem       = 'x'
-	kindGeneration   = 'g'
-	kindProjection   = 'p'
-	kindApplied      = 'a'
-	kindRetired      = 'z'
+	kindCapsule      = 'e'
+	// kindResolvedCapsule keeps a resolved record's capsule under its 'h'
+	// key's body.
+	kindResolvedCapsule = 'v'
+	kindRetiredDue      = 'd' // only in older stores; Open deletes it
+	kindCount           = 'k'
+	kindNotice          = 'n'
+	kindSystem          = 'x'
+	kindGeneration      = 'g'
+	kindProjection      = 'p'
+	kindApplied         = 'a'
+	kindRetired         = 'z'
 )
 
 // layoutVersion is stored under formatKey; Open refuses another.

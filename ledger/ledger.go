@@ -5,8 +5,8 @@
 // It owns:
 //
 //   - the failure records: one per parked aggregate of a subscription,
-//     counted by state, and the resolved ones until the retention sweeps
-//     them ([ParkedRecords]);
+//     counted by state, with the capsule of its failed attempt, and the
+//     resolved ones until the retention sweeps them ([ParkedRecords]);
 //   - the subscriptions' checkpoints, whole and per partition, and the
 //     small state kept beside them: paused, retry budgets
 //     ([SubscriptionState]);

@@ -8,8 +8,9 @@ import (
 )
 
 // ParkedRecords is the failure ledger proper: one Record per parked
-// aggregate of a subscription, counted by state, and, once an aggregate is
-// resolved, its record kept as Resolved until the retention sweeps it.
+// aggregate of a subscription, counted by state, with the capsule of its
+// failed attempt if one was recorded, and, once an aggregate is resolved,
+// its record (and capsule) kept as Resolved until the retention sweeps it.
 type ParkedRecords interface {
 	// Parked returns the record of one parked aggregate, ErrNotFound if
 	// the aggregate is not parked for the subscription.
@@ -41,8 +42,25 @@ type ParkedRecords interface {
 	// the end). An aggregate type without a subscription, an id without a
 	// type, or a cursor ListResolved did not return is ErrInvalid.
 	ListResolved(f ResolvedFilter) ([]*Resolved, string, error)
+	// PutCapsule stores capsule, the recording of an attempt at the
+	// parked aggregate (an encoded abi.Capsule; the ledger keeps the bytes
+	// as they are), replacing the record's capsule; an empty capsule
+	// removes it. ErrNotFound if the aggregate is not parked for the
+	// subscription, ErrTooBig for a capsule past MaxCapsuleSize (neither
+	// fails the transaction). On JetStream the transaction's message must also
+	// fit the server's max_payload, else its commit fails with ErrTooBig.
+	// A capsule moves with its record when DeleteParked
+	// resolves it, and goes when SweepResolved removes that.
+	PutCapsule(subscription, aggregateType, aggregateID string, capsule []byte) error
+	// Capsule returns the capsule of the aggregate's record: of the parked
+	// record while there is one, else of its most recently resolved record
+	// still kept; ErrNotFound if that record has none, or there is no
+	// record.
+	Capsule(subscription, aggregateType, aggregateID string) ([]byte, error)
+
 	// SweepResolved removes up to limit (DefaultLimit when 0 or less) of
-	// the records resolved before before, oldest first, and reports
+	// the records resolved before before, oldest first, with their
+	// capsules, and reports
 	// whether more such remain. Call it in transactions of its own until
 	// it reports none.
 	SweepResolved(before time.Time, limit int) (more bool, err error)
@@ -125,6 +143,8 @@ func (t *KVTx) PutParked(r *Record) error {
 		if err := t.addCount(op, r.Subscription, old.State, -1); err != nil {
 			return err
 		}
+	} else if err := t.dropStaleCapsule(op, r); err != nil {
+		return err
 	}
 	return t.addCount(op, r.Subscription, r.State, +1)
 }
@@ -147,7 +167,11 @@ func (t *KVTx) DeleteParked(subscription, aggregateType, aggregateID string) err
 	if err != nil {
 		return t.fail(op, err)
 	}
-	if err := t.keepResolved(op, v); err != nil {
+	hk, err := t.keepResolved(op, v)
+	if err != nil {
+		return err
+	}
+	if err := t.moveCapsule(op, subscription, aggregateType, aggregateID, hk); err != nil {
 		return err
 	}
 	if err := t.delete(op, k); err != nil {

@@ -20,11 +20,14 @@ func oldDueKey(next time.Time, recKey []byte) []byte {
 }
 
 // retiredDueKeys counts the keys under 'd'.
-func retiredDueKeys(t *testing.T, s *Badger) int {
+func retiredDueKeys(t *testing.T, s *Badger) int { return keysOfKind(t, s, kindRetiredDue) }
+
+// keysOfKind counts the keys of one kind.
+func keysOfKind(t *testing.T, s *Badger, kind byte) int {
 	t.Helper()
 	n := 0
 	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindRetiredDue}})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kind}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			n++

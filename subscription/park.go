@@ -35,6 +35,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		pos = c.Position
 	}
 	var rec *ledger.Record
+	capsule := f.Capsule
 	for tries := 0; ; tries++ {
 		err := r.withCheckpoint(p.ctx, p, pos, func(tx ledger.Tx) error {
 			old, err := tx.Parked(r.s.name, a.key.typ, a.key.id)
@@ -79,6 +80,11 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			if err := tx.PutParked(rec); err != nil {
 				return err
 			}
+			// The capsule is of the failure that parked it: none removes one
+			// a park at an earlier event (before a resume) left.
+			if err := tx.PutCapsule(r.s.name, a.key.typ, a.key.id, capsule); err != nil {
+				return err
+			}
 			if st.stored {
 				// The spent budget now lives in the record.
 				if err := tx.DeleteMeta(r.s.name, budgetKey(a.key)); err != nil {
@@ -98,6 +104,10 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 			// Stopped, or fenced (another host owns the partition now):
 			// nothing is parked; the event is the next owner's.
 			return outcomeCancelled
+		}
+		if r.capsuleTooBig(err, capsule, a.key) {
+			capsule = nil
+			continue
 		}
 		// The event is held until the park is written (a full disk, say):
 		// said once, then every minute, not every second.
@@ -151,4 +161,29 @@ func waitText(why string) string {
 		return "awaiting operator: no long-horizon retries (subscription.parked.max-retries = -1)"
 	}
 	return "awaiting operator"
+}
+
+// putCapsule keeps an attempt's capsule beside the aggregate's record,
+// written earlier in tx; nil (the invoker recorded none, or the failure
+// was the engine's own: the aggregate's stream unreadable) leaves the
+// capsule the record has, of an earlier attempt at the same event.
+func putCapsule(tx ledger.Tx, sub string, k aggKey, capsule []byte) error {
+	if len(capsule) == 0 {
+		return nil
+	}
+	return tx.PutCapsule(sub, k.typ, k.id, capsule)
+}
+
+// capsuleTooBig reports whether the ledger refused a transaction as too
+// big (a capsule near the JetStream server's max_payload) while it carried
+// capsule: the caller then writes the record without it, since a record
+// kept matters more than its recording, and an attempt that could never be
+// written would hold the aggregate for ever.
+func (r *run) capsuleTooBig(err error, capsule []byte, k aggKey) bool {
+	if len(capsule) == 0 || !errors.Is(err, ledger.ErrTooBig) {
+		return false
+	}
+	r.e.logger.Warn("the attempt's capsule makes the ledger transaction too big; keeping the record without it",
+		"subscription", r.s.name, "aggregate", k.String(), "capsuleBytes", len(capsule), "err", err)
+	return true
 }

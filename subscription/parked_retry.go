@@ -179,7 +179,7 @@ func (r *run) parkedRetry(k aggKey) {
 		// before they were not): it waits for an operator, without another
 		// attempt.
 		note := waitForOperator(rec, now, ledger.WaitUnrecoverable, r.s.name, k)
-		r.storeRetry(p, rec, note, k, now)
+		r.storeRetry(p, rec, note, nil, k, now)
 		return
 	}
 	if rec.NextRetry.After(now) {
@@ -276,7 +276,7 @@ func (r *run) parkedRetry(k aggKey) {
 		o = outcomeParked // waits for an operator now
 	}
 	rec.Traceparent = r.e.trace.traceparent(recordKey(rec))
-	if !r.storeRetry(p, rec, note, k, now) {
+	if !r.storeRetry(p, rec, note, f.Capsule, k, now) {
 		return
 	}
 	r.logLongRetryFailed(k, rec, next, note != nil)
@@ -300,19 +300,29 @@ func waitForOperator(rec *ledger.Record, now time.Time, why, sub string, k aggKe
 		AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Error: &info, Reason: waitText(why)}
 }
 
-// storeRetry stores a parked retry's record and its notification (nil:
-// none) in one transaction of the aggregate's partition p; on a ledger error
-// it schedules the whole step again in a minute and reports false.
-func (r *run) storeRetry(p *partition, rec *ledger.Record, note *ledger.Notification, k aggKey, now time.Time) bool {
-	err := p.update(p.ctx, func(tx ledger.Tx) error {
+// storeRetry stores a parked retry's record, the capsule of its failed
+// attempt (nil: the record keeps the one it has; see putCapsule) and its
+// notification (nil: none) in one transaction of the aggregate's
+// partition p; on a ledger error it schedules the whole step again in a
+// minute and reports false.
+func (r *run) storeRetry(p *partition, rec *ledger.Record, note *ledger.Notification, capsule []byte, k aggKey, now time.Time) bool {
+	write := func(tx ledger.Tx) error {
 		if err := tx.PutParked(rec); err != nil {
+			return err
+		}
+		if err := putCapsule(tx, r.s.name, k, capsule); err != nil {
 			return err
 		}
 		if note != nil {
 			return tx.Notify(*note)
 		}
 		return nil
-	})
+	}
+	err := p.update(p.ctx, write)
+	if err != nil && r.capsuleTooBig(err, capsule, k) {
+		capsule = nil
+		err = p.update(p.ctx, write)
+	}
 	if err != nil {
 		r.retryLater(p, k, now, err)
 		return false

@@ -32,13 +32,16 @@ class ApiError extends Error {
 // Unreachable is a request that got no answer at all.
 class Unreachable extends Error {}
 
-async function api(method, path, body) {
-  const init = { method, headers: headers() };
-  if (body !== undefined) { init.body = JSON.stringify(body); init.headers["Content-Type"] = "application/json"; }
-  let res, text;
+// send makes a request with init (its headers from headers()) and returns
+// the response once its body is read (as text, or as a Blob when asBlob),
+// throwing an ApiError for an answer that is not 2xx and Unreachable for
+// none.
+async function send(method, path, init, asBlob) {
+  let res, text = "", blob = null;
   try {
-    res = await fetch(path, init);
-    text = await res.text();
+    res = await fetch(path, { ...init, method });
+    if (res.ok && asBlob) blob = await res.blob();
+    else text = await res.text();
   } catch (e) {
     throw new Unreachable(e.message);
   }
@@ -48,7 +51,13 @@ async function api(method, path, body) {
     const code = data && data.type ? data.type.split("/").pop() : "";
     throw new ApiError(res.status, code, (data && (data.detail || data.title)) || res.statusText || `HTTP ${res.status}`);
   }
-  return data;
+  return { res, data, blob };
+}
+
+async function api(method, path, body) {
+  const init = { headers: headers() };
+  if (body !== undefined) { init.body = JSON.stringify(body); init.headers["Content-Type"] = "application/json"; }
+  return (await send(method, path, init)).data;
 }
 
 // describe says what went wrong with an action, in words and with the
@@ -210,6 +219,7 @@ function parkedRow(r, key, sig) {
     const ev = rec.event ? `${rec.event.type} ${JSON.stringify(rec.event.data)}` : "(no longer in the log)";
     detail.textContent = `stopped at: ${ev}`;
     held.textContent = rec.heldCommits ? `holds back ${plural(rec.heldCommits, "later commit")}` : "holds back nothing later";
+    if (rec.capsule) err.appendChild(capsuleLink(r, rec.capsule));
   }, e => { detail.textContent = `details unavailable: ${describe(e)}`; });
   cell(tr, String(r.attempts) + (r.parkedRetries ? ` (+${r.parkedRetries} later)` : ""));
   const state = cell(tr, r.state, "state-" + r.state);

@@ -95,6 +95,9 @@ type ParkedRecordDetail struct {
 	ParkedRecord
 	Event       *Event `json:"event,omitempty"` // the event it stopped at; nil if the log no longer has it
 	HeldCommits uint64 `json:"heldCommits"`     // later commits of the aggregate it holds back
+	// Capsule is the path of the recording of its failed attempt
+	// (GET .../parked/{type}/{id}/capsule), empty when none was kept.
+	Capsule string `json:"capsule,omitempty"`
 }
 
 // ParkedPage is the answer of GET /v1/parked.

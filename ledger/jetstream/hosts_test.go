@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -66,6 +67,7 @@ func TestHosts(t *testing.T) {
 		{"SeeEachOther", testHostsSeeEachOther},
 		{"ReadOnlyUpdateSeesTheOther", testHostsReadOnlyUpdate},
 		{"LocalView", testHostsLocalView},
+		{"Capsule", testHostsCapsule},
 	}
 	for _, c := range clusters {
 		t.Run(c.name, func(t *testing.T) {
@@ -256,4 +258,28 @@ func testHostsLocalView(t *testing.T, a, b *jetstream.Store) {
 		}
 		return nil
 	})
+}
+
+// testHostsCapsule: a capsule one host records beside its park (256 KiB,
+// as large as the engine's default cap lets one grow) the other host
+// reads, also once the other host resolved the record.
+func testHostsCapsule(t *testing.T, a, b *jetstream.Store) {
+	c := bytes.Repeat([]byte("berth-capsule/1 "), 16<<10)
+	r := &ledger.Record{Subscription: "sub-c", AggregateType: "Order", AggregateID: "o-1", State: ledger.StateWaiting,
+		History: []ledger.Entry{{Time: time.Now(), Action: "parked"}}}
+	mustUpdate(t, a, func(tx ledger.Tx) error {
+		return errors.Join(tx.PutParked(r), tx.PutCapsule("sub-c", "Order", "o-1", c))
+	})
+	read := func(s *jetstream.Store, when string) {
+		t.Helper()
+		mustView(t, s, func(tx ledger.Tx) error {
+			if got, err := tx.Capsule("sub-c", "Order", "o-1"); err != nil || !bytes.Equal(got, c) {
+				t.Errorf("%s: Capsule reads %d bytes, %v; want the %d written", when, len(got), err, len(c))
+			}
+			return nil
+		})
+	}
+	read(b, "the other host")
+	mustUpdate(t, b, func(tx ledger.Tx) error { return tx.DeleteParked("sub-c", "Order", "o-1") })
+	read(a, "the first host, after the other resolved the record")
 }

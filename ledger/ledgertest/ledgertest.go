@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"CanceledContext", testCanceled},
 	}
 	tests = append(tests, projectionTests...)
+	tests = append(tests, capsuleTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
