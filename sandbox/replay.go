@@ -20,7 +20,9 @@ import (
 // bytes, under the recorded time budget of real time. No host call reaches
 // a port: HTTP, key/value, commands and config are all answered from c, in
 // order (ABI.md, Attempt capsules, Replay). m should be loaded under c's
-// limits (ModuleConfigOf).
+// limits (ModuleConfigOf), and compiled (Config.Tiering CompiledOnly): on
+// the interpreter a call runs many times slower than the recorded one did,
+// under the same budget of real time.
 func (m *Module) Replay(ctx context.Context, c *abi.Capsule) Replayed {
 	rp := newReplayer(c)
 	ev := c.Event.ToEvent()
