@@ -12,8 +12,9 @@ const capsuleBodyKeep = 1024
 
 // capCapsule brings c's encoding within maxBytes (0 or less: no cap),
 // cutting in this order until it fits: every body to its first
-// capsuleBodyKeep bytes, then the later calls, then the later clock
-// readings, then the later random bytes. What it cut goes in c.Truncated.
+// capsuleBodyKeep bytes, then the later calls, then the later monotonic
+// and wall-clock readings, then the later random bytes. What it cut goes
+// in c.Truncated.
 func capCapsule(c *abi.Capsule, maxBytes int) {
 	if maxBytes <= 0 {
 		return
@@ -31,30 +32,25 @@ func capCapsule(c *abi.Capsule, maxBytes int) {
 			return
 		}
 	}
-	calls := c.Calls
-	if k := keep(len(calls), func(k int) bool { c.Calls = calls[:k]; return fits() }); k < len(calls) {
-		c.Calls = calls[:k]
-		c.Truncated = append(c.Truncated, fmt.Sprintf("calls from #%d on left out: %d of %d (size cap %d bytes)", k, len(calls)-k, len(calls), maxBytes))
-		if k > 0 {
-			return
+	// cut leaves out items from some index k on, k as large as lets the
+	// capsule fit with the note that says so, and reports whether it fits.
+	cut := func(what string, n int, set func(k int)) bool {
+		base := c.Truncated[:len(c.Truncated):len(c.Truncated)]
+		try := func(k int) bool {
+			set(k)
+			c.Truncated = append(base, fmt.Sprintf("%s from #%d on left out: %d of %d (size cap %d bytes)", what, k, n-k, n, maxBytes))
+			return fits()
 		}
-	}
-	for _, clk := range []*[]int64{&c.Clock.Nanotime, &c.Clock.Walltime} {
-		all := *clk
-		k := keep(len(all), func(k int) bool { *clk = all[:k]; return fits() })
-		*clk = all[:k]
-		if k < len(all) {
-			c.Truncated = append(c.Truncated, fmt.Sprintf("clock readings from #%d on left out: %d of %d (size cap %d bytes)", k, len(all)-k, len(all), maxBytes))
-			if k > 0 {
-				return
-			}
+		if n == 0 {
+			return false
 		}
+		return try(keep(n, try))
 	}
-	random := c.Random
-	if k := keep(len(random), func(k int) bool { c.Random = random[:k]; return fits() }); k < len(random) {
-		c.Random = random[:k]
-		c.Truncated = append(c.Truncated, fmt.Sprintf("random bytes from #%d on left out: %d of %d (size cap %d bytes)", k, len(random)-k, len(random), maxBytes))
-	}
+	calls, nano, wall, random := c.Calls, c.Clock.Nanotime, c.Clock.Walltime, c.Random
+	_ = cut("calls", len(calls), func(k int) { c.Calls = calls[:k] }) ||
+		cut("nanotime readings", len(nano), func(k int) { c.Clock.Nanotime = nano[:k] }) ||
+		cut("walltime readings", len(wall), func(k int) { c.Clock.Walltime = wall[:k] }) ||
+		cut("random bytes", len(random), func(k int) { c.Random = random[:k] })
 }
 
 // keep returns the largest k in [0, n] for which fits(k) holds (fits is

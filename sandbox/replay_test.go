@@ -154,13 +154,21 @@ func TestReplayOfATimeoutInAHostCallTimesOut(t *testing.T) {
 	}
 }
 
+// A guest that spins, sleeps or waits on a channel past its deadline does
+// so again in a replay, under the recorded budget of real time.
 func TestReplayOfASpinnerTimesOut(t *testing.T) {
 	s := newSandbox(t, Config{})
 	m := load(t, s, "samples/misbehaving", ModuleConfig{})
-	c, _ := recordFailure(t, m, &abi.Event{Handler: "spinner", InvocationKey: "spin-1"}, 50*time.Millisecond, Timeout)
-	for range 2 {
-		if r := replayed(t, m, c); r.Outcome.Kind != Timeout || !r.Reproduced(c.Outcome) {
-			t.Fatalf("replay: %s", OutcomeText(r.Capsule.Outcome))
+	for _, handler := range []string{"spinner", "sleeper", "channelWaiter"} {
+		c, _ := recordFailure(t, m, &abi.Event{Handler: handler, InvocationKey: handler + "-1"}, 50*time.Millisecond, Timeout)
+		for range 2 {
+			start := time.Now()
+			if r := replayed(t, m, c); r.Outcome.Kind != Timeout || !r.Reproduced(c.Outcome) {
+				t.Fatalf("%s: replay: %s", handler, OutcomeText(r.Capsule.Outcome))
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("%s: the replay took %v", handler, d)
+			}
 		}
 	}
 }
