@@ -63,19 +63,23 @@ func hostRequest(ctx context.Context, mod api.Module, ptr, n uint32, fn string, 
 	}
 	cs.checkExpired()
 	var reply abi.Reply
-	deadline := false
+	var deadline bool
 	if cs.replay != nil {
+		// The recorded call may have run into the deadline: so does the replay.
 		reply, deadline = cs.replay.answer(cs, fn, req)
+		deadline = deadline || cs.pastDeadline()
 	} else {
 		reply = op(ctx, cs, req)
-		deadline = cs.rec.on && cs.pastDeadline()
+		deadline = cs.pastDeadline()
 	}
 	cs.reply = abi.AppendReply(cs.reply[:0], &reply)
 	cs.rec.call(fn, req, cs.reply, deadline)
-	if deadline && cs.replay != nil {
-		cs.expire() // the recorded call ran into the deadline: so does the replay
+	if deadline {
+		// A host call the deadline cut short ends the call (and is
+		// recorded as the one it ended in).
+		cs.expire()
+		panic(errDeadline)
 	}
-	cs.checkExpired() // a host call the deadline cut short ends the call
 	cs.pending = true
 	return int64(len(cs.reply))
 }
