@@ -63,6 +63,8 @@ type Config struct {
 	Commands map[string]CommandGatewayConfig `toml:"commands"`
 	// SandboxConfig is [sandbox]: the WebAssembly sandbox's caches, instance pool and output limits.
 	SandboxConfig SandboxConfig `toml:"sandbox"`
+	// Capsule is [capsule]: the size cap and redacted headers of failed attempts' capsules.
+	Capsule CapsuleConfig `toml:"capsule"`
 	// Webhooks is [[webhooks]]: endpoints told about parked aggregates, outages, operators' changes to
 	// subscriptions and finished jobs (default: none).
 	Webhooks []Webhook `toml:"webhooks"`
@@ -193,6 +195,7 @@ func (c *Config) validate() problems {
 		g.validate(&p, keyPath{{name: "commands"}, {name: name}})
 	}
 	c.SandboxConfig.validate(&p, keyPath{{name: "sandbox"}})
+	c.Capsule.validate(&p, keyPath{{name: "capsule"}})
 	validateWebhooks(&p, c.Webhooks, keyPath{{name: "webhooks"}})
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

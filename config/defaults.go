@@ -71,7 +71,8 @@ func Default() *Config {
 			MaxResponse:          DefaultMaxResponse,
 			TierUp:               true,
 		},
-		Log: LogConfig{Level: "info", Format: "text"},
+		Capsule: CapsuleConfig{MaxBytes: DefaultCapsuleMaxBytes, RedactHeaders: DefaultCapsuleRedactHeaders()},
+		Log:     LogConfig{Level: "info", Format: "text"},
 	}
 }
 
@@ -88,8 +89,8 @@ const defaultTOML = `# Berth host configuration (berth.toml).
 # The reference of every key is docs/config.md. Reload with SIGHUP or POST /v1/config/reload: a bad file
 # is refused and the running configuration stays; server.listen, server.data-dir, server.read-timeout,
 # server.write-timeout, store.backend, store.jetstream.*, cluster.*, subscription.partitions, .concurrency,
-# .checkpoint-every, .checkpoint-interval, subscription.systemic.*, sandbox.* and log.format need a
-# restart.
+# .checkpoint-every, .checkpoint-interval, subscription.systemic.*, sandbox.*, capsule.* and log.format
+# need a restart.
 
 [server]
 # Address of the REST API, host:port. Without a token in [[auth.tokens]] it must be a loopback address.
@@ -311,6 +312,15 @@ max-response = "1MiB"
 # charged, and is made again once the module runs compiled code. false compiles it first (seconds for a
 # Go guest) before the module handles anything.
 tier-up = true
+
+# Attempt capsules: the recording of a failed attempt (its event, host calls and their answers, clock
+# readings, random bytes and outcome) that the failure ledger keeps and berth parked replay runs again.
+[capsule]
+# Largest encoded capsule; past it bodies are cut, then later calls, clock readings and random bytes
+# left out, and the capsule says what it lacks.
+max-bytes = "256KiB"
+# HTTP headers, request and response, whose values a capsule stores as "[redacted]" (any case).
+redact-headers = ["Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie"]
 
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
 # is resumed or skipped by an operator; when a partition pauses for an outage and goes on

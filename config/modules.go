@@ -156,11 +156,11 @@ type SandboxConfig struct {
 	TierUp bool `toml:"tier-up"`
 }
 
-// Sandbox returns the settings for sandbox.New: [sandbox], with CacheDir <data-dir>/wasm-cache. The
-// host adds the Logger (and, if it wants, an HTTP transport).
+// Sandbox returns the settings for sandbox.New: [sandbox] and [capsule], with CacheDir
+// <data-dir>/wasm-cache. The host adds the Logger (and, if it wants, an HTTP transport).
 func (c *Config) Sandbox() sandbox.Config {
 	s := c.SandboxConfig
-	return sandbox.Config{
+	sc := sandbox.Config{
 		CacheDir:        c.WasmCacheDir(),
 		CompiledModules: s.CompiledModules,
 		MaxInstances:    s.MaxInstances,
@@ -172,6 +172,8 @@ func (c *Config) Sandbox() sandbox.Config {
 		MaxResponseBytes:      int64(s.MaxResponse),
 		Tiering:               tiering(s.TierUp),
 	}
+	c.Capsule.capsule(&sc)
+	return sc
 }
 
 // tiering is sandbox.Config.Tiering for sandbox.tier-up.

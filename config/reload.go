@@ -10,7 +10,8 @@ import (
 // restartKeys returns the keys (as [Changes] writes them, or a table whose every key is meant) that the
 // running host cannot apply on reload: the listener, the data directory, the store backend, its
 // NATS connection and the host's place in the cluster, the partitioning, concurrency,
-// checkpointing and outage detection of the subscription engine, the sandbox, and the log format.
+// checkpointing and outage detection of the subscription engine, the sandbox and its capsules, and the
+// log format.
 func restartKeys() []string {
 	return []string{
 		"server.listen",
@@ -27,6 +28,7 @@ func restartKeys() []string {
 		"subscription.checkpoint-interval",
 		"subscription.systemic",
 		"sandbox",
+		"capsule",
 		"tracing",
 		"log.format",
 	}

@@ -23,8 +23,37 @@ import (
 // Tools that run modules outside the engine (hostspec) call it too, so that a call there is the
 // host's call.
 func Call(ctx context.Context, mod *sandbox.Module, env *abi.Event, timeout time.Duration, ports sandbox.Ports) ([]abi.Command, *retry.Failure) {
+	return call(ctx, mod, env, timeout, ports, nil, "")
+}
+
+// capsuleStamp is the deployed module version an invoker runs, which its
+// failures' attempt capsules name.
+type capsuleStamp struct {
+	Name    string
+	Version int
+	SHA256  string
+}
+
+func stampOf(d *deployed) *capsuleStamp {
+	return &capsuleStamp{Name: d.Name, Version: max(d.Version, 1), SHA256: d.SHA256}
+}
+
+// call is Call, attaching to a failure the attempt's capsule (encoded, in
+// retry.Failure.Capsule) with the module version of stamp (nil: the
+// sandbox's name and sha256 only) and the subscription sub. Only a failure
+// pays for it.
+func call(ctx context.Context, mod *sandbox.Module, env *abi.Event, timeout time.Duration, ports sandbox.Ports, stamp *capsuleStamp, sub string) ([]abi.Command, *retry.Failure) {
 	o := mod.InvokeWith(ctx, env, timeout, ports)
 	if f := failureOf(&o); f != nil {
+		if c := o.Capsule; c != nil && f.Await == nil {
+			if stamp != nil {
+				c.Module = abi.CapsuleModule{Name: stamp.Name, Version: stamp.Version, SHA256: stamp.SHA256}
+			}
+			c.Subscription = sub
+			if b, err := abi.EncodeCapsule(c); err == nil {
+				f.Capsule = b
+			}
+		}
 		return nil, f
 	}
 	if f := CheckCommands(env.InvocationKey, o.Commands); f != nil {

@@ -14,7 +14,7 @@ import (
 // processor's kind: a reactor's handler is a plain call; sagas and
 // projections add their ports' semantics around it.
 func (r *Registry) invokerFor(d *deployed, desc abi.Description, h abi.HandlerDesc) subscription.Invoker {
-	var inv subscription.Invoker = wasmInvoker{mod: d.mod, handler: h.Name}
+	var inv subscription.Invoker = wasmInvoker{mod: d.mod, handler: h.Name, stamp: stampOf(d)}
 	switch desc.Kind {
 	case abi.KindSaga:
 		inv = r.sagaInvoker(d, desc, h)
@@ -43,6 +43,7 @@ func (v versioned) Invoke(ctx context.Context, d subscription.Delivery) *retry.F
 type wasmInvoker struct {
 	mod     *sandbox.Module
 	handler string
+	stamp   *capsuleStamp
 }
 
 // Invoke turns a delivery into an ABI envelope, runs it and maps the
@@ -52,7 +53,7 @@ type wasmInvoker struct {
 // call it ended as a timeout.
 func (w wasmInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
 	env := envelope(&d, w.handler)
-	_, f := Call(ctx, w.mod, &env, d.Timeout, sandbox.Ports{})
+	_, f := call(ctx, w.mod, &env, d.Timeout, sandbox.Ports{}, w.stamp, d.Subscription)
 	return f
 }
 

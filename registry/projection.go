@@ -240,6 +240,7 @@ func (kv *callKV) Delete(key string) error {
 type projectionInvoker struct {
 	p       *Projections
 	mod     *sandbox.Module
+	stamp   *capsuleStamp
 	handler string
 	sub     string
 }
@@ -249,9 +250,9 @@ type projectionInvoker struct {
 // query store.
 func (r *Registry) projectionInvoker(d *deployed, desc abi.Description, h abi.HandlerDesc) subscription.Invoker {
 	if r.opts.Projections == nil {
-		return wasmInvoker{mod: d.mod, handler: h.Name}
+		return wasmInvoker{mod: d.mod, handler: h.Name, stamp: stampOf(d)}
 	}
-	return projectionInvoker{p: r.opts.Projections, mod: d.mod, handler: h.Name, sub: desc.Processor + "." + h.Name}
+	return projectionInvoker{p: r.opts.Projections, mod: d.mod, stamp: stampOf(d), handler: h.Name, sub: desc.Processor + "." + h.Name}
 }
 
 // Invoke runs the call unless its event was applied already, and applies
@@ -267,7 +268,7 @@ func (pi projectionInvoker) Invoke(ctx context.Context, d subscription.Delivery)
 	for run := 1; ; run++ {
 		kv := newCallKV(ctx, pi.p.store, pi.sub)
 		env := envelope(&d, pi.handler)
-		if _, f := Call(ctx, pi.mod, &env, d.Timeout, sandbox.Ports{KV: kv}); f != nil {
+		if _, f := call(ctx, pi.mod, &env, d.Timeout, sandbox.Ports{KV: kv}, pi.stamp, d.Subscription); f != nil {
 			return f
 		}
 		err := pi.p.commits.apply(ctx, pi.sub, kv, &d)

@@ -18,6 +18,7 @@ import (
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/subscription"
+	"github.com/berthhq/berth/wasm/abi"
 )
 
 // The projection tests run the order-summary sample, compiled to wasm, in a
@@ -388,5 +389,45 @@ func TestProjectionConflict(t *testing.T) {
 		if applied := string(v) == tc.name; applied != (tc.want == nil) {
 			t.Errorf("%s: out = %q", tc.name, v)
 		}
+	}
+}
+
+// A failed call's failure carries its attempt capsule, naming the deployed
+// module version and the subscription; a success carries none.
+func TestFailureCarriesTheAttemptCapsule(t *testing.T) {
+	t.Parallel()
+	e := newProjEnv(t, 1)
+	ctx := context.Background()
+	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
+		return tx.ProjectionPut(summarySub, "buyer/eve", []byte("not a summary"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	inv := e.reg.InvokerOf("order-summary", 0)
+	commit := eventlog.Commit{Position: 1, AggregateType: "Order", AggregateID: "eve-o1", Version: 1, OwnerID: "eve",
+		Time: time.Now(), Events: []eventlog.Event{{Type: "OrderPlaced", Payload: []byte(`{"total":5}`)}}}
+	d := subscription.Delivery{Subscription: summarySub, Handler: "onOrder", Attempt: 2, Commit: commit, Timeout: 10 * time.Second,
+		InvocationKey: subscription.InvocationKey(summarySub, commit, 0)}
+	f := inv.Invoke(ctx, d)
+	if f == nil || f.Capsule == nil {
+		t.Fatalf("failure %+v: want one with a capsule", f)
+	}
+	c, err := abi.DecodeCapsule(f.Capsule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Module.Name != "order-summary" || c.Module.Version != 1 || len(c.Module.SHA256) != 64 || c.Subscription != summarySub {
+		t.Errorf("capsule names %+v, subscription %q", c.Module, c.Subscription)
+	}
+	if c.Event.InvocationKey != d.InvocationKey || c.Event.Attempt != 2 || c.Outcome.Kind != "failure" || c.Outcome.Message != f.Message {
+		t.Errorf("capsule event %+v, outcome %+v; failure %q", c.Event, c.Outcome, f.Message)
+	}
+	if len(c.Calls) == 0 || c.Calls[0].Fn != abi.CallKVGet {
+		t.Errorf("calls %+v: want the kv reads", c.Calls)
+	}
+	commit.AggregateID, commit.OwnerID = "fay-o1", "fay"
+	d.Commit, d.InvocationKey = commit, subscription.InvocationKey(summarySub, commit, 0)
+	if f := inv.Invoke(ctx, d); f != nil {
+		t.Fatalf("a success failed: %+v", f)
 	}
 }

@@ -35,6 +35,7 @@ const (
 // gateway rejects is handed to the saga's rejection handler at once.
 type sagaInvoker struct {
 	mod      *sandbox.Module
+	stamp    *capsuleStamp // names the module version in its failures' capsules
 	handler  string
 	rejected string // the rejection handler; "" if the saga has none
 	settings func() Settings
@@ -46,6 +47,7 @@ type sagaInvoker struct {
 func (r *Registry) sagaInvoker(d *deployed, desc abi.Description, h abi.HandlerDesc) sagaInvoker {
 	return sagaInvoker{
 		mod:      d.mod,
+		stamp:    stampOf(d),
 		handler:  h.Name,
 		rejected: rejectionHandler(desc),
 		settings: r.opts.Settings,
@@ -74,7 +76,7 @@ func rejectionHandler(desc abi.Description) string {
 // attempt, so the gateway can deduplicate a redelivery.
 func (s sagaInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
 	env := envelope(&d, s.handler)
-	cmds, f := Call(ctx, s.mod, &env, d.Timeout, sandbox.Ports{})
+	cmds, f := call(ctx, s.mod, &env, d.Timeout, sandbox.Ports{}, s.stamp, d.Subscription)
 	if f != nil {
 		return f
 	}
@@ -149,7 +151,7 @@ func (s sagaInvoker) onRejected(ctx context.Context, d subscription.Delivery, en
 	renv.DeadlineUnixNano = 0
 	// The attempt's deadline (the engine's, on ctx) bounds the rejection
 	// handler too: it runs within what is left of the attempt.
-	cmds, f := Call(ctx, s.mod, &renv, d.Timeout, sandbox.Ports{})
+	cmds, f := call(ctx, s.mod, &renv, d.Timeout, sandbox.Ports{}, s.stamp, d.Subscription)
 	if f != nil {
 		f.Message = "rejection handler " + s.rejected + " (" + renv.InvocationKey + "): " + f.Message
 		return f

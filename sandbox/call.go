@@ -42,6 +42,9 @@ type callState struct {
 	pending  bool
 	observed Observed
 	commands []abi.Command
+
+	rec    recording // the call's attempt capsule arena (record.go)
+	replay *replayer // answers the call from a capsule in a replay; nil normally
 }
 
 func (cs *callState) init(m *Module) { cs.mod, cs.wake = m, make(chan struct{}, 1) }
@@ -64,6 +67,7 @@ func (cs *callState) begin(ctx context.Context, ev *abi.Event, ports Ports, own 
 	}
 	cs.mu.Unlock()
 	cs.pending, cs.observed, cs.commands = false, Observed{}, nil
+	cs.rec.reset(ev != nil)
 }
 
 // end drops what the call referred to, so that an idle instance keeps
@@ -74,6 +78,7 @@ func (cs *callState) end() {
 	cs.ctx, cs.ev, cs.ports = nil, nil, Ports{}
 	cs.mu.Unlock()
 	cs.commands = nil
+	cs.rec.on = false
 }
 
 // fire is the instance timer's function: it expires the call if the
@@ -119,7 +124,14 @@ func (cs *callState) checkExpired() {
 func (cs *callState) yield() { cs.checkExpired() }
 
 // nanosleep is the instance's WASI sleep.
-func (cs *callState) nanosleep(ns int64) { cs.sleep(time.Duration(ns)) }
+// In a replay it returns at once: the guest's clock is the recording's.
+func (cs *callState) nanosleep(ns int64) {
+	if cs.replay != nil {
+		cs.checkExpired()
+		return
+	}
+	cs.sleep(time.Duration(ns))
+}
 
 // outbound returns the context for work a host call hands to others (an
 // HTTP request): the caller's, ending at the sandbox's deadline if it owns

@@ -25,17 +25,17 @@ func (s *Sandbox) instantiateHost(ctx context.Context, r wazero.Runtime) error {
 	}
 	export(abi.ImportLog, s.hostLog, []api.ValueType{i32, i32, i32}, nil)
 	export(abi.ImportTakeReply, hostTakeReply, []api.ValueType{i32, i32}, []api.ValueType{i32})
-	request := func(name string, op func(context.Context, *callState, []byte) abi.Reply) {
+	request := func(name, fn string, op func(context.Context, *callState, []byte) abi.Reply) {
 		export(name, func(ctx context.Context, mod api.Module, stack []uint64) {
-			stack[0] = uint64(hostRequest(ctx, mod, uint32(stack[0]), uint32(stack[1]), op))
+			stack[0] = uint64(hostRequest(ctx, mod, uint32(stack[0]), uint32(stack[1]), fn, op))
 		}, []api.ValueType{i32, i32}, []api.ValueType{i64})
 	}
-	request(abi.ImportHTTP, s.hostHTTP)
-	request(abi.ImportKVGet, hostKVGet)
-	request(abi.ImportKVPut, hostKVPut)
-	request(abi.ImportKVDelete, hostKVDelete)
-	request(abi.ImportCommand, hostCommand)
-	request(abi.ImportConfig, hostConfig)
+	request(abi.ImportHTTP, abi.CallHTTP, s.hostHTTP)
+	request(abi.ImportKVGet, abi.CallKVGet, hostKVGet)
+	request(abi.ImportKVPut, abi.CallKVPut, hostKVPut)
+	request(abi.ImportKVDelete, abi.CallKVDelete, hostKVDelete)
+	request(abi.ImportCommand, abi.CallCommand, hostCommand)
+	request(abi.ImportConfig, abi.CallConfig, hostConfig)
 	if _, err := b.Instantiate(ctx); err != nil {
 		return fmt.Errorf("sandbox: instantiate host module: %w", err)
 	}
@@ -51,9 +51,10 @@ func guestBytes(mod api.Module, ptr, n uint32) []byte {
 	return b
 }
 
-// hostRequest runs one request/reply host call: read the request, run op,
-// keep the encoded reply for take_reply and return its length.
-func hostRequest(ctx context.Context, mod api.Module, ptr, n uint32, op func(context.Context, *callState, []byte) abi.Reply) int64 {
+// hostRequest runs one request/reply host call of capsule name fn: read
+// the request, run op (in a replay, answer from the capsule instead), record
+// the call, keep the encoded reply for take_reply and return its length.
+func hostRequest(ctx context.Context, mod api.Module, ptr, n uint32, fn string, op func(context.Context, *callState, []byte) abi.Reply) int64 {
 	req := guestBytes(mod, ptr, n)
 	cs := callFrom(ctx)
 	if cs == nil || cs.ev == nil {
@@ -61,9 +62,25 @@ func hostRequest(ctx context.Context, mod api.Module, ptr, n uint32, op func(con
 		return abi.ErrBadRequest
 	}
 	cs.checkExpired()
-	reply := op(ctx, cs, req)
-	cs.checkExpired() // a host call the deadline cut short ends the call
-	cs.reply, cs.pending = abi.AppendReply(cs.reply[:0], &reply), true
+	var reply abi.Reply
+	var deadline bool
+	if cs.replay != nil {
+		// The recorded call may have run into the deadline: so does the replay.
+		reply, deadline = cs.replay.answer(cs, fn, req)
+		deadline = deadline || cs.pastDeadline()
+	} else {
+		reply = op(ctx, cs, req)
+		deadline = cs.pastDeadline()
+	}
+	cs.reply = abi.AppendReply(cs.reply[:0], &reply)
+	cs.rec.call(fn, req, cs.reply, deadline)
+	if deadline {
+		// A host call the deadline cut short ends the call (and is
+		// recorded as the one it ended in).
+		cs.expire()
+		panic(errDeadline)
+	}
+	cs.pending = true
 	return int64(len(cs.reply))
 }
 
@@ -100,6 +117,7 @@ func (s *Sandbox) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	text, fields := abi.DecodeLogLine(msg)
 	attrs := []any{}
 	if cs := callFrom(ctx); cs != nil {
+		cs.rec.log(level, msg)
 		attrs = append(attrs, "module", cs.mod.name)
 		if cs.ev != nil {
 			attrs = append(attrs, "handler", cs.ev.Handler, "key", cs.ev.InvocationKey)

@@ -45,11 +45,12 @@ func FuzzHostCalls(f *testing.F) {
 			}
 		}()
 		ops := []func(context.Context, *callState, []byte) abi.Reply{s.hostHTTP, hostCommand, hostConfig, hostKVGet, hostKVPut, hostKVDelete}
-		fn := ops[int(op)%len(ops)]
+		names := []string{abi.CallHTTP, abi.CallCommand, abi.CallConfig, abi.CallKVGet, abi.CallKVPut, abi.CallKVDelete}
+		fn, name := ops[int(op)%len(ops)], names[int(op)%len(ops)]
 		if op&0x80 != 0 {
 			ptr, n = scratch, uint32(len(req))
 		}
-		got := hostRequest(ctx, mod, ptr, n, fn)
+		got := hostRequest(ctx, mod, ptr, n, name, fn)
 		if got < 0 && got != abi.ErrBadRequest {
 			t.Fatalf("host call returned %d", got)
 		}
@@ -73,7 +74,7 @@ func TestTakeReplyOnce(t *testing.T) {
 	defer inst.finish()
 	const at = 1 << 16
 	inst.mod.Memory().Write(at, []byte("k"))
-	n := hostRequest(ctx, inst.mod, at, 1, hostConfig)
+	n := hostRequest(ctx, inst.mod, at, 1, abi.CallConfig, hostConfig)
 	if n <= 0 {
 		t.Fatalf("config_get answered %d", n)
 	}

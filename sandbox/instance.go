@@ -2,13 +2,13 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"time"
 
 	"github.com/berthhq/berth/wasm/abi"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // instance is one instantiated copy of a module.
@@ -36,6 +36,12 @@ type instance struct {
 // (Go's runtime and package init) under the module's init deadline, or the
 // deadline of the call it is made for when that is earlier (zero: none).
 func (m *Module) newInstance(ctx context.Context, deadline time.Time) (*instance, error) {
+	return m.makeInstance(ctx, deadline, nil)
+}
+
+// makeInstance is newInstance, answering the guest from rp's capsule when
+// rp is set (a replay's instance, never pooled).
+func (m *Module) makeInstance(ctx context.Context, deadline time.Time, rp *replayer) (*instance, error) {
 	t, c, err := m.compiledFor(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
@@ -48,17 +54,21 @@ func (m *Module) newInstance(ctx context.Context, deadline time.Time) (*instance
 		stderr: &boundedBuffer{max: m.s.cfg.MaxOutputBytes},
 	}
 	inst.cs.init(m)
+	inst.cs.replay = rp
 	inst.ctx.cs = &inst.cs
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(abi.ExportInitialize).
 		WithStdout(inst.stdout).
 		WithStderr(inst.stderr).
-		WithSysWalltime().
-		WithSysNanotime().
+		// The real clocks and crypto/rand, as WithSysWalltime (1 µs),
+		// WithSysNanotime (1 ns) and rand.Reader give them, through the
+		// instance so that a call's capsule records what the guest was given.
+		WithWalltime(inst.cs.walltime, sys.ClockResolution(time.Microsecond.Nanoseconds())).
+		WithNanotime(inst.cs.nanotime, sys.ClockResolution(1)).
 		WithNanosleep(inst.cs.nanosleep).
 		WithOsyield(inst.cs.yield).
-		WithRandSource(rand.Reader)
+		WithRandSource(randSource{&inst.cs})
 
 	// _initialize runs guest code too, so it gets a deadline like any call.
 	own := time.Now().Add(m.cfg.InitTimeout)

@@ -46,6 +46,16 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 	if err != nil {
 		return m.noInstance(ctx, start, own, budget, "while waiting for a free instance", err)
 	}
+	o := m.run(ctx, inst, ev, ports, own, budget)
+	o.Duration = time.Since(start)
+	inst.end()
+	m.pool.put(inst, o.Kind != Success && o.Kind != GuestFailure)
+	return o
+}
+
+// run calls ev on inst and returns the outcome, with its capsule when the
+// call failed (in a replay: always, whole). The caller ends inst's call.
+func (m *Module) run(ctx context.Context, inst *instance, ev *abi.Event, ports Ports, own time.Time, budget time.Duration) Outcome {
 	cctx := inst.begin(ctx, ev, ports, own)
 	inst.scratch = abi.AppendEvent(inst.scratch[:0], ev)
 	raw, callErr := inst.call(cctx, inst.scratch)
@@ -53,8 +63,8 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 	stderr := inst.stderr.take()
 	// raw is in guest memory: decode it before anything runs the guest again.
 	o := m.outcome(ctx, inst, budget, raw, callErr, stderr)
-	m.logOutput(ev, inst.stdout.take(), stderr)
-	o.Duration = time.Since(start)
+	stdout := inst.stdout.take()
+	m.logOutput(ev, stdout, stderr)
 	if at := inst.cs.firedAt.Load(); o.Kind == Timeout && at != 0 {
 		o.Overrun = time.Since(time.Unix(0, at))
 	}
@@ -66,8 +76,9 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 	if o.Kind == Success {
 		o.Commands = inst.cs.commands
 	}
-	inst.end()
-	m.pool.put(inst, o.Kind != Success && o.Kind != GuestFailure)
+	if replay := inst.cs.replay != nil; failed(o.Kind) || replay {
+		o.Capsule = m.capsule(inst, ev, budget, &o, stdout, !replay)
+	}
 	return o
 }
 

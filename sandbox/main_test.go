@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	modules, err = testbuild.All(dir,
-		"samples/shipment-notifier", "samples/misbehaving", "samples/wrong-abi", "samples/no-abi", "samples/bench")
+		"samples/shipment-notifier", "samples/misbehaving", "samples/wrong-abi", "samples/no-abi", "samples/bench", "samples/replay-variant")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)

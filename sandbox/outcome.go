@@ -88,6 +88,12 @@ type Outcome struct {
 	// module has, and a timeout there is not WarmingUp). Err wraps
 	// ErrWarmingUp for such an outcome.
 	WarmingUp <-chan struct{}
+	// Capsule is the recording of a failed call (GuestFailure, Timeout,
+	// Trap, MemoryExceeded): its event, host calls, clock readings, random
+	// bytes and outcome, redacted and within Config.CapsuleMaxBytes (ABI.md,
+	// Attempt capsules). Nil for Success and Canceled; the caller sets the
+	// module version and subscription it knows.
+	Capsule *abi.Capsule
 }
 
 // Err returns the outcome as an error: nil for Success, one that wraps

@@ -75,6 +75,16 @@ type Config struct {
 	// (default CompiledOnly: compiled before Load returns; TierUp: on the
 	// interpreter at once, compiled in the background).
 	Tiering TieringMode
+	// CapsuleMaxBytes caps the encoded size of a failed call's attempt
+	// capsule (default 256 KiB; Outcome.Capsule): past it the capsule's
+	// bodies are cut, then its later calls, clock readings and random
+	// bytes left out, each cut noted in Capsule.Truncated.
+	CapsuleMaxBytes int
+	// CapsuleRedactHeaders names the HTTP headers, request and response,
+	// whose values a capsule stores as "[redacted]" (case-insensitive;
+	// default DefaultCapsuleRedactHeaders; an empty, non-nil list redacts
+	// none).
+	CapsuleRedactHeaders []string
 
 	// tierUpGate, when set (by this package's tests), holds each module's
 	// switch to compiled code, after its background compile, until it is
@@ -91,6 +101,13 @@ const (
 	DefaultMaxOutputBytes   = 16 << 10
 	DefaultMaxResponseBytes = 1 << 20
 )
+
+// DefaultCapsuleMaxBytes is Config.CapsuleMaxBytes's default.
+const DefaultCapsuleMaxBytes = 256 << 10
+
+// DefaultCapsuleRedactHeaders is Config.CapsuleRedactHeaders's default: the
+// headers that carry credentials.
+var DefaultCapsuleRedactHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie"}
 
 // Defaults of ModuleConfig's zero values; config's [modules.<name>]
 // defaults are these.
@@ -164,6 +181,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.CapsuleMaxBytes <= 0 {
+		c.CapsuleMaxBytes = DefaultCapsuleMaxBytes
+	}
+	if c.CapsuleRedactHeaders == nil {
+		c.CapsuleRedactHeaders = DefaultCapsuleRedactHeaders
 	}
 	return c
 }

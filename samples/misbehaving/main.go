@@ -3,6 +3,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -100,7 +102,38 @@ func init() {
 		badPointer()
 		return nil
 	})
+	// clockRandom reads the clocks and 16 random bytes and fails with them
+	// in its message: a replay that gives it the recorded readings and
+	// bytes fails with the same message (attempt capsules' tests).
+	p.On("clockRandom", "ClockRandom", func(*berth.Context) error {
+		start := time.Now()
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		return fmt.Errorf("clock %d, %d ns on, random %s", start.UnixNano(), time.Since(start).Nanoseconds(), hex.EncodeToString(b[:]))
+	})
+	// authorizedCall GETs its service-url with credentials in its headers
+	// and fails unless the answer is 2xx, with the body in its message.
+	p.On("authorizedCall", "AuthorizedCall", func(c *berth.Context) error {
+		url, _ := c.Config.Get("service-url")
+		return authorizedGet(c, url)
+	})
 	berth.Register(p)
+}
+
+// authorizedGet GETs url with an Authorization and a Cookie header and
+// fails unless the answer is 2xx.
+func authorizedGet(c *berth.Context, url string) error {
+	resp, err := c.HTTP.Do(&berth.Request{Method: "GET", URL: url,
+		Header: map[string]string{"Authorization": "Bearer secret-token", "Cookie": "session=secret-cookie", "Accept": "text/plain"}})
+	if err != nil {
+		return err
+	}
+	if resp.Status >= 300 {
+		return fmt.Errorf("the service answered %d: %.40s", resp.Status, resp.Body)
+	}
+	return nil
 }
 
 func main() {}
