@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
+	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/sandbox"
 )
 
@@ -14,6 +16,10 @@ const DefaultCapsuleMaxBytes = Size(sandbox.DefaultCapsuleMaxBytes)
 // DefaultCapsuleRedactHeaders returns capsule.redact-headers' default: the headers that carry
 // credentials (sandbox.DefaultCapsuleRedactHeaders). Each call returns a new slice.
 func DefaultCapsuleRedactHeaders() []string { return slices.Clone(sandbox.DefaultCapsuleRedactHeaders) }
+
+// DefaultCapsuleRedactConfig returns capsule.redact-config's default: patterns of config keys that
+// name credentials (sandbox.DefaultCapsuleRedactConfig). Each call returns a new slice.
+func DefaultCapsuleRedactConfig() []string { return slices.Clone(sandbox.DefaultCapsuleRedactConfig) }
 
 // CapsuleConfig is [capsule]: the attempt capsules the sandbox records of failed attempts (ABI.md,
 // Attempt capsules). Changing it needs a restart.
@@ -25,16 +31,25 @@ type CapsuleConfig struct {
 	// "[redacted]", case-insensitive (default Authorization, Cookie, Proxy-Authorization, Set-Cookie;
 	// [] redacts none).
 	RedactHeaders []string `toml:"redact-headers"`
+	// RedactConfig are patterns (path.Match syntax, any case) of the modules' config keys whose values
+	// a capsule stores as "[redacted]" (default "*token*", "*secret*", "*password*", "*passwd*",
+	// "*credential*", "*api-key*", "*apikey*", "*private-key*"; [] redacts none).
+	RedactConfig []string `toml:"redact-config"`
 }
 
 func (c CapsuleConfig) validate(p *problems, at keyPath) {
 	positiveSize(p, at.key("max-bytes"), c.MaxBytes)
-	if c.MaxBytes > 64*MiB {
-		p.add(at.key("max-bytes"), fmt.Sprintf("%q", c.MaxBytes.String()), "must be at most 64MiB")
+	if c.MaxBytes > Size(ledger.MaxCapsuleSize) {
+		p.add(at.key("max-bytes"), fmt.Sprintf("%q", c.MaxBytes.String()), "must be at most 1MiB: the failure ledger keeps no larger capsule")
 	}
 	for _, h := range c.RedactHeaders {
 		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, " :\t\r\n") {
 			p.add(at.key("redact-headers"), fmt.Sprintf("%q", h), "want HTTP header names")
+		}
+	}
+	for _, pat := range c.RedactConfig {
+		if _, err := path.Match(pat, ""); err != nil || strings.TrimSpace(pat) == "" {
+			p.add(at.key("redact-config"), fmt.Sprintf("%q", pat), "want a pattern of config keys, such as \"*token*\"")
 		}
 	}
 }
@@ -44,4 +59,5 @@ func (c CapsuleConfig) validate(p *problems, at keyPath) {
 func (c CapsuleConfig) capsule(s *sandbox.Config) {
 	s.CapsuleMaxBytes = int(c.MaxBytes)
 	s.CapsuleRedactHeaders = append([]string{}, c.RedactHeaders...)
+	s.CapsuleRedactConfig = append([]string{}, c.RedactConfig...)
 }

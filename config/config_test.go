@@ -616,7 +616,7 @@ func TestCapsuleKeys(t *testing.T) {
 	if !NeedsRestart("capsule.max-bytes") {
 		t.Error("capsule.max-bytes applies on reload, which the sandbox cannot")
 	}
-	for _, bad := range []string{"max-bytes = 0", "max-bytes = \"1GiB\"", "redact-headers = [\"X Bad\"]"} {
+	for _, bad := range []string{"max-bytes = 0", "max-bytes = \"2MiB\"", "redact-config = [\"[\"]", "redact-headers = [\"X Bad\"]"} {
 		if _, err := Parse([]byte("[capsule]\n"+bad+"\n"), "berth.toml"); err == nil || !strings.Contains(err.Error(), "capsule.") {
 			t.Errorf("%s: error %v, want one naming the key", bad, err)
 		}

@@ -71,8 +71,9 @@ func Default() *Config {
 			MaxResponse:          DefaultMaxResponse,
 			TierUp:               true,
 		},
-		Capsule: CapsuleConfig{MaxBytes: DefaultCapsuleMaxBytes, RedactHeaders: DefaultCapsuleRedactHeaders()},
-		Log:     LogConfig{Level: "info", Format: "text"},
+		Capsule: CapsuleConfig{MaxBytes: DefaultCapsuleMaxBytes, RedactHeaders: DefaultCapsuleRedactHeaders(),
+			RedactConfig: DefaultCapsuleRedactConfig()},
+		Log: LogConfig{Level: "info", Format: "text"},
 	}
 }
 
@@ -321,6 +322,8 @@ tier-up = true
 max-bytes = "256KiB"
 # HTTP headers, request and response, whose values a capsule stores as "[redacted]" (any case).
 redact-headers = ["Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie"]
+# Modules' config keys (patterns, any case) whose values a capsule stores as "[redacted]".
+redact-config = ["*token*", "*secret*", "*password*", "*passwd*", "*credential*", "*api-key*", "*apikey*", "*private-key*"]
 
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
 # is resumed or skipped by an operator; when a partition pauses for an outage and goes on

@@ -18,6 +18,14 @@ var (
 	cacheDir string
 )
 
+// Variants of samples built with a tag, for replays of a candidate fix:
+// the notifier that passes unknown buyers over, and misbehaving whose
+// authorizedCall asks for another URL.
+const (
+	notifierFix   = "samples/shipment-notifier+skipunknown"
+	misbehavingV2 = "samples/misbehaving+replayv2"
+)
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "berth-sandbox-test")
 	if err != nil {
@@ -25,7 +33,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	modules, err = testbuild.All(dir,
-		"samples/shipment-notifier", "samples/misbehaving", "samples/wrong-abi", "samples/no-abi", "samples/bench", "samples/replay-variant")
+		"samples/shipment-notifier", "samples/misbehaving", "samples/wrong-abi", "samples/no-abi", "samples/bench")
+	for _, v := range []struct{ name, pkg, tag string }{{notifierFix, "samples/shipment-notifier", "skipunknown"}, {misbehavingV2, "samples/misbehaving", "replayv2"}} {
+		if err == nil {
+			modules[v.name], err = testbuild.WasmTags(dir, v.pkg, v.tag)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)

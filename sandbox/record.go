@@ -3,6 +3,7 @@ package sandbox
 import (
 	"crypto/rand"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -185,11 +186,11 @@ func (m *Module) capsule(inst *instance, ev *abi.Event, budget time.Duration, o 
 		Random:  append(abi.Blob(nil), rec.random...),
 		Outcome: capsuleOutcome(o, stdout),
 	}
-	red := redactor{names: cfg.CapsuleRedactHeaders}
+	red := redactor{names: cfg.CapsuleRedactHeaders, config: cfg.CapsuleRedactConfig}
 	for _, rc := range rec.calls {
 		c.Calls = append(c.Calls, red.call(rc, rec.data))
 	}
-	c.RedactedHeaders = red.redacted
+	c.RedactedHeaders, c.RedactedConfig = red.redacted, red.redactedConfig
 	for _, n := range []struct {
 		what string
 		n    int
@@ -227,10 +228,22 @@ func clipOutput(s string) string {
 }
 
 // redactor structures recorded calls, replacing the values of the HTTP
-// headers it names (case-insensitively) and noting which it replaced.
+// headers it names (case-insensitively) and of the config keys its
+// patterns match, and noting which it replaced.
 type redactor struct {
-	names    []string
-	redacted []string
+	names, config            []string
+	redacted, redactedConfig []string
+}
+
+// secretConfig reports whether key's value is not kept: a key a pattern
+// matches, in any case.
+func (r *redactor) secretConfig(key string) bool {
+	for _, p := range r.config {
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(key)); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Redacted is the value a redacted header is stored with.
@@ -263,6 +276,12 @@ func (r *redactor) call(rc recCall, data []byte) abi.CapsuleCall {
 	r.request(&c, req)
 	if reply, err := abi.DecodeReply(rep); err == nil {
 		c.Reply = abi.CapsuleReplyOf(&reply)
+		if rc.fn == abi.CallConfig && reply.Code == abi.ReplyOK && r.secretConfig(c.Key) {
+			c.Reply.Body = abi.Blob(Redacted)
+			if !slices.Contains(r.redactedConfig, c.Key) {
+				r.redactedConfig = append(r.redactedConfig, c.Key)
+			}
+		}
 		if rc.fn == abi.CallHTTP && reply.Code == abi.ReplyOK && c.HTTP != nil {
 			if res, err := abi.DecodeHTTPResponse(reply.Body); err == nil {
 				c.HTTP.Response = &abi.CapsuleHTTPRes{Status: res.Status, Headers: r.headers(res.Headers), Body: append(abi.Blob(nil), res.Body...)}

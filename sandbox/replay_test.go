@@ -48,7 +48,11 @@ func TestCapsuleOfUnknownBuyerReplaysWithoutTheService(t *testing.T) {
 	s := newSandbox(t, Config{})
 	svc := &notificationService{status: http.StatusNotFound, header: http.Header{"Set-Cookie": {"id=set-cookie-secret"}}}
 	srv := httptest.NewServer(svc)
-	m := notifierModule(t, s, srv.URL)
+	const token = "config-secret-token"
+	m := load(t, s, "samples/shipment-notifier", ModuleConfig{
+		AllowedHosts: []string{strings.TrimPrefix(srv.URL, "http://")},
+		Config:       map[string]string{"notifications-url": srv.URL, "notifications-token": token},
+	})
 
 	// A success and a cancelled call carry no capsule.
 	svc.status = http.StatusNoContent
@@ -79,13 +83,19 @@ func TestCapsuleOfUnknownBuyerReplaysWithoutTheService(t *testing.T) {
 	for _, call := range c.Calls {
 		fns = append(fns, call.Fn)
 	}
-	if !slices.Equal(fns, []string{abi.CallConfig, abi.CallHTTP}) {
-		t.Fatalf("calls %v, want config, http", fns)
+	if !slices.Equal(fns, []string{abi.CallConfig, abi.CallConfig, abi.CallHTTP}) {
+		t.Fatalf("calls %v, want config (url), config (token), http", fns)
 	}
-	post := c.Calls[1].HTTP
+	// The token is a secret config value: neither its reply nor the
+	// Authorization header it went into keep it.
+	if b, _ := abi.EncodeCapsule(c); strings.Contains(string(b), token) || !slices.Equal(c.RedactedConfig, []string{"notifications-token"}) ||
+		string(c.Calls[1].Reply.Body) != Redacted || !slices.Equal(c.RedactedHeaders, []string{"Authorization", "Set-Cookie"}) {
+		t.Errorf("redacted config %q, headers %q:\n%s", c.RedactedConfig, c.RedactedHeaders, b)
+	}
+	post := c.Calls[2].HTTP
 	if post == nil || post.Method != "POST" || !strings.HasSuffix(post.URL, "/buyers/buyer-404/notifications") ||
-		post.Response == nil || post.Response.Status != 404 || c.Calls[1].Reply.Code != "ok" {
-		t.Fatalf("http call %+v", c.Calls[1])
+		post.Response == nil || post.Response.Status != 404 || c.Calls[2].Reply.Code != "ok" {
+		t.Fatalf("http call %+v", c.Calls[2])
 	}
 	want := "UnknownBuyer: the notification service does not know buyer buyer-404"
 	if got := OutcomeText(c.Outcome); got != want {
@@ -96,18 +106,18 @@ func TestCapsuleOfUnknownBuyerReplaysWithoutTheService(t *testing.T) {
 	if !r.Reproduced(c.Outcome) || OutcomeText(r.Capsule.Outcome) != want || len(r.Departures) != 0 {
 		t.Fatalf("replay: %q, departures %+v", OutcomeText(r.Capsule.Outcome), r.Departures)
 	}
-	if len(r.Capsule.Calls) != 2 || r.Capsule.Calls[1].HTTP.Response.Status != 404 {
+	if len(r.Capsule.Calls) != 3 || r.Capsule.Calls[2].HTTP.Response.Status != 404 {
 		t.Fatalf("replay's calls %+v", r.Capsule.Calls)
 	}
 
 	// The fix (404: skip the buyer) succeeds on the same answers.
-	fix := load(t, s, "samples/replay-variant", ModuleConfigOf(c))
+	fix := load(t, s, notifierFix, ModuleConfigOf(c))
 	r = replayed(t, fix, c)
 	if r.Outcome.Kind != Success || r.Reproduced(c.Outcome) || len(r.Departures) != 0 || r.Outcome.Capsule != nil {
 		t.Fatalf("fix: %s, departures %+v", OutcomeText(r.Capsule.Outcome), r.Departures)
 	}
-	if n := len(r.Capsule.Calls); n != 3 || r.Capsule.Calls[2].Fn != abi.CallLog {
-		t.Fatalf("fix's calls %+v, want config, http and its log line", r.Capsule.Calls)
+	if n := len(r.Capsule.Calls); n != 4 || r.Capsule.Calls[3].Fn != abi.CallLog {
+		t.Fatalf("fix's calls %+v, want config, config, http and its log line", r.Capsule.Calls)
 	}
 }
 
@@ -235,7 +245,7 @@ func TestReplayOfAnotherModuleListsDepartures(t *testing.T) {
 	s := newSandbox(t, Config{})
 	m, _ := serviceAnswering(t, s, http.StatusForbidden, "no")
 	c, _ := recordFailure(t, m, &abi.Event{Handler: "authorizedCall", InvocationKey: "auth-2"}, time.Second, GuestFailure)
-	variant := load(t, s, "samples/replay-variant", ModuleConfigOf(c))
+	variant := load(t, s, misbehavingV2, ModuleConfigOf(c))
 	for range 2 {
 		r := replayed(t, variant, c)
 		if len(r.Departures) != 1 {

@@ -85,6 +85,12 @@ type Config struct {
 	// default DefaultCapsuleRedactHeaders; an empty, non-nil list redacts
 	// none).
 	CapsuleRedactHeaders []string
+	// CapsuleRedactConfig are patterns (path.Match, case-insensitive) of
+	// the config keys whose values a capsule stores as "[redacted]": a
+	// module's secrets are config values, and a capsule is for readers
+	// (default DefaultCapsuleRedactConfig; an empty, non-nil list redacts
+	// none).
+	CapsuleRedactConfig []string
 
 	// tierUpGate, when set (by this package's tests), holds each module's
 	// switch to compiled code, after its background compile, until it is
@@ -108,6 +114,10 @@ const DefaultCapsuleMaxBytes = 256 << 10
 // DefaultCapsuleRedactHeaders is Config.CapsuleRedactHeaders's default: the
 // headers that carry credentials.
 var DefaultCapsuleRedactHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie"}
+
+// DefaultCapsuleRedactConfig is Config.CapsuleRedactConfig's default: keys
+// that name credentials.
+var DefaultCapsuleRedactConfig = []string{"*token*", "*secret*", "*password*", "*passwd*", "*credential*", "*api-key*", "*apikey*", "*private-key*"}
 
 // Defaults of ModuleConfig's zero values; config's [modules.<name>]
 // defaults are these.
@@ -187,6 +197,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CapsuleRedactHeaders == nil {
 		c.CapsuleRedactHeaders = DefaultCapsuleRedactHeaders
+	}
+	if c.CapsuleRedactConfig == nil {
+		c.CapsuleRedactConfig = DefaultCapsuleRedactConfig
 	}
 	return c
 }

@@ -117,7 +117,7 @@ func init() {
 	// and fails unless the answer is 2xx, with the body in its message.
 	p.On("authorizedCall", "AuthorizedCall", func(c *berth.Context) error {
 		url, _ := c.Config.Get("service-url")
-		return authorizedGet(c, url)
+		return authorizedGet(c, url+authorizedPath)
 	})
 	berth.Register(p)
 }

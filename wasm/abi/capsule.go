@@ -44,6 +44,9 @@ type Capsule struct {
 	// RedactedHeaders names the HTTP headers whose values were not kept
 	// (each such value reads "[redacted]").
 	RedactedHeaders []string `json:"redacted_headers,omitempty"`
+	// RedactedConfig names the config keys whose values were not kept (the
+	// reply's body reads "[redacted]", and a replay gives the guest that).
+	RedactedConfig []string `json:"redacted_config,omitempty"`
 	// Truncated says what the capsule's size cap left out, if anything; a
 	// capsule with notes here may not replay the whole attempt.
 	Truncated []string `json:"truncated,omitempty"`
