@@ -192,8 +192,29 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	}
 	screenshot(t, ctx, "console-800px.png")
 
-	// A resume that fails again says so.
 	row := func(id string) string { return `#parked tbody tr[data-type="Order"][data-id="` + id + `"]` }
+	// Each record offers its failed attempt's capsule, and the command that
+	// replays it; the download is the host's capsule, byte for byte.
+	run("capsule link", chromedp.WaitVisible(chromedp.CSS(row("o-p01")+" a.download-capsule")))
+	if hint := text(row("o-p01") + " .replay-hint"); hint != "replay with: berth parked replay "+subName+" Order o-p01" {
+		t.Errorf("the replay hint reads %q", hint)
+	}
+	eval(`window.saved = null; HTMLAnchorElement.prototype.click = function () {
+		const a = this; fetch(a.href).then(r => r.text()).then(t => { window.saved = {name: a.download, text: t}; }); }; "ok"`)
+	run("download capsule", chromedp.Click(chromedp.CSS(row("o-p01")+" a.download-capsule")))
+	eventuallyNil(t, 10*time.Second, func() error {
+		return reads("the status line", text("#status"), "Downloaded the capsule of Order o-p01")
+	})
+	want := h.must(200, "GET", parkedPath("o-p01")+"/capsule", nil).Body
+	eventuallyNil(t, 10*time.Second, func() error {
+		got := eval(`window.saved ? window.saved.name + "\n" + window.saved.text : ""`)
+		if got != "capsule-"+subName+"-Order-o-p01.json\n"+string(want) {
+			return fmt.Errorf("the download saved %.200q; want the host's capsule as capsule-%s-Order-o-p01.json", got, subName)
+		}
+		return nil
+	})
+
+	// A resume that fails again says so.
 	run("resume o-p01", chromedp.Click(chromedp.CSS(row("o-p01")+" button.resume")))
 	eventuallyNil(t, 30*time.Second, func() error {
 		return reads("the status line", text("#status"), "Order o-p01 was resumed but failed again: the notification service does not know buyer ghost")

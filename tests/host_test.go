@@ -156,8 +156,9 @@ func (h *hostProc) Stderr() string { return h.stderr.String() }
 
 // hostConfig is what the tests put in berth.toml.
 type hostConfig struct {
-	NotifyURL string // the fake notification service; its host is allowed
-	Extra     string // more TOML appended at the end
+	NotifyURL   string // the fake notification service; its host is allowed
+	NotifyToken string // the notifier's notifications-token, if any
+	Extra       string // more TOML appended at the end
 }
 
 func (c hostConfig) TOML() string {
@@ -165,7 +166,11 @@ func (c hostConfig) TOML() string {
 	b.WriteString("# written by the end-to-end tests\n")
 	if c.NotifyURL != "" {
 		hostPort := strings.TrimPrefix(c.NotifyURL, "http://")
-		fmt.Fprintf(&b, "[modules.%s]\nallowed-hosts = [%q]\nconfig = { notifications-url = %q }\n\n", moduleName, hostPort, c.NotifyURL)
+		token := ""
+		if c.NotifyToken != "" {
+			token = fmt.Sprintf(", notifications-token = %q", c.NotifyToken)
+		}
+		fmt.Fprintf(&b, "[modules.%s]\nallowed-hosts = [%q]\nconfig = { notifications-url = %q%s }\n\n", moduleName, hostPort, c.NotifyURL, token)
 	}
 	b.WriteString(c.Extra)
 	return b.String()

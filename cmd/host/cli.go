@@ -47,6 +47,8 @@ type options struct {
 	file                  string
 	// cluster
 	partitions bool
+	// parked replay
+	module, capsule, save string
 }
 
 // optUint is a uint64 flag that knows whether it was given.

@@ -14,13 +14,15 @@ import (
 )
 
 func (a *app) parkedCmd() *cobra.Command {
-	return a.group("parked", []string{"park"}, "List, show, resume and skip parked aggregates",
+	return a.group("parked", []string{"park"}, "List, show, resume, skip and replay parked aggregates",
 		ls(a.verb("list",
 			"List parked aggregates (every page unless --limit or --after)", 0, parkedListFlags, parkedList)),
 		a.verb("show SUB TYPE ID", "Show a parked aggregate: its error, the event it stopped at, its history", 3, nil, parkedShow),
 		a.verb("resume SUB TYPE ID", "Deliver a parked aggregate's held events again, from the one it stopped at", 3, resumeFlags, parkedResume),
 		a.verb("skip SUB TYPE ID", "Skip a parked aggregate's held events (all, or through a version)", 3, skipFlags, parkedSkip),
-		a.verb("resolved [SUB [TYPE [ID]]]", "List the records of resumed and skipped aggregates, kept store.resolved-retention", -1, nil, parkedResolved))
+		a.verb("resolved [SUB [TYPE [ID]]]", "List the records of resumed and skipped aggregates, kept store.resolved-retention", -1, nil, parkedResolved),
+		a.replayCmd(),
+		a.verb("capsule SUB TYPE ID", "Print the capsule of a parked aggregate's failed attempt (what replay runs)", 3, nil, parkedCapsule))
 }
 
 func parkedListFlags(fs *pflag.FlagSet, o *options) {
