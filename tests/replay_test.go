@@ -105,6 +105,11 @@ func TestReplayUnknownBuyer(t *testing.T) {
 		t.Errorf("capsule outcome %+v", c.Outcome)
 	}
 
+	if out, _, _ := berth(t, nil, "parked", "show", "--server", h.URL, subName, "Order", "o-3"); !strings.Contains(out,
+		"the failed attempt was recorded: berth parked replay "+subName+" Order o-3") {
+		t.Errorf("parked show does not point at the capsule:\n%s", out)
+	}
+
 	// No service: the replay answers from the recording.
 	svc.srv.Close()
 	out, errOut, code := berth(t, nil, "parked", "replay", "--server", h.URL, subName, "Order", "o-3")

@@ -224,6 +224,9 @@ func parkedShow(x *invocation, args []string) error {
 	if r.Error.Code != "" {
 		kv.add("error code", "%s", r.Error.Code)
 	}
+	if d.Capsule != "" {
+		kv.add("capsule", "the failed attempt was recorded: berth parked replay %s %s %s", r.Subscription, r.AggregateType, r.AggregateID)
+	}
 	if err := kv.flush(); err != nil {
 		return err
 	}
