@@ -148,11 +148,13 @@ func (r *Registry) Put(ctx context.Context, name string, wasm []byte) (Info, boo
 // later version is stored (by another host of a shared store, not yet
 // deployed here); ok is false otherwise.
 func (r *Registry) current(ctx context.Context, name string, wasm []byte) (Info, bool, error) {
-	sum := sha256.Sum256(wasm)
 	r.mu.Lock()
 	d, ok := r.mods[name]
 	r.mu.Unlock()
-	if !ok || d.SHA256 != hex.EncodeToString(sum[:]) {
+	if !ok {
+		return Info{}, false, nil // a first upload is not hashed twice (the sandbox hashes it)
+	}
+	if sum := sha256.Sum256(wasm); d.SHA256 != hex.EncodeToString(sum[:]) {
 		return Info{}, false, nil
 	}
 	last, err := r.store.LastVersion(ctx, name)

@@ -1,0 +1,101 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkUploadToFirstEvent is a deployer's wait, through the built
+// binary: from `PUT /v1/modules/shipment-notifier` to the first event the
+// module handles (the notification a fake service receives for an order
+// shipped right after the PUT answered), on the host's default
+// configuration (tier-up, store.sync "always"):
+//
+//   - fresh: a new host, no compilation cache;
+//   - cache: a new host whose data directory holds only the compilation
+//     cache a first host left (<data>/wasm-cache);
+//   - again: the same bytes uploaded again to the host running them.
+//
+// put-ms is the PUT alone. Host starts and stops are not timed.
+//
+//	go test ./tests -run '^$' -bench BenchmarkUploadToFirstEvent -benchtime 7x
+func BenchmarkUploadToFirstEvent(b *testing.B) {
+	svc := newNotifier(b)
+	cfg := hostConfig{NotifyURL: svc.URL()}
+	var order int
+	// deploy uploads the notifier to h and ships an order at once; it
+	// returns when the service has been notified, with the PUT's time.
+	deploy := func(b *testing.B, h *hostProc, want int) time.Duration {
+		start := time.Now()
+		h.uploadNotifier(b, want)
+		put := time.Since(start)
+		order++
+		id := fmt.Sprintf("o-bench-%d", order) // a key of its own: the service counts each key's notifications
+		h.appendShipped(b, id, "alice")
+		for svc.notified(key(id, 1)) == 0 {
+			time.Sleep(200 * time.Microsecond)
+		}
+		return put
+	}
+	var putTotal time.Duration
+	report := func(b *testing.B) { b.ReportMetric(float64(putTotal.Milliseconds())/float64(b.N), "put-ms") }
+
+	b.Run("fresh", func(b *testing.B) {
+		putTotal = 0
+		for b.Loop() {
+			b.StopTimer()
+			h := newHost(b, cfg)
+			b.StartTimer()
+			putTotal += deploy(b, h, 201)
+			b.StopTimer()
+			h.Stop()
+			b.StartTimer()
+		}
+		report(b)
+	})
+	// compiled waits for the module's compile in the background (tier-up)
+	// to end: it fills the cache, and it would share the CPU with what is timed.
+	compiled := func(b *testing.B, h *hostProc) {
+		eventuallyNil(b, 60*time.Second, func() error {
+			return reads("GET /metrics", string(h.must(200, "GET", "/metrics", nil).Body),
+				`berth_sandbox_module_compiled{module="`+moduleName+`"} 1`)
+		})
+	}
+	b.Run("cache", func(b *testing.B) {
+		first := newHost(b, cfg)
+		deploy(b, first, 201)
+		compiled(b, first)
+		first.Stop()
+		cache := filepath.Join(first.Data, "wasm-cache")
+		putTotal = 0
+		for b.Loop() {
+			b.StopTimer()
+			data := b.TempDir()
+			if err := os.CopyFS(filepath.Join(data, "wasm-cache"), os.DirFS(cache)); err != nil {
+				b.Fatal(err)
+			}
+			path := filepath.Join(data, "berth.toml")
+			writeFile(b, path, cfg.TOML())
+			h := startHost(b, data, path)
+			b.StartTimer()
+			putTotal += deploy(b, h, 201)
+			b.StopTimer()
+			h.Stop()
+			b.StartTimer()
+		}
+		report(b)
+	})
+	b.Run("again", func(b *testing.B) {
+		h := newHost(b, cfg)
+		deploy(b, h, 201)
+		compiled(b, h)
+		putTotal = 0
+		for b.Loop() {
+			putTotal += deploy(b, h, 200)
+		}
+		report(b)
+	})
+}
