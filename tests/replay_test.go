@@ -143,6 +143,25 @@ func TestReplayUnknownBuyer(t *testing.T) {
 		t.Errorf("replay of the fix says:\n%s", out)
 	}
 
+	// Mistakes say what is wrong: no such parked aggregate (4), a candidate
+	// that is not a module (1), a file and names both (2).
+	notWasmFile := filepath.Join(t.TempDir(), "fix.wasm")
+	writeFile(t, notWasmFile, "not a module")
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{subName, "Order", "o-404"}, 4, "o-404"},
+		{[]string{"--module", notWasmFile, subName, "Order", "o-3"}, 1, "does not load"},
+		{[]string{"--capsule", notWasmFile, subName, "Order", "o-3"}, 2, "leave SUB TYPE ID out"},
+	} {
+		_, errOut, code := berth(t, nil, append([]string{"parked", "replay", "--server", h.URL}, c.args...)...)
+		if code != c.code || !strings.Contains(errOut, c.says) {
+			t.Errorf("replay %v: exit %d, stderr %q; want %d saying %q", c.args, code, errOut, c.code, c.says)
+		}
+	}
+
 	// Saved, the capsule replays from the file.
 	saved := filepath.Join(t.TempDir(), "capsule.json")
 	if _, errOut, code := berth(t, nil, "parked", "replay", "--server", h.URL, "--save", saved, subName, "Order", "o-3"); code != 0 {
