@@ -163,10 +163,12 @@ func BenchmarkEngineCall(b *testing.B) {
 	b.ReportMetric(float64(tot[2].CPU[0])/float64(tot[1].CPU[0]), "deadline-cost-cpu")
 }
 
-// TestEngineCallAllocations bounds what a successful no-op attempt
-// allocates on the engine's call path (attempt context, registry invoker,
-// sandbox): allocations made per call are garbage shared by every worker,
-// which the collector pays for on every core.
+// TestEngineCallAllocations: a successful no-op attempt on the engine's
+// call path (attempt context, registry invoker, sandbox) allocates one
+// object, the attempt's context (which outlives the attempt in whatever
+// kept it, so it is never reused); the envelope, the call's state and its
+// context are the instance's. Garbage made per call is collected on every
+// core.
 func TestEngineCallAllocations(t *testing.T) {
 	wasm, err := benchWasm()
 	if err != nil {
@@ -180,5 +182,7 @@ func TestEngineCallAllocations(t *testing.T) {
 			t.Fatal(f.Message)
 		}
 	})
-	t.Logf("%.1f allocations per attempt", allocs)
+	if allocs > 1 {
+		t.Errorf("%.1f allocations per attempt, want 1 (the attempt's context)", allocs)
+	}
 }
