@@ -14,9 +14,10 @@ import (
 // paid inside calls, and garbage for the collector. The pool closes an
 // instance once its memory reached RecycleGrowth times its size when made
 // (pool.put), so room for that much is all an instance needs for its
-// whole life: one allocation, the same peak as before. hint is zero for
-// the module's first instance (its size is not known yet) and when the
-// pool does not recycle for growth.
+// whole life: one allocation, the same peak as before. hint is zero until
+// an instance of the module has been seen to grow after its _initialize
+// (a guest whose memory stays as it is made, as a Rust guest's does, keeps
+// no room it never uses) and when the pool does not recycle for growth.
 type memoryAllocator struct{ hint uint64 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -55,8 +56,18 @@ func (l *linearMemory) Free() { l.buf = nil }
 // the module's last fresh instance, in whole pages.
 func (m *Module) memoryHint() uint64 {
 	fresh, growth := m.freshBytes.Load(), m.pool.recycleGrowth
-	if fresh == 0 || growth <= 0 {
+	if fresh == 0 || growth <= 0 || !m.grows.Load() {
 		return 0
 	}
 	return (uint64(float64(fresh)*growth) + wasmPageSize - 1) / wasmPageSize * wasmPageSize
+}
+
+// sawMemory notes the memory an instance of m holds after a call: once
+// one has grown past its size when made, new instances get room to grow
+// (memoryHint). Written once, read after: no shared line is written per
+// call.
+func (m *Module) sawMemory(inst *instance, mem uint32) {
+	if mem > inst.newBytes && !m.grows.Load() {
+		m.grows.Store(true)
+	}
 }

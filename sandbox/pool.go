@@ -192,6 +192,7 @@ func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 	var mem uint32
 	if !broken {
 		mem = inst.memoryBytes() // no call runs on inst now: safe to read
+		inst.m.sawMemory(inst, mem)
 	}
 	var now time.Time
 	keep := !broken && uint64(mem) < p.recycleBytes && !p.grown(inst, mem)
