@@ -19,8 +19,11 @@ import (
 // is started. When the sandbox owns it (a direct call with a timeout), the
 // instance's one timer, reset for the call, expires the call.
 type callState struct {
-	mod   *Module
-	ev    *abi.Event // nil while the instance runs _initialize
+	mod *Module
+	ev  *abi.Event // &event during a call; nil while the instance runs _initialize
+	// event is the call's envelope, copied: holding the caller's pointer
+	// would move every caller's event to the heap (an allocation a call).
+	event abi.Event
 	ports Ports
 	ctx   context.Context // the caller's: its deadline, cancellation and values
 
@@ -53,7 +56,11 @@ func (cs *callState) init(m *Module) { cs.mod, cs.wake = m, make(chan struct{}, 
 // with own the sandbox's deadline (zero: the caller's context owns it).
 func (cs *callState) begin(ctx context.Context, ev *abi.Event, ports Ports, own time.Time) {
 	cs.mu.Lock()
-	cs.ctx, cs.ev, cs.ports = ctx, ev, ports
+	cs.ctx, cs.ev, cs.ports = ctx, nil, ports
+	if ev != nil {
+		cs.event = *ev
+		cs.ev = &cs.event
+	}
 	cs.expired.Store(false)
 	cs.firedAt.Store(0)
 	if own.IsZero() {
@@ -75,7 +82,7 @@ func (cs *callState) begin(ctx context.Context, ev *abi.Event, ports Ports, own 
 func (cs *callState) end() {
 	cs.mu.Lock()
 	cs.own.Store(0)
-	cs.ctx, cs.ev, cs.ports = nil, nil, Ports{}
+	cs.ctx, cs.ev, cs.event, cs.ports = nil, nil, abi.Event{}, Ports{}
 	cs.mu.Unlock()
 	cs.commands = nil
 	cs.rec.on = false

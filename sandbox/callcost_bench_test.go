@@ -3,10 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/wasmbench"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -47,12 +47,12 @@ func engineCall(m *Module, ev *abi.Event) Outcome {
 func BenchmarkNoop(b *testing.B) {
 	ctx := context.Background()
 	b.Run("wazero", func(b *testing.B) {
-		inst := newPlainGuest(b, wasmOf(b, "samples/bench")).instance(b)
+		inst := wasmbench.NewPlainGuest(b, wasmOf(b, "samples/bench"), cacheDir).Instance(b)
 		ev := noopEvent()
 		b.ReportAllocs()
-		defer reportCPU(b)()
+		defer wasmbench.ReportCPU(b)()
 		for b.Loop() {
-			if err := inst.call(ctx, ev); err != nil {
+			if err := inst.Call(ctx, ev); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -79,7 +79,7 @@ func BenchmarkNoop(b *testing.B) {
 			m := load(b, s, "samples/bench", ModuleConfig{})
 			ev := noopEvent()
 			b.ReportAllocs()
-			defer reportCPU(b)()
+			defer wasmbench.ReportCPU(b)()
 			for b.Loop() {
 				if o := c.call(m, ev); o.Kind != Success {
 					b.Fatalf("%v: %s", o.Kind, o.Error())
@@ -100,7 +100,7 @@ func BenchmarkNoop(b *testing.B) {
 			}
 			ev := shippedNoOwner()
 			b.ReportAllocs()
-			defer reportCPU(b)()
+			defer wasmbench.ReportCPU(b)()
 			for b.Loop() {
 				if o := callerDeadline(m, ev); o.Kind != Success {
 					b.Fatalf("%v: %s", o.Kind, o.Error())
@@ -111,51 +111,16 @@ func BenchmarkNoop(b *testing.B) {
 	}
 }
 
-// reportCPU starts measuring the process's CPU time; the func it returns
-// reports it per iteration as cpu-ns/op, which a machine shared with other
-// work disturbs less than the wall time of ns/op.
-func reportCPU(b *testing.B) func() {
-	start := cpuTime()
-	return func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }
-}
-
-// burst runs n calls split over g goroutines (call(i) for goroutine i) and
-// returns the wall time and process CPU time they took.
-func burst(g, n int, call func(i int) error) (wall, cpu time.Duration, err error) {
-	errs := make([]error, g)
-	var wg sync.WaitGroup
-	start, startCPU := time.Now(), cpuTime()
-	for i := range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range n / g {
-				if errs[i] = call(i); errs[i] != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return time.Since(start), cpuTime() - startCPU, errors.Join(errs...)
-}
-
 // BenchmarkScaling is how no-op calls on one module scale from one goroutine
 // to two: plain wazero (an instance per goroutine: its best case) beside the
-// sandbox (one module, a pool of 8). Each iteration runs a burst of calls in
-// each of the four settings, so that the ratios it reports come from the
-// same moments of a shared machine:
-//
-//   - wazero-2v1, sandbox-2v1: calls per second with two goroutines over one;
-//   - sandbox/wazero: the sandbox's scaling as a fraction of wazero's;
-//   - {wazero,sandbox}-cpu-2v1: CPU time per call with two goroutines over one
-//     (what sharing a module costs beyond the work);
-//   - {wazero,sandbox}-µs/call: wall time of one call on one goroutine.
+// sandbox (one module, a pool of 8), in bursts alternating between them
+// (wasmbench.Scaling: sandbox/wazero is the sandbox's scaling as a fraction
+// of wazero's).
 func BenchmarkScaling(b *testing.B) {
 	const n = 2000 // calls per burst
 	wasm := wasmOf(b, "samples/bench")
-	plain := newPlainGuest(b, wasm)
-	insts := []*plainInstance{plain.instance(b), plain.instance(b)}
+	plain := wasmbench.NewPlainGuest(b, wasm, cacheDir)
+	insts := []*wasmbench.PlainInstance{plain.Instance(b), plain.Instance(b)}
 	m := load(b, newSandbox(b, Config{MaxInstances: 8}), "samples/bench", ModuleConfig{})
 	evs := []*abi.Event{noopEvent(), noopEvent()}
 	ctx := context.Background()
@@ -164,37 +129,14 @@ func BenchmarkScaling(b *testing.B) {
 	// sandbox).
 	attempt, cancel := context.WithTimeoutCause(ctx, time.Hour, errAttempt)
 	defer cancel()
-	settings := []struct {
-		name string
-		call func(i int) error
-	}{
-		{"wazero", func(i int) error { return insts[i].call(ctx, evs[i]) }},
-		{"sandbox", func(i int) error {
+	settings := []wasmbench.Setting{
+		{Name: "wazero", Call: func(i int) error { return insts[i].Call(ctx, evs[i]) }},
+		{Name: "sandbox", Call: func(i int) error {
 			if o := m.Invoke(attempt, evs[i], 0); o.Kind != Success {
 				return errors.New(o.Error())
 			}
 			return nil
 		}},
 	}
-	var wall, cpu [2][2]time.Duration // [setting][goroutines-1]
-	for b.Loop() {
-		for s, st := range settings {
-			for g := 1; g <= 2; g++ {
-				w, c, err := burst(g, n, st.call)
-				if err != nil {
-					b.Fatalf("%s, %d goroutines: %v", st.name, g, err)
-				}
-				wall[s][g-1] += w
-				cpu[s][g-1] += c
-			}
-		}
-	}
-	calls := float64(b.N * n)
-	for s, st := range settings {
-		b.ReportMetric(float64(wall[s][0])/float64(wall[s][1]), st.name+"-2v1")
-		b.ReportMetric(float64(cpu[s][1])/float64(cpu[s][0]), st.name+"-cpu-2v1")
-		b.ReportMetric(float64(wall[s][0])/calls/1e3, st.name+"-µs/call")
-	}
-	scale := func(s int) float64 { return float64(wall[s][0]) / float64(wall[s][1]) }
-	b.ReportMetric(scale(1)/scale(0), "sandbox/wazero")
+	wasmbench.Scaling(b, n, settings...)
 }

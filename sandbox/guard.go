@@ -20,12 +20,15 @@ const (
 // it cannot rewrite (no sched_yield import, an instruction it does not
 // decode) runs under wazero's close-on-done instead, which stops it just as
 // surely, only slower. Malformed bytes are left for the compiler to report.
+// Without the loop guard, only the module's data segments are merged
+// (loopguard.MergeData: a new instance is made faster), as the rewrite
+// merges them.
 func (s *Sandbox) guardDeadlines(wasm []byte, sum [32]byte) ([]byte, string, error) {
 	switch s.cfg.Deadlines {
 	case DeadlinesNone:
-		return wasm, guardNone, nil
+		return loopguard.MergeData(wasm), guardNone, nil
 	case DeadlinesCloseOnDone:
-		return wasm, guardCloseOnDone, nil
+		return loopguard.MergeData(wasm), guardCloseOnDone, nil
 	}
 	if s.guards != nil {
 		if code, guard, ok := s.guards.load(sum); ok {

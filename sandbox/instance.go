@@ -8,6 +8,7 @@ import (
 	"github.com/berthhq/berth/wasm/abi"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -75,7 +76,8 @@ func (m *Module) makeInstance(ctx context.Context, deadline time.Time, rp *repla
 	if !deadline.IsZero() && deadline.Before(own) {
 		own = deadline
 	}
-	mod, err := t.rt.r.InstantiateModule(inst.begin(ctx, nil, Ports{}, own), c.cm, cfg)
+	ictx := experimental.WithMemoryAllocator(inst.begin(ctx, nil, Ports{}, own), memoryAllocator{hint: m.memoryHint()})
+	mod, err := t.rt.r.InstantiateModule(ictx, c.cm, cfg)
 	inst.finish()
 	expired := inst.cs.expired.Load()
 	inst.end()
@@ -88,6 +90,7 @@ func (m *Module) makeInstance(ctx context.Context, deadline time.Time, rp *repla
 	}
 	inst.mod = mod
 	inst.newBytes = inst.memoryBytes()
+	m.freshBytes.Store(uint64(inst.newBytes))
 	m.instanceOpened()
 	inst.alloc = mod.ExportedFunction(abi.ExportAlloc)
 	inst.handle = mod.ExportedFunction(abi.ExportHandle)

@@ -47,9 +47,10 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 		return m.noInstance(ctx, start, own, budget, "while waiting for a free instance", err)
 	}
 	o := m.run(ctx, inst, ev, ports, own, budget)
-	o.Duration = time.Since(start)
+	end := time.Now()
+	o.Duration = end.Sub(start)
 	inst.end()
-	m.pool.put(inst, o.Kind != Success && o.Kind != GuestFailure)
+	m.pool.putAt(inst, o.Kind != Success && o.Kind != GuestFailure, end)
 	return o
 }
 

@@ -64,6 +64,11 @@ type Module struct {
 	closed     atomic.Bool
 
 	created, live, peak atomic.Int64 // instance counts, for Stats and tests
+	// freshBytes is the linear memory of the last instance made, after its
+	// _initialize: what memoryHint sizes the next one's from; grows is set
+	// once one of them grew after it (sawMemory).
+	freshBytes atomic.Uint64
+	grows      atomic.Bool
 }
 
 // Stats counts a module's instances and the memory its pool holds.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/berthhq/berth/internal/clock"
 )
 
 // pool holds a module's instances. An instance serves one call at a time
@@ -27,7 +29,8 @@ type pool struct {
 	// recycleGrowth: an instance whose memory after a call is this many
 	// times its memory when made is closed (0: never, for growth alone).
 	recycleGrowth float64
-	now           func() time.Time // the sandbox's clock, for idle times
+	clock         clock.Clock // the sandbox's, for idle times
+	realClock     bool        // clock is the wall clock (clock.IsReal)
 
 	// One lock guards the slots and the idle list together, so that taking
 	// and returning an instance each touch one shared cache line once.
@@ -51,8 +54,9 @@ type closeCounts struct {
 	failed, memory, idle, tierUp int64
 }
 
-func newPool(size int, recycleBytes uint64, recycleGrowth float64, now func() time.Time, create func(context.Context, time.Time) (*instance, error), stale func(*instance) bool) *pool {
-	return &pool{create: create, stale: stale, cap: size, recycleBytes: recycleBytes, recycleGrowth: recycleGrowth, now: now}
+func newPool(size int, recycleBytes uint64, recycleGrowth float64, clk clock.Clock, create func(context.Context, time.Time) (*instance, error), stale func(*instance) bool) *pool {
+	return &pool{create: create, stale: stale, cap: size, recycleBytes: recycleBytes, recycleGrowth: recycleGrowth,
+		clock: clk, realClock: clock.IsReal(clk)}
 }
 
 // acquire returns an idle instance or one made by create, waiting for a free
@@ -179,15 +183,24 @@ func (p *pool) releaseLocked() {
 // ready). Instances idle when the module tiers up stay until a call reaches
 // them (takeLocked closes them then) or the idle release does: the switch
 // changes no instance counts of its own accord.
-func (p *pool) put(inst *instance, broken bool) {
+func (p *pool) put(inst *instance, broken bool) { p.putAt(inst, broken, time.Time{}) }
+
+// putAt is put by a caller that has just read the wall clock, at end: on
+// the real clock, the instance's idle time starts there, without a
+// reading of its own (zero: read the pool's clock).
+func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 	var mem uint32
 	if !broken {
 		mem = inst.memoryBytes() // no call runs on inst now: safe to read
+		inst.m.sawMemory(inst, mem)
 	}
 	var now time.Time
 	keep := !broken && uint64(mem) < p.recycleBytes && !p.grown(inst, mem)
 	if keep {
-		now = p.now()
+		now = end
+		if !p.realClock || now.IsZero() {
+			now = p.clock.Now()
+		}
 	}
 	p.mu.Lock()
 	switch {
@@ -227,7 +240,7 @@ func (p *pool) add(inst *instance) {
 		inst.close()
 		return
 	}
-	inst.lastUsed = p.now()
+	inst.lastUsed = p.clock.Now()
 	inst.memBytes = inst.memoryBytes()
 	p.idle = append(p.idle, inst)
 	p.mu.Unlock()

@@ -307,7 +307,7 @@ func (s *Sandbox) releaseIdle() {
 // newPool returns the pool of module m, whose memory limit is limitPages.
 func (s *Sandbox) newPool(m *Module, limitPages uint32) *pool {
 	limit := float64(limitPages) * wasmPageSize
-	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.RecycleGrowth, s.cfg.Clock.Now, m.newInstance, m.stale)
+	return newPool(s.cfg.MaxInstances, uint64(limit*s.cfg.RecycleMemoryFraction), s.cfg.RecycleGrowth, s.cfg.Clock, m.newInstance, m.stale)
 }
 
 // Modules returns the modules loaded and not closed, by name (a module

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/wasmbench"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -55,7 +56,7 @@ func steadyStateMemory(b *testing.B, growth float64, wasm []byte, ev *abi.Event)
 			b.Fatal(err)
 		}
 		var maxLinear, maxWith uint64
-		start := cpuTime()
+		start := wasmbench.CPUTime()
 		for range steadyStateCalls {
 			if o := m.Invoke(ctx, ev, 10*time.Second); o.Kind != Success {
 				b.Fatalf("%v: %s", o.Kind, o.Error())
@@ -64,7 +65,7 @@ func steadyStateMemory(b *testing.B, growth float64, wasm []byte, ev *abi.Event)
 				maxLinear, maxWith = l, heapAfterGC()
 			}
 		}
-		cpu += cpuTime() - start
+		cpu += wasmbench.CPUTime() - start
 		st := m.Stats()
 		if st.Idle != 1 {
 			b.Fatalf("idle instances = %d after the calls, want 1", st.Idle)

@@ -146,7 +146,7 @@ func (c *attemptCtx) parentErr(l *attemptLazy) error {
 }
 
 // dueLocked reports whether the deadline has passed; c.mu held.
-func (c *attemptCtx) dueLocked() bool { return !c.clock.Now().Before(c.deadline) }
+func (c *attemptCtx) dueLocked() bool { return clock.Until(c.clock, c.deadline) <= 0 }
 
 // buildLocked builds lazy if it is not built yet and returns it; c.mu held.
 // The timer is started only while the attempt runs and its deadline is
@@ -158,7 +158,7 @@ func (c *attemptCtx) buildLocked() *attemptLazy {
 	l := &attemptLazy{}
 	l.ctx, l.cancel = context.WithCancelCause(c.parent)
 	if c.state == attemptRunning {
-		if d := c.deadline.Sub(c.clock.Now()); d > 0 {
+		if d := clock.Until(c.clock, c.deadline); d > 0 {
 			l.timer = c.clock.AfterFunc(d, c.expire)
 		}
 	}

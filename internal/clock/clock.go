@@ -39,6 +39,22 @@ func Real() Clock { return realClock{} }
 
 type realClock struct{}
 
+// IsReal reports whether c is the wall clock (Real), so that a reading of
+// time.Now a caller made anyway can stand for c.Now().
+func IsReal(c Clock) bool {
+	_, ok := c.(realClock)
+	return ok
+}
+
+// Until is t.Sub(c.Now()). On the wall clock, for a t read from it, it is
+// time.Until: the monotonic clock alone, one clock read where Now makes two.
+func Until(c Clock, t time.Time) time.Duration {
+	if IsReal(c) {
+		return time.Until(t)
+	}
+	return t.Sub(c.Now())
+}
+
 func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) NewTimer(d time.Duration) Timer { return realTimer{t: time.NewTimer(d)} }

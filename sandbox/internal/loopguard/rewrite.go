@@ -5,7 +5,7 @@ import "fmt"
 // Version names the rewrite Rewrite does. Bump it whenever Rewrite's output
 // for some input changes: stored rewrites (the sandbox keeps them beside its
 // compilation cache) are used only by the version that made them.
-const Version = 1
+const Version = 2
 
 // DefaultInterval is the Interval used when Options.Interval is zero.
 //
@@ -44,8 +44,10 @@ type Result struct {
 // counter global and, every opts.Interval passes, resets it and calls the
 // module's wasi_snapshot_preview1.sched_yield import. All sections are kept
 // byte for byte except the global section (one global added), the code
-// section (bodies rewritten) and custom sections that refer to code offsets
-// (dropped: DWARF, source maps, relocations).
+// section (bodies rewritten), the data section (neighbouring segments
+// joined, where that leaves memory as it was: mergeData) and custom
+// sections that refer to code offsets (dropped: DWARF, source maps,
+// relocations).
 //
 // Rewrite does not validate the module beyond what decoding requires; the
 // runtime that compiles the result does.
@@ -67,6 +69,8 @@ func Rewrite(module []byte, opts Options) (*Result, error) {
 		imports            importInfo
 		declared           uint32
 		globalSec, codeSec *section
+		dataSec            *section
+		dataCount          bool
 	)
 	for i := range secs {
 		s := &secs[i]
@@ -87,6 +91,10 @@ func Rewrite(module []byte, opts Options) (*Result, error) {
 			globalSec = s
 		case secCode:
 			codeSec = s
+		case secData:
+			dataSec = s
+		case secDataCount:
+			dataCount = true
 		}
 	}
 	if !imports.found {
@@ -113,6 +121,11 @@ func Rewrite(module []byte, opts Options) (*Result, error) {
 		return nil, malformedAt(-1, "%d functions declared but no code section", declared)
 	}
 
+	var data []byte // the merged data section; nil: as it was
+	if dataSec != nil && !dataCount {
+		data = mergeData(dataSec.payload, dataSec.offset)
+	}
+
 	out := make([]byte, 0, len(module)+len(code)-lenPayload(codeSec)+64)
 	out = append(out, wasmHeader[:]...)
 	globalRank, _ := sectionRank(secGlobal)
@@ -132,6 +145,8 @@ func Rewrite(module []byte, opts Options) (*Result, error) {
 			out = appendSection(out, secGlobal, globals)
 		case s == codeSec:
 			out = appendSection(out, secCode, code)
+		case s == dataSec && data != nil:
+			out = appendSection(out, secData, data)
 		case s.id == secCustom && offsetDependent(s.name):
 			// Dropped: it would describe the old code offsets.
 		default:

@@ -1,4 +1,8 @@
-package sandbox
+// Package wasmbench is what the call-cost benchmarks of several packages
+// share: plain wazero running a guest with nothing of the host around it (the
+// baseline every sandboxed call is compared with), bursts of calls over one
+// or two goroutines, and the process's CPU time. It is used by tests only.
+package wasmbench
 
 import (
 	"context"
@@ -12,25 +16,28 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
-// plainGuest is the baseline of the call-cost benchmarks: the same module on
-// plain wazero with nothing of the sandbox around it (no loop guard, no
-// deadline, no pool, no output capture) and host functions that answer
-// nothing. What a sandboxed call costs beyond it is the sandbox's.
-type plainGuest struct {
+// PlainGuest is the baseline of the call-cost benchmarks: a module on plain
+// wazero with nothing of the sandbox around it (no loop guard, no deadline,
+// no pool, no output capture) and host functions that answer nothing. What
+// a sandboxed call costs beyond it is the host's.
+type PlainGuest struct {
 	r  wazero.Runtime
 	cm wazero.CompiledModule
 }
 
-func newPlainGuest(b *testing.B, wasm []byte) *plainGuest {
-	b.Helper()
+// NewPlainGuest compiles wasm on a runtime of its own (compiled code, the
+// compilation cache in cacheDir), closed when tb ends.
+func NewPlainGuest(tb testing.TB, wasm []byte, cacheDir string) *PlainGuest {
+	tb.Helper()
 	ctx := context.Background()
 	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(1024).WithCompilationCache(cache))
-	b.Cleanup(func() { r.Close(ctx); cache.Close(ctx) })
+	tb.Cleanup(func() { r.Close(ctx); cache.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	const i32, i64 = api.ValueTypeI32, api.ValueTypeI64
 	hb := r.NewHostModuleBuilder(abi.HostModule)
 	none := api.GoModuleFunc(func(context.Context, api.Module, []uint64) {})
 	noReply := api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) { stack[0] = api.EncodeI64(abi.ErrBadRequest) })
@@ -42,37 +49,38 @@ func newPlainGuest(b *testing.B, wasm []byte) *plainGuest {
 		}
 	}
 	if _, err := hb.Instantiate(ctx); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	cm, err := r.CompileModule(ctx, wasm)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return &plainGuest{r: r, cm: cm}
+	return &PlainGuest{r: r, cm: cm}
 }
 
-// plainInstance is one instance of a plainGuest, for one goroutine.
-type plainInstance struct {
+// PlainInstance is one instance of a PlainGuest, for one goroutine at a time.
+type PlainInstance struct {
 	mod           api.Module
 	alloc, handle api.Function
 	stack         [2]uint64
 	envelope      []byte
 }
 
-func (g *plainGuest) instance(b *testing.B) *plainInstance {
-	b.Helper()
+// Instance instantiates the guest (running its _initialize).
+func (g *PlainGuest) Instance(tb testing.TB) *PlainInstance {
+	tb.Helper()
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(abi.ExportInitialize).
 		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
 	mod, err := g.r.InstantiateModule(context.Background(), g.cm, cfg)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return &plainInstance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), handle: mod.ExportedFunction(abi.ExportHandle)}
+	return &PlainInstance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), handle: mod.ExportedFunction(abi.ExportHandle)}
 }
 
-// call does what a host must do for one event and no more: encode it, copy
+// Call does what a host must do for one event and no more: encode it, copy
 // it in, run berth_handle and decode the result.
-func (pi *plainInstance) call(ctx context.Context, ev *abi.Event) error {
+func (pi *PlainInstance) Call(ctx context.Context, ev *abi.Event) error {
 	pi.envelope = abi.AppendEvent(pi.envelope[:0], ev)
 	pi.stack[0] = uint64(len(pi.envelope))
 	if err := pi.alloc.CallWithStack(ctx, pi.stack[:]); err != nil {

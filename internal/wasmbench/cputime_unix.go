@@ -1,15 +1,15 @@
 //go:build unix
 
-package sandbox
+package wasmbench
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time (user and system) the process has used, so a
+// CPUTime returns the CPU time (user and system) the process has used, so a
 // benchmark can tell what a call costs from how long it waited for a core.
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
