@@ -15,7 +15,7 @@ import (
 
 func (s *Server) putModule(c echo.Context) error {
 	name := c.Param("name")
-	body, err := readBody(c.Request()) // capped at server.max-module-size (limitBody)
+	body, err := readBody(c.Request().Body, c.Request().ContentLength) // capped at server.max-module-size (limitBody)
 	if err != nil {
 		return bodyReadError(err) // past the cap 413; a broken upload is the client's fault: 400; nothing stored
 	}
@@ -42,16 +42,16 @@ func (s *Server) putModule(c echo.Context) error {
 	return c.JSON(status, toWireModule(info))
 }
 
-// readBody reads a request's body into one buffer of its announced length
+// readBody reads a request's body into one buffer of its announced length n
 // (the body's cap, limitBody, still holds), where io.ReadAll would grow and
 // copy a module's megabytes a dozen times.
-func readBody(r *http.Request) ([]byte, error) {
-	if r.ContentLength <= 0 {
-		return io.ReadAll(r.Body)
+func readBody(body io.Reader, n int64) ([]byte, error) {
+	if n <= 0 {
+		return io.ReadAll(body)
 	}
 	// ReadFrom grows a buffer with less than MinRead free: room for the EOF read too.
-	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+bytes.MinRead))
-	_, err := buf.ReadFrom(r.Body)
+	buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+	_, err := buf.ReadFrom(body)
 	return buf.Bytes(), err
 }
 
