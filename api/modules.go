@@ -43,7 +43,8 @@ func (s *Server) putModule(c echo.Context) error {
 }
 
 // readBody reads a request's body into one buffer of its announced length n
-// (the body's cap, limitBody, still holds), where io.ReadAll would grow and
+// (limitBody refused a larger one than the route allows, and caps the
+// read), where io.ReadAll would grow and
 // copy a module's megabytes a dozen times.
 func readBody(body io.Reader, n int64) ([]byte, error) {
 	if n <= 0 {
