@@ -1,11 +1,9 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"time"
 
@@ -128,15 +126,14 @@ func ModuleConfigOf(c *abi.Capsule) ModuleConfig {
 }
 
 // ErrNotRecorded is the message of the error reply a replay gives a host
-// call the capsule has no answer for.
-const ErrNotRecorded = "not recorded in the capsule"
+// call the capsule has no answer for (abi.ErrNotRecorded).
+const ErrNotRecorded = abi.ErrNotRecorded
 
 // replayer answers one replay's host calls, clocks and random bytes from
 // a capsule (callState.replay).
 type replayer struct {
 	c          *abi.Capsule
-	used       []bool // by index in c.Calls
-	low        int    // c.Calls before it are used or log lines
+	match      *abi.CapsuleMatcher // over c.Calls
 	departures []departure
 
 	wall, nano      clockReplay
@@ -152,7 +149,7 @@ type departure struct {
 }
 
 func newReplayer(c *abi.Capsule) *replayer {
-	rp := &replayer{c: c, used: make([]bool, len(c.Calls)), rnd: c.Random,
+	rp := &replayer{c: c, match: abi.NewCapsuleMatcher(c.Calls), rnd: c.Random,
 		initRand: randStream{label: "init"}, spare: randStream{label: "call"}}
 	rp.initWall = c.Event.DeadlineUnixNano - c.Limits.TimeoutMillis*int64(time.Millisecond)
 	if len(c.Clock.Walltime) > 0 {
@@ -242,64 +239,19 @@ func (s *randStream) read(p []byte) {
 func (rp *replayer) answer(cs *callState, fn string, req []byte) (abi.Reply, bool) {
 	made := abi.CapsuleCall{Fn: fn}
 	(&redactor{}).request(&made, req)
-	idx := len(cs.rec.calls) // the index the call gets in the replay's capsule
-	for rp.low < len(rp.c.Calls) && (rp.used[rp.low] || rp.c.Calls[rp.low].Fn == abi.CallLog) {
-		rp.low++
+	j, due, note := rp.match.Match(&made)
+	if note != "" { // the call's index in the replay's capsule is len(cs.rec.calls)
+		rp.departures = append(rp.departures, departure{len(cs.rec.calls), due, note})
 	}
-	at := -1
-	if rp.low < len(rp.c.Calls) {
-		at = rp.low
+	if j < 0 {
+		return abi.Reply{Code: abi.ReplyError, Message: ErrNotRecorded}, false
 	}
-	if at >= 0 && sameRequest(&made, &rp.c.Calls[at]) {
-		return rp.use(at)
-	}
-	for j := at + 1; at >= 0 && j < len(rp.c.Calls); j++ {
-		if !rp.used[j] && sameRequest(&made, &rp.c.Calls[j]) {
-			rp.departures = append(rp.departures, departure{idx, at, fmt.Sprintf("out of order: answered as recorded call #%d", j)})
-			return rp.use(j)
-		}
-	}
-	rp.departures = append(rp.departures, departure{idx, at, fmt.Sprintf("not recorded: answered error %q", ErrNotRecorded)})
-	return abi.Reply{Code: abi.ReplyError, Message: ErrNotRecorded}, false
-}
-
-// use marks recorded call j used and returns its reply as the guest got it.
-func (rp *replayer) use(j int) (abi.Reply, bool) {
-	rp.used[j] = true
 	rc := &rp.c.Calls[j]
-	if rc.Reply == nil {
-		return abi.Reply{Code: abi.ReplyError, Message: "the capsule has no reply for this call"}, rc.Deadline
-	}
-	reply, err := rc.Reply.ToReply()
-	if err != nil {
-		return abi.Reply{Code: abi.ReplyError, Message: err.Error()}, rc.Deadline
-	}
-	if rc.HTTP != nil && rc.HTTP.Response != nil {
-		res := rc.HTTP.Response
-		reply.Body = abi.AppendHTTPResponse(nil, &abi.HTTPResponse{Status: res.Status, Headers: res.Headers, Body: res.Body})
+	reply := rc.RecordedReply()
+	if res := rc.HTTP; res != nil && res.Response != nil && rc.Reply != nil {
+		if _, known := abi.ReplyCode(rc.Reply.Code); known { // else RecordedReply answered an error
+			reply.Body = abi.AppendHTTPResponse(nil, &abi.HTTPResponse{Status: res.Response.Status, Headers: res.Response.Headers, Body: res.Response.Body})
+		}
 	}
 	return reply, rc.Deadline
-}
-
-// sameRequest says whether a made call asks what a recorded one asked:
-// the same fn and, for HTTP, method, URL and body (headers are not
-// compared); for a command, the command; else key and value.
-func sameRequest(a, b *abi.CapsuleCall) bool {
-	if a.Fn != b.Fn {
-		return false
-	}
-	switch a.Fn {
-	case abi.CallHTTP:
-		if a.HTTP == nil || b.HTTP == nil {
-			return a.HTTP == nil && b.HTTP == nil
-		}
-		return a.HTTP.Method == b.HTTP.Method && a.HTTP.URL == b.HTTP.URL && bytes.Equal(a.HTTP.Body, b.HTTP.Body)
-	case abi.CallCommand:
-		if a.Command == nil || b.Command == nil {
-			return a.Command == nil && b.Command == nil
-		}
-		x, y := a.Command, b.Command
-		return x.AggregateType == y.AggregateType && x.AggregateID == y.AggregateID && x.Type == y.Type && bytes.Equal(x.Payload, y.Payload)
-	}
-	return a.Key == b.Key && bytes.Equal(a.Value, b.Value)
 }

@@ -1,24 +1,18 @@
 package berthtest
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/berthhq/berth/guest-sdk/berth"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
-// notRecorded is the message of the answer a call gets that the capsule
-// has no answer for, as the sandbox's replay gives it.
-const notRecorded = "not recorded in the capsule"
-
 // recording answers a replayed handler's host calls from a capsule's calls
-// and keeps the calls as made, matching as the sandbox's replay does
-// (sandbox.Module.Replay): a call gets the answer of the first recorded
+// and keeps the calls as made, matching as the sandbox's replay does (both
+// through abi.CapsuleMatcher): a call gets the answer of the first recorded
 // call not yet used (log lines aside) if it asks the same; else of a later
 // unused one that does, a departure "out of order"; else the error "not
 // recorded in the capsule", a departure too. Log lines need no answer:
@@ -29,8 +23,7 @@ type recording struct {
 
 	mu         sync.Mutex
 	recorded   []abi.CapsuleCall
-	used       []bool
-	low        int // the recorded calls before it are used or log lines
+	match      *abi.CapsuleMatcher // over recorded
 	calls      []abi.CapsuleCall
 	departures []Departure
 	deadline   int  // index in calls of the call the deadline passed in, or -1
@@ -38,7 +31,7 @@ type recording struct {
 }
 
 func newRecording(t TB, key string, recorded []abi.CapsuleCall) *recording {
-	return &recording{t: t, key: key, recorded: recorded, used: make([]bool, len(recorded)), deadline: -1}
+	return &recording{t: t, key: key, recorded: recorded, match: abi.NewCapsuleMatcher(recorded), deadline: -1}
 }
 
 // deadlinePassed is the panic a port raises for a call during which the
@@ -46,7 +39,7 @@ func newRecording(t TB, key string, recorded []abi.CapsuleCall) *recording {
 type deadlinePassed struct{}
 
 // answer keeps call and returns the recorded call that answers it (nil:
-// none, and the call is a departure, answered notRecorded; or a log line).
+// none, and the call is a departure, answered abi.ErrNotRecorded; or a log line).
 // A call the recorded deadline passed in does not return: it panics
 // deadlinePassed.
 func (r *recording) answer(call abi.CapsuleCall) *abi.CapsuleCall {
@@ -59,27 +52,18 @@ func (r *recording) answer(call abi.CapsuleCall) *abi.CapsuleCall {
 		r.calls = append(r.calls, call)
 		return nil
 	}
-	for r.low < len(r.recorded) && (r.used[r.low] || r.recorded[r.low].Fn == abi.CallLog) {
-		r.low++
-	}
-	dep := Departure{Index: len(r.calls)}
-	if r.low < len(r.recorded) {
-		dep.Recorded = &r.recorded[r.low]
-	}
-	j := -1
-	for k := r.low; k < len(r.recorded) && j < 0; k++ {
-		if !r.used[k] && sameRequest(&r.recorded[k], &call) {
-			j = k
-		}
+	j, due, note := r.match.Match(&call)
+	dep := Departure{Index: len(r.calls), Note: note}
+	if due >= 0 {
+		dep.Recorded = &r.recorded[due]
 	}
 	if j < 0 {
-		call.Reply = &abi.CapsuleReply{Code: abi.ReplyCodeName(abi.ReplyError), Message: notRecorded}
-		dep.Call, dep.Note = call, "not recorded: answered error "+strconv.Quote(notRecorded)
+		call.Reply = &abi.CapsuleReply{Code: abi.ReplyCodeName(abi.ReplyError), Message: abi.ErrNotRecorded}
+		dep.Call = call
 		r.departures = append(r.departures, dep)
 		r.calls = append(r.calls, call)
 		return nil
 	}
-	r.used[j] = true
 	rec := &r.recorded[j]
 	call.Reply = rec.Reply
 	if call.HTTP != nil && rec.HTTP != nil {
@@ -91,8 +75,8 @@ func (r *recording) answer(call abi.CapsuleCall) *abi.CapsuleCall {
 		r.calls = append(r.calls, call)
 		panic(deadlinePassed{})
 	}
-	if j != r.low {
-		dep.Call, dep.Note = call, fmt.Sprintf("out of order: answered as recorded call #%d", j)
+	if note != "" {
+		dep.Call = call
 		r.departures = append(r.departures, dep)
 	}
 	r.calls = append(r.calls, call)
@@ -114,49 +98,13 @@ func (r *recording) result() ([]abi.CapsuleCall, []Departure, int) {
 	return r.calls, r.departures, r.deadline
 }
 
-// sameRequest reports whether the recorded call a asks what b asks, as
-// the sandbox's replay compares them: the same fn and, for HTTP, method,
-// URL and body (headers are not compared); for a command, the command;
-// else key and value.
-func sameRequest(a, b *abi.CapsuleCall) bool {
-	if a.Fn != b.Fn {
-		return false
-	}
-	switch a.Fn {
-	case abi.CallHTTP:
-		return a.HTTP != nil && b.HTTP != nil && method(a.HTTP.Method) == method(b.HTTP.Method) &&
-			a.HTTP.URL == b.HTTP.URL && bytes.Equal(a.HTTP.Body, b.HTTP.Body)
-	case abi.CallCommand:
-		return a.Command != nil && b.Command != nil && a.Command.AggregateType == b.Command.AggregateType &&
-			a.Command.AggregateID == b.Command.AggregateID && a.Command.Type == b.Command.Type &&
-			bytes.Equal(a.Command.Payload, b.Command.Payload)
-	default:
-		return a.Key == b.Key && bytes.Equal(a.Value, b.Value)
-	}
-}
-
-// method is the method the host sends for m: GET when none is given.
-func method(m string) string {
-	if m == "" {
-		return "GET"
-	}
-	return m
-}
-
 // reply is the Reply the guest got from a recorded call, or (nil) the
 // not-recorded answer.
 func reply(rec *abi.CapsuleCall) abi.Reply {
 	if rec == nil {
-		return abi.Reply{Code: abi.ReplyError, Message: notRecorded}
+		return abi.Reply{Code: abi.ReplyError, Message: abi.ErrNotRecorded}
 	}
-	if rec.Reply == nil {
-		return abi.Reply{Code: abi.ReplyError, Message: "the capsule has no reply for this call"}
-	}
-	r, err := rec.Reply.ToReply()
-	if err != nil {
-		return abi.Reply{Code: abi.ReplyError, Message: err.Error()}
-	}
-	return r
+	return rec.RecordedReply()
 }
 
 // ports returns the handler's ports, answering as the module's ports
@@ -171,7 +119,7 @@ func (h replayHTTP) Do(req *berth.Request) (*berth.Response, error) {
 	if req == nil {
 		return nil, berth.ClassHost.New("http: nil request")
 	}
-	call := abi.CapsuleCall{Fn: abi.CallHTTP, HTTP: &abi.CapsuleHTTP{Method: method(req.Method), URL: req.URL, Body: clone(req.Body)}}
+	call := abi.CapsuleCall{Fn: abi.CallHTTP, HTTP: &abi.CapsuleHTTP{Method: abi.HTTPMethod(req.Method), URL: req.URL, Body: clone(req.Body)}}
 	for _, k := range slices.Sorted(maps.Keys(req.Header)) {
 		call.HTTP.Headers = append(call.HTTP.Headers, abi.Header{Name: k, Value: req.Header[k]})
 	}

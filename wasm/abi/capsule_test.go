@@ -47,3 +47,26 @@ func TestCapsuleRoundTripAndFormat(t *testing.T) {
 		t.Fatalf("another format: %v", err)
 	}
 }
+
+func TestCapsuleMatcherInOrderOutOfOrderNotRecorded(t *testing.T) {
+	get := func(url string) CapsuleCall {
+		return CapsuleCall{Fn: CallHTTP, HTTP: &CapsuleHTTP{URL: url}}
+	}
+	m := NewCapsuleMatcher([]CapsuleCall{{Fn: CallLog}, get("http://s/a"), get("http://s/b")})
+	a, b := get("http://s/a"), get("http://s/b")
+	a.HTTP.Method = "GET" // none recorded is GET
+	for _, c := range []struct {
+		made        CapsuleCall
+		j, due      int
+		departsWith string
+	}{
+		{b, 2, 1, "out of order: answered as recorded call #2"},
+		{a, 1, 1, ""},
+		{get("http://s/c"), -1, -1, "not recorded"},
+	} {
+		j, due, note := m.Match(&c.made)
+		if j != c.j || due != c.due || !strings.HasPrefix(note, c.departsWith) || (c.departsWith == "") != (note == "") {
+			t.Errorf("Match(%s) = %d, %d, %q; want %d, %d, %q", c.made.HTTP.URL, j, due, note, c.j, c.due, c.departsWith)
+		}
+	}
+}
