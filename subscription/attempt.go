@@ -230,25 +230,34 @@ func (r *run) awaitHost(ctx context.Context, ready <-chan struct{}, agg string, 
 // kind where there is one, else the class it was given.
 func errorInfo(f *retry.Failure, d retry.Decision) ledger.ErrorInfo {
 	kind := strings.ToLower(d.Class.String())
-	for _, c := range f.Classes {
-		switch c {
-		case retry.ClassTimeout:
-			kind = "timeout"
-		case retry.ClassTrap:
-			kind = "trap"
-		case retry.ClassMemoryExceeded:
-			kind = "memory"
-		case retry.ClassPanic:
-			kind = "panic"
-		default:
-			continue
-		}
-		break
+	if k := hostKind(f.Classes); k != "" && k != "canceled" { // a canceled attempt is never kept
+		kind = k
 	}
 	return ledger.ErrorInfo{
 		Classes: classifiedChain(f, d), Message: truncate(f.Message, 4096), Code: f.Code, Kind: kind,
 		Class: d.Class.String(), Reason: d.Reason, Undeclared: slices.Clone(d.Undeclared), Module: f.Module,
 	}
+}
+
+// hostKind names the host-side kind of the first class in classes that
+// has one: timeout, trap, memory, panic or canceled; "" when none does.
+// The ledger's ErrorInfo.Kind and the attempts metric's outcome take it.
+func hostKind(classes []string) string {
+	for _, c := range classes {
+		switch c {
+		case retry.ClassTimeout:
+			return "timeout"
+		case retry.ClassTrap:
+			return "trap"
+		case retry.ClassMemoryExceeded:
+			return "memory"
+		case retry.ClassPanic:
+			return "panic"
+		case retry.ClassCanceled:
+			return "canceled"
+		}
+	}
+	return ""
 }
 
 func truncate(s string, n int) string {

@@ -108,19 +108,14 @@ func (ob observer) resolved(sub, action, actor string, first, now time.Time) {
 
 // outcomeKind is an Attempt's Outcome for failure f classified as d.
 func outcomeKind(f *retry.Failure, d retry.Decision) string {
-	for _, c := range f.Classes {
-		switch c {
-		case retry.ClassTimeout:
-			return "timeout"
-		case retry.ClassTrap, retry.ClassPanic:
-			return "trap"
-		case retry.ClassMemoryExceeded:
-			return "memory"
-		case retry.ClassCanceled:
-			return "canceled"
-		}
+	switch k := hostKind(f.Classes); k {
+	case "":
+		return d.Class.String()
+	case "panic":
+		return "trap" // the metric's outcomes are few: a handler's panic is its trap
+	default:
+		return k
 	}
-	return d.Class.String()
 }
 
 // boundedClass is an Attempt's Class for a failure of chain under pol: a
