@@ -1,10 +1,12 @@
 package natstest
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -27,7 +29,11 @@ func streamRoundTrip(t *testing.T, urls string, replicas int) {
 	if err != nil {
 		t.Fatalf("create stream R%d: %v", replicas, err)
 	}
-	ack, err := js.Publish(ctx, "t.a", []byte("hello"))
+	// Asked again while the new stream elects its leader ("no response
+	// from stream"); the message id keeps a retried publish from storing twice.
+	ack, err := jsapi.Ask(ctx, jsapi.RequestTimeout, func(ctx context.Context) (*jetstream.PubAck, error) {
+		return js.Publish(ctx, "t.a", []byte("hello"), jetstream.WithMsgID("hello"))
+	})
 	if err != nil || ack.Sequence != 1 {
 		t.Fatalf("publish: %v, %+v", err, ack)
 	}
