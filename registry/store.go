@@ -34,7 +34,8 @@ type StoredModule struct {
 // written through internal/durable (a temporary name, fsynced, renamed, the
 // directory fsynced), so a crash or a power cut leaves the old version or the
 // new one, never half of either, and an upload or a removal that returned is
-// on disk. A write is refused (with the
+// on disk. The current bytes are a hard link to the kept version's file, where
+// the file system has hard links. A write is refused (with the
 // guard's *diskspace.Error) while the data directory is below its reserve.
 type fileStore struct {
 	dir   string
@@ -73,10 +74,15 @@ func (fs fileStore) Store(_ context.Context, s StoredModule, wasm []byte, keep i
 	if err != nil {
 		return err
 	}
-	if err := durable.WriteFile(wasmPath, wasm, 0o644); err != nil {
-		return err
+	// The current bytes are the version's just kept: a second name of its
+	// file, not a second copy (3.4 MB written and fsynced once, not twice).
+	version, _ := fs.versionPaths(s.Name, s.Version)
+	if err := durable.Link(version, wasmPath); err != nil {
+		if err := durable.WriteFile(wasmPath, wasm, 0o644); err != nil {
+			return err
+		}
+		fs.space.Wrote(int64(len(wasm)))
 	}
-	fs.space.Wrote(int64(len(wasm)))
 	return durable.WriteFile(metaPath, meta, 0o644)
 }
 

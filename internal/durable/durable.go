@@ -47,6 +47,29 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	return SyncDir(dir)
 }
 
+// Link makes path a second name of the file from, replacing a file already
+// at path whole, durably: when it returns nil, the name is on disk. from's
+// bytes must be on disk already (written by WriteFile): a link shares them,
+// so a module kept twice is written and fsynced once. A file system without
+// hard links fails, and the caller writes a copy.
+func Link(from, path string) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".tmp-*") // a free name beside path
+	if err != nil {
+		return err
+	}
+	tmp.Close()
+	os.Remove(tmp.Name())
+	if err := os.Link(from, tmp.Name()); err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
 // Remove removes path, durably: when it returns nil the name is gone from
 // the disk's copy of its directory. A path that does not exist is not an
 // error.

@@ -69,3 +69,35 @@ func TestMkdirAllAndRemove(t *testing.T) {
 		t.Errorf("%s still there: %v", file, err)
 	}
 }
+
+// TestLink: a link replaces the file at its path whole, names the same
+// bytes as its source (which outlive the source's removal), and leaves no
+// temporary file; a missing source fails and changes nothing.
+func TestLink(t *testing.T) {
+	dir := t.TempDir()
+	from, path := filepath.Join(dir, "v1.wasm"), filepath.Join(dir, "current.wasm")
+	if err := durable.WriteFile(from, []byte("new bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := durable.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := durable.Link(filepath.Join(dir, "missing"), path); err == nil {
+		t.Fatal("linked a file that does not exist")
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old" {
+		t.Fatalf("a failed link left %q, want the old file", got)
+	}
+	if err := durable.Link(from, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(from); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "new bytes" {
+		t.Fatalf("read %q, %v; want the linked bytes", got, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("want only current.wasm in the directory, got %v", entries)
+	}
+}
