@@ -78,29 +78,9 @@ func (g *guardStore) store(sum [32]byte, code []byte, guard string) error {
 	if guard == guardCloseOnDone {
 		kind, code = storedCloseOnDone, nil
 	}
-	if err := os.MkdirAll(g.dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(g.dir, "tmp-*")
-	if err != nil {
-		return err
-	}
 	var head [guardHeader]byte
 	copy(head[:], guardMagic)
 	head[8] = kind
 	binary.LittleEndian.PutUint32(head[9:], crc32.Checksum(code, castagnoli))
-	_, err = f.Write(head[:])
-	if err == nil {
-		_, err = f.Write(code)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), g.path(sum))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return writeRenamed(g.dir, filepath.Base(g.path(sum)), head[:], code)
 }

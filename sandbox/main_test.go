@@ -90,5 +90,8 @@ func load(t testing.TB, s *Sandbox, pkg string, mc ModuleConfig) *Module {
 	if err != nil {
 		t.Fatalf("load %s: %v", pkg, err)
 	}
+	if m.warmDone != nil {
+		<-m.warmDone // a known module's first instance: tests count instances
+	}
 	return m
 }

@@ -61,7 +61,11 @@ type Module struct {
 	tier       atomic.Pointer[tier]
 	stopTierUp context.CancelFunc
 	tierDone   chan struct{}
-	closed     atomic.Bool
+	// stopWarm and warmDone are warmUp's, as stopTierUp and tierDone
+	// are tierUp's (nil: the module was started in the foreground).
+	stopWarm context.CancelFunc
+	warmDone chan struct{}
+	closed   atomic.Bool
 
 	created, live, peak atomic.Int64 // instance counts, for Stats and tests
 	// freshBytes is the linear memory of the last instance made, after its
@@ -146,6 +150,12 @@ var wasmMagic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 // in the background and the module's pool moves onto it when it is done
 // (Module.Tier). A cached module (in memory, or on disk from an earlier
 // run) starts compiled.
+//
+// A module loaded before over the same cache directory, from the same bytes
+// and configuration, whose machine code is cached, is not run before Load
+// returns: its description is the one recorded then, and its compile and
+// first instance are made in the background (calls that come first wait for
+// them). Load then costs the hash and a few file reads.
 func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleConfig) (*Module, error) {
 	if !bytes.HasPrefix(wasm, wasmMagic) {
 		if bytes.HasPrefix(wasm, wasmMagic[:4]) {
@@ -177,19 +187,59 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 		}
 	}
 	m.tier.Store(start)
+	known := knownKey(m.sha256, guard, mc)
+	if desc, ok := s.known.load(known); ok && !tierUp && (s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey)) {
+		m.desc = desc
+		m.warmUp(ctx)
+		s.modules.Store(m, struct{}{})
+		return m, nil
+	}
 	if err := m.start(ctx); err != nil {
 		if start.interp != nil {
 			start.interp.release()
 		}
 		return nil, err
 	}
+	if err := s.known.store(known, &m.desc); err != nil {
+		s.cfg.Logger.Warn("what the module described is not kept", "module", name, "err", err.Error())
+	}
 	if tierUp {
 		bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		m.stopTierUp, m.tierDone = cancel, make(chan struct{})
 		go m.tierUp(bg, compiledRT, start)
+	} else {
+		s.marks.mark(m.cacheKey) // compiled in the foreground, into the cache
 	}
 	s.modules.Store(m, struct{}{})
 	return m, nil
+}
+
+// warmUp makes, in the background, the first instance of a module loaded
+// from its record (knownModules): the compile from the cache and the guest's
+// _initialize run while the caller stores and deploys the module. A call
+// that comes first makes its own instance, joining the compile under way.
+// A failure is logged; calls meet it again and fail with it.
+func (m *Module) warmUp(ctx context.Context) {
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopWarm, m.warmDone = cancel, make(chan struct{})
+	go func() {
+		defer close(m.warmDone)
+		if gate := m.s.cfg.warmGate; gate != nil {
+			select {
+			case <-gate:
+			case <-bg.Done():
+				return
+			}
+		}
+		inst, err := m.pool.acquire(bg, time.Time{})
+		if err != nil {
+			if bg.Err() == nil && !errors.Is(err, ErrClosed) {
+				m.s.cfg.Logger.Error("the first instance of a known module failed", "module", m.name, "err", err.Error())
+			}
+			return
+		}
+		m.pool.put(inst, false)
+	}()
 }
 
 // interpreterTier compiles code for wazero's interpreter, in a runtime like
@@ -242,6 +292,10 @@ func (m *Module) Close(context.Context) error {
 	if m.tierDone != nil {
 		m.stopTierUp()
 		<-m.tierDone
+	}
+	if m.warmDone != nil {
+		m.stopWarm()
+		<-m.warmDone
 	}
 	m.pool.close()
 	if t := m.tier.Load(); t.interp != nil {

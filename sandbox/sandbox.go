@@ -97,6 +97,10 @@ type Config struct {
 	// closed: a test keeps a module on the interpreter, or picks the moment
 	// of the switch.
 	tierUpGate <-chan struct{}
+	// warmGate, when set (by this package's tests), holds the background
+	// start of each module loaded from its record until it is closed: a
+	// test sees the module before its first instance exists.
+	warmGate <-chan struct{}
 }
 
 // Defaults of Config's zero values; config's [sandbox] defaults are these.
@@ -210,6 +214,7 @@ type Sandbox struct {
 	cache  wazero.CompilationCache // shared by every runtime; nil without CacheDir
 	guards *guardStore             // the loop guard's rewrites; nil without CacheDir
 	marks  *compiledMarks          // which modules the on-disk cache holds; nil without CacheDir
+	known  *knownModules           // what earlier loads learnt of modules; nil without CacheDir
 	comp   *compiler
 
 	mu       sync.Mutex
@@ -233,6 +238,7 @@ func New(cfg Config) (*Sandbox, error) {
 		s.cache = cache
 		s.guards = newGuardStore(cfg.CacheDir)
 		s.marks = newCompiledMarks(cfg.CacheDir)
+		s.known = newKnownModules(cfg.CacheDir)
 	}
 	comp, err := newCompiler(cfg.CompiledModules)
 	if err != nil {

@@ -2,8 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -61,34 +59,19 @@ func BenchmarkUploadToFirstEvent(b *testing.B) {
 	b.Run("fresh", func(b *testing.B) {
 		onNewHosts(b, func() *hostProc { return newHost(b, cfg) })
 	})
-	// compiled waits for the module's compile in the background (tier-up)
-	// to end: it fills the cache, and it would share the CPU with what is timed.
-	compiled := func(b *testing.B, h *hostProc) {
-		eventuallyNil(b, 60*time.Second, func() error {
-			return reads("GET /metrics", string(h.must(200, "GET", "/metrics", nil).Body),
-				`berth_sandbox_module_compiled{module="`+moduleName+`"} 1`)
-		})
-	}
 	b.Run("cache", func(b *testing.B) {
 		first := newHost(b, cfg)
 		deploy(b, first, 201)
-		compiled(b, first)
+		// Its compile in the background (tier-up) fills the cache, and would
+		// share the CPU with what is timed.
+		waitCompiled(b, first)
 		first.Stop()
-		cache := filepath.Join(first.Data, "wasm-cache")
-		onNewHosts(b, func() *hostProc {
-			data := b.TempDir()
-			if err := os.CopyFS(filepath.Join(data, "wasm-cache"), os.DirFS(cache)); err != nil {
-				b.Fatal(err)
-			}
-			path := filepath.Join(data, "berth.toml")
-			writeFile(b, path, cfg.TOML())
-			return startHost(b, data, path)
-		})
+		onNewHosts(b, func() *hostProc { return hostOverCache(b, first, cfg) })
 	})
 	b.Run("again", func(b *testing.B) {
 		h := newHost(b, cfg)
 		deploy(b, h, 201)
-		compiled(b, h)
+		waitCompiled(b, h)
 		putTotal = 0
 		for b.Loop() {
 			putTotal += deploy(b, h, 200)
