@@ -140,3 +140,25 @@ func BenchmarkScaling(b *testing.B) {
 	}
 	wasmbench.Scaling(b, n, settings...)
 }
+
+// BenchmarkPoolTakeReturn is the pool alone on the call path: an idle
+// instance taken and put back, with no call, from one goroutine or from two
+// at once (-cpu 1,2). ns/op is wall time over every goroutine's calls: what
+// two goroutines cost over one is the pool's shared lock, whose cache line
+// moves between cores on every take and return.
+//
+//	go test ./sandbox -run '^$' -bench BenchmarkPoolTakeReturn -cpu 1,2 -count 5
+func BenchmarkPoolTakeReturn(b *testing.B) {
+	m := load(b, newSandbox(b, Config{MaxInstances: 8}), "samples/bench", ModuleConfig{})
+	ctx := context.Background()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			inst, err := m.pool.acquire(ctx, time.Time{})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			m.pool.put(inst, false)
+		}
+	})
+}

@@ -36,6 +36,7 @@ const noopSub = "OrderTotals.noop"
 // reactor's plain one.
 type callPath struct {
 	attempt func(context.Context, subscription.Delivery) *retry.Failure
+	box     *sandbox.Sandbox
 }
 
 // newCallPath opens the host's engine, registry and sandbox (deadlines by
@@ -87,7 +88,7 @@ func newCallPath(tb testing.TB, wasm []byte, cache string, mode sandbox.Deadline
 	if attempt == nil {
 		tb.Fatalf("no subscription %s", noopSub)
 	}
-	return &callPath{attempt: attempt}
+	return &callPath{attempt: attempt, box: box}
 }
 
 // noopDelivery is a delivery of samples/bench's order to the no-op handler,
@@ -161,6 +162,9 @@ func BenchmarkEngineCall(b *testing.B) {
 	)
 	b.ReportMetric(float64(tot[2].Wall[0])/float64(tot[1].Wall[0]), "deadline-cost")
 	b.ReportMetric(float64(tot[2].CPU[0])/float64(tot[1].CPU[0]), "deadline-cost-cpu")
+	st := on.box.Modules()[0].Stats()
+	b.ReportMetric(float64(st.Created)/float64(b.N), "engine-instances/op")
+	b.ReportMetric(float64(st.ClosedMemory)/float64(b.N), "engine-recycled/op")
 }
 
 // TestEngineCallAllocations: a successful no-op attempt on the engine's
