@@ -32,10 +32,11 @@ type capsuleStamp struct {
 	Name    string
 	Version int
 	SHA256  string
+	Host    string // the engine's host id ("" for a single host)
 }
 
-func stampOf(d *deployed) *capsuleStamp {
-	return &capsuleStamp{Name: d.Name, Version: max(d.Version, 1), SHA256: d.SHA256}
+func (r *Registry) stampOf(d *deployed) *capsuleStamp {
+	return &capsuleStamp{Name: d.Name, Version: max(d.Version, 1), SHA256: d.SHA256, Host: r.opts.Engine.Host()}
 }
 
 // call is Call, attaching to a failure the attempt's capsule (encoded, in
@@ -48,6 +49,7 @@ func call(ctx context.Context, mod *sandbox.Module, env *abi.Event, timeout time
 		if c := o.Capsule; c != nil && f.Await == nil {
 			if stamp != nil {
 				c.Module = abi.CapsuleModule{Name: stamp.Name, Version: stamp.Version, SHA256: stamp.SHA256}
+				c.Host = stamp.Host
 			}
 			c.Subscription = sub
 			if b, err := abi.EncodeCapsule(c); err == nil {

@@ -14,7 +14,7 @@ import (
 // processor's kind: a reactor's handler is a plain call; sagas and
 // projections add their ports' semantics around it.
 func (r *Registry) invokerFor(d *deployed, desc abi.Description, h abi.HandlerDesc) subscription.Invoker {
-	var inv subscription.Invoker = wasmInvoker{mod: d.mod, handler: h.Name, stamp: stampOf(d)}
+	var inv subscription.Invoker = wasmInvoker{mod: d.mod, handler: h.Name, stamp: r.stampOf(d)}
 	switch desc.Kind {
 	case abi.KindSaga:
 		inv = r.sagaInvoker(d, desc, h)

@@ -250,9 +250,9 @@ type projectionInvoker struct {
 // query store.
 func (r *Registry) projectionInvoker(d *deployed, desc abi.Description, h abi.HandlerDesc) subscription.Invoker {
 	if r.opts.Projections == nil {
-		return wasmInvoker{mod: d.mod, handler: h.Name, stamp: stampOf(d)}
+		return wasmInvoker{mod: d.mod, handler: h.Name, stamp: r.stampOf(d)}
 	}
-	return projectionInvoker{p: r.opts.Projections, mod: d.mod, stamp: stampOf(d), handler: h.Name, sub: desc.Processor + "." + h.Name}
+	return projectionInvoker{p: r.opts.Projections, mod: d.mod, stamp: r.stampOf(d), handler: h.Name, sub: desc.Processor + "." + h.Name}
 }
 
 // Invoke runs the call unless its event was applied already, and applies

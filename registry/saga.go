@@ -47,7 +47,7 @@ type sagaInvoker struct {
 func (r *Registry) sagaInvoker(d *deployed, desc abi.Description, h abi.HandlerDesc) sagaInvoker {
 	return sagaInvoker{
 		mod:      d.mod,
-		stamp:    stampOf(d),
+		stamp:    r.stampOf(d),
 		handler:  h.Name,
 		rejected: rejectionHandler(desc),
 		settings: r.opts.Settings,

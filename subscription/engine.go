@@ -192,6 +192,10 @@ func (e *Engine) abandon() {
 	}
 }
 
+// Host returns this host's id among the hosts sharing the event log
+// (Options.Host; "" for a single host).
+func (e *Engine) Host() string { return e.opts.Host }
+
 // Subscriptions returns the names of the engine's subscriptions.
 func (e *Engine) Subscriptions() []string {
 	e.mu.Lock()

@@ -229,6 +229,9 @@ func TestReplayAcrossHosts(t *testing.T) {
 			return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-3/capsule", 200)
 		})
 	}
+	if c, _ := a.capsuleOf(t, subName, "Order", "o-3"); c.Host != "a" && c.Host != "b" {
+		t.Errorf("the capsule names host %q, want the one that ran the attempt (a or b)", c.Host)
+	}
 	svc.srv.Close() // recorded once: the replays need no service
 	for _, h := range []*hostProc{a, b} {
 		rep, code := replayJSON(t, h, subName, "Order", "o-3")
