@@ -3,9 +3,11 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/affinity"
 	"github.com/berthhq/berth/internal/wasmbench"
 	"github.com/berthhq/berth/wasm/abi"
 )
@@ -143,22 +145,32 @@ func BenchmarkScaling(b *testing.B) {
 
 // BenchmarkPoolTakeReturn is the pool alone on the call path: an idle
 // instance taken and put back, with no call, from one goroutine or from two
-// at once (-cpu 1,2). ns/op is wall time over every goroutine's calls: what
-// two goroutines cost over one is the pool's shared lock, whose cache line
-// moves between cores on every take and return.
+// at once (-cpu 1,2); ns/op is wall time over every goroutine's calls.
+// shared: calls with no affinity key, through the pool's one lock, whose
+// cache line moves between cores on every take and return; keyed: each
+// goroutine under an affinity key of its own, as the engine's partitions
+// call (an instance waits in the key's slot between calls).
 //
 //	go test ./sandbox -run '^$' -bench BenchmarkPoolTakeReturn -cpu 1,2 -count 5
 func BenchmarkPoolTakeReturn(b *testing.B) {
 	m := load(b, newSandbox(b, Config{MaxInstances: 8}), "samples/bench", ModuleConfig{})
-	ctx := context.Background()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			inst, err := m.pool.acquire(ctx, time.Time{})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			m.pool.put(inst, false)
-		}
-	})
+	for _, keyed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "shared", true: "keyed"}[keyed], func(b *testing.B) {
+			var next atomic.Int32
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				if keyed {
+					ctx = affinity.With(ctx, int(next.Add(1)))
+				}
+				for pb.Next() {
+					inst, err := m.pool.acquire(ctx, time.Time{})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					m.pool.put(inst, false)
+				}
+			})
+		})
+	}
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthhq/berth/wasm/abi"
@@ -20,9 +21,10 @@ type instance struct {
 	c              *compiled // its compiled module, on that tier
 	alloc, handle  api.Function
 	stdout, stderr *boundedBuffer
-	lastUsed       time.Time // when it last went back to the pool, by the sandbox's clock
-	memBytes       uint32    // its linear memory then, for Stats
-	newBytes       uint32    // its linear memory when made, after _initialize: what growth is measured from
+	lastUsed       time.Time     // when it last went back to the pool, by the sandbox's clock
+	memBytes       atomic.Uint32 // its linear memory then, for Stats (read while in an affinity slot)
+	slot           int           // its call's affinity slot (pool.slots), -1 for none
+	newBytes       uint32        // its linear memory when made, after _initialize: what growth is measured from
 
 	// Per-call state, reused by every call the instance serves.
 	cs      callState
@@ -49,6 +51,7 @@ func (m *Module) makeInstance(ctx context.Context, deadline time.Time, rp *repla
 	}
 	inst := &instance{
 		m:      m,
+		slot:   -1,
 		tier:   t,
 		c:      c,
 		stdout: &boundedBuffer{max: m.s.cfg.MaxOutputBytes},

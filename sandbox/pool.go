@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthhq/berth/internal/clock"
@@ -35,11 +36,19 @@ type pool struct {
 	// One lock guards the slots and the idle list together, so that taking
 	// and returning an instance each touch one shared cache line once.
 	mu      sync.Mutex
-	busy    int         // slots taken: instances in use or being made
+	busy    int         // slots taken: instances in use, being made, or in an affinity slot
 	idle    []*instance // most recently used last
 	waiters []*waiter   // calls waiting for a slot, first come first served
 	closed  bool
 	counts  closeCounts
+
+	// slots are the affinity keys' own places for idle instances
+	// (affinity.go), one per instance the pool may hold; waiting counts the
+	// calls that wait for a pool slot, and closedFlag is closed, for toSlot,
+	// which takes no lock.
+	slots      []slot
+	waiting    atomic.Int32
+	closedFlag atomic.Bool
 }
 
 // waiter is a call waiting for a slot. put hands a slot to the first
@@ -56,7 +65,7 @@ type closeCounts struct {
 
 func newPool(size int, recycleBytes uint64, recycleGrowth float64, clk clock.Clock, create func(context.Context, time.Time) (*instance, error), stale func(*instance) bool) *pool {
 	return &pool{create: create, stale: stale, cap: size, recycleBytes: recycleBytes, recycleGrowth: recycleGrowth,
-		clock: clk, realClock: clock.IsReal(clk)}
+		clock: clk, realClock: clock.IsReal(clk), slots: make([]slot, size)}
 }
 
 // acquire returns an idle instance or one made by create, waiting for a free
@@ -64,8 +73,23 @@ func newPool(size int, recycleBytes uint64, recycleGrowth float64, clk clock.Clo
 // passes when it is not zero (the sandbox's own deadline for the call).
 //
 // A free slot is taken without looking at ctx.Done: that would make the
-// channel of a context that has none yet, on every call.
+// channel of a context that has none yet, on every call. A call under an
+// affinity key takes the instance its key's slot holds first (affinity.go).
 func (p *pool) acquire(ctx context.Context, deadline time.Time) (*instance, error) {
+	i := p.slotOf(ctx)
+	inst, err := p.acquireFor(ctx, deadline, i)
+	if inst != nil {
+		inst.slot = i
+	}
+	return inst, err
+}
+
+func (p *pool) acquireFor(ctx context.Context, deadline time.Time, i int) (*instance, error) {
+	if i >= 0 {
+		if inst, ok, err := p.fromSlot(ctx, deadline, i); ok {
+			return inst, err
+		}
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -74,6 +98,13 @@ func (p *pool) acquire(ctx context.Context, deadline time.Time) (*instance, erro
 	if p.busy < p.cap && len(p.waiters) == 0 {
 		p.busy++
 		return p.takeLocked(ctx, deadline)
+	}
+	// At the cap: count as waiting before looking at the slots (toSlot).
+	p.waiting.Add(1)
+	if inst := p.steal(); inst != nil {
+		p.waiting.Add(-1)
+		p.mu.Unlock()
+		return p.holding(ctx, deadline, inst)
 	}
 	w := &waiter{ready: make(chan struct{})}
 	p.waiters = append(p.waiters, w)
@@ -115,6 +146,12 @@ func (p *pool) takeLocked(ctx context.Context, deadline time.Time) (*instance, e
 		p.mu.Unlock()
 		return inst, nil
 	}
+	if inst := p.steal(); inst != nil {
+		// It holds a pool slot of its own: give back the one just taken.
+		p.releaseLocked()
+		p.mu.Unlock()
+		return p.holding(ctx, deadline, inst)
+	}
 	p.mu.Unlock()
 	inst, err := p.create(ctx, deadline)
 	if err != nil {
@@ -151,6 +188,7 @@ func (p *pool) wait(ctx context.Context, w *waiter, deadline time.Time) error {
 	}
 	if i := slices.Index(p.waiters, w); i >= 0 {
 		p.waiters = slices.Delete(p.waiters, i, i+1)
+		p.waiting.Add(-1)
 	}
 	p.mu.Unlock()
 	return err
@@ -168,6 +206,7 @@ func (p *pool) releaseLocked() {
 		w := p.waiters[0]
 		p.waiters[0] = nil
 		p.waiters = p.waiters[1:]
+		p.waiting.Add(-1)
 		w.handed = true
 		close(w.ready)
 		return
@@ -201,6 +240,13 @@ func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 		if !p.realClock || now.IsZero() {
 			now = p.clock.Now()
 		}
+		if inst.slot >= 0 && !p.stale(inst) {
+			inst.lastUsed = now
+			inst.memBytes.Store(mem)
+			if p.toSlot(inst) {
+				return
+			}
+		}
 	}
 	p.mu.Lock()
 	switch {
@@ -215,7 +261,7 @@ func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 		p.counts.tierUp++
 	default:
 		inst.lastUsed = now
-		inst.memBytes = mem
+		inst.memBytes.Store(mem)
 		p.idle = append(p.idle, inst)
 	}
 	p.releaseLocked()
@@ -241,7 +287,7 @@ func (p *pool) add(inst *instance) {
 		return
 	}
 	inst.lastUsed = p.clock.Now()
-	inst.memBytes = inst.memoryBytes()
+	inst.memBytes.Store(inst.memoryBytes())
 	p.idle = append(p.idle, inst)
 	p.mu.Unlock()
 }
@@ -266,6 +312,19 @@ func (p *pool) drop(match func(*instance) bool, count *int64) {
 	}
 	clear(p.idle[len(keep):])
 	p.idle = keep
+	for i := range p.slots {
+		s := &p.slots[i]
+		inst := s.inst.Swap(nil)
+		switch {
+		case inst == nil:
+		case match(inst):
+			gone = append(gone, inst)
+			p.releaseLocked() // the pool slot it held
+		case !s.inst.CompareAndSwap(nil, inst):
+			p.idle = append(p.idle, inst) // its key filled the slot meanwhile
+			p.releaseLocked()
+		}
+	}
 	*count += int64(len(gone))
 	p.mu.Unlock()
 	for _, inst := range gone {
@@ -275,9 +334,9 @@ func (p *pool) drop(match func(*instance) bool, count *int64) {
 
 // idleCount returns how many instances are idle.
 func (p *pool) idleCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.idle)
+	var st Stats
+	p.stats(&st)
+	return st.Idle
 }
 
 // stats fills in what the pool knows of st: its idle instances, the memory
@@ -285,10 +344,19 @@ func (p *pool) idleCount() int {
 func (p *pool) stats(st *Stats) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st.Idle = len(p.idle)
+	idle := func(inst *instance) {
+		st.Idle++
+		mem := uint64(inst.memBytes.Load())
+		st.IdleMemoryBytes += mem
+		st.MaxIdleMemoryBytes = max(st.MaxIdleMemoryBytes, mem)
+	}
 	for _, inst := range p.idle {
-		st.IdleMemoryBytes += uint64(inst.memBytes)
-		st.MaxIdleMemoryBytes = max(st.MaxIdleMemoryBytes, uint64(inst.memBytes))
+		idle(inst)
+	}
+	for i := range p.slots {
+		if inst := p.slots[i].inst.Load(); inst != nil {
+			idle(inst)
+		}
 	}
 	st.ClosedFailed, st.ClosedMemory, st.ClosedIdle, st.ClosedTierUp = p.counts.failed, p.counts.memory, p.counts.idle, p.counts.tierUp
 	st.RecycleMemoryBytes = p.recycleBytes
@@ -300,8 +368,14 @@ func (p *pool) stats(st *Stats) {
 func (p *pool) close() {
 	p.mu.Lock()
 	p.closed = true
+	p.closedFlag.Store(true)
 	idle := p.idle
 	p.idle = nil
+	for i := range p.slots {
+		if inst := p.slots[i].inst.Swap(nil); inst != nil {
+			idle = append(idle, inst)
+		}
+	}
 	for _, w := range p.waiters {
 		// A slot each, which the waiter gives back on finding the pool closed.
 		p.busy++
@@ -309,6 +383,7 @@ func (p *pool) close() {
 		close(w.ready)
 	}
 	p.waiters = nil
+	p.waiting.Store(0)
 	p.mu.Unlock()
 	for _, inst := range idle {
 		inst.close()

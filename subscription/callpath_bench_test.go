@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/affinity"
 	"github.com/berthhq/berth/internal/testbuild"
 	"github.com/berthhq/berth/internal/wasmbench"
 	"github.com/berthhq/berth/ledger"
@@ -144,12 +145,14 @@ func BenchmarkEngineCall(b *testing.B) {
 	off := newCallPath(b, wasm, cache, sandbox.DeadlinesNone)
 	ds := []subscription.Delivery{noopDelivery(), noopDelivery()}
 	evs := []*abi.Event{plainEvent(ds[0]), plainEvent(ds[1])}
-	// The partition's context, which the engine's attempts are made under.
+	// The partitions' contexts, which the engine's attempts are made under:
+	// each goroutine is one partition (its affinity key).
 	part, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	parts := []context.Context{affinity.With(part, 0), affinity.With(part, 1)}
 	engine := func(p *callPath) func(i int) error {
 		return func(i int) error {
-			if f := p.attempt(part, ds[i]); f != nil {
+			if f := p.attempt(parts[i], ds[i]); f != nil {
 				return errors.Join(errFailed, errors.New(f.Message))
 			}
 			return nil

@@ -2,11 +2,13 @@ package subscription
 
 import (
 	"context"
+	"hash/crc32"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
+	"github.com/berthhq/berth/internal/affinity"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -123,6 +125,10 @@ type partition struct {
 
 func newPartition(r *run, idx int, st partStart) *partition {
 	ctx, cancel := context.WithCancel(r.ctx)
+	// Its attempts mostly follow one another: the sandbox keeps them an
+	// instance of their own (internal/affinity). The subscription's name
+	// spreads the partitions of a module's handlers over different keys.
+	ctx = affinity.With(ctx, idx+int(crc32.ChecksumIEEE([]byte(r.s.name))&0xffff))
 	return &partition{
 		r: r, idx: idx, epoch: st.epoch, ctx: ctx, cancel: cancel, tracker: newTracker(st.from),
 		aggs:  map[aggKey]*aggState{},
