@@ -62,11 +62,14 @@ func snapshotsBefore(ctx context.Context, obs jetstream.ObjectStore, seq uint64)
 }
 
 // snapshotStore returns the object store of the snapshots, creating it if
-// it is missing.
+// it is missing, once its stream has a leader: the first snapshot's put
+// to a store just made on an R3 cluster met "no responders" otherwise, and
+// every compaction failed alike (TestCompaction/R3).
 func (s *Store) snapshotStore(ctx context.Context) (jetstream.ObjectStore, error) {
-	obs, err := request(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) {
+	bucket := snapshotBucket(s.opts.Stream)
+	obs, err := jsapi.Ensure(ctx, s.js, "OBJ_"+bucket, jsapi.RequestTimeout, func(ctx context.Context) (jetstream.ObjectStore, error) {
 		return s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket:      snapshotBucket(s.opts.Stream),
+			Bucket:      bucket,
 			Description: "snapshots of Berth's failure ledger, at its stream's compaction points",
 			Storage:     jetstream.FileStorage,
 			Replicas:    s.opts.Replicas,
