@@ -6,6 +6,7 @@
 package natstest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -59,18 +60,69 @@ func (n *Node) Restart() {
 
 func (n *Node) start() {
 	n.t.Helper()
+	if err := n.launch(); err != nil {
+		n.t.Fatalf("natstest: %v", err)
+	}
+}
+
+// errPortTaken is launch's when a port the node was to listen on was taken
+// by another process after freePorts chose it.
+var errPortTaken = errors.New("a port chosen was taken meanwhile")
+
+// launch starts the node's server and waits until it listens. A listen
+// that fails (a port taken since it was chosen) is told only to the
+// server's logger, and the server then waits for ever: the fatalLog it is
+// given fails launch at once instead, with errPortTaken.
+func (n *Node) launch() error {
 	opts := n.opts // NewServer keeps and changes what it is given
 	srv, err := server.NewServer(&opts)
 	if err != nil {
-		n.t.Fatalf("natstest: server %s: %v", n.Name(), err)
+		return fmt.Errorf("server %s: %w", n.Name(), err)
 	}
+	fatal := fatalLog(make(chan string, 1))
+	srv.SetLoggerV2(fatal, false, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(readyTimeout) {
-		srv.Shutdown()
-		n.t.Fatalf("natstest: server %s not ready within %v", n.Name(), readyTimeout)
+	for end := time.Now().Add(readyTimeout); !srv.ReadyForConnections(readyPoll); {
+		select {
+		case msg := <-fatal:
+			srv.Shutdown()
+			if strings.HasPrefix(msg, "Error listening") {
+				return fmt.Errorf("server %s: %w: %s", n.Name(), errPortTaken, msg)
+			}
+			return fmt.Errorf("server %s: %s", n.Name(), msg)
+		default:
+		}
+		if time.Now().After(end) {
+			srv.Shutdown()
+			return fmt.Errorf("server %s not ready within %v", n.Name(), readyTimeout)
+		}
 	}
 	n.srv = srv
+	// The client port, the server's choice at the first start, is the one
+	// a Restart takes again.
+	n.opts.Port = srv.Addr().(*net.TCPAddr).Port
+	return nil
 }
+
+// readyPoll is how long launch waits for a server to listen before it
+// looks for a fatal error again.
+const readyPoll = 100 * time.Millisecond
+
+// fatalLog is a server's logger that keeps the first fatal error (a listen
+// that failed) and drops everything else, as Options.NoLog does.
+type fatalLog chan string
+
+func (l fatalLog) Fatalf(format string, v ...any) {
+	select {
+	case l <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
+func (fatalLog) Noticef(string, ...any) {}
+func (fatalLog) Warnf(string, ...any)   {}
+func (fatalLog) Errorf(string, ...any)  {}
+func (fatalLog) Debugf(string, ...any)  {}
+func (fatalLog) Tracef(string, ...any)  {}
 
 // Cluster is a set of nodes: one alone (RunServer) or a JetStream cluster
 // (RunCluster).
@@ -130,12 +182,40 @@ func RunClusterWith(t testing.TB, size int, mutate func(*server.Options)) *Clust
 	if size < 2 {
 		t.Fatalf("natstest: a cluster of %d nodes; use RunServer for one", size)
 	}
+	// Each node's ports are chosen before any starts (every node routes to
+	// all); one taken by another process meanwhile fails a listen, and the
+	// cluster is started again on new ones ("server n2 not ready within
+	// 30s" under load, TestTwoHostsAppendAtOnce, was such a node).
+	c := &Cluster{}
+	for attempt := 1; ; attempt++ {
+		err := c.start(t, size, mutate)
+		if err == nil {
+			break
+		}
+		c.shutdown()
+		if !errors.Is(err, errPortTaken) || attempt == portAttempts {
+			t.Fatalf("natstest: %v", err)
+		}
+	}
+	// After the stores' t.TempDir, so that it runs before their removal.
+	t.Cleanup(c.shutdown)
+	c.WaitForMetaLeader(t)
+	return c
+}
+
+// portAttempts bounds how many times RunClusterWith chooses ports again.
+const portAttempts = 5
+
+// start starts size nodes on ports free a moment ago, each with a store of
+// its own; an error is any node's, the cluster then partly started.
+func (c *Cluster) start(t testing.TB, size int, mutate func(*server.Options)) error {
+	t.Helper()
 	routePorts := freePorts(t, size)
 	routes := make([]*url.URL, size)
 	for i, p := range routePorts {
 		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)}
 	}
-	c := &Cluster{}
+	c.Nodes = nil
 	for i := range size {
 		opts := baseOptions(t, fmt.Sprintf("n%d", i+1))
 		opts.Cluster = server.ClusterOpts{Name: "berth-test", Host: "127.0.0.1", Port: routePorts[i]}
@@ -145,39 +225,24 @@ func RunClusterWith(t testing.TB, size int, mutate func(*server.Options)) *Clust
 		}
 		c.Nodes = append(c.Nodes, &Node{t: t, opts: opts, index: i})
 	}
-	// Start them all before waiting on any: a node of a JetStream cluster is
-	// ready only once it sees the others.
+	// Start them all before waiting on any: a node of a JetStream cluster
+	// elects a meta leader only once it sees the others.
 	errs := make(chan error, size)
 	for _, n := range c.Nodes {
-		go func() {
-			opts := n.opts
-			srv, err := server.NewServer(&opts)
-			if err != nil {
-				errs <- fmt.Errorf("server %s: %w", n.Name(), err)
-				return
-			}
-			srv.Start()
-			n.srv = srv
-			errs <- nil
-		}()
+		go func() { errs <- n.launch() }()
 	}
+	var err error
 	for range size {
-		if err := <-errs; err != nil {
-			t.Fatalf("natstest: %v", err)
-		}
+		err = errors.Join(err, <-errs)
 	}
-	t.Cleanup(func() {
-		for _, n := range c.Nodes {
-			n.Shutdown()
-		}
-	})
+	return err
+}
+
+// shutdown stops every node of c.
+func (c *Cluster) shutdown() {
 	for _, n := range c.Nodes {
-		if !n.srv.ReadyForConnections(readyTimeout) {
-			t.Fatalf("natstest: server %s not ready within %v", n.Name(), readyTimeout)
-		}
+		n.Shutdown()
 	}
-	c.WaitForMetaLeader(t)
-	return c
 }
 
 // WaitForMetaLeader waits until the running nodes agree on a JetStream meta
@@ -217,19 +282,20 @@ func baseOptions(t testing.TB, name string) server.Options {
 	return server.Options{
 		ServerName: name,
 		Host:       "127.0.0.1",
-		Port:       freePorts(t, 1)[0],
-		JetStream:  true,
-		StoreDir:   t.TempDir(),
-		NoLog:      true,
-		NoSigs:     true,
+		Port:       server.RANDOM_PORT, // launch keeps the one picked
+
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
 		// Large enough for a commit or a ledger transaction of the tests.
 		MaxPayload: 8 << 20,
 	}
 }
 
-// freePorts returns n ports that were free a moment ago. A node restarted by
-// Restart needs the same port again, so ports are chosen here rather than by
-// the server (RANDOM_PORT).
+// freePorts returns n ports that were free a moment ago: the route ports of
+// a cluster, which each node must know of the others before they start
+// (a client port is the server's choice, RANDOM_PORT).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	ports := make([]int, n)

@@ -2,6 +2,8 @@ package natstest
 
 import (
 	"context"
+	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -99,5 +101,26 @@ func TestSyncAlways(t *testing.T) {
 	}
 	if cfg := RunServer(t).Server().JetStreamConfig(); cfg.SyncAlways || cfg.SyncInterval != 2*time.Minute {
 		t.Fatalf("default server: sync always %v, interval %v; want NATS's default (2m)", cfg.SyncAlways, cfg.SyncInterval)
+	}
+}
+
+// TestPortTakenFailsAtOnce: a node whose port another process took since it
+// was chosen fails its start at once with errPortTaken (RunClusterWith then
+// chooses again), rather than wait readyTimeout for a listener that never
+// comes.
+func TestPortTakenFailsAtOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	n := &Node{t: t, opts: baseOptions(t, "n1")}
+	n.opts.Port = l.Addr().(*net.TCPAddr).Port
+	start := time.Now()
+	if err := n.launch(); !errors.Is(err, errPortTaken) {
+		t.Fatalf("launch on a taken port: %v, want errPortTaken", err)
+	}
+	if d := time.Since(start); d >= readyTimeout {
+		t.Errorf("the taken port was told after %v", d)
 	}
 }

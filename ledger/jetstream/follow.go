@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/berthhq/berth/internal/jsapi"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -31,6 +33,11 @@ const consumerHeartbeat = 500 * time.Millisecond
 // leader, is made again after it.
 const consumerCreateTimeout = time.Second
 
+// pullAttempts bounds how many times follow pulls from one consumer that
+// a pull reached no server of (drain): pausing jsapi.FirstPause, doubled
+// each time, between them, about as long as two missed heartbeats.
+const pullAttempts = 5
+
 // consumerInactive is how long the server keeps a consumer nobody pulls
 // from: the ones given up, and the one of a host that stopped without
 // Close, go away by themselves.
@@ -40,11 +47,17 @@ const consumerInactive = 30 * time.Second
 // sequence after the last applied whenever the one it has fails.
 func (s *Store) follow(ctx context.Context) {
 	for ctx.Err() == nil {
+		s.delivering.Store(false)
 		cons, err := s.newConsumer(ctx)
 		if err != nil {
 			return // ctx ended
 		}
-		err = s.drain(ctx, cons)
+		// A pull "no responders" answered is asked again of the same
+		// consumer (drain), then a new one is made.
+		var delivered uint64
+		_, err = jsapi.Retry(ctx, jsapi.Policy{Within: jsapi.UntilDone, Attempts: pullAttempts},
+			func(err error) bool { return errors.Is(err, nats.ErrNoResponders) },
+			func(ctx context.Context) (struct{}, error) { return struct{}{}, s.drain(ctx, cons, &delivered) })
 		switch {
 		case ctx.Err() != nil:
 		case errors.Is(err, errGap):
@@ -87,31 +100,78 @@ func (s *Store) newConsumer(ctx context.Context) (jetstream.Consumer, error) {
 var errConsumerGap = errors.New("ledger/jetstream: the stream consumer skipped a delivery")
 
 // drain applies what cons delivers until it fails, a heartbeat is missed,
-// or ctx ends.
-func (s *Store) drain(ctx context.Context, cons jetstream.Consumer) error {
-	it, err := cons.Messages(jetstream.PullHeartbeat(consumerHeartbeat), jetstream.WithMessagesErrOnMissingHeartbeat(true))
+// or ctx ends; delivered is the consumer's last delivery applied, kept
+// from one drain of cons to the next.
+//
+// It consumes with a callback rather than an iterator (Messages) for the
+// one error the iterator swallows: a pull that reached no server. A
+// consumer just created is not yet known to every server of a cluster —
+// its pull subject's interest spreads over the routes — so the host's
+// server may answer the first pull "no responders"; the iterator then waited
+// two heartbeats for deliveries that could not come, while the other hosts
+// went on (and compacted past this one: TestCompactionConcurrent/R3). Told
+// of it, follow pulls again at once.
+func (s *Store) drain(ctx context.Context, cons jetstream.Consumer, delivered *uint64) error {
+	// mu orders the callbacks, the error handler and drain's return: once
+	// stopped, nothing of this drain applies a delivery or counts it.
+	var mu sync.Mutex
+	stopped := false
+	ended := make(chan error, 1)
+	end := func(err error) {
+		if !stopped {
+			stopped = true
+			ended <- err
+		}
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if err := s.deliver(msg, delivered); err != nil {
+			end(err)
+		}
+	}, jetstream.PullHeartbeat(consumerHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		// The errors the iterator returned, and "no responders".
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
+			errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrBadRequest) {
+			mu.Lock()
+			end(err)
+			mu.Unlock()
+		}
+	}))
 	if err != nil {
 		return err
 	}
-	defer it.Stop()
-	var delivered uint64
-	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return err
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("ledger/jetstream: a stream message without metadata: %w", err)
-		}
-		if meta.Sequence.Consumer != delivered+1 {
-			return fmt.Errorf("%w: delivery %d after %d", errConsumerGap, meta.Sequence.Consumer, delivered)
-		}
-		delivered = meta.Sequence.Consumer
-		if err := s.handle(meta.Sequence.Stream, msg.Headers().Get(jetstream.MsgIDHeader), msg.Data()); err != nil {
-			return err
-		}
+	defer func() {
+		cc.Stop()
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}()
+	select {
+	case err := <-ended:
+		return err
+	case <-cc.Closed():
+		return jetstream.ErrMsgIteratorClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+}
+
+// deliver applies the consumer's delivery msg, the one after delivered.
+func (s *Store) deliver(msg jetstream.Msg, delivered *uint64) error {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return fmt.Errorf("ledger/jetstream: a stream message without metadata: %w", err)
+	}
+	if meta.Sequence.Consumer != *delivered+1 {
+		return fmt.Errorf("%w: delivery %d after %d", errConsumerGap, meta.Sequence.Consumer, *delivered)
+	}
+	*delivered = meta.Sequence.Consumer
+	s.delivering.Store(true)
+	return s.handle(meta.Sequence.Stream, msg.Headers().Get(jetstream.MsgIDHeader), msg.Data())
 }
 
 // fillDelay is how long an Update waits for the consumer to deliver its
@@ -174,13 +234,18 @@ func (s *Store) purgedPast(ctx context.Context, seq uint64) bool {
 }
 
 // reach waits until the cache has applied seq: for the consumer to deliver
-// it, and after fillDelay, reading from the stream what is still lacking.
+// it, and after fillDelay, reading from the stream what is still lacking —
+// at once while the consumer has delivered nothing yet (delivering): one
+// just made may be unreachable for a while (drain), during which the
+// other hosts go on and may compact past this one (TestCompactionConcurrent).
 func (s *Store) reach(ctx context.Context, seq uint64) error {
-	wctx, cancel := context.WithTimeout(ctx, fillDelay)
-	err := s.waitApplied(wctx, seq)
-	cancel()
-	if err == nil || ctx.Err() != nil || s.errBroken() != nil {
-		return s.waitApplied(ctx, seq)
+	if s.delivering.Load() {
+		wctx, cancel := context.WithTimeout(ctx, fillDelay)
+		err := s.waitApplied(wctx, seq)
+		cancel()
+		if err == nil || ctx.Err() != nil || s.errBroken() != nil {
+			return s.waitApplied(ctx, seq)
+		}
 	}
 	if err := s.fillTo(ctx, seq); err != nil {
 		return fmt.Errorf("ledger/jetstream: catching up to stream sequence %d (applied %d): %w", seq, s.appliedSeq(), err)

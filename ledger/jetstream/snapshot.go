@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -43,7 +44,7 @@ func snapshotName(seq uint64) string { return fmt.Sprintf("%s%020d", snapshotPre
 // snapshotsBefore lists the names of the snapshots in obs before seq
 // (every one when seq is 0) in order.
 func snapshotsBefore(ctx context.Context, obs jetstream.ObjectStore, seq uint64) ([]string, error) {
-	infos, err := obs.List(ctx)
+	infos, err := request(ctx, func(ctx context.Context) ([]*jetstream.ObjectInfo, error) { return obs.List(ctx) })
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
@@ -61,11 +62,14 @@ func snapshotsBefore(ctx context.Context, obs jetstream.ObjectStore, seq uint64)
 }
 
 // snapshotStore returns the object store of the snapshots, creating it if
-// it is missing.
+// it is missing, once its stream has a leader: the first snapshot's put
+// to a store just made on an R3 cluster met "no responders" otherwise, and
+// every compaction failed alike (TestCompaction/R3).
 func (s *Store) snapshotStore(ctx context.Context) (jetstream.ObjectStore, error) {
-	obs, err := request(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) {
+	bucket := snapshotBucket(s.opts.Stream)
+	obs, err := jsapi.Ensure(ctx, s.js, "OBJ_"+bucket, jsapi.RequestTimeout, func(ctx context.Context) (jetstream.ObjectStore, error) {
 		return s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket:      snapshotBucket(s.opts.Stream),
+			Bucket:      bucket,
 			Description: "snapshots of Berth's failure ledger, at its stream's compaction points",
 			Storage:     jetstream.FileStorage,
 			Replicas:    s.opts.Replicas,
@@ -170,7 +174,11 @@ func openSnapshot(ctx context.Context, js jetstream.JetStream, o Options, identi
 	if len(names) == 0 {
 		return nil, meta, errNoSnapshot
 	}
-	r, err := obs.Get(ctx, names[len(names)-1])
+	// Asked again while NATS answers "no responders" and the like (a host
+	// restoring as a node of an R3 cluster settles: TestCompaction), under
+	// the caller's own context, which the object's reader keeps using.
+	r, err := jsapi.Retry(ctx, jsapi.Policy{Within: jsapi.UntilDone, Attempts: 8}, jsapi.Transient,
+		func(ctx context.Context) (jetstream.ObjectResult, error) { return obs.Get(ctx, names[len(names)-1]) })
 	if err != nil {
 		return nil, meta, err
 	}

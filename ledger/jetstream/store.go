@@ -48,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthhq/berth/internal/badgerdb"
@@ -101,6 +102,11 @@ type Store struct {
 	// foreignAbort is the sequence of another host's transaction that
 	// aborted, until an Update of this host yielded to its retry (yield).
 	foreignAbort uint64
+
+	// delivering says the current consumer has delivered since it was
+	// made: until then an Update reads its transaction from the stream at
+	// once (reach).
+	delivering atomic.Bool
 }
 
 var _ ledger.Store = (*Store)(nil)
