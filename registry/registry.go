@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/diskspace"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/sandbox"
@@ -52,6 +53,9 @@ type Options struct {
 	// Store keeps the modules' bytes and versions. Default (nil): files
 	// in Dir.
 	Store ModuleStore
+	// Clock times Watch's look at a shared store every resyncEvery.
+	// Default (nil): the wall clock.
+	Clock clock.Clock
 	// Added, when set, is called after the registry added subscriptions to
 	// the engine (a module deployed here or on another host with a handler
 	// new to the engine), with the registry's lock held: it must not block

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/berthhq/berth/internal/clock"
 )
 
 // Watch keeps this host's deployed modules in step with a store shared by
@@ -25,16 +27,21 @@ func (r *Registry) Watch(ctx context.Context) error {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
+	clk := r.opts.Clock
+	if clk == nil {
+		clk = clock.Real()
+	}
 	go func() {
-		t := time.NewTicker(resyncEvery)
-		defer t.Stop()
 		for {
+			t := clk.NewTimer(resyncEvery)
 			select {
 			case <-stop:
+				t.Stop()
 				return
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-t.C:
+			case <-t.C():
 				r.resync(ctx, w)
 			}
 		}
