@@ -51,6 +51,10 @@ type pool struct {
 	closedFlag atomic.Bool
 }
 
+// maxSlots bounds a pool's affinity slots (128 bytes each): keys past it
+// share slots, as they do past the pool's size.
+const maxSlots = 64
+
 // waiter is a call waiting for a slot. put hands a slot to the first
 // waiter by closing ready; the slot is then the waiter's.
 type waiter struct {
@@ -65,7 +69,7 @@ type closeCounts struct {
 
 func newPool(size int, recycleBytes uint64, recycleGrowth float64, clk clock.Clock, create func(context.Context, time.Time) (*instance, error), stale func(*instance) bool) *pool {
 	return &pool{create: create, stale: stale, cap: size, recycleBytes: recycleBytes, recycleGrowth: recycleGrowth,
-		clock: clk, realClock: clock.IsReal(clk), slots: make([]slot, size)}
+		clock: clk, realClock: clock.IsReal(clk), slots: make([]slot, min(size, maxSlots))}
 }
 
 // acquire returns an idle instance or one made by create, waiting for a free
