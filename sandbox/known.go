@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,12 +56,7 @@ func knownKey(sha, guard string, mc ModuleConfig) string {
 	for _, a := range hosts {
 		fmt.Fprintf(h, "host\x00%q\x00", a)
 	}
-	keys := make([]string, 0, len(mc.Config))
-	for k := range mc.Config {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(mc.Config)) {
 		fmt.Fprintf(h, "config\x00%q\x00%q\x00", k, mc.Config[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
