@@ -49,6 +49,12 @@ func (p *pool) fromSlot(ctx context.Context, deadline time.Time, i int) (inst *i
 	if inst = s.inst.Swap(nil); inst == nil {
 		return nil, false, nil
 	}
+	if p.closedFlag.Load() {
+		// Left there by a put racing Close (toSlot): the pool takes no
+		// more calls.
+		inst.close()
+		return nil, true, ErrClosed
+	}
 	inst, err = p.holding(ctx, deadline, inst)
 	return inst, true, err
 }
