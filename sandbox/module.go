@@ -180,7 +180,8 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 		return nil, err
 	}
 	start := &tier{name: TierCompiled, rt: compiledRT}
-	tierUp := s.cfg.Tiering == TierUp && !s.comp.cached(m.cacheKey) && !s.marks.has(m.cacheKey)
+	codeCached := s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey)
+	tierUp := s.cfg.Tiering == TierUp && !codeCached
 	if tierUp {
 		if start, err = s.interpreterTier(ctx, key, m.code); err != nil {
 			return nil, err
@@ -188,7 +189,7 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	}
 	m.tier.Store(start)
 	known := knownKey(m.sha256, guard, mc)
-	if desc, ok := s.known.load(known); ok && !tierUp && (s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey)) {
+	if desc, ok := s.loadKnown(known, codeCached); ok {
 		m.desc = desc
 		m.warmUp(ctx)
 		s.modules.Store(m, struct{}{})
@@ -212,6 +213,16 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	}
 	s.modules.Store(m, struct{}{})
 	return m, nil
+}
+
+// loadKnown returns the recorded description of the module under key
+// when its machine code is cached (codeCached): without it the background
+// start would be a whole compile, and the module starts in the foreground.
+func (s *Sandbox) loadKnown(key string, codeCached bool) (abi.Description, bool) {
+	if !codeCached {
+		return abi.Description{}, false
+	}
+	return s.known.load(key)
 }
 
 // warmUp makes, in the background, the first instance of a module loaded

@@ -33,8 +33,9 @@ type pool struct {
 	clock         clock.Clock // the sandbox's, for idle times
 	realClock     bool        // clock is the wall clock (clock.IsReal)
 
-	// One lock guards the slots and the idle list together, so that taking
-	// and returning an instance each touch one shared cache line once.
+	// One lock guards the pool slots (busy) and the idle list together, so
+	// that a call with no affinity key (affinity.go) touches one shared
+	// cache line once to take an instance and once to return it.
 	mu      sync.Mutex
 	busy    int         // slots taken: instances in use, being made, or in an affinity slot
 	idle    []*instance // most recently used last
