@@ -58,7 +58,12 @@ func Open(dir string, opts Options) (*Badger, error) {
 		_ = db.Close(context.Background())
 		return nil, fmt.Errorf("ledger: open %s: deleting the retired due index: %w", dir, err)
 	}
-	return &Badger{db: db, space: opts.Space, updates: groupcommit.New[*pendingUpdate](maxGroup)}, nil
+	b := &Badger{db: db, space: opts.Space, updates: groupcommit.New[*pendingUpdate](maxGroup)}
+	if err := BuildIndex(context.Background(), b); err != nil {
+		_ = b.Close(context.Background())
+		return nil, fmt.Errorf("ledger: open %s: %w", dir, err)
+	}
+	return b, nil
 }
 
 func orDefault(v, d int64) int64 {

@@ -27,6 +27,8 @@ import (
 //	'e' lp(subscription) lp(aggType) lp(aggID)        -> its attempt capsule
 //	'v' lp(subscription) lp(aggType) lp(aggID) seq(8) -> the capsule of 'h' (same body)
 //	'k' lp(subscription) lp(state)                    -> count(8)
+//	'i' lp(subscription) path …                       -> a parked record's summary (index.go)
+//	'l' lp(subscription) dim lp(value) lp(state)      -> count(8) per class and aggregate type (index.go)
 //	'n' seq(8)                                        -> Notification as JSON
 //	'x' "notify-seq"                                  -> last seq(8)
 //	'x' "format"                                      -> layout version(1)

@@ -5,8 +5,10 @@
 // It owns:
 //
 //   - the failure records: one per parked aggregate of a subscription,
-//     counted by state, with the capsule of its failed attempt, and the
-//     resolved ones until the retention sweeps them ([ParkedRecords]);
+//     indexed by state, class, aggregate type and first failure and
+//     counted by them in the same transaction, with the capsule of its
+//     failed attempt, and the resolved ones until the retention sweeps
+//     them ([ParkedRecords]);
 //   - the subscriptions' checkpoints, whole and per partition, and the
 //     small state kept beside them: paused, retry budgets
 //     ([SubscriptionState]);
@@ -184,6 +186,11 @@ type Filter struct {
 	FailedAfter, FailedBefore time.Time
 	After                     string // cursor from a previous page; empty: from the start
 	Limit                     int    // 0 or less: DefaultLimit
+	// KeyOrder lists the records in key order (subscription, aggregate
+	// type, id) whatever the filter, so that Cursor of any record listed
+	// continues after it; only such cursors are then accepted. Without
+	// it, a time window may list its records by first failure.
+	KeyOrder bool
 }
 
 // Matches reports whether r passes f's conditions on its state and failure

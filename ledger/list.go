@@ -3,8 +3,10 @@ package ledger
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
+	"encoding/binary"
 	"fmt"
+	"strings"
+	"time"
 )
 
 func limitOr(limit int) int {
@@ -14,8 +16,11 @@ func limitOr(limit int) int {
 	return limit
 }
 
-// ListParked implements [ParkedRecords.ListParked].
-// The cursor is the URL-safe base64 of the last record's key.
+// ListParked implements [ParkedRecords.ListParked]: it walks the index
+// path the filter narrows most (index.go), checks the other conditions on
+// the entries' summaries and reads the records of the matches. The cursor
+// is the URL-safe base64 of the last key looked at: a record key on the
+// path of every record (as Cursor makes), an index key on another path.
 func (t *KVTx) ListParked(f Filter) ([]*Record, string, error) {
 	if err := t.checkRead("ListParked"); err != nil {
 		return nil, "", err
@@ -24,59 +29,259 @@ func (t *KVTx) ListParked(f Filter) ([]*Record, string, error) {
 		return nil, "", fmt.Errorf("%w: ListParked: unknown state %q", ErrInvalid, f.State)
 	}
 	limit := limitOr(f.Limit)
-	prefix := []byte{kindRecord}
-	if f.Subscription != "" {
-		prefix = key(kindRecord, f.Subscription)
+	subs, cur, err := t.listStart(&f)
+	if err != nil {
+		return nil, "", err
 	}
-	start := prefix
-	if f.After != "" {
-		after, err := base64.RawURLEncoding.DecodeString(f.After)
-		if err != nil {
-			return nil, "", fmt.Errorf("%w: ListParked: bad cursor: %v", ErrInvalid, err)
-		}
-		if _, _, _, err := parseRecordKey(after); err != nil {
-			return nil, "", fmt.Errorf("%w: ListParked: bad cursor", ErrInvalid)
-		}
-		if next := append(after, 0); bytes.Compare(next, start) > 0 { // the first key after it
-			start = next
-		}
-	}
-
 	var (
 		out     []*Record
 		lastKey []byte
 		more    bool
+		scanned int
 	)
-	it := t.txn.Iterate(prefix, true)
-	defer it.Close()
-	for it.Seek(start); it.Valid(); it.Next() {
-		_, aggType, _, err := parseRecordKey(it.Key())
+	lower := strings.ToLower(f.Message)
+	for i, sub := range subs {
+		p, after := cur.path, cur.after
+		if i > 0 || cur.after == nil {
+			if p, err = t.plan(sub, &f); err != nil {
+				return nil, "", fmt.Errorf("ledger: ListParked: %w", err)
+			}
+			after = nil
+		}
+		err := t.walk(p, after, func(k, v []byte) (bool, error) {
+			scanned++
+			_, _, _, aggType, aggID, err := indexKeyParts(k)
+			if err != nil {
+				return false, err
+			}
+			s, err := decodeSummary(v, true)
+			if err != nil {
+				return false, fmt.Errorf("%w: %q", err, k)
+			}
+			if matchSummary(&f, lower, aggType, &s) {
+				if len(out) == limit {
+					more = true
+					return false, nil
+				}
+				r, err := t.record(recordKey(sub, aggType, aggID))
+				if err != nil {
+					return false, fmt.Errorf("record of index entry %q: %w", k, err)
+				}
+				out = append(out, r)
+				lastKey = append(lastKey[:0], k...)
+			}
+			if scanned >= MaxScan {
+				// Go on after what was looked at, matched or not.
+				more, lastKey = true, append(lastKey[:0], k...)
+				return false, nil
+			}
+			return true, nil
+		})
 		if err != nil {
 			return nil, "", fmt.Errorf("ledger: ListParked: %w", err)
 		}
-		if f.AggregateType != "" && aggType != f.AggregateType {
-			continue
-		}
-		v, err := it.Value()
-		if err != nil {
-			return nil, "", fmt.Errorf("ledger: ListParked: %w", err)
-		}
-		r := new(Record)
-		if err := json.Unmarshal(v, r); err != nil {
-			return nil, "", fmt.Errorf("ledger: ListParked: corrupt record %q: %w", it.Key(), err)
-		}
-		if !f.Matches(r) {
-			continue
-		}
-		if len(out) == limit {
-			more = true
+		if more {
 			break
 		}
-		out = append(out, r)
-		lastKey = append(lastKey[:0], it.Key()...)
+	}
+	if !more || lastKey == nil {
+		return out, "", nil
+	}
+	return out, encodeCursor(lastKey, f.KeyOrder), nil
+}
+
+// encodeCursor is the cursor continuing after index key k: on the path of
+// every record, or in a listing in key order, its record key.
+func encodeCursor(k []byte, keyOrder bool) string {
+	sub, dim, _, aggType, aggID, err := indexKeyParts(k)
+	if err == nil && (dim == dimAll || keyOrder) {
+		k = recordKey(sub, aggType, aggID)
+	}
+	return base64.RawURLEncoding.EncodeToString(k)
+}
+
+// listCursor is where a listing goes on: on path, after the key after.
+type listCursor struct {
+	path  path
+	after []byte
+}
+
+// listStart returns the subscriptions a listing walks, in key order, from
+// the cursor's on, and the cursor's path within the first.
+func (t *KVTx) listStart(f *Filter) ([]string, listCursor, error) {
+	var subs []string
+	if f.Subscription != "" {
+		subs = []string{f.Subscription}
+	} else {
+		var err error
+		if subs, err = t.subscriptionsParked(); err != nil {
+			return nil, listCursor{}, fmt.Errorf("ledger: ListParked: %w", err)
+		}
+	}
+	if f.After == "" {
+		return subs, listCursor{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(f.After)
+	if err != nil {
+		return nil, listCursor{}, fmt.Errorf("%w: ListParked: bad cursor: %v", ErrInvalid, err)
+	}
+	var (
+		sub   string
+		p     path
+		after []byte
+	)
+	if f.KeyOrder {
+		// Every path but the time window's is in key order within a
+		// subscription: go on after the record on the one planned.
+		var aggType, aggID string
+		if sub, aggType, aggID, err = parseRecordKey(raw); err != nil {
+			return nil, listCursor{}, fmt.Errorf("%w: ListParked: bad cursor for a listing in key order", ErrInvalid)
+		}
+		if p, err = t.plan(sub, f); err != nil {
+			return nil, listCursor{}, fmt.Errorf("ledger: ListParked: %w", err)
+		}
+		after = appendLP(appendLP(bytes.Clone(p.head), aggType), aggID)
+	} else if sub, p, after, err = cursorPath(f, raw); err != nil {
+		return nil, listCursor{}, fmt.Errorf("%w: ListParked: bad cursor", ErrInvalid)
+	}
+	if f.Subscription != "" && sub != f.Subscription {
+		return nil, listCursor{}, fmt.Errorf("%w: ListParked: bad cursor", ErrInvalid)
+	}
+	at := key(kindCount, sub)
+	for len(subs) > 0 && bytes.Compare(key(kindCount, subs[0]), at) < 0 {
+		subs = subs[1:]
+	}
+	if len(subs) == 0 || subs[0] != sub {
+		// The cursor's subscription has no records left: go on with the next.
+		return subs, listCursor{}, nil
+	}
+	return subs, listCursor{path: p, after: after}, nil
+}
+
+// CountMatching implements [ParkedRecords.CountMatching]: from the
+// counters when the filter names no more than a state and a class or an
+// aggregate type, else by walking the narrowest path.
+func (t *KVTx) CountMatching(f Filter) (int, error) {
+	if err := t.checkRead("CountMatching"); err != nil {
+		return 0, err
+	}
+	if f.State != "" && !validState(f.State) {
+		return 0, fmt.Errorf("%w: CountMatching: unknown state %q", ErrInvalid, f.State)
+	}
+	subs := []string{f.Subscription}
+	if f.Subscription == "" {
+		var err error
+		if subs, err = t.subscriptionsParked(); err != nil {
+			return 0, fmt.Errorf("ledger: CountMatching: %w", err)
+		}
+	}
+	lower := strings.ToLower(f.Message)
+	counted := f.Message == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero() && (f.Class == "" || f.AggregateType == "")
+	total := 0
+	for _, sub := range subs {
+		var n int
+		var err error
+		switch {
+		case counted && f.Class != "":
+			n, err = t.tally(sub, dimClass, f.Class, statesOf(&f))
+		case counted && f.AggregateType != "":
+			n, err = t.tally(sub, dimType, f.AggregateType, statesOf(&f))
+		case counted:
+			n, err = t.stateCount(sub, statesOf(&f))
+		default:
+			var p path
+			if p, err = t.plan(sub, &f); err == nil {
+				err = t.walk(p, nil, func(k, v []byte) (bool, error) {
+					_, _, _, aggType, _, err := indexKeyParts(k)
+					if err != nil {
+						return false, err
+					}
+					s, err := decodeSummary(v, true)
+					if err != nil {
+						return false, err
+					}
+					if matchSummary(&f, lower, aggType, &s) {
+						n++
+					}
+					return true, nil
+				})
+			}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("ledger: CountMatching: %w", err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// OldestParked implements [ParkedRecords.OldestParked].
+func (t *KVTx) OldestParked(subscription string) (time.Time, bool, error) {
+	if err := t.checkRead("OldestParked"); err != nil {
+		return time.Time{}, false, err
+	}
+	head := indexHead(subscription, dimOldest, nil)
+	var oldest time.Time
+	err := t.walk(path{prefix: head, start: head}, nil, func(k, _ []byte) (bool, error) {
+		_, _, val, _, _, err := indexKeyParts(k)
+		if err != nil {
+			return false, err
+		}
+		oldest = unstamp(binary.BigEndian.Uint64(val))
+		return false, nil
+	})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("ledger: OldestParked %q: %w", subscription, err)
+	}
+	return oldest, !oldest.IsZero(), nil
+}
+
+// ListParkedKeys implements [ParkedRecords.ListParkedKeys].
+func (t *KVTx) ListParkedKeys(subscription, after string, limit int) ([]ParkedKey, string, error) {
+	if err := t.checkRead("ListParkedKeys"); err != nil {
+		return nil, "", err
+	}
+	limit = limitOr(limit)
+	head := indexHead(subscription, dimAll, nil)
+	var start []byte
+	if after != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(after)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: ListParkedKeys: bad cursor: %v", ErrInvalid, err)
+		}
+		s, aggType, aggID, err := parseRecordKey(raw)
+		if err != nil || s != subscription {
+			return nil, "", fmt.Errorf("%w: ListParkedKeys: bad cursor", ErrInvalid)
+		}
+		start = indexKey(s, dimAll, nil, aggType, aggID)
+	}
+	var (
+		out  []ParkedKey
+		more bool
+	)
+	err := t.walk(path{prefix: head, start: head}, start, func(k, v []byte) (bool, error) {
+		if len(out) == limit {
+			more = true
+			return false, nil
+		}
+		_, _, _, aggType, aggID, err := indexKeyParts(k)
+		if err != nil {
+			return false, err
+		}
+		s, err := decodeSummary(v, false)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, ParkedKey{AggregateType: aggType, AggregateID: aggID, State: s.state,
+			NextRetry: s.next, Unrecoverable: s.unrecoverable})
+		return true, nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("ledger: ListParkedKeys %q: %w", subscription, err)
 	}
 	if !more {
 		return out, "", nil
 	}
-	return out, base64.RawURLEncoding.EncodeToString(lastKey), nil
+	last := out[len(out)-1]
+	return out, Cursor(subscription, last.AggregateType, last.AggregateID), nil
 }

@@ -35,6 +35,20 @@ type ParkedRecords interface {
 	// CountParked counts a subscription's records by state; states without
 	// records are absent from the map.
 	CountParked(subscription string) (map[State]int, error)
+	// CountMatching counts the records matching f exactly (its After and
+	// Limit aside): from counters kept with the records when f names at
+	// most a subscription, a state and a class or an aggregate type, else
+	// by reading the index entries of the narrowest of its conditions.
+	CountMatching(f Filter) (int, error)
+	// OldestParked returns the earliest first failure of a subscription's
+	// records that are retrying or waiting, from an index; false when
+	// there is none.
+	OldestParked(subscription string) (time.Time, bool, error)
+	// ListParkedKeys returns up to limit (DefaultLimit when 0 or less) of
+	// a subscription's parked aggregates, in key order, with what the
+	// engine needs to hold them at its start, read from the index without
+	// their records; and the cursor of the next page ("" at the end).
+	ListParkedKeys(subscription, after string, limit int) ([]ParkedKey, string, error)
 
 	// ListResolved returns up to f.Limit (DefaultLimit when 0 or less) of
 	// the records DeleteParked kept, in key order (subscription, aggregate
@@ -66,6 +80,16 @@ type ParkedRecords interface {
 	SweepResolved(before time.Time, limit int) (more bool, err error)
 }
 
+// ParkedKey is a parked aggregate as the index knows it.
+type ParkedKey struct {
+	AggregateType, AggregateID string
+	State                      State
+	NextRetry                  time.Time // zero unless State is StateRetrying
+	// Unrecoverable: the failure that parked it was taken for
+	// unrecoverable (ErrorInfo.Class, or Kind in older records).
+	Unrecoverable bool
+}
+
 // validState reports whether s is one of the States.
 func validState(s State) bool {
 	return s == StateRetrying || s == StateWaiting || s == StateResuming
@@ -85,11 +109,6 @@ func validateRecord(r *Record) error {
 		return fmt.Errorf("%w: PutParked: unknown state %q", ErrInvalid, r.State)
 	}
 	return nil
-}
-
-// indexed is the part of a stored record that the counts depend on.
-type indexed struct {
-	State State `json:"state"`
 }
 
 // Parked implements [ParkedRecords.Parked].
@@ -118,7 +137,7 @@ func (t *KVTx) record(k []byte) (*Record, error) {
 }
 
 // PutParked implements [ParkedRecords.PutParked].
-// The counts are kept under their own keys, so CountParked reads three.
+// The counts and the index entries (index.go) change with the record.
 func (t *KVTx) PutParked(r *Record) error {
 	const op = "PutParked"
 	if err := t.checkWrite(op); err != nil {
@@ -128,7 +147,7 @@ func (t *KVTx) PutParked(r *Record) error {
 		return err
 	}
 	k := recordKey(r.Subscription, r.AggregateType, r.AggregateID)
-	old, found, err := t.indexedOf(k)
+	old, found, indexed, err := t.stored(r.Subscription, r.AggregateType, r.AggregateID)
 	if err != nil {
 		return fmt.Errorf("ledger: %s: %w", op, err)
 	}
@@ -139,11 +158,19 @@ func (t *KVTx) PutParked(r *Record) error {
 	if err := t.set(op, k, v); err != nil {
 		return err
 	}
+	if indexed {
+		if err := t.unindex(op, r.Subscription, r.AggregateType, r.AggregateID, old); err != nil {
+			return err
+		}
+	}
 	if found {
-		if err := t.addCount(op, r.Subscription, old.State, -1); err != nil {
+		if err := t.addCount(op, r.Subscription, old.state, -1); err != nil {
 			return err
 		}
 	} else if err := t.dropStaleCapsule(op, r); err != nil {
+		return err
+	}
+	if err := t.index(op, r.Subscription, r.AggregateType, r.AggregateID, summarize(r)); err != nil {
 		return err
 	}
 	return t.addCount(op, r.Subscription, r.State, +1)
@@ -156,7 +183,7 @@ func (t *KVTx) DeleteParked(subscription, aggregateType, aggregateID string) err
 		return err
 	}
 	k := recordKey(subscription, aggregateType, aggregateID)
-	old, found, err := t.indexedOf(k)
+	old, found, indexed, err := t.stored(subscription, aggregateType, aggregateID)
 	if err != nil {
 		return fmt.Errorf("ledger: %s: %w", op, err)
 	}
@@ -177,23 +204,29 @@ func (t *KVTx) DeleteParked(subscription, aggregateType, aggregateID string) err
 	if err := t.delete(op, k); err != nil {
 		return err
 	}
-	return t.addCount(op, subscription, old.State, -1)
+	if indexed {
+		if err := t.unindex(op, subscription, aggregateType, aggregateID, old); err != nil {
+			return err
+		}
+	}
+	return t.addCount(op, subscription, old.state, -1)
 }
 
-// indexedOf reads the indexed fields of the record under k, if any.
-func (t *KVTx) indexedOf(k []byte) (indexed, bool, error) {
-	v, err := t.get(k)
+// stored returns the summary of the stored record of an aggregate, if
+// any, and whether it is indexed: a record written before the index (and
+// not yet indexed by BuildIndex) is summarised from its JSON.
+func (t *KVTx) stored(sub, aggType, aggID string) (s summary, found, indexed bool, err error) {
+	if s, found, err = t.summaryOf(sub, aggType, aggID); err != nil || found {
+		return s, found, found, err
+	}
+	r, err := t.record(recordKey(sub, aggType, aggID))
 	if errors.Is(err, ErrNotFound) {
-		return indexed{}, false, nil
+		return summary{}, false, false, nil
 	}
 	if err != nil {
-		return indexed{}, false, err
+		return summary{}, false, false, err
 	}
-	var ix indexed
-	if err := json.Unmarshal(v, &ix); err != nil {
-		return indexed{}, false, fmt.Errorf("corrupt record: %w", err)
-	}
-	return ix, true, nil
+	return summarize(r), true, false, nil
 }
 
 // addCount adds delta to the count of a subscription's records in state,

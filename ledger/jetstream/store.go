@@ -158,6 +158,10 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		_ = s.Close(context.Background())
 		return nil, err
 	}
+	if err := ledger.BuildIndex(ctx, s); err != nil {
+		_ = s.Close(context.Background())
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -44,31 +44,36 @@ func testListByFailure(t *testing.T, open Opener) {
 			[]string{"refused-1", "timeout-1"}},
 		{"another subscription", ledger.Filter{Subscription: "sub-b", Class: "Downstream"}, nil},
 	} {
-		view(t, s, func(tx ledger.Tx) error {
-			var got []string
-			f := tc.f
-			f.Limit = 2 // page through, so filtered pages join up
-			for {
-				page, next, err := tx.ListParked(f)
-				if err != nil {
-					t.Fatalf("%s: ListParked: %v", tc.name, err)
+		for _, keyOrder := range []bool{false, true} {
+			view(t, s, func(tx ledger.Tx) error {
+				var got []string
+				f := tc.f
+				f.Limit, f.KeyOrder = 2, keyOrder // page through, so filtered pages join up
+				for {
+					page, next, err := tx.ListParked(f)
+					if err != nil {
+						t.Fatalf("%s: ListParked: %v", tc.name, err)
+					}
+					for _, r := range page {
+						got = append(got, r.AggregateID)
+					}
+					if next == "" {
+						break
+					}
+					if last := page[len(page)-1]; keyOrder && next != ledger.Cursor(last.Subscription, last.AggregateType, last.AggregateID) {
+						t.Errorf("%s: in key order, the next cursor is not ledger.Cursor of the page's last record", tc.name)
+					}
+					f.After = next
 				}
-				for _, r := range page {
-					got = append(got, r.AggregateID)
+				if keyOrder && !slices.IsSorted(got) {
+					t.Errorf("%s: in key order, got %v", tc.name, got)
 				}
-				if next == "" {
-					break
+				slices.Sort(got)
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("%s (key order %v): got %v, want %v", tc.name, keyOrder, got, tc.want)
 				}
-				if last := page[len(page)-1]; next != ledger.Cursor(last.Subscription, last.AggregateType, last.AggregateID) {
-					t.Errorf("%s: the next cursor is not ledger.Cursor of the page's last record", tc.name)
-				}
-				f.After = next
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
-			}
-			return nil
-		})
+				return nil
+			})
+		}
 	}
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListParkedFilters", testListFilters},
 		{"ListParkedPaging", testListPaging},
 		{"ListParkedByFailure", testListByFailure},
+		{"IndexAgreesWithEveryFilter", testIndexAgrees},
 		{"Jobs", testJobs},
 		{"Audit", testAudit},
 		{"Resolved", testResolved},

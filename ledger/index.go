@@ -1,0 +1,639 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The parked index. Every parked record has, beside its JSON under 'r',
+// entries under 'i' whose value is its summary: what a filter checks
+// (state, classes, lower-cased message, first failure) and what the engine
+// needs at start (next retry, whether it was unrecoverable). A listing walks
+// one range of entries, the access path its filter narrows most, checks the
+// other conditions on the summaries and reads the JSON of the matches only.
+//
+//	'i' lp(sub) 'a' lp("")    lp(type) lp(id) -> summary: every record, in record key order
+//	'i' lp(sub) 's' lp(state) lp(type) lp(id) -> summary: by state
+//	'i' lp(sub) 'c' lp(class) lp(type) lp(id) -> summary: by each class of its chain
+//	'i' lp(sub) 'f' ts(8)     lp(type) lp(id) -> summary: by first failure
+//	'i' lp(sub) 'o' ts(8)     lp(type) lp(id) -> summary: by first failure, retrying and waiting only
+//	'l' lp(sub) dim lp(value) lp(state)      -> count(8): per class ('c') and aggregate type ('t') and state
+//	'x' "parked-index"                        -> indexVersion once every record is indexed
+//
+// A path keeps one record at one place for as long as the filter's value
+// on it holds (a record's class, state or first failure is in its key
+// only on the paths of that class, state or time), so a record is never
+// listed twice while paging. The counters, the entries and the record
+// change in one transaction, so a count is exact in every snapshot.
+const (
+	kindIndex  = 'i'
+	kindTally  = 'l'
+	dimAll     = 'a'
+	dimState   = 's'
+	dimClass   = 'c'
+	dimFirst   = 'f'
+	dimOldest  = 'o'
+	dimType    = 't' // counters only: the 'a' path has the type in its key
+	summaryVer = 1
+
+	// indexVersion is what BuildIndex writes once every record is indexed.
+	indexVersion = 1
+)
+
+func indexMarkKey() []byte { return []byte("xparked-index") }
+
+// MaxScan is how many index entries one ListParked examines at most: a
+// filter whose conditions are each broad but rarely met together answers
+// a page with fewer records than asked for (maybe none) and a cursor to go
+// on with, rather than reading every record in one request.
+const MaxScan = 20_000
+
+// summary is what the index keeps of a record.
+type summary struct {
+	state         State
+	first, next   time.Time
+	unrecoverable bool
+	message       string // lower-cased
+	classes       []string
+}
+
+func summarize(r *Record) summary {
+	return summary{state: r.State, first: r.FirstFailure, next: r.NextRetry,
+		unrecoverable: r.Error.Class == "unrecoverable" || (r.Error.Class == "" && r.Error.Kind == "unrecoverable"),
+		message:       strings.ToLower(r.Error.Message), classes: r.Error.Classes}
+}
+
+var stateByte = map[State]byte{StateRetrying: 'r', StateWaiting: 'w', StateResuming: 's'}
+
+func byteState(b byte) State {
+	switch b {
+	case 'r':
+		return StateRetrying
+	case 'w':
+		return StateWaiting
+	case 's':
+		return StateResuming
+	}
+	return ""
+}
+
+// stamp encodes a time so that byte order is time order; the zero time
+// is 0, before every other.
+func stamp(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	return uint64(t.UnixNano()) ^ 1<<63
+}
+
+func unstamp(v uint64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(v^1<<63)).UTC()
+}
+
+func (s summary) encode() []byte {
+	b := make([]byte, 0, 32+len(s.message)+16*len(s.classes))
+	flags := byte(0)
+	if s.unrecoverable {
+		flags = 1
+	}
+	b = append(b, summaryVer, stateByte[s.state], flags)
+	b = binary.BigEndian.AppendUint64(b, stamp(s.first))
+	b = binary.BigEndian.AppendUint64(b, stamp(s.next))
+	b = appendLP(b, s.message)
+	b = binary.AppendUvarint(b, uint64(len(s.classes)))
+	for _, c := range s.classes {
+		b = appendLP(b, c)
+	}
+	return b
+}
+
+var errBadSummary = errors.New("ledger: malformed index entry")
+
+// decodeSummary decodes v; classes and message are read only when full.
+func decodeSummary(v []byte, full bool) (summary, error) {
+	var s summary
+	if len(v) < 19 || v[0] != summaryVer {
+		return s, errBadSummary
+	}
+	s.state, s.unrecoverable = byteState(v[1]), v[2]&1 != 0
+	s.first = unstamp(binary.BigEndian.Uint64(v[3:]))
+	s.next = unstamp(binary.BigEndian.Uint64(v[11:]))
+	if !full {
+		return s, nil
+	}
+	rest := v[19:]
+	msg, rest, ok := cutLP(rest)
+	if !ok {
+		return s, errBadSummary
+	}
+	s.message = msg
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || n > uint64(len(rest)) {
+		return s, errBadSummary
+	}
+	rest = rest[w:]
+	s.classes = make([]string, 0, n)
+	for range n {
+		var c string
+		if c, rest, ok = cutLP(rest); !ok {
+			return s, errBadSummary
+		}
+		s.classes = append(s.classes, c)
+	}
+	return s, nil
+}
+
+func cutLP(b []byte) (string, []byte, bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return "", nil, false
+	}
+	return string(b[w : w+int(n)]), b[w+int(n):], true
+}
+
+// indexHead is the start of every entry of sub on path dim with value val
+// (val is 8 bytes of stamp on the time paths).
+func indexHead(sub string, dim byte, val []byte) []byte {
+	b := key(kindIndex, sub)
+	b = append(b, dim)
+	if dim == dimFirst || dim == dimOldest {
+		return append(b, val...)
+	}
+	return appendLP(b, string(val))
+}
+
+func indexKey(sub string, dim byte, val []byte, aggType, aggID string) []byte {
+	return appendLP(appendLP(indexHead(sub, dim, val), aggType), aggID)
+}
+
+func stampBytes(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, stamp(t)) }
+
+// entryKeys lists every index key of a record of sub with summary s.
+func entryKeys(sub, aggType, aggID string, s summary) [][]byte {
+	ks := [][]byte{
+		indexKey(sub, dimAll, nil, aggType, aggID),
+		indexKey(sub, dimState, []byte(s.state), aggType, aggID),
+		indexKey(sub, dimFirst, stampBytes(s.first), aggType, aggID),
+	}
+	if s.state != StateResuming && !s.first.IsZero() {
+		ks = append(ks, indexKey(sub, dimOldest, stampBytes(s.first), aggType, aggID))
+	}
+	for i, c := range s.classes {
+		if !containsBefore(s.classes, i, c) {
+			ks = append(ks, indexKey(sub, dimClass, []byte(c), aggType, aggID))
+		}
+	}
+	return ks
+}
+
+// containsBefore reports whether c is among the first i of cs.
+func containsBefore(cs []string, i int, c string) bool {
+	for _, x := range cs[:i] {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// indexKeyParts splits an index key into sub, dim, the path's value and
+// the record's aggregate type and id.
+func indexKeyParts(k []byte) (sub string, dim byte, val []byte, aggType, aggID string, err error) {
+	if len(k) == 0 || k[0] != kindIndex {
+		return "", 0, nil, "", "", errBadKey
+	}
+	rest := k[1:]
+	var ok bool
+	if sub, rest, ok = cutLP(rest); !ok || len(rest) == 0 {
+		return "", 0, nil, "", "", errBadKey
+	}
+	dim, rest = rest[0], rest[1:]
+	switch dim {
+	case dimFirst, dimOldest:
+		if len(rest) < 8 {
+			return "", 0, nil, "", "", errBadKey
+		}
+		val, rest = rest[:8], rest[8:]
+	case dimAll, dimState, dimClass:
+		var v string
+		if v, rest, ok = cutLP(rest); !ok {
+			return "", 0, nil, "", "", errBadKey
+		}
+		val = []byte(v)
+	default:
+		return "", 0, nil, "", "", errBadKey
+	}
+	if aggType, rest, ok = cutLP(rest); !ok {
+		return "", 0, nil, "", "", errBadKey
+	}
+	if aggID, rest, ok = cutLP(rest); !ok || len(rest) != 0 {
+		return "", 0, nil, "", "", errBadKey
+	}
+	return sub, dim, val, aggType, aggID, nil
+}
+
+func tallyKey(sub string, dim byte, val string, state State) []byte {
+	b := append(key(kindTally, sub), dim)
+	return appendLP(appendLP(b, val), string(state))
+}
+
+// tallies lists the counters a record with summary s counts in.
+func tallies(sub, aggType string, s summary) [][]byte {
+	ks := [][]byte{tallyKey(sub, dimType, aggType, s.state)}
+	for i, c := range s.classes {
+		if !containsBefore(s.classes, i, c) {
+			ks = append(ks, tallyKey(sub, dimClass, c, s.state))
+		}
+	}
+	return ks
+}
+
+// summaryOf returns the summary of the stored record under (sub, type,
+// id): from its index entry, or from its JSON for a record written before
+// the index.
+func (t *KVTx) summaryOf(sub, aggType, aggID string) (summary, bool, error) {
+	v, err := t.get(indexKey(sub, dimAll, nil, aggType, aggID))
+	if err == nil {
+		s, err := decodeSummary(v, true)
+		return s, true, err
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return summary{}, false, err
+	}
+	return summary{}, false, nil
+}
+
+// unindex removes a record's entries and its counts.
+func (t *KVTx) unindex(op, sub, aggType, aggID string, s summary) error {
+	for _, k := range entryKeys(sub, aggType, aggID, s) {
+		if err := t.delete(op, k); err != nil {
+			return err
+		}
+	}
+	for _, k := range tallies(sub, aggType, s) {
+		if err := t.addTally(op, k, -1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// index writes a record's entries and counts it.
+func (t *KVTx) index(op, sub, aggType, aggID string, s summary) error {
+	v := s.encode()
+	for _, k := range entryKeys(sub, aggType, aggID, s) {
+		if err := t.set(op, k, v); err != nil {
+			return err
+		}
+	}
+	for _, k := range tallies(sub, aggType, s) {
+		if err := t.addTally(op, k, +1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *KVTx) addTally(op string, k []byte, delta int64) error {
+	n, _, err := t.getUint64(k)
+	if err != nil {
+		return t.fail(op, err)
+	}
+	switch next := int64(n) + delta; {
+	case next < 0:
+		return t.fail(op, fmt.Errorf("counter %q would go below 0", k))
+	case next == 0:
+		return t.delete(op, k)
+	default:
+		return t.set(op, k, u64(uint64(next)))
+	}
+}
+
+func (t *KVTx) tally(sub string, dim byte, val string, states []State) (int, error) {
+	n := 0
+	for _, st := range states {
+		c, _, err := t.getUint64(tallyKey(sub, dim, val, st))
+		if err != nil {
+			return 0, err
+		}
+		n += int(c)
+	}
+	return n, nil
+}
+
+// subscriptionsParked lists the subscriptions with parked records, in key
+// order, from the per-state counts.
+func (t *KVTx) subscriptionsParked() ([]string, error) {
+	var subs []string
+	err := t.scan([]byte{kindCount}, nil, func(k, _ []byte) (bool, error) {
+		parts, err := splitLP(k[1:])
+		if err != nil || len(parts) != 2 {
+			return false, fmt.Errorf("%w: count key %q", errBadKey, k)
+		}
+		if n := len(subs); n == 0 || subs[n-1] != parts[0] {
+			subs = append(subs, parts[0])
+		}
+		return true, nil
+	})
+	return subs, err
+}
+
+// matchSummary reports whether a record passes f's conditions, checked on
+// its summary and its key.
+func matchSummary(f *Filter, lowerMessage, aggType string, s *summary) bool {
+	switch {
+	case f.AggregateType != "" && aggType != f.AggregateType,
+		f.State != "" && s.state != f.State,
+		!f.FailedAfter.IsZero() && s.first.Before(f.FailedAfter),
+		!f.FailedBefore.IsZero() && !s.first.Before(f.FailedBefore),
+		lowerMessage != "" && !strings.Contains(s.message, lowerMessage):
+		return false
+	case f.Class != "":
+		for _, c := range s.classes {
+			if c == f.Class {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func statesOf(f *Filter) []State {
+	if f.State != "" {
+		return []State{f.State}
+	}
+	return []State{StateRetrying, StateWaiting, StateResuming}
+}
+
+// path is one range of index entries that holds every record of a
+// subscription matching a filter.
+type path struct {
+	head   []byte // the path's entries are head lp(type) lp(id), but on the time path
+	prefix []byte // every entry of the path starts with it
+	start  []byte // the first key to look at
+	end    []byte // nil, or the first key past the range
+}
+
+// plan picks the path of sub that f narrows most, by the counts of the
+// state, the aggregate type and the class it names, and the time window's
+// entries counted up to the best of those.
+func (t *KVTx) plan(sub string, f *Filter) (path, error) {
+	all := []State{StateRetrying, StateWaiting, StateResuming}
+	var (
+		best  path
+		bestN = -1
+	)
+	consider := func(p path, n int) {
+		if bestN < 0 || n < bestN {
+			best, bestN = p, n
+		}
+	}
+	if f.AggregateType != "" {
+		n, err := t.tally(sub, dimType, f.AggregateType, all)
+		if err != nil {
+			return path{}, err
+		}
+		consider(allPath(sub, f), n)
+	} else {
+		n, err := t.stateCount(sub, all)
+		if err != nil {
+			return path{}, err
+		}
+		consider(allPath(sub, f), n)
+	}
+	if f.State != "" {
+		var n int
+		var err error
+		if f.AggregateType != "" {
+			n, err = t.tally(sub, dimType, f.AggregateType, []State{f.State})
+		} else {
+			n, err = t.stateCount(sub, []State{f.State})
+		}
+		if err != nil {
+			return path{}, err
+		}
+		consider(headPath(indexHead(sub, dimState, []byte(f.State)), f.AggregateType), n)
+	}
+	if f.Class != "" {
+		n, err := t.tally(sub, dimClass, f.Class, statesOf(f))
+		if err != nil {
+			return path{}, err
+		}
+		consider(headPath(indexHead(sub, dimClass, []byte(f.Class)), f.AggregateType), n)
+	}
+	if !f.KeyOrder && (!f.FailedAfter.IsZero() || !f.FailedBefore.IsZero()) {
+		p := timePath(sub, f)
+		n, err := t.countUpTo(p, bestN)
+		if err != nil {
+			return path{}, err
+		}
+		consider(p, n)
+	}
+	return best, nil
+}
+
+func (t *KVTx) stateCount(sub string, states []State) (int, error) {
+	n := 0
+	for _, st := range states {
+		c, _, err := t.getUint64(key(kindCount, sub, string(st)))
+		if err != nil {
+			return 0, err
+		}
+		n += int(c)
+	}
+	return n, nil
+}
+
+func allPath(sub string, f *Filter) path {
+	return headPath(indexHead(sub, dimAll, nil), f.AggregateType)
+}
+
+// headPath is every entry under head, or under head and the aggregate type
+// when one is given.
+func headPath(head []byte, aggType string) path {
+	prefix := head
+	if aggType != "" {
+		prefix = appendLP(bytes.Clone(head), aggType)
+	}
+	return path{head: head, prefix: prefix, start: prefix}
+}
+
+func timePath(sub string, f *Filter) path {
+	head := indexHead(sub, dimFirst, nil)
+	p := path{prefix: head, start: head}
+	if !f.FailedAfter.IsZero() {
+		p.start = append(bytes.Clone(head), stampBytes(f.FailedAfter)...)
+	}
+	if !f.FailedBefore.IsZero() {
+		p.end = append(bytes.Clone(head), stampBytes(f.FailedBefore)...)
+	}
+	return p
+}
+
+// countUpTo counts the keys of p, stopping at limit.
+func (t *KVTx) countUpTo(p path, limit int) (int, error) {
+	n := 0
+	it := t.txn.Iterate(p.prefix, false)
+	defer it.Close()
+	for it.Seek(p.start); it.Valid() && n < limit; it.Next() {
+		if p.end != nil && bytes.Compare(it.Key(), p.end) >= 0 {
+			break
+		}
+		n++
+	}
+	return n, nil
+}
+
+// walk calls fn with each entry of p from after on (exclusive; nil: from
+// the start), and the number examined so far, until fn returns false.
+func (t *KVTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) error {
+	start := p.start
+	if after != nil {
+		if next := append(bytes.Clone(after), 0); bytes.Compare(next, start) > 0 {
+			start = next
+		}
+	}
+	it := t.txn.Iterate(p.prefix, true)
+	defer it.Close()
+	for it.Seek(start); it.Valid(); it.Next() {
+		if p.end != nil && bytes.Compare(it.Key(), p.end) >= 0 {
+			return nil
+		}
+		v, err := it.Value()
+		if err != nil {
+			return err
+		}
+		if more, err := fn(it.Key(), v); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// cursorPath turns a cursor's key into the path it continues and the key
+// to continue after. A record key (what ListParked answered before the
+// index, and Cursor makes) continues every record in key order.
+func cursorPath(f *Filter, k []byte) (sub string, p path, after []byte, err error) {
+	if len(k) > 0 && k[0] == kindRecord {
+		s, aggType, aggID, err := parseRecordKey(k)
+		if err != nil {
+			return "", path{}, nil, err
+		}
+		ik := indexKey(s, dimAll, nil, aggType, aggID)
+		return s, headPath(indexHead(s, dimAll, nil), f.AggregateType), ik, nil
+	}
+	s, dim, val, aggType, _, err := indexKeyParts(k)
+	if err != nil {
+		return "", path{}, nil, err
+	}
+	switch {
+	case dim == dimAll:
+		p = headPath(indexHead(s, dimAll, nil), f.AggregateType)
+	case dim == dimState && string(val) == string(f.State):
+		p = headPath(indexHead(s, dimState, val), f.AggregateType)
+	case dim == dimClass && string(val) == f.Class:
+		p = headPath(indexHead(s, dimClass, val), f.AggregateType)
+	case dim == dimFirst:
+		p = timePath(s, f)
+	default:
+		return "", path{}, nil, errBadKey
+	}
+	if f.AggregateType != "" && dim != dimFirst && aggType != f.AggregateType {
+		return "", path{}, nil, errBadKey
+	}
+	return s, p, k, nil
+}
+
+// buildBatch is how many records one of BuildIndex's transactions indexes.
+const buildBatch = 500
+
+// BuildIndex indexes the parked records of a store written before the
+// index (or by a host that did not keep it), in transactions of a few
+// hundred records, then marks the store indexed. A marked store costs one
+// read. It may run on several hosts of a shared store at once: a record
+// already indexed is passed over. Open runs it; ledger/jetstream's Open
+// too.
+func BuildIndex(ctx context.Context, s Store) error {
+	marked := false
+	if err := s.View(ctx, func(tx Tx) error {
+		_, err := tx.(*KVTx).get(indexMarkKey())
+		marked = err == nil
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil || marked {
+		return err
+	}
+	var after []byte
+	for {
+		var last []byte
+		done := false
+		err := s.Update(ctx, func(tx Tx) error {
+			t := tx.(*KVTx)
+			last, done = nil, false
+			type rec struct {
+				k []byte
+				r *Record
+			}
+			var todo []rec
+			start := []byte{kindRecord}
+			if after != nil {
+				start = append(bytes.Clone(after), 0)
+			}
+			n := 0
+			err := t.scan([]byte{kindRecord}, start, func(k, v []byte) (bool, error) {
+				if n == buildBatch {
+					return false, nil
+				}
+				n++
+				last = bytes.Clone(k)
+				sub, aggType, aggID, err := parseRecordKey(k)
+				if err != nil {
+					return false, err
+				}
+				if _, err := t.get(indexKey(sub, dimAll, nil, aggType, aggID)); err == nil {
+					return true, nil
+				} else if !errors.Is(err, ErrNotFound) {
+					return false, err
+				}
+				r := new(Record)
+				if err := json.Unmarshal(v, r); err != nil {
+					return false, fmt.Errorf("corrupt record %q: %w", k, err)
+				}
+				todo = append(todo, rec{k, r})
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, x := range todo {
+				if err := t.index("BuildIndex", x.r.Subscription, x.r.AggregateType, x.r.AggregateID, summarize(x.r)); err != nil {
+					return err
+				}
+			}
+			if n < buildBatch {
+				done = true
+				return t.set("BuildIndex", indexMarkKey(), []byte{indexVersion})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ledger: indexing the parked records: %w", err)
+		}
+		if done {
+			return nil
+		}
+		after = last
+	}
+}
