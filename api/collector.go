@@ -96,39 +96,21 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 // parkedStates are the states berth_parked_aggregates reports, every one.
 var parkedStates = []ledger.State{ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming}
 
-// maxOldestScan bounds the parked records a scrape reads per subscription
-// for the oldest one; past it the oldest of those read is reported.
-const maxOldestScan = 100_000
-
-// collectOldest reports the first failure of sub's oldest parked record:
-// the ledger keeps no index by time, so its records are read, page by page
-// (a scrape happens while something is parked, and parks are few).
+// collectOldest reports the first failure of sub's oldest parked record
+// that is retrying or waiting, from the ledger's index of first failures.
 func (c *engineCollector) collectOldest(ctx context.Context, ch chan<- prometheus.Metric, sub string) {
 	if c.ledger == nil {
 		return
 	}
-	var oldest time.Time
-	err := c.ledger.View(ctx, func(tx ledger.Tx) error {
-		f := ledger.Filter{Subscription: sub, Limit: 1000}
-		for read := 0; read < maxOldestScan; {
-			recs, next, err := tx.ListParked(f)
-			if err != nil {
-				return err
-			}
-			for _, r := range recs {
-				if r.State != ledger.StateResuming && !r.FirstFailure.IsZero() && (oldest.IsZero() || r.FirstFailure.Before(oldest)) {
-					oldest = r.FirstFailure
-				}
-			}
-			read += len(recs)
-			if next == "" {
-				return nil
-			}
-			f.After = next
-		}
-		return nil
+	var (
+		oldest time.Time
+		ok     bool
+	)
+	err := c.ledger.View(ctx, func(tx ledger.Tx) (err error) {
+		oldest, ok, err = tx.OldestParked(sub)
+		return err
 	})
-	if err != nil || oldest.IsZero() {
+	if err != nil || !ok {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, float64(oldest.UnixNano())/1e9, sub)

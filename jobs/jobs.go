@@ -214,19 +214,19 @@ func (r *Runner) match(ctx context.Context, f ledger.JobFilter, sample int) (int
 	n := 0
 	var some []*ledger.Record
 	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
+		n, some = 0, nil
 		for _, sub := range subscriptionsOf(f) {
-			after := ""
-			for {
-				page, next, err := tx.ListParked(f.Filter(sub, after, 1000))
+			c, err := tx.CountMatching(f.Filter(sub, "", 0))
+			if err != nil {
+				return err
+			}
+			n += c
+			for after := ""; len(some) < sample; {
+				page, next, err := tx.ListParked(f.Filter(sub, after, sample-len(some)))
 				if err != nil {
 					return err
 				}
-				n += len(page)
-				for _, rec := range page {
-					if len(some) < sample {
-						some = append(some, rec)
-					}
-				}
+				some = append(some, page...)
 				if next == "" {
 					break
 				}

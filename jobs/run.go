@@ -125,8 +125,13 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 				return err
 			}
 		}
-		if next == "" {
+		switch {
+		case next == "":
 			j.Cursor = ledger.JobCursor{Subscription: j.Cursor.Subscription + 1}
+		case len(page) == 0:
+			// The index walk stopped short of a match (ledger.MaxScan):
+			// go on from where it stopped.
+			j.Cursor.After = next
 		}
 	}
 	now := r.opts.Clock.Now().UTC()

@@ -45,7 +45,8 @@ type JobFilter struct {
 // records (empty subscription: every subscription).
 func (f JobFilter) Filter(subscription, after string, limit int) Filter {
 	return Filter{Subscription: subscription, State: f.State, AggregateType: f.AggregateType, Class: f.Class,
-		Message: f.Message, FailedAfter: f.FailedAfter, FailedBefore: f.FailedBefore, After: after, Limit: limit}
+		Message: f.Message, FailedAfter: f.FailedAfter, FailedBefore: f.FailedBefore, After: after, Limit: limit,
+		KeyOrder: true}
 }
 
 // JobFailure is one record a job could not act on.

@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"sync"
@@ -27,6 +28,7 @@ type scheduler struct {
 	e    *Engine
 	mu   sync.Mutex
 	due  map[schedKey]time.Time
+	heap schedHeap // every due entry, and stale ones that due no longer holds
 	wake chan struct{}
 }
 
@@ -35,14 +37,39 @@ type schedKey struct {
 	agg aggKey
 }
 
+// schedEntry is one scheduled time of a key; it is stale once due holds
+// another time for the key, or none.
+type schedEntry struct {
+	at time.Time
+	k  schedKey
+}
+
+// schedHeap orders entries by time, so that taking what is due and finding
+// the earliest cost a logarithm of the parked, not a pass over them.
+type schedHeap []schedEntry
+
+func (h schedHeap) Len() int           { return len(h) }
+func (h schedHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h schedHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *schedHeap) Push(x any)        { *h = append(*h, x.(schedEntry)) }
+func (h *schedHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 func newScheduler(e *Engine) *scheduler {
 	return &scheduler{e: e, due: map[schedKey]time.Time{}, wake: make(chan struct{}, 1)}
 }
 
 // add schedules (or reschedules) a parked aggregate's next retry.
 func (s *scheduler) add(sub string, k aggKey, at time.Time) {
+	sk := schedKey{sub, k}
 	s.mu.Lock()
-	s.due[schedKey{sub, k}] = at
+	s.due[sk] = at
+	heap.Push(&s.heap, schedEntry{at, sk})
+	s.compactLocked()
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -53,7 +80,25 @@ func (s *scheduler) add(sub string, k aggKey, at time.Time) {
 func (s *scheduler) remove(sub string, k aggKey) {
 	s.mu.Lock()
 	delete(s.due, schedKey{sub, k})
+	s.compactLocked()
 	s.mu.Unlock()
+}
+
+// compactLocked drops the stale entries once they outnumber the live ones,
+// so that the heap stays within twice the scheduled.
+func (s *scheduler) compactLocked() {
+	if len(s.heap) <= 2*len(s.due)+64 {
+		return
+	}
+	live := s.heap[:0]
+	for _, en := range s.heap {
+		if at, ok := s.due[en.k]; ok && at.Equal(en.at) {
+			live = append(live, en)
+		}
+	}
+	clear(s.heap[len(live):])
+	s.heap = live
+	heap.Init(&s.heap)
 }
 
 // next returns the earliest scheduled time, and takes out every entry due by
@@ -61,17 +106,21 @@ func (s *scheduler) remove(sub string, k aggKey) {
 func (s *scheduler) next(now time.Time) (earliest time.Time, any bool, due []schedKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, at := range s.due {
-		if !at.After(now) {
-			due = append(due, k)
-			delete(s.due, k)
+	for len(s.heap) > 0 {
+		top := s.heap[0]
+		at, ok := s.due[top.k]
+		if !ok || !at.Equal(top.at) {
+			heap.Pop(&s.heap) // stale
 			continue
 		}
-		if !any || at.Before(earliest) {
-			earliest, any = at, true
+		if at.After(now) {
+			return at, true, due
 		}
+		heap.Pop(&s.heap)
+		delete(s.due, top.k)
+		due = append(due, top.k)
 	}
-	return earliest, any, due
+	return time.Time{}, false, due
 }
 
 func (s *scheduler) loop() {

@@ -71,7 +71,8 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		sp      startPoints
 		paused  bool
 		until   time.Time
-		records []*ledger.Record
+		keys    []ledger.ParkedKey
+		resumes []*ledger.Record
 	)
 	head, err := e.events.Head(ctx)
 	if err != nil {
@@ -80,7 +81,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	owned := s.ownedLocked()
 	err = e.store.Update(ctx, func(tx ledger.Tx) error {
 		// Everything is set afresh: the closure may run more than once.
-		paused, records = false, nil
+		paused, keys, resumes = false, nil, nil
 		var err error
 		if sp, err = s.loadStartPoints(tx, head, owned); err != nil {
 			return err
@@ -93,13 +94,25 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		default:
 			paused, until = parsePause(v)
 		}
+		// The parked aggregates from the index: a resume under way needs
+		// its record, the others only their key and state.
 		after := ""
 		for {
-			page, next, err := tx.ListParked(ledger.Filter{Subscription: s.name, After: after, Limit: 500})
+			page, next, err := tx.ListParkedKeys(s.name, after, 1000)
 			if err != nil {
 				return err
 			}
-			records = append(records, page...)
+			for _, k := range page {
+				if k.State != ledger.StateResuming {
+					keys = append(keys, k)
+					continue
+				}
+				rec, err := tx.Parked(s.name, k.AggregateType, k.AggregateID)
+				if err != nil {
+					return err
+				}
+				resumes = append(resumes, rec)
+			}
 			if next == "" {
 				return nil
 			}
@@ -115,34 +128,38 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	}
 	s.applyPause(paused, until)
 	r := newRun(s, sp.parts, sp.sub)
-	for _, rec := range records {
+	for _, rec := range resumes {
 		k := aggKey{rec.AggregateType, rec.AggregateID}
 		p := r.partitionOf(k)
 		if p == nil {
 			continue // another host's
 		}
+		// A resume was under way when the engine stopped: run it again
+		// from where it started; events replayed before the stop are
+		// delivered again (at least once).
 		a := p.agg(k)
-		switch rec.State {
-		case ledger.StateResuming:
-			// A resume was under way when the engine stopped: run it again
-			// from where it started; events replayed before the stop are
-			// delivered again (at least once).
-			a.mode = modeReplaying
-			a.pinned = pinnedKey{rec.Version, int(rec.Index), recordKey(rec)}
-			r.wg.Add(1)
-			go r.replay(p, a, uint64(rec.Version), int(rec.Index))
-		default:
-			a.mode = modeHeld
-			if rec.State == ledger.StateRetrying {
-				at := rec.NextRetry
-				if parkedUnrecoverable(rec) && !s.cur.Load().parked.RetriesUnrecoverable() {
-					// Parked unrecoverable by a host that retried such parks:
-					// no retry is due; turn it over to an operator at once
-					// (parkedRetry makes no attempt for it).
-					at = e.clock.Now()
-				}
-				e.sched.add(s.name, k, at)
+		a.mode = modeReplaying
+		a.pinned = pinnedKey{rec.Version, int(rec.Index), recordKey(rec)}
+		r.wg.Add(1)
+		go r.replay(p, a, uint64(rec.Version), int(rec.Index))
+	}
+	retriesUnrecoverable := s.cur.Load().parked.RetriesUnrecoverable()
+	for _, pk := range keys {
+		k := aggKey{pk.AggregateType, pk.AggregateID}
+		p := r.partitionOf(k)
+		if p == nil {
+			continue // another host's
+		}
+		p.agg(k).mode = modeHeld
+		if pk.State == ledger.StateRetrying {
+			at := pk.NextRetry
+			if pk.Unrecoverable && !retriesUnrecoverable {
+				// Parked unrecoverable by a host that retried such parks:
+				// no retry is due; turn it over to an operator at once
+				// (parkedRetry makes no attempt for it).
+				at = e.clock.Now()
 			}
+			e.sched.add(s.name, k, at)
 		}
 	}
 	r.wg.Add(2)
