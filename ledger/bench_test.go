@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/ledgertest"
 )
 
 func openBench(b *testing.B) *ledger.Badger {
@@ -104,4 +105,10 @@ func BenchmarkUpdateConcurrent(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkScale is ledgertest.BenchmarkScale on Badger: the parked reads
+// and a park at 10,000 and 100,000 parked (BERTH_SCALE for others).
+func BenchmarkScale(b *testing.B) {
+	ledgertest.BenchmarkScale(b, func(b *testing.B) ledger.Store { return openBench(b) }, 1000)
 }

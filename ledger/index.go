@@ -21,6 +21,7 @@ import (
 //	'i' lp(sub) 'a' lp("")    lp(type) lp(id) -> summary: every record, in record key order
 //	'i' lp(sub) 's' lp(state) lp(type) lp(id) -> summary: by state
 //	'i' lp(sub) 'c' lp(class) lp(type) lp(id) -> summary: by each class of its chain
+//	'i' lp(sub) 'k' lp(class "\x00" state) lp(type) lp(id) -> summary: by each class and its state
 //	'i' lp(sub) 'f' ts(8)     lp(type) lp(id) -> summary: by first failure
 //	'i' lp(sub) 'o' ts(8)     lp(type) lp(id) -> summary: by first failure, retrying and waiting only
 //	'l' lp(sub) dim lp(value) lp(state)      -> count(8): per class ('c') and aggregate type ('t') and state
@@ -37,6 +38,7 @@ const (
 	dimAll     = 'a'
 	dimState   = 's'
 	dimClass   = 'c'
+	dimClassIn = 'k' // a class in a state: its value is class NUL state
 	dimFirst   = 'f'
 	dimOldest  = 'o'
 	dimType    = 't' // counters only: the 'a' path has the type in its key
@@ -189,10 +191,16 @@ func entryKeys(sub, aggType, aggID string, s summary) [][]byte {
 	}
 	for i, c := range s.classes {
 		if !containsBefore(s.classes, i, c) {
-			ks = append(ks, indexKey(sub, dimClass, []byte(c), aggType, aggID))
+			ks = append(ks, indexKey(sub, dimClass, []byte(c), aggType, aggID),
+				indexKey(sub, dimClassIn, classIn(c, s.state), aggType, aggID))
 		}
 	}
 	return ks
+}
+
+// classIn is the value of a class in a state on the 'k' path.
+func classIn(class string, state State) []byte {
+	return []byte(class + "\x00" + string(state))
 }
 
 // containsBefore reports whether c is among the first i of cs.
@@ -223,7 +231,7 @@ func indexKeyParts(k []byte) (sub string, dim byte, val []byte, aggType, aggID s
 			return "", 0, nil, "", "", errBadKey
 		}
 		val, rest = rest[:8], rest[8:]
-	case dimAll, dimState, dimClass:
+	case dimAll, dimState, dimClass, dimClassIn:
 		var v string
 		if v, rest, ok = cutLP(rest); !ok {
 			return "", 0, nil, "", "", errBadKey
@@ -429,7 +437,11 @@ func (t *KVTx) plan(sub string, f *Filter) (path, error) {
 		if err != nil {
 			return path{}, err
 		}
-		consider(headPath(indexHead(sub, dimClass, []byte(f.Class)), f.AggregateType), n)
+		if f.State != "" {
+			consider(headPath(indexHead(sub, dimClassIn, classIn(f.Class, f.State)), f.AggregateType), n)
+		} else {
+			consider(headPath(indexHead(sub, dimClass, []byte(f.Class)), f.AggregateType), n)
+		}
 	}
 	if !f.KeyOrder && (!f.FailedAfter.IsZero() || !f.FailedBefore.IsZero()) {
 		p := timePath(sub, f)
@@ -438,6 +450,10 @@ func (t *KVTx) plan(sub string, f *Filter) (path, error) {
 			return path{}, err
 		}
 		consider(p, n)
+	}
+	if bestN == 0 {
+		// A count that is exact says nothing matches: walk nothing.
+		best.start, best.end = best.prefix, best.prefix
 	}
 	return best, nil
 }
@@ -543,6 +559,8 @@ func cursorPath(f *Filter, k []byte) (sub string, p path, after []byte, err erro
 		p = headPath(indexHead(s, dimState, val), f.AggregateType)
 	case dim == dimClass && string(val) == f.Class:
 		p = headPath(indexHead(s, dimClass, val), f.AggregateType)
+	case dim == dimClassIn && f.State != "" && string(val) == string(classIn(f.Class, f.State)):
+		p = headPath(indexHead(s, dimClassIn, val), f.AggregateType)
 	case dim == dimFirst:
 		p = timePath(s, f)
 	default:
