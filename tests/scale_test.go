@@ -106,7 +106,9 @@ func TestHundredThousandParked(t *testing.T) {
 		}
 		return v.Encode()
 	}
-	ts := func(i int) string { return ledgertest.ScaleStart.Add(time.Duration(i) * time.Second).Format(time.RFC3339) }
+	ts := func(i int) string {
+		return ledgertest.ScaleStart.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+	}
 	for _, tc := range []struct {
 		name  string
 		query string
