@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/ledger"
@@ -147,7 +148,7 @@ func (r *run) endReplay(p *partition, a *aggState, last uint64) {
 			return
 		}
 	}
-	r.e.logger.Info("aggregate rejoined live delivery", "subscription", r.s.name, "aggregate", a.key.String(), "version", last)
+	r.e.storm.Log(slog.LevelInfo, "aggregate rejoined live delivery", "subscription", r.s.name, "aggregate", a.key.String(), "version", last)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a.mode = modeLive

@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
@@ -37,9 +38,9 @@ func (r *run) logLongRetryFailed(k aggKey, rec *ledger.Record, next time.Time, w
 	attrs := []any{"subscription", r.s.name, "aggregate", k.String(), "key", recordKey(rec), "retry", rec.ParkedRetries,
 		"class", rec.Error.Class, "kind", rec.Error.Kind, "error", rec.Error.Message}
 	if waits {
-		r.e.logger.Info("long-horizon retry failed; retries spent, the aggregate waits for an operator",
+		r.e.storm.Log(slog.LevelInfo, "long-horizon retry failed; retries spent, the aggregate waits for an operator",
 			append(attrs, "waitReason", rec.WaitReason)...)
 		return
 	}
-	r.e.logger.Info("long-horizon retry failed", append(attrs, "next", next)...)
+	r.e.storm.Log(slog.LevelInfo, "long-horizon retry failed", append(attrs, "next", next)...)
 }

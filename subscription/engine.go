@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/internal/logstorm"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -51,7 +52,11 @@ type Engine struct {
 	opts   Options
 	clock  clock.Clock
 	logger *slog.Logger
-	obs    observer // Options.Observer (observe.go)
+	// storm logs the lines said once per aggregate (parked, resumed,
+	// rejoined, a long-horizon retry failed), a burst per kind and window,
+	// so that a park storm or a bulk job does not flood the log.
+	storm *logstorm.Limiter
+	obs   observer // Options.Observer (observe.go)
 
 	mu      sync.Mutex
 	subs    map[string]*subscription
@@ -84,6 +89,7 @@ func Open(events eventlog.Log, store ledger.Store, opts Options, specs ...Spec) 
 		events: events, store: store, opts: opts, clock: opts.Clock, logger: opts.Logger, obs: observer{opts.Observer},
 		subs: map[string]*subscription{}, ctx: ctx, cancel: cancel,
 	}
+	e.storm = logstorm.New(opts.Logger, opts.Clock, 0, 0)
 	e.host.Store(&hostLayer{retry: opts.Retry, parked: opts.Parked, classifier: opts.Classifier})
 	e.sched = newScheduler(e)
 	e.trace = newTracing(opts.Tracer)
@@ -176,6 +182,7 @@ func (e *Engine) Close(ctx context.Context) error {
 			errs = append(errs, e.subs[name].stop(ctx, true))
 		}
 	}
+	e.storm.Stop()
 	return errors.Join(errs...)
 }
 

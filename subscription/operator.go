@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
@@ -59,7 +60,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 	e.obs.resolved(s.name, "resume", actor, rec.FirstFailure, now)
 	e.trace.restore(recordKey(rec), rec.Traceparent)
 	e.trace.resumed(recordKey(rec), actor)
-	e.logger.Info("parked aggregate resumed", "subscription", s.name, "aggregate", k.String(),
+	e.storm.Log(slog.LevelInfo, "parked aggregate resumed", "subscription", s.name, "aggregate", k.String(),
 		"version", rec.Version, "actor", actor, "reason", reason)
 	r.beginReplay(p, k, rec.Version, int(rec.Index), recordKey(rec))
 	return nil
@@ -131,7 +132,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	}
 	e.sched.remove(s.name, k)
 	e.obs.resolved(s.name, "skip", actor, first, now)
-	e.logger.Info("parked aggregate skipped", "subscription", s.name, "aggregate", k.String(),
+	e.storm.Log(slog.LevelInfo, "parked aggregate skipped", "subscription", s.name, "aggregate", k.String(),
 		"through", through, "actor", actor, "reason", reason)
 	r.beginReplay(p, k, through+1, 0, "")
 	return nil

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
@@ -119,7 +120,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 		}
 	}
 	r.e.obs.parked(r.s.name)
-	r.e.logger.Info("aggregate parked", "subscription", r.s.name, "aggregate", a.key.String(),
+	r.e.storm.Log(slog.LevelInfo, "aggregate parked", "subscription", r.s.name, "aggregate", a.key.String(),
 		"version", c.Version, "index", idx, "class", info.Kind, "attempts", st.n, "reason", d.Reason,
 		"state", rec.State, "waitReason", rec.WaitReason)
 	if st.stored {
