@@ -358,9 +358,9 @@ redact-config = ["*token*", "*secret*", "*password*", "*passwd*", "*credential*"
 [jobs]
 # Records a second a bulk resume or skip job acts on unless it asks for another rate: each resume replays
 # an aggregate's events through its handler, so keep it gentle on the service an outage just hit.
-default-rate = 5.0
+default-rate = 100.0
 # The highest rate a job may ask for.
-max-rate = 200.0
+max-rate = 5000.0
 
 [log]
 # The lowest level logged: debug, info, warn or error.

@@ -76,10 +76,12 @@ func (r *Runner) start(parent context.Context, j *ledger.Job, served *serving) {
 	})
 }
 
-// run works through j's records from its cursor, one at a time at its rate,
-// writing its progress after each; every write checks fence. The record is
-// put in flight, by a write, before it is acted on: a host whose duty moved
-// on is refused that write, so it does not act.
+// run works through j's records from its cursor at its rate, in batches
+// of at most batchSize, writing its progress after each batch; every write
+// checks fence. A batch is put in flight, by a write, before it is acted
+// on: a host whose duty moved on is refused that write, so it does not
+// act. The actions of a batch run at once, so their ledger writes share
+// commits (and fsyncs).
 func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) error {
 	// As stored now: Serve's look at the ledger may be older than a cancel.
 	stored, err := r.Get(ctx, j.ID)
@@ -90,7 +92,10 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 		return errNotRunning
 	}
 	j = stored
-	lim := rate.NewLimiter(rate.Limit(j.Rate), 1)
+	// A batch is at most a tenth of a second's worth: a slow job still
+	// acts on one record at a time, evenly spaced.
+	burst := max(1, min(batchSize, int(j.Rate/10)))
+	lim := rate.NewLimiter(rate.Limit(j.Rate), burst)
 	if err := r.settleInFlight(ctx, j, fence); err != nil {
 		return err
 	}
@@ -107,20 +112,23 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 		if err != nil {
 			return err
 		}
-		for _, rec := range page {
-			if err := r.pace(ctx, lim); err != nil {
+		for len(page) > 0 {
+			batch := page[:min(burst, len(page))]
+			page = page[len(batch):]
+			if err := r.pace(ctx, lim, len(batch)); err != nil {
 				return err
 			}
-			j.InFlight = &ledger.JobItem{Subscription: rec.Subscription, AggregateType: rec.AggregateType, AggregateID: rec.AggregateID}
+			j.InFlight = items(batch)
 			if err := r.save(ctx, j, fence); err != nil {
 				return err
 			}
-			r.act(ctx, j, rec)
+			r.actAll(ctx, j, batch)
 			if ctx.Err() != nil {
-				return ctx.Err() // stopping: the record stays in flight, settled when the job goes on
+				return ctx.Err() // stopping: the batch stays in flight, settled when the job goes on
 			}
+			last := batch[len(batch)-1]
 			j.InFlight = nil
-			j.Cursor.After = ledger.Cursor(rec.Subscription, rec.AggregateType, rec.AggregateID)
+			j.Cursor.After = ledger.Cursor(last.Subscription, last.AggregateType, last.AggregateID)
 			if err := r.save(ctx, j, fence); err != nil {
 				return err
 			}
@@ -128,9 +136,9 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 		switch {
 		case next == "":
 			j.Cursor = ledger.JobCursor{Subscription: j.Cursor.Subscription + 1}
-		case len(page) == 0:
-			// The index walk stopped short of a match (ledger.MaxScan):
-			// go on from where it stopped.
+		default:
+			// Past the page (also one the index walk cut short,
+			// ledger.MaxScan, with no record in it).
 			j.Cursor.After = next
 		}
 	}
@@ -144,24 +152,52 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 	return nil
 }
 
-// pace waits for the limiter on the runner's clock.
-func (r *Runner) pace(ctx context.Context, lim *rate.Limiter) error {
+// batchSize bounds the records a job acts on between two writes of its
+// progress.
+const batchSize = 64
+
+func items(recs []*ledger.Record) []ledger.JobItem {
+	out := make([]ledger.JobItem, len(recs))
+	for i, rec := range recs {
+		out[i] = ledger.JobItem{Subscription: rec.Subscription, AggregateType: rec.AggregateType, AggregateID: rec.AggregateID}
+	}
+	return out
+}
+
+// pace waits for the limiter to allow n records, on the runner's clock.
+func (r *Runner) pace(ctx context.Context, lim *rate.Limiter, n int) error {
 	now := r.opts.Clock.Now()
-	d := lim.ReserveN(now, 1).DelayFrom(now)
+	d := lim.ReserveN(now, n).DelayFrom(now)
 	return clock.Sleep(ctx, r.opts.Clock, d)
 }
 
-// act resumes or skips one record, counting what came of it.
-func (r *Runner) act(ctx context.Context, j *ledger.Job, rec *ledger.Record) {
+// actAll acts on every record of a batch at once and counts what came of
+// each, in the batch's order.
+func (r *Runner) actAll(ctx context.Context, j *ledger.Job, recs []*ledger.Record) {
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Go(func() { errs[i] = r.do(ctx, j, rec) })
+	}
+	wg.Wait()
+	for i, rec := range recs {
+		r.count(ctx, j, rec, errs[i])
+	}
+}
+
+// do resumes or skips one record.
+func (r *Runner) do(ctx context.Context, j *ledger.Job, rec *ledger.Record) error {
 	ictx, cancel := context.WithTimeout(ctx, r.opts.ItemTimeout())
 	defer cancel()
 	actor := "job " + strconv.FormatUint(j.ID, 10) + " (" + j.Actor + ")"
-	var err error
 	if j.Action == ledger.JobResume {
-		err = r.opts.Engine.Resume(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, actor, j.Reason)
-	} else {
-		err = r.opts.Engine.Skip(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, 0, actor, j.Reason)
+		return r.opts.Engine.Resume(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, actor, j.Reason)
 	}
+	return r.opts.Engine.Skip(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, 0, actor, j.Reason)
+}
+
+// count counts what came of acting on rec.
+func (r *Runner) count(ctx context.Context, j *ledger.Job, rec *ledger.Record, err error) {
 	switch {
 	case err == nil:
 		j.Done++
@@ -229,41 +265,52 @@ func (r *Runner) save(ctx context.Context, j *ledger.Job, fence ledger.DutyFence
 	return err
 }
 
-// settleInFlight settles the record a job was acting on when it stopped
-// (a crash, or a host stopping in the middle of an action): if it is no
-// longer parked, or is being resumed, the action happened and is counted;
-// if it is still parked as it was, the action did not, and is done now —
-// once a write under fence has put it in flight again, so that a host
-// whose duty moved on does not act on it.
+// settleInFlight settles the batch a job was acting on when it stopped (a
+// crash, or a host stopping in the middle of it): a record no longer
+// parked, or being resumed, was acted on and is counted; one still parked
+// as it was was not, and is acted on now — once a write under fence has
+// put the batch in flight again, so that a host whose duty moved on does
+// not act on it.
 func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) error {
-	it := j.InFlight
-	if it == nil {
+	if j.InFlightOne != nil {
+		j.InFlight, j.InFlightOne = append(j.InFlight, *j.InFlightOne), nil
+	}
+	if len(j.InFlight) == 0 {
 		return nil
 	}
-	var rec *ledger.Record
+	var todo []*ledger.Record
 	err := r.opts.Ledger.View(ctx, func(tx ledger.Tx) error {
-		var err error
-		rec, err = tx.Parked(it.Subscription, it.AggregateType, it.AggregateID)
-		return err
+		todo = nil
+		for _, it := range j.InFlight {
+			rec, err := tx.Parked(it.Subscription, it.AggregateType, it.AggregateID)
+			switch {
+			case errors.Is(err, ledger.ErrNotFound) || (err == nil && rec.State == ledger.StateResuming):
+			case err != nil:
+				return err
+			default:
+				todo = append(todo, rec)
+			}
+		}
+		return nil
 	})
-	switch {
-	case errors.Is(err, ledger.ErrNotFound) || (err == nil && rec.State == ledger.StateResuming):
-		j.Done++
-	case err != nil:
+	if err != nil {
 		return err
-	default:
+	}
+	if len(todo) > 0 {
 		if fence.Fenced() {
 			if err := r.save(ctx, j, fence); err != nil {
 				return err
 			}
 		}
-		r.act(ctx, j, rec)
+		r.actAll(ctx, j, todo)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
+	j.Done += len(j.InFlight) - len(todo) // acted on before the stop
+	last := j.InFlight[len(j.InFlight)-1]
 	j.InFlight = nil
-	j.Cursor.After = ledger.Cursor(it.Subscription, it.AggregateType, it.AggregateID)
+	j.Cursor.After = ledger.Cursor(last.Subscription, last.AggregateType, last.AggregateID)
 	return r.save(ctx, j, fence)
 }
 

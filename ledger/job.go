@@ -92,10 +92,14 @@ type Job struct {
 	Failures        []JobFailure `json:"failures,omitempty"`
 	FailuresDropped int          `json:"failuresDropped,omitempty"`
 	Cursor          JobCursor    `json:"cursor"`
-	// InFlight is the record the job was acting on when it last wrote its
-	// progress: written before the action and cleared after it, so a job
-	// that goes on after a crash knows to count (or redo) that one record.
-	InFlight *JobItem `json:"inFlight,omitempty"`
+	// InFlight is the batch of records the job was acting on when it last
+	// wrote its progress: written before the actions and cleared after
+	// them, so a job that goes on after a crash knows to count (or redo)
+	// those records.
+	InFlight []JobItem `json:"inFlightBatch,omitempty"`
+	// InFlightOne is the one record in flight as jobs written before
+	// batches keep it; a job that goes on settles it with InFlight.
+	InFlightOne *JobItem `json:"inFlight,omitempty"`
 }
 
 // JobItem names the record a job is acting on.

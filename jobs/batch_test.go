@@ -1,0 +1,79 @@
+package jobs_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/jobs"
+	"github.com/berthhq/berth/ledger"
+)
+
+// TestJobActsInBatches: at 1,000 records a second a job acts on 64
+// records between two writes of its progress, all of them, each once.
+func TestJobActsInBatches(t *testing.T) {
+	e := newEnv(t)
+	e.park("A.h", 150, "X")
+	ctx := context.Background()
+	r := e.open()
+	j, err := r.Create(ctx, jobs.Spec{Action: ledger.JobResume, Rate: 1000, Actor: "ops", Reason: "fixed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 150; n = len(e.eng.called()) {
+		e.waitCalls(n + 1)
+		e.clock.Advance(100 * time.Millisecond) // the next batch's pace
+	}
+	done, err := r.Wait(ctx, j.ID)
+	if err != nil || done.Done != 150 || done.InFlight != nil {
+		t.Fatalf("%+v, %v: want 150 done, nothing in flight", done, err)
+	}
+	calls := e.eng.called()
+	if len(calls) != 150 || len(slices.Compact(slices.Sorted(slices.Values(calls)))) != 150 {
+		t.Errorf("%d calls, want 150 different ones", len(calls))
+	}
+}
+
+// TestJobSettlesABatchInFlight: a job stopped in the middle of a batch,
+// as written by a host that crashed (and one written before batches, with
+// one record in flight), counts what was done once and acts on the rest.
+func TestJobSettlesABatchInFlight(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		e := newEnv(t)
+		e.park("A.h", 4, "X")
+		ctx := context.Background()
+		j := &ledger.Job{Action: ledger.JobResume, Actor: "ops", Reason: "r", Rate: 1000, State: ledger.JobRunning,
+			Created: e.clock.Now(), Updated: e.clock.Now(), Matched: 4}
+		err := e.store.Update(ctx, func(tx ledger.Tx) error {
+			if err := tx.CreateJob(j); err != nil {
+				return err
+			}
+			// A-00 was resolved by the crashed batch, A-01 not yet.
+			if err := tx.DeleteParked("A.h", "Order", "A-00"); err != nil {
+				return err
+			}
+			item := func(id string) ledger.JobItem { return ledger.JobItem{Subscription: "A.h", AggregateType: "Order", AggregateID: id} }
+			if legacy {
+				j.InFlightOne = &[]ledger.JobItem{item("A-01")}[0]
+				j.Cursor.After = ledger.Cursor("A.h", "Order", "A-00")
+				j.Done = 1
+			} else {
+				j.InFlight = []ledger.JobItem{item("A-00"), item("A-01")}
+			}
+			return tx.PutJob(j)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.open()
+		done, err := r.Wait(ctx, j.ID)
+		if err != nil || done.Done != 4 || done.InFlight != nil || done.InFlightOne != nil {
+			t.Fatalf("legacy %v: %+v, %v; want 4 done, nothing in flight", legacy, done, err)
+		}
+		// A batch's actions run at once, in any order.
+		if got := e.eng.called(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"resume A-01", "resume A-02", "resume A-03"}) {
+			t.Errorf("legacy %v: calls %v, want A-01 once, then A-02, A-03", legacy, got)
+		}
+	}
+}
