@@ -31,6 +31,7 @@ type options struct {
 	failedAfter   string
 	failedBefore  string
 	ndjson        bool
+	all           bool // parked list: every page
 	// subscriptions pause
 	until    string
 	pauseFor time.Duration

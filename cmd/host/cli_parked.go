@@ -16,7 +16,7 @@ import (
 func (a *app) parkedCmd() *cobra.Command {
 	return a.group("parked", []string{"park"}, "List, show, resume, skip and replay parked aggregates",
 		ls(a.verb("list",
-			"List parked aggregates (every page unless --limit or --after)", 0, parkedListFlags, parkedList)),
+			"List parked aggregates (the first 100 unless --limit, --after or --all)", 0, parkedListFlags, parkedList)),
 		a.verb("show SUB TYPE ID", "Show a parked aggregate: its error, the event it stopped at, its history", 3, nil, parkedShow),
 		a.verb("resume SUB TYPE ID", "Deliver a parked aggregate's held events again, from the one it stopped at", 3, resumeFlags, parkedResume),
 		a.verb("skip SUB TYPE ID", "Skip a parked aggregate's held events (all, or through a version)", 3, skipFlags, parkedSkip),
@@ -30,9 +30,10 @@ func parkedListFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.state, "state", "", "only `STATE`: retrying, waiting or resuming")
 	fs.StringVar(&o.aggregateType, "aggregate-type", "", "only aggregate type `TYPE`")
 	filterFlags(fs, o)
-	fs.BoolVar(&o.ndjson, "ndjson", false, "write each record as one JSON line, page by page as they come (for large exports)")
-	fs.IntVar(&o.limit, "limit", 0, "read one page of at most `N` records (default: every page)")
-	fs.StringVar(&o.after, "after", "", "read the page after `CURSOR` (from a previous --limit)")
+	fs.BoolVar(&o.ndjson, "ndjson", false, "write each record as one JSON line, page by page as they come, every page unless --limit (for large exports)")
+	fs.IntVar(&o.limit, "limit", 0, "list at most `N` records (default 100)")
+	fs.BoolVar(&o.all, "all", false, "list every record, page after page")
+	fs.StringVar(&o.after, "after", "", "list from `CURSOR` on (the one a previous list printed)")
 }
 
 func resumeFlags(fs *pflag.FlagSet, o *options) {
@@ -67,12 +68,27 @@ func parkedList(x *invocation, _ []string) error {
 	if o.limit < 0 {
 		return usagef("--limit must be 1 or more")
 	}
+	if o.all && o.limit > 0 {
+		return usagef("--all and --limit ask for different things: give one")
+	}
 	if err := checkTimes(o); err != nil {
 		return err
 	}
+	// At most want records, read in pages; a page may hold fewer than its
+	// limit (a filter the host answers by a bounded walk) and still go on.
+	want := o.limit
+	switch {
+	case o.all || (o.ndjson && o.limit == 0):
+		want = 0 // every page
+	case want == 0:
+		want = defaultListLimit
+	}
 	q := parkedQuery{Subscription: o.subscription, State: o.state, AggregateType: o.aggregateType, Class: o.class,
-		Message: o.message, FailedAfter: o.failedAfter, FailedBefore: o.failedBefore, After: o.after, Limit: o.limit}
-	onePage := o.limit > 0 || o.after != ""
+		Message: o.message, FailedAfter: o.failedAfter, FailedBefore: o.failedBefore, After: o.after, Limit: min(want, 1000)}
+	if want == 0 {
+		q.Limit = 1000
+	}
+	read := 0
 	var all parkedPage
 	var firstRaw []byte
 	for pages := 0; ; pages++ {
@@ -87,6 +103,8 @@ func parkedList(x *invocation, _ []string) error {
 		if pages == 0 {
 			firstRaw = raw
 		}
+		read += len(page.Records)
+		onePage := want > 0 && read >= want
 		if o.ndjson {
 			for _, r := range page.Records {
 				if _, err := fmt.Fprintf(x.stdout, "%s\n", r); err != nil {
@@ -97,6 +115,9 @@ func parkedList(x *invocation, _ []string) error {
 				return nil
 			}
 			q.After = page.Next
+			if want > 0 {
+				q.Limit = min(want-read, 1000)
+			}
 			continue
 		}
 		all.Records = append(all.Records, page.Records...)
@@ -108,6 +129,9 @@ func parkedList(x *invocation, _ []string) error {
 			break
 		}
 		q.After = page.Next
+		if want > 0 {
+			q.Limit = min(want-read, 1000)
+		}
 	}
 	if x.global.json { // every page, merged in the same shape
 		if all.Records == nil {
@@ -138,10 +162,14 @@ func parkedList(x *invocation, _ []string) error {
 		}
 	}
 	if all.Next != "" {
-		fmt.Fprintf(x.stderr, "more records: berth parked list --after %s\n", all.Next)
+		fmt.Fprintf(x.stderr, "more records: berth parked list --after %s (or --all for every one)\n", all.Next)
 	}
 	return nil
 }
+
+// defaultListLimit is how many records `berth parked list` prints unless
+// asked for another number or every one: an incident parks 100,000.
+const defaultListLimit = 100
 
 // nextRetry says when the next long-horizon retry runs, or what the
 // aggregate waits for.

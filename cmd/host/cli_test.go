@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -514,6 +515,50 @@ func TestParkedListPages(t *testing.T) {
 		{name: "one page", args: []string{"parked", "list", "--limit", "1", "--json"}, stdout: []string{`"next":"c1"`}},
 	}
 	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, srv.URL) })
+	}
+}
+
+// TestParkedListLimits: parked list prints the first 100 records unless
+// told otherwise, following cursors past short pages (a host answers a
+// broad filter with a bounded walk, maybe with no record); --limit N
+// prints N, --all every one, and what is left is named with its cursor.
+func TestParkedListLimits(t *testing.T) {
+	const total = 300
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		from, _ := strconv.Atoi(r.URL.Query().Get("after"))
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		if limit == 0 {
+			limit = 100
+		}
+		n := min(limit, 60, total-from)
+		if from%7 == 3 {
+			n = 0 // a walk that found nothing before its bound
+		}
+		var recs []string
+		for i := from; i < from+n; i++ {
+			recs = append(recs, fmt.Sprintf(`{"subscription":"P.h","aggregateType":"Order","aggregateId":"o-%03d","version":1,"state":"waiting","error":{"message":"boom","kind":"recoverable"},"attempts":5}`, i))
+		}
+		next := ""
+		if from+n < total {
+			next = strconv.Itoa(from + n + map[bool]int{true: 1, false: 0}[n == 0])
+		}
+		fmt.Fprintf(w, `{"records":[%s],"next":%q}`, strings.Join(recs, ","), next)
+	}))
+	defer srv.Close()
+	rows := func(want int, last string) func(t *testing.T, stdout, _ string) {
+		return func(t *testing.T, stdout, _ string) {
+			if got := strings.Count(stdout, "Order/o-"); got != want || !strings.Contains(stdout, last) {
+				t.Errorf("%d rows, want %d up to %s:\n%s", got, want, last, stdout)
+			}
+		}
+	}
+	for _, tt := range []step{
+		{name: "default", args: []string{"parked", "list"}, stderr: []string{"more records: berth parked list --after ", "--all"}, check: rows(100, "o-099")},
+		{name: "limit", args: []string{"parked", "list", "--limit", "150"}, check: rows(150, "o-149")},
+		{name: "all", args: []string{"parked", "list", "--all"}, check: rows(total, "o-299")},
+		{name: "all and limit", args: []string{"parked", "list", "--all", "--limit", "5"}, code: 2, stderr: []string{"--all and --limit"}},
+	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, srv.URL) })
 	}
 }
