@@ -288,7 +288,9 @@ function renderParked(records) {
   const body = document.querySelector("#parked tbody");
   const empty = document.getElementById("parked-empty");
   empty.hidden = records.length > 0;
-  empty.textContent = "Nothing is parked.";
+  // A broad filter is answered by a bounded walk of the index: a page
+  // may hold no match yet while the next one goes on.
+  empty.textContent = nextCursor ? "No match among the records looked at so far: the next page goes on." : "Nothing is parked.";
   const seen = new Set();
   let prev = null;
   for (const r of records) {
