@@ -73,7 +73,7 @@ func (r *run) handleCommit(p *partition, a *aggState, c eventlog.Commit, from in
 func (r *run) beginReplay(p *partition, k aggKey, version uint64, index int, key string) {
 	p.mu.Lock()
 	a := p.agg(k)
-	a.mode = modeReplaying
+	p.setMode(a, modeReplaying)
 	a.pinned = pinnedKey{version, index, key}
 	p.mu.Unlock()
 	r.wg.Add(1)
@@ -151,7 +151,7 @@ func (r *run) endReplay(p *partition, a *aggState, last uint64) {
 	r.e.storm.Log(slog.LevelInfo, "aggregate rejoined live delivery", "subscription", r.s.name, "aggregate", a.key.String(), "version", last)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	a.mode = modeLive
+	p.setMode(a, modeLive)
 	a.floor = last
 	keep := a.queue[:0]
 	for _, c := range a.queue {

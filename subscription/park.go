@@ -129,7 +129,7 @@ func (r *run) park(p *partition, a *aggState, c eventlog.Commit, idx int, live b
 	}
 
 	p.mu.Lock()
-	a.mode = modeHeld
+	p.setMode(a, modeHeld)
 	a.park = r.parks.Add(1)
 	for _, q := range a.queue {
 		p.finished(q.Position)

@@ -82,6 +82,7 @@ type partition struct {
 
 	mu      sync.Mutex
 	aggs    map[aggKey]*aggState
+	held    int         // of aggs, those in modeHeld (setMode): a status reads it, not aggs
 	ready   []*aggState // aggregates with work waiting for a slot, in order
 	running int         // slots taken
 	// slotWaiters are aggregates back from a backoff waiting to take a slot
@@ -141,6 +142,18 @@ func newPartition(r *run, idx int, st partStart) *partition {
 
 // agg returns the aggregate's state, creating it; p.mu held or not yet
 // shared.
+// setMode moves a to mode m, counting the held aggregates; p.mu held
+// (or the partition not yet running).
+func (p *partition) setMode(a *aggState, m mode) {
+	if a.mode == modeHeld {
+		p.held--
+	}
+	if m == modeHeld {
+		p.held++
+	}
+	a.mode = m
+}
+
 func (p *partition) agg(k aggKey) *aggState {
 	a := p.aggs[k]
 	if a == nil {

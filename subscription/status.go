@@ -164,11 +164,7 @@ func (p *partition) status() PartitionStatus {
 			ps.NextProbe = p.nextProbe
 		}
 	}
-	for _, a := range p.aggs {
-		if a.mode == modeHeld {
-			ps.Held++
-		}
-	}
+	ps.Held = p.held
 	return ps
 }
 

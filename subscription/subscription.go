@@ -138,7 +138,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		// from where it started; events replayed before the stop are
 		// delivered again (at least once).
 		a := p.agg(k)
-		a.mode = modeReplaying
+		p.setMode(a, modeReplaying)
 		a.pinned = pinnedKey{rec.Version, int(rec.Index), recordKey(rec)}
 		r.wg.Add(1)
 		go r.replay(p, a, uint64(rec.Version), int(rec.Index))
@@ -150,7 +150,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		if p == nil {
 			continue // another host's
 		}
-		p.agg(k).mode = modeHeld
+		p.setMode(p.agg(k), modeHeld)
 		if pk.State == ledger.StateRetrying {
 			at := pk.NextRetry
 			if pk.Unrecoverable && !retriesUnrecoverable {

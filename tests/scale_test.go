@@ -92,9 +92,19 @@ func TestHundredThousandParked(t *testing.T) {
 	// events, so each is resolved at once.
 	sub := ledgertest.ScaleSubscription
 	eventuallyNil(t, 60*time.Second, func() error {
-		st := h.subscription(t)
-		if st.Parked["resuming"] != 0 || st.Parked["waiting"] != waiting || st.Parked["retrying"] != retrying {
-			return fmt.Errorf("parked %v, want %d waiting, %d retrying, none resuming", st.Parked, waiting, retrying)
+		var st struct {
+			Parked     map[string]int `json:"parked"`
+			Partitions []struct {
+				Held int `json:"held"`
+			} `json:"partitions"`
+		}
+		h.must(200, "GET", "/v1/subscriptions/"+sub, nil).JSON(t, &st)
+		held := 0
+		for _, p := range st.Partitions {
+			held += p.Held
+		}
+		if st.Parked["resuming"] != 0 || st.Parked["waiting"] != waiting || st.Parked["retrying"] != retrying || held != waiting+retrying {
+			return fmt.Errorf("parked %v, %d held, want %d waiting, %d retrying, none resuming, all held", st.Parked, held, waiting, retrying)
 		}
 		return nil
 	})

@@ -1,0 +1,96 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/ledgertest"
+)
+
+// BenchmarkParkStorm parks 3,000 aggregates through the binary (the
+// notifier, whose service does not know their buyer: each parks at its
+// first attempt), on a host that holds 0 and then 100,000 parked already
+// (written by ledgertest.Fill while it was stopped), fsync on. Their
+// events are appended while the subscription is paused; the time runs
+// from the unpause to the last park. parks/s and the host's CPU per park
+// (from /proc) are reported, with the restart's time to serving.
+//
+//	go test ./tests -run '^$' -bench BenchmarkParkStorm -benchtime 1x
+func BenchmarkParkStorm(b *testing.B) {
+	const storm = 3000
+	for _, base := range []int{0, 100_000} {
+		b.Run(fmt.Sprintf("parked=%d", base), func(b *testing.B) {
+			for b.Loop() {
+				svc := newNotifier(b)
+				svc.set("ghost", behaviour{Unknown: true})
+				h := newHost(b, hostConfig{NotifyURL: svc.URL()})
+				h.uploadNotifier(b, 201)
+				h.Stop()
+				if base > 0 {
+					l, err := ledger.Open(filepath.Join(h.Data, "ledger"), ledger.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := ledgertest.Fill(context.Background(), l, 0, base, base, 2000); err != nil {
+						b.Fatal(err)
+					}
+					if err := l.Close(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				start := time.Now()
+				h = h.restart(b)
+				b.ReportMetric(time.Since(start).Seconds()*1000, "restart-ms")
+				sub := "/v1/subscriptions/" + ledgertest.ScaleSubscription
+				before := h.subscription(b).Parked["waiting"]
+				h.must(200, "POST", sub+"/pause", nil)
+				var wg sync.WaitGroup
+				for w := range 8 {
+					wg.Go(func() {
+						for i := w; i < storm; i += 8 {
+							h.appendShipped(b, fmt.Sprintf("storm-%05d", i), "ghost")
+						}
+					})
+				}
+				wg.Wait()
+				cpu0 := processCPU(b, h.cmd.Process.Pid)
+				start = time.Now()
+				h.must(200, "POST", sub+"/unpause", nil)
+				eventuallyNil(b, 5*time.Minute, func() error {
+					if got := h.subscription(b).Parked["waiting"]; got < before+storm {
+						return fmt.Errorf("%d waiting, want %d", got, before+storm)
+					}
+					return nil
+				})
+				took := time.Since(start)
+				cpu := processCPU(b, h.cmd.Process.Pid) - cpu0
+				b.ReportMetric(storm/took.Seconds(), "parks/s")
+				b.ReportMetric(cpu.Seconds()*1000/storm, "cpu-ms/park")
+			}
+		})
+	}
+}
+
+// processCPU is the user and system time pid has used.
+func processCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// After the command's ")" come fields 3 on; utime and stime are 14 and 15.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	ticks := 0
+	for _, s := range f[11:13] {
+		n, _ := strconv.Atoi(s)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
