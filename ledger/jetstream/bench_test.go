@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/ledgertest"
 )
 
 // BenchmarkUpdate is the latency of one Update, one after another, on the
@@ -88,4 +89,18 @@ func parkTx(i int) func(tx ledger.Tx) error {
 		}
 		return tx.SetCheckpoint(r.Subscription, uint64(i+2))
 	}
+}
+
+// BenchmarkScale is ledgertest.BenchmarkScale on JetStream (one in-process
+// server, one replica): the parked reads, which every host answers from
+// its cache, and a park, at 10,000 and 100,000 parked (BERTH_SCALE for
+// others).
+func BenchmarkScale(b *testing.B) {
+	ledgertest.BenchmarkScale(b, func(b *testing.B) ledger.Store {
+		o := optionsFor(b.Name(), 1)
+		o.Dir = b.TempDir()
+		s := open(b, connect(b, natstest.RunServer(b).URL()), o)
+		b.Cleanup(func() { _ = s.Close(context.Background()) })
+		return s
+	}, 250)
 }
