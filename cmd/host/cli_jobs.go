@@ -112,6 +112,10 @@ func jobsStart(x *invocation, action string) error {
 		return usagef("--rate must be more than 0")
 	}
 	req := wire.JobRequest{Action: action, Filter: jobFilterOf(o), Reason: strings.TrimSpace(o.reason), DryRun: true}
+	if o.yes && !o.dryRun {
+		// Nothing to confirm: the job's own count is the one count.
+		return jobsCreate(x, req)
+	}
 	raw, err := x.client.postJSON(x.ctx, apiPath("jobs"), req)
 	if err != nil {
 		return err
@@ -151,11 +155,17 @@ func jobsStart(x *invocation, action string) error {
 			return usagef("not confirmed: nothing was changed (type the count, or pass --yes)")
 		}
 	}
+	return jobsCreate(x, req)
+}
+
+// jobsCreate creates the job req asks for (--rate given, it is sent).
+func jobsCreate(x *invocation, req wire.JobRequest) error {
+	o := x.opts
 	req.DryRun = false
 	if x.flags.Changed("rate") {
 		req.Rate = &o.rate
 	}
-	raw, err = x.client.postJSON(x.ctx, apiPath("jobs"), req)
+	raw, err := x.client.postJSON(x.ctx, apiPath("jobs"), req)
 	if err != nil {
 		return err
 	}

@@ -589,3 +589,32 @@ func TestHelpers(t *testing.T) {
 	}
 
 }
+
+// TestJobsYesCountsOnce: `jobs resume --yes` asks the host once, to create
+// the job, whose count it prints; without --yes, a dry run counts first.
+func TestJobsYesCountsOnce(t *testing.T) {
+	var mu sync.Mutex
+	var dry, created int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			DryRun bool `json:"dryRun"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		defer mu.Unlock()
+		if req.DryRun {
+			dry++
+			fmt.Fprint(w, `{"matched":7,"sample":[]}`)
+			return
+		}
+		created++
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"id":3,"action":"resume","state":"running","matched":7,"rate":100}`)
+	}))
+	defer srv.Close()
+	step{name: "yes", args: []string{"jobs", "resume", "--class", "X", "--reason", "r", "--yes"},
+		stdout: []string{"job 3: resume of 7 aggregate(s)"}}.run(t, srv.URL)
+	if dry != 0 || created != 1 {
+		t.Errorf("--yes: %d dry runs and %d creations, want 0 and 1", dry, created)
+	}
+}
