@@ -187,8 +187,7 @@ func (r *run) saveBudget(p *partition, k aggKey, version uint64, idx int, st *at
 // recordBudget records sb as k's budget: update runs the transaction,
 // calling put in it, which writes the budget and keeps the list of hints in
 // step. The list is held (r.budgets.mu) across update, so that its writes
-// are ordered; update may take the subscription's cpMu (withCheckpoint)
-// beneath it.
+// are ordered; update may run withCheckpoint beneath it.
 func (r *run) recordBudget(k aggKey, sb storedBudget, update func(put func(ledger.Tx) error) error) error {
 	b, err := json.Marshal(sb)
 	if err != nil {

@@ -20,11 +20,14 @@ import (
 // A park, resume or skip thus moves the checkpoint atomically with the
 // ledger change that makes the move safe: the checkpoint never passes a held
 // commit whose record is not durable. pos is marked finished only once the
-// transaction has committed; cpMu keeps a concurrent flush from writing past
-// it meanwhile. The transaction is fenced (fence.go).
+// transaction has committed. The transaction is fenced (fence.go).
+//
+// Parks, resumes and skips of one subscription run at once, so that their
+// transactions share commits (and fsyncs): each writes the checkpoint it
+// computed only past the one stored (raiseCheckpoint), so that one
+// computed earlier and committed later does not take the stored one back.
+// Each leaves out the positions the others have not finished yet.
 func (r *run) withCheckpoint(ctx context.Context, p *partition, pos uint64, fn func(ledger.Tx) error) error {
-	r.s.cpMu.Lock()
-	defer r.s.cpMu.Unlock()
 	t := p.tracker
 	lw := t.lowWater()
 	if pos != 0 {
@@ -36,7 +39,7 @@ func (r *run) withCheckpoint(ctx context.Context, p *partition, pos uint64, fn f
 			return err
 		}
 		if write {
-			return tx.SetPartitionCheckpoint(r.s.name, p.idx, lw)
+			return raiseCheckpoint(tx, r.s.name, p.idx, lw)
 		}
 		return nil
 	})
@@ -81,7 +84,7 @@ func (r *run) flush(ctx context.Context) error {
 	r.pending.Store(0)
 	err := r.update(ctx, moved, func(tx ledger.Tx) error {
 		for i, p := range moved {
-			if err := tx.SetPartitionCheckpoint(r.s.name, p.idx, lws[i]); err != nil {
+			if err := raiseCheckpoint(tx, r.s.name, p.idx, lws[i]); err != nil {
 				return err
 			}
 		}
@@ -113,7 +116,7 @@ func (r *run) flushEach(ctx context.Context, moved []*partition, lws []uint64) e
 	var errs []error
 	for i, p := range moved {
 		err := p.update(ctx, func(tx ledger.Tx) error {
-			return tx.SetPartitionCheckpoint(r.s.name, p.idx, lws[i])
+			return raiseCheckpoint(tx, r.s.name, p.idx, lws[i])
 		})
 		switch {
 		case err == nil:
@@ -163,4 +166,17 @@ func (r *run) flusher() {
 			r.e.logger.Info("checkpoint written again", "subscription", r.s.name)
 		}
 	}
+}
+
+// raiseCheckpoint stores lw as partition's checkpoint unless the stored one
+// is past it already: the run's checkpoint writes commit in any order.
+func raiseCheckpoint(tx ledger.Tx, sub string, partition int, lw uint64) error {
+	stored, ok, err := tx.PartitionCheckpoint(sub, partition)
+	if err != nil {
+		return err
+	}
+	if ok && stored >= lw {
+		return nil
+	}
+	return tx.SetPartitionCheckpoint(sub, partition, lw)
 }

@@ -29,7 +29,7 @@ type subscription struct {
 	// holds are the resets under way across hosts that keep the run
 	// stopped (hold.go); s.life held.
 	holds map[string]struct{}
-	cpMu  sync.Mutex // serializes checkpoint writes
+	cpMu  sync.Mutex // serializes flushes (run.flush) and run.subDurable
 	gate  *gate      // closed while the subscription is paused
 	keys  *keyLocks  // serializes ledger changes per aggregate
 	// pause is the end of a pause until a time, and its timer.

@@ -25,7 +25,7 @@ type jobView struct {
 	} `json:"failures"`
 }
 
-func (h *hostProc) job(t *testing.T, id uint64) jobView {
+func (h *hostProc) job(t testing.TB, id uint64) jobView {
 	t.Helper()
 	var j jobView
 	h.must(200, "GET", fmt.Sprintf("/v1/jobs/%d", id), nil).JSON(t, &j)

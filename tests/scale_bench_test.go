@@ -21,7 +21,9 @@ import (
 // (written by ledgertest.Fill while it was stopped), fsync on. Their
 // events are appended while the subscription is paused; the time runs
 // from the unpause to the last park. parks/s and the host's CPU per park
-// (from /proc) are reported, with the restart's time to serving.
+// (from /proc) are reported, with the restart's time to serving; then a
+// bulk resume of the storm at 5,000 a second (resumes/s over the job's
+// life) and the host's RSS parked, at its peak and after the resumes.
 //
 //	go test ./tests -run '^$' -bench BenchmarkParkStorm -benchtime 1x
 func BenchmarkParkStorm(b *testing.B) {
@@ -74,9 +76,51 @@ func BenchmarkParkStorm(b *testing.B) {
 				cpu := processCPU(b, h.cmd.Process.Pid) - cpu0
 				b.ReportMetric(storm/took.Seconds(), "parks/s")
 				b.ReportMetric(cpu.Seconds()*1000/storm, "cpu-ms/park")
+				b.ReportMetric(processRSS(b, h.cmd.Process.Pid, "VmRSS"), "rss-parked-MiB")
+
+				// The service knows the buyer now: a bulk resume of the
+				// storm at jobs.max-rate.
+				svc.set("ghost", behaviour{})
+				var j jobView
+				h.must(201, "POST", "/v1/jobs", map[string]any{"action": "resume", "reason": "ghost imported", "rate": 5000,
+					"filter": map[string]any{"subscriptions": []string{ledgertest.ScaleSubscription}, "message": "buyer ghost"}}).JSON(b, &j)
+				eventuallyNil(b, 5*time.Minute, func() error {
+					if j = h.job(b, j.ID); j.State != "done" {
+						return fmt.Errorf("job %s, %d done", j.State, j.Done)
+					}
+					return nil
+				})
+				if j.Done != storm {
+					b.Fatalf("the job resumed %d, want %d", j.Done, storm)
+				}
+				b.ReportMetric(float64(j.Done)/j.Finished.Sub(j.Created).Seconds(), "resumes/s")
+				b.ReportMetric(processRSS(b, h.cmd.Process.Pid, "VmHWM"), "rss-peak-MiB")
+				eventuallyNil(b, 5*time.Minute, func() error {
+					if got := h.subscription(b).Parked["waiting"]; got != before {
+						return fmt.Errorf("%d waiting, want %d", got, before)
+					}
+					return nil
+				})
+				b.ReportMetric(processRSS(b, h.cmd.Process.Pid, "VmRSS"), "rss-after-MiB")
 			}
 		})
 	}
+}
+
+// processRSS is field (VmRSS, VmHWM) of pid's memory, in MiB.
+func processRSS(b *testing.B, pid int, field string) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
 }
 
 // processCPU is the user and system time pid has used.
