@@ -33,7 +33,7 @@ func TestReplayCapsuleFileIsCheckedBeforeUse(t *testing.T) {
 		{write("m100000.json", capsule(`{"memory_limit_pages":100000}`)), nil, exitFailed, "limits.memory_limit_pages: 100000"},
 		{write("m65537.json", capsule(`{"memory_limit_pages":65537}`)), nil, exitFailed, "limits.memory_limit_pages: 65537"},
 		{write("mbig.json", capsule(`{"memory_limit_pages":4294967295}`)), nil, exitFailed, "limits.memory_limit_pages: 4294967295"},
-		{write("body.json", capsule(`{"max_response_bytes":2}`)[:len(capsule(`{"max_response_bytes":2}`))-1] +
+		{write("body.json", capsule(`{"max_response_bytes":2}`)[:len(capsule(`{"max_response_bytes":2}`))-1]+
 			`,"calls":[{"fn":"http","http":{"method":"POST","url":"http://n/notify","response":{"status":200,"body":"long"}},"reply":{"code":"ok"}}]}`),
 			nil, exitFailed, "calls[0] (http POST http://n/notify): http.response.body: 4 bytes"},
 		{big, nil, exitFailed, "not a Berth capsule"},
