@@ -302,8 +302,8 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 	if got, want := notificationTypes(ns), []string{"parked:a", "resumed:a"}; !slices.Equal(got, want) {
 		t.Fatalf("notifications %v, want %v", got, want)
 	}
-	if ns[1].Actor != actorOutage {
-		t.Fatalf("resumed notification by %q, want %q", ns[1].Actor, actorOutage)
+	if ns[1].Actor != actorOutage || ns[1].By != "outage" {
+		t.Fatalf("resumed notification by %q (%q), want %q (outage)", ns[1].Actor, ns[1].By, actorOutage)
 	}
 	down.Store(false)
 	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 2, "b": 1, "c": 1}) })
