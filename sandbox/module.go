@@ -279,6 +279,9 @@ func (m *Module) start(ctx context.Context) error {
 		return fmt.Errorf("%w: %v", ErrInvalidModule, err)
 	}
 	err = checkShape(c.cm.ImportedFunctions(), c.cm.ExportedFunctions())
+	if err == nil {
+		err = checkMemories(c.cm, m.cfg.MemoryLimitPages)
+	}
 	c.release()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrABI, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/berthhq/berth/wasm/abi"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
@@ -40,7 +41,9 @@ func (s *Sandbox) runtimeFor(ctx context.Context, key runtimeKey) (*runtime, err
 	if key.interpreter {
 		rc = wazero.NewRuntimeConfigInterpreter()
 	}
-	rc = rc.WithMemoryLimitPages(key.memoryPages).WithCloseOnContextDone(key.closeOnDone)
+	// The module's memory limit is its instances' allocator's (memory.go),
+	// which sees the grows it refuses; wazero's own is the most there is.
+	rc = rc.WithMemoryLimitPages(abi.MaxMemoryPages).WithCloseOnContextDone(key.closeOnDone)
 	if s.cache != nil && !key.interpreter {
 		rc = rc.WithCompilationCache(s.cache)
 	}
