@@ -395,3 +395,44 @@ func (r *recorder) attempted(agg string, n int) error {
 	}
 	return nil
 }
+
+// TestAttemptCountsOutageProbes pins what ABI.md says `attempt` counts
+// during an outage: each probe of the paused partition is a call of the
+// probed event and adds one to its attempt, past the retry budget (the
+// budget is not spent by them: the event still has it after the outage),
+// and the call that succeeds once the outage is over goes on counting.
+func TestAttemptCountsOutageProbes(t *testing.T) {
+	const maxAttempts = 3
+	var down atomic.Bool
+	e, rec := startOutage(t, maxAttempts, &down)
+	probed := func() (string, []int) {
+		for _, id := range []string{"a", "b", "c"} {
+			var n []int
+			for _, c := range rec.of(id) {
+				n = append(n, c.Attempt)
+			}
+			if len(n) > maxAttempts+2 {
+				return id, n
+			}
+		}
+		return "", nil
+	}
+	e.driveUntil(func() error {
+		if id, _ := probed(); id == "" {
+			return errors.New("no aggregate probed past its budget yet")
+		}
+		return nil
+	})
+	down.Store(false)
+	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 1, "b": 1, "c": 1}) })
+	id, attempts := probed()
+	for i, a := range attempts {
+		if a != i+1 {
+			t.Fatalf("%s called with attempts %v, want 1, 2, 3, … (probes counted)", id, attempts)
+		}
+	}
+	if calls := rec.of(id); !calls[len(calls)-1].OK {
+		t.Fatalf("%s: its last call %+v did not succeed", id, calls[len(calls)-1])
+	}
+	t.Logf("%s: attempts %v (max-attempts %d)", id, attempts, maxAttempts)
+}
