@@ -57,7 +57,7 @@ func TestDecodeCapsuleValidatesEveryField(t *testing.T) {
 		{"bad sha256", func(c *Capsule) { c.Module.SHA256 = "xyz" }, "module.sha256"},
 		{"no handler", func(c *Capsule) { c.Event.Handler = "" }, "event.handler"},
 		{"unknown fn", func(c *Capsule) { c.Calls[0].Fn = "teleport" }, `calls[0] (teleport GET http://svc/b): fn "teleport"`},
-		{"no reply", func(c *Capsule) { c.Calls[0].Reply = nil }, "calls[0] (http GET http://svc/b): reply: absent"},
+		{"response without reply", func(c *Capsule) { c.Calls[0].Reply = nil }, "calls[0] (http GET http://svc/b): http.response: only an http call answered ok"},
 		{"unknown code", func(c *Capsule) { c.Calls[0].Reply.Code = "maybe" }, `reply.code "maybe"`},
 		{"response on an error", func(c *Capsule) { c.Calls[0].Reply.Code = "error" }, "http.response: only an http call answered ok"},
 		{"bad status", func(c *Capsule) { c.Calls[0].HTTP.Response.Status = 7 }, "http.response.status 7"},
