@@ -39,6 +39,10 @@ func replayCapsule(s *Sandbox, wasm, b []byte, maxTime time.Duration) (*Replayed
 func FuzzReplayCapsule(f *testing.F) {
 	s := newSandbox(f, Config{})
 	wasm := wasmOf(f, "samples/misbehaving")
+	// Compiled once here, so that no input waits for the compiler (a fuzz
+	// worker starts with an empty cache): the memory limit is the
+	// allocator's, so every limit shares the compiled code.
+	load(f, s, "samples/misbehaving", ModuleConfig{}).Close(context.Background())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		defer func() {
 			if p := recover(); p != nil {
