@@ -28,13 +28,13 @@ func newEngineMetrics() *engineMetrics {
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{"subscription"}, labels...))
 	}
-	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, []string{"subscription"})
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, append([]string{"subscription"}, labels...))
 	}
 	return &engineMetrics{
 		attempts: counter("berth_handler_attempts_total",
-			"Attempts at an event by outcome (success, recoverable, unrecoverable, timeout, trap, memory, systemic, backpressure, canceled) and the failure's class: declared by the module, builtin or in the handler's lists, \"other\" for any other, \"none\" for no class.",
-			"outcome", "class"),
+			"Handler calls at an event by phase (delivery: live delivery, its retry budget, outage probes and replays after a resume; long-horizon: a parked aggregate's long-horizon retry), outcome (success, recoverable, unrecoverable, timeout, trap, memory, systemic, backpressure, canceled) and the failure's class: declared by the module, builtin or in the handler's lists, \"other\" for any other, \"none\" for no class.",
+			"phase", "outcome", "class"),
 		parks: counter("berth_parks_total", "Aggregates parked: their retry budget spent, or an unrecoverable failure."),
 		retries: counter("berth_parked_retries_total",
 			"Long-horizon retries of parked aggregates by result (success resumes the aggregate, failure keeps it parked).", "result"),
@@ -42,9 +42,9 @@ func newEngineMetrics() *engineMetrics {
 			"Parked aggregates resumed, by whom: operator, job (an operator's bulk job) or berth (a long-horizon retry that succeeded, or a park an outage made, taken back).", "by"),
 		skips: counter("berth_parked_skips_total", "Parked aggregates skipped past the events they held back, by whom: operator or job.", "by"),
 		duration: histogram("berth_handler_duration_seconds",
-			"Duration of a handler's call, every counted attempt.", handlerBuckets),
+			"Duration of a handler's call, every attempt berth_handler_attempts_total counts, by phase (delivery, long-horizon).", handlerBuckets, "phase"),
 		delay: histogram("berth_delivery_delay_seconds",
-			"Time from an event's append to its handler's success (retries, pauses and parks included).", delayBuckets),
+			"Time from an event's append to its handler's success (retries, pauses and parks included), by the phase of the attempt that succeeded (delivery, long-horizon).", delayBuckets, "phase"),
 		parked: histogram("berth_parked_duration_seconds",
 			"Time from a parked record's first failure until it was resumed or skipped.", parkedBuckets),
 	}
@@ -68,13 +68,34 @@ func (m *engineMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// phase is an attempt's phase label.
+func phase(a *subscription.Attempt) string {
+	if a.LongHorizon {
+		return "long-horizon"
+	}
+	return "delivery"
+}
+
+// Started makes the series of every known label set of a subscription's
+// attempts, at 0 (Prometheus's advice: rate() cannot see the increment
+// that makes a series appear).
+func (m *engineMetrics) Started(sub string, known []subscription.Attempt) {
+	for i := range known {
+		a := &known[i]
+		m.attempts.WithLabelValues(sub, phase(a), a.Outcome, a.Class)
+		m.duration.WithLabelValues(sub, phase(a))
+		m.delay.WithLabelValues(sub, phase(a))
+	}
+}
+
 // Attempted counts one attempt, its duration, and for a success the delay
 // from the event's append.
 func (m *engineMetrics) Attempted(a subscription.Attempt) {
-	m.attempts.WithLabelValues(a.Subscription, a.Outcome, a.Class).Inc()
-	m.duration.WithLabelValues(a.Subscription).Observe(a.Duration.Seconds())
+	ph := phase(&a)
+	m.attempts.WithLabelValues(a.Subscription, ph, a.Outcome, a.Class).Inc()
+	m.duration.WithLabelValues(a.Subscription, ph).Observe(a.Duration.Seconds())
 	if a.Outcome == "success" && !a.Appended.IsZero() {
-		m.delay.WithLabelValues(a.Subscription).Observe(max(a.Ended.Sub(a.Appended).Seconds(), 0))
+		m.delay.WithLabelValues(a.Subscription, ph).Observe(max(a.Ended.Sub(a.Appended).Seconds(), 0))
 	}
 }
 

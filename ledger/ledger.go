@@ -274,6 +274,11 @@ type Notification struct {
 	Error         *ErrorInfo `json:"error,omitempty"`
 	Actor         string     `json:"actor,omitempty"`
 	Reason        string     `json:"reason,omitempty"`
+	// By says what kind of actor resumed or skipped the aggregate
+	// (resumed, skipped): "operator", "job" (an operator's bulk job),
+	// "long-horizon-retry" (its retry succeeded) or "outage" (the host
+	// took back a park an outage's failures made).
+	By string `json:"by,omitempty"`
 	// Partition is the partition paused or resumed (partition-paused,
 	// partition-resumed).
 	Partition *int `json:"partition,omitempty"`

@@ -40,6 +40,10 @@ type callState struct {
 	expired atomic.Bool
 	firedAt atomic.Int64
 	wake    chan struct{} // capacity 1: expire wakes a sleeping guest through it
+	// refusedGrow is the size in bytes the guest last asked its memory to
+	// grow to and the host refused (past the module's memory limit), in
+	// this call; 0: none (memory.go).
+	refusedGrow atomic.Uint64
 
 	reply    []byte // the pending reply of the last host call, if pending
 	pending  bool
@@ -63,6 +67,7 @@ func (cs *callState) begin(ctx context.Context, ev *abi.Event, ports Ports, own 
 	}
 	cs.expired.Store(false)
 	cs.firedAt.Store(0)
+	cs.refusedGrow.Store(0)
 	if own.IsZero() {
 		cs.own.Store(0)
 	} else {

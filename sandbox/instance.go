@@ -79,7 +79,8 @@ func (m *Module) makeInstance(ctx context.Context, deadline time.Time, rp *repla
 	if !deadline.IsZero() && deadline.Before(own) {
 		own = deadline
 	}
-	ictx := experimental.WithMemoryAllocator(inst.begin(ctx, nil, Ports{}, own), memoryAllocator{hint: m.memoryHint()})
+	ictx := experimental.WithMemoryAllocator(inst.begin(ctx, nil, Ports{}, own), memoryAllocator{hint: m.memoryHint(),
+		limit: uint64(m.cfg.MemoryLimitPages) * wasmPageSize, refused: &inst.cs.refusedGrow})
 	mod, err := t.rt.r.InstantiateModule(ictx, c.cm, cfg)
 	inst.finish()
 	expired := inst.cs.expired.Load()

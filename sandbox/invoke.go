@@ -124,6 +124,13 @@ func (m *Module) outcome(ctx context.Context, inst *instance, timeout time.Durat
 	switch {
 	case errors.Is(callErr, errBadPointer):
 		return Outcome{Kind: Trap, Message: errBadPointer.Error(), Stderr: stderr}
+	case inst.cs.refusedGrow.Load() > 0:
+		// The host refused a memory.grow past the limit in this call, and
+		// the guest stopped: whatever it printed (Go: "out of memory",
+		// Rust: "memory allocation of N bytes failed", or nothing), that
+		// is why.
+		return Outcome{Kind: MemoryExceeded, Message: fmt.Sprintf("the guest needed more than its memory limit of %d pages (%d MiB): the host refused to grow its memory to %d pages",
+			m.cfg.MemoryLimitPages, m.cfg.MemoryLimitPages/16, inst.cs.refusedGrow.Load()/wasmPageSize), Stderr: stderr}
 	case strings.Contains(stderr, "out of memory") || uint64(inst.memoryBytes()) >= uint64(m.cfg.MemoryLimitPages-1)*65536:
 		return Outcome{Kind: MemoryExceeded, Message: fmt.Sprintf("the guest needed more than its memory limit of %d pages (%d MiB)", m.cfg.MemoryLimitPages, m.cfg.MemoryLimitPages/16), Stderr: stderr}
 	case errors.As(callErr, &exit):

@@ -164,6 +164,9 @@ func TestGuestFailuresAndTraps(t *testing.T) {
 		{"panicker", GuestFailure, "panic: the handler panicked on purpose"},
 		{"crasher", Trap, "panic: a goroutine crashed the guest on purpose"},
 		{"memoryHog", MemoryExceeded, "memory limit of 512 pages"},
+		// One block past the limit: the host refused the memory.grow, and
+		// says so, whatever the guest printed.
+		{"bigAlloc", MemoryExceeded, "memory limit of 512 pages (32 MiB): the host refused to grow its memory to"},
 		{"badPointer", Trap, "pointer outside its memory"},
 		{"echo", Success, ""},
 	}

@@ -89,7 +89,7 @@ func TestCheckShapeNamesForeignImports(t *testing.T) {
 	}
 	defer cm.Close(context.Background())
 	err = checkShape(cm.ImportedFunctions(), cm.ExportedFunctions())
-	for _, want := range []string{"imports env.surprise", "imports berth.teleport", "missing export berth_handle"} {
+	for _, want := range []string{"imports env.surprise", "imports berth.teleport", "missing export berth_handle", "missing export _initialize"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to mention %q", err, want)
 		}

@@ -1,6 +1,11 @@
 package sandbox
 
 import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 )
 
@@ -18,28 +23,49 @@ import (
 // an instance of the module has been seen to grow after its _initialize
 // (a guest whose memory stays as it is made, as a Rust guest's does, keeps
 // no room it never uses) and when the pool does not recycle for growth.
-type memoryAllocator struct{ hint uint64 }
+//
+// It also holds the module's memory limit. The runtime's own limit is the
+// most a 32-bit memory has (runtimeFor), so that a memory.grow past the
+// module's limit reaches Reallocate, which refuses it (the guest's
+// memory.grow returns -1, as it would from wazero) and notes the size
+// asked for in refused: the host then knows why a guest that aborts next
+// aborted (Module.outcome: MemoryExceeded, whatever the guest printed).
+type memoryAllocator struct {
+	hint, limit uint64
+	refused     *atomic.Uint64
+}
 
 // Allocate implements experimental.MemoryAllocator.
 func (a memoryAllocator) Allocate(capBytes, maxBytes uint64) experimental.LinearMemory {
-	return &linearMemory{buf: make([]byte, 0, min(max(capBytes, a.hint), maxBytes)), max: maxBytes}
+	limit := maxBytes
+	if a.limit > 0 { // 0: wazero's maximum alone
+		limit = min(limit, a.limit)
+	}
+	return &linearMemory{buf: make([]byte, 0, min(max(capBytes, a.hint), limit)), max: limit, refused: a.refused}
 }
 
 // linearMemory is one instance's memory: grown in place while its capacity
 // lasts, else copied into a slice a quarter larger (as append would).
 type linearMemory struct {
-	buf []byte
-	max uint64
+	buf     []byte
+	max     uint64
+	refused *atomic.Uint64
 }
 
 // Reallocate implements experimental.LinearMemory. Memory only grows, and
 // the bytes past its length were never written: in place, they are zero.
+// The first call makes the memory's minimum, which Load checked against
+// the limit (checkMemories): it is never refused, as wazero cannot take a
+// refusal there.
 func (l *linearMemory) Reallocate(size uint64) []byte {
 	if size <= uint64(cap(l.buf)) {
 		l.buf = l.buf[:size]
 		return l.buf
 	}
-	if size > l.max {
+	if size > l.max && l.buf != nil {
+		if l.refused != nil {
+			l.refused.Store(size)
+		}
 		return nil
 	}
 	nb := make([]byte, size, min(max(size, uint64(cap(l.buf))*5/4), l.max))
@@ -70,4 +96,27 @@ func (m *Module) sawMemory(inst *instance, mem uint32) {
 	if mem > inst.newBytes && !m.grows.Load() {
 		m.grows.Store(true)
 	}
+}
+
+// checkMemories refuses a module whose memory declares a minimum or a
+// maximum past the module's limit of limit pages: the allocator, which
+// holds the limit, cannot refuse a memory's minimum, and a declared
+// maximum past the limit would promise the guest what it cannot have.
+func checkMemories(cm wazero.CompiledModule, limit uint32) error {
+	var defs []api.MemoryDefinition
+	for _, d := range cm.ExportedMemories() {
+		defs = append(defs, d)
+	}
+	for _, d := range cm.ImportedMemories() {
+		defs = append(defs, d)
+	}
+	for _, d := range defs {
+		if d.Min() > limit {
+			return fmt.Errorf("its memory's minimum of %d pages is over the memory limit of %d pages", d.Min(), limit)
+		}
+		if mx, ok := d.Max(); ok && mx > limit {
+			return fmt.Errorf("its memory's maximum of %d pages is over the memory limit of %d pages", mx, limit)
+		}
+	}
+	return nil
 }

@@ -164,6 +164,9 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 		return nil, fmt.Errorf("%w: the bytes do not start with \\0asm (got % x)", ErrNotWasm, wasm[:min(8, len(wasm))])
 	}
 	mc = mc.withDefaults()
+	if mc.MemoryLimitPages > abi.MaxMemoryPages {
+		return nil, fmt.Errorf("sandbox: memory limit of %d pages: more than a 32-bit WebAssembly memory has (%d pages, 4 GiB)", mc.MemoryLimitPages, abi.MaxMemoryPages)
+	}
 	sum := sha256.Sum256(wasm)
 	m := &Module{s: s, name: name, sha256: hex.EncodeToString(sum[:]), cfg: mc}
 	m.pool = s.newPool(m, mc.MemoryLimitPages)
@@ -276,6 +279,9 @@ func (m *Module) start(ctx context.Context) error {
 		return fmt.Errorf("%w: %v", ErrInvalidModule, err)
 	}
 	err = checkShape(c.cm.ImportedFunctions(), c.cm.ExportedFunctions())
+	if err == nil {
+		err = checkMemories(c.cm, m.cfg.MemoryLimitPages)
+	}
 	c.release()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrABI, err)

@@ -179,7 +179,7 @@ func (m *Module) capsule(inst *instance, ev *abi.Event, budget time.Duration, o 
 		RecordedAt: time.Now().UTC(),
 		Module:     abi.CapsuleModule{Name: m.name, SHA256: m.sha256},
 		Limits: abi.CapsuleLimits{TimeoutMillis: budget.Milliseconds(), MemoryLimitPages: m.cfg.MemoryLimitPages,
-			AllowedHosts: append([]string(nil), m.cfg.AllowedHosts...)},
+			AllowedHosts: append([]string(nil), m.cfg.AllowedHosts...), MaxResponseBytes: cfg.MaxResponseBytes},
 		Event:   abi.CapsuleEventOf(ev),
 		Calls:   make([]abi.CapsuleCall, 0, len(rec.calls)),
 		Clock:   abi.CapsuleClock{Walltime: append([]int64(nil), rec.wall...), Nanotime: append([]int64(nil), rec.nano...)},

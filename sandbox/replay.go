@@ -21,7 +21,16 @@ import (
 // limits (ModuleConfigOf), and compiled (Config.Tiering CompiledOnly): on
 // the interpreter a call runs many times slower than the recorded one did,
 // under the same budget of real time.
-func (m *Module) Replay(ctx context.Context, c *abi.Capsule) Replayed {
+//
+// c is validated first (abi.Capsule.Validate): a capsule no host could
+// have recorded is refused with an error naming the field, and nothing of
+// it runs. The replay ends by the recorded budget or when ctx ends,
+// whichever is first; a recorded budget of 0 (none) leaves ctx as the only
+// bound, so give ctx one (`berth parked replay --max-time`).
+func (m *Module) Replay(ctx context.Context, c *abi.Capsule) (Replayed, error) {
+	if err := c.Validate(); err != nil {
+		return Replayed{}, err
+	}
 	rp := newReplayer(c)
 	ev := c.Event.ToEvent()
 	budget := time.Duration(c.Limits.TimeoutMillis) * time.Millisecond
@@ -35,7 +44,7 @@ func (m *Module) Replay(ctx context.Context, c *abi.Capsule) Replayed {
 		o := m.noInstance(ctx, start, time.Time{}, budget, "before it started", err)
 		rc := &abi.Capsule{Format: abi.CapsuleFormat, RecordedAt: time.Now().UTC(), Event: c.Event,
 			Module: abi.CapsuleModule{Name: m.name, SHA256: m.sha256}, Calls: []abi.CapsuleCall{}, Outcome: capsuleOutcome(&o, "")}
-		return Replayed{Outcome: o, Capsule: rc}
+		return Replayed{Outcome: o, Capsule: rc}, nil
 	}
 	var own time.Time
 	if budget > 0 {
@@ -62,7 +71,7 @@ func (m *Module) Replay(ctx context.Context, c *abi.Capsule) Replayed {
 		}
 		r.Departures = append(r.Departures, dep)
 	}
-	return r
+	return r, nil
 }
 
 // Replayed is how a replay went.

@@ -37,7 +37,10 @@ func recordFailure(t *testing.T, m *Module, ev *abi.Event, timeout time.Duration
 
 func replayed(t *testing.T, m *Module, c *abi.Capsule) Replayed {
 	t.Helper()
-	r := m.Replay(context.Background(), c)
+	r, err := m.Replay(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if r.Capsule == nil {
 		t.Fatal("a replay has no capsule of its own")
 	}

@@ -4,16 +4,20 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/berthhq/berth/wasm/abi"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
-// runtimeKey selects a wazero runtime: the memory limit, the close-on-done
-// switch and the engine (interpreter or compiler) are runtime-wide settings
-// in wazero, so modules that differ in them need runtimes of their own.
-// Modules alike share one. Both tiers of a module get the same limit and
-// switch, and the same host functions: a deadline, the loop guard and the
-// memory limit hold alike on either.
+// runtimeKey selects a wazero runtime: the close-on-done switch and the
+// engine (interpreter or compiler) are runtime-wide settings in wazero, so
+// modules that differ in them need runtimes of their own. Modules alike
+// share one. The memory limit is no longer wazero's (its instances'
+// allocator holds it, memory.go), but stays in the key so that runtimes
+// and compiled code are kept apart as the compile cache keys them. Both
+// tiers of a module get the same switch and limit, and the same host
+// functions: a deadline, the loop guard and the memory limit hold alike
+// on either.
 type runtimeKey struct {
 	memoryPages uint32
 	closeOnDone bool
@@ -40,7 +44,9 @@ func (s *Sandbox) runtimeFor(ctx context.Context, key runtimeKey) (*runtime, err
 	if key.interpreter {
 		rc = wazero.NewRuntimeConfigInterpreter()
 	}
-	rc = rc.WithMemoryLimitPages(key.memoryPages).WithCloseOnContextDone(key.closeOnDone)
+	// The module's memory limit is its instances' allocator's (memory.go),
+	// which sees the grows it refuses; wazero's own is the most there is.
+	rc = rc.WithMemoryLimitPages(abi.MaxMemoryPages).WithCloseOnContextDone(key.closeOnDone)
 	if s.cache != nil && !key.interpreter {
 		rc = rc.WithCompilationCache(s.cache)
 	}

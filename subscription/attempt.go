@@ -102,14 +102,14 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		}
 		now := clk.Now()
 		if f == nil {
-			r.e.obs.attempt(r.s.name, nil, retry.Decision{}, &pol, c.Time, start, now)
+			r.e.obs.attempt(r.s.name, nil, retry.Decision{}, &pol, c.Time, start, now, false)
 			r.logSucceeded(aggName, key, &st)
 			p.succeeded(aggName, now, probe)
 			r.clearBudget(p, a.key, &st)
 			return outcomeHandled
 		}
 		d := retry.Classify(f, &pol, cur.classifier)
-		r.e.obs.attempt(r.s.name, f, d, &pol, c.Time, start, now)
+		r.e.obs.attempt(r.s.name, f, d, &pol, c.Time, start, now, false)
 		st.failed(now, c.Version, f, d)
 		tr.fail(f, d)
 		r.logAttemptFailed(aggName, key, st.n, f, d)

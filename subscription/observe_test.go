@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,11 +19,17 @@ type seen struct {
 	attempts []Attempt
 	parks    []string
 	resolved []Resolution
+	started  []Attempt
 }
 
 func (s *seen) Attempted(a Attempt)  { s.mu.Lock(); s.attempts = append(s.attempts, a); s.mu.Unlock() }
 func (s *seen) Parked(sub string)    { s.mu.Lock(); s.parks = append(s.parks, sub); s.mu.Unlock() }
 func (s *seen) Retried(string, bool) {}
+func (s *seen) Started(sub string, known []Attempt) {
+	s.mu.Lock()
+	s.started = append(s.started, known...)
+	s.mu.Unlock()
+}
 func (s *seen) Resolved(r Resolution) {
 	s.mu.Lock()
 	s.resolved = append(s.resolved, r)
@@ -85,5 +92,68 @@ func TestObserverToldOfAttemptsParkAndResume(t *testing.T) {
 	}
 	if len(obs.resolved) != 1 || obs.resolved[0] != (Resolution{Subscription: sub, Action: "resume", By: "job", Parked: time.Hour + 2*time.Second}) {
 		t.Fatalf("resolved %+v", obs.resolved)
+	}
+}
+
+// A long-horizon retry's handler call is told to Attempted, marked
+// LongHorizon, with the event's append time (its success has a delivery
+// delay); Started names every outcome of both phases at the run's start.
+func TestObserverToldOfLongHorizonAttempts(t *testing.T) {
+	clk := clock.NewFake(t0)
+	var broken atomic.Bool
+	broken.Store(true)
+	rec := brokenFor(clk, &broken, "p")
+	s := brokenSpec(rec)
+	obs := &seen{}
+	e := newEnv(t, Options{Partitions: 1, Observer: obs}, s)
+	e.clock = clk
+	e.start()
+	e.append("Order", "p")
+	e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true })
+	e.advance() // the first long-horizon retry: fails
+	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
+	broken.Store(false)
+	e.advance() // the second: succeeds, and resumes the aggregate
+	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
+	// The resumed notification says a long-horizon retry resumed it.
+	ns := e.notifications()
+	if got := notificationTypes(ns); !slices.Equal(got, []string{"parked:p", "resumed:p"}) || ns[1].By != "long-horizon-retry" || ns[1].Actor != actorBerth {
+		t.Fatalf("notifications %v, resumed by %q (%q)", got, ns[1].By, ns[1].Actor)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	var long []string
+	for _, a := range obs.attempts {
+		if a.LongHorizon {
+			long = append(long, a.Outcome+"/"+a.Class)
+			if a.Appended.IsZero() || a.Ended.Before(a.Appended) {
+				t.Errorf("long-horizon attempt %+v: no append time", a)
+			}
+		}
+	}
+	if want := []string{"unrecoverable/Bug", "success/none"}; !slices.Equal(long, want) {
+		t.Fatalf("long-horizon attempts %v, want %v", long, want)
+	}
+	phases := map[bool]int{}
+	for _, a := range obs.started {
+		if a.Subscription != sub {
+			t.Errorf("started %+v", a)
+		}
+		phases[a.LongHorizon]++
+	}
+	if phases[false] != 9 || phases[true] != 9 {
+		t.Fatalf("Started named %d delivery and %d long-horizon label sets, want 9 each: %+v", phases[false], phases[true], obs.started)
+	}
+}
+
+// The kind of actor a resumed or skipped notification's By names, from
+// the actor the engine records.
+func TestActorKind(t *testing.T) {
+	for actor, want := range map[string]string{
+		"alice": "operator", "job 7 (ops)": "job", actorBerth: "long-horizon-retry", actorOutage: "outage",
+	} {
+		if got := actorKind(actor); got != want {
+			t.Errorf("actorKind(%q) = %q, want %q", actor, got, want)
+		}
 	}
 }

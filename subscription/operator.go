@@ -51,7 +51,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 			return err
 		}
 		return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: s.name,
-			AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actor, Reason: reason})
+			AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actor, By: actorKind(actor), Reason: reason})
 	})
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 			return err
 		}
 		return tx.Notify(ledger.Notification{Type: NotifySkipped, Time: now, Subscription: s.name,
-			AggregateType: k.typ, AggregateID: k.id, Version: through, Actor: actor, Reason: reason})
+			AggregateType: k.typ, AggregateID: k.id, Version: through, Actor: actor, By: actorKind(actor), Reason: reason})
 	})
 	if err != nil {
 		return err

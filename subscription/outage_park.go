@@ -188,7 +188,7 @@ func (r *run) tryRevertPark(p *partition, rv parkRevert) error {
 				return err
 			}
 			return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: r.s.name,
-				AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actorOutage, Reason: reason})
+				AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actorOutage, By: byOutage, Reason: reason})
 		})
 	})
 	if err != nil {

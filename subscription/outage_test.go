@@ -302,8 +302,8 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 	if got, want := notificationTypes(ns), []string{"parked:a", "resumed:a"}; !slices.Equal(got, want) {
 		t.Fatalf("notifications %v, want %v", got, want)
 	}
-	if ns[1].Actor != actorOutage {
-		t.Fatalf("resumed notification by %q, want %q", ns[1].Actor, actorOutage)
+	if ns[1].Actor != actorOutage || ns[1].By != "outage" {
+		t.Fatalf("resumed notification by %q (%q), want %q (outage)", ns[1].Actor, ns[1].By, actorOutage)
 	}
 	down.Store(false)
 	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 2, "b": 1, "c": 1}) })
@@ -394,4 +394,45 @@ func (r *recorder) attempted(agg string, n int) error {
 		return fmt.Errorf("%d calls for %s, want %d: %+v", len(got), agg, n, got)
 	}
 	return nil
+}
+
+// TestAttemptCountsOutageProbes pins what ABI.md says `attempt` counts
+// during an outage: each probe of the paused partition is a call of the
+// probed event and adds one to its attempt, past the retry budget (the
+// budget is not spent by them: the event still has it after the outage),
+// and the call that succeeds once the outage is over goes on counting.
+func TestAttemptCountsOutageProbes(t *testing.T) {
+	const maxAttempts = 3
+	var down atomic.Bool
+	e, rec := startOutage(t, maxAttempts, &down)
+	probed := func() (string, []int) {
+		for _, id := range []string{"a", "b", "c"} {
+			var n []int
+			for _, c := range rec.of(id) {
+				n = append(n, c.Attempt)
+			}
+			if len(n) > maxAttempts+2 {
+				return id, n
+			}
+		}
+		return "", nil
+	}
+	e.driveUntil(func() error {
+		if id, _ := probed(); id == "" {
+			return errors.New("no aggregate probed past its budget yet")
+		}
+		return nil
+	})
+	down.Store(false)
+	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 1, "b": 1, "c": 1}) })
+	id, attempts := probed()
+	for i, a := range attempts {
+		if a != i+1 {
+			t.Fatalf("%s called with attempts %v, want 1, 2, 3, … (probes counted)", id, attempts)
+		}
+	}
+	if calls := rec.of(id); !calls[len(calls)-1].OK {
+		t.Fatalf("%s: its last call %+v did not succeed", id, calls[len(calls)-1])
+	}
+	t.Logf("%s: attempts %v (max-attempts %d)", id, attempts, maxAttempts)
 }

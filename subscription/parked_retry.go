@@ -241,6 +241,8 @@ func (r *run) parkedRetry(k aggKey) {
 	r.e.trace.restore(recordKey(rec), rec.Traceparent) // the link across a restart
 	actx := tr.attempt(ctx, rec.Attempts+1)
 	var f *retry.Failure
+	var called bool // the handler was called: an attempt the metrics count
+	var appended, start time.Time
 	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
 	switch {
 	case ctx.Err() != nil:
@@ -253,6 +255,7 @@ func (r *run) parkedRetry(k aggKey) {
 	default:
 		c := commits[0]
 		tr.event(c.Events[rec.Index].Type)
+		called, appended, start = true, c.Time, r.e.clock.Now()
 		f = r.invoke(actx, cur.spec.Invoker, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler,
 			InvocationKey: recordKey(rec),
@@ -274,6 +277,14 @@ func (r *run) parkedRetry(k aggKey) {
 	}
 	now = r.e.clock.Now()
 	r.e.obs.retried(r.s.name, f)
+	pol := cur.policy
+	var d retry.Decision
+	if f != nil {
+		d = retry.Classify(f, &pol, cur.classifier)
+	}
+	if called {
+		r.e.obs.attempt(r.s.name, f, d, &pol, appended, start, now, true)
+	}
 	rec.Attempts++
 	rec.ParkedRetries++
 	if f == nil {
@@ -289,7 +300,7 @@ func (r *run) parkedRetry(k aggKey) {
 				return err
 			}
 			return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: r.s.name,
-				AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actorBerth,
+				AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actorBerth, By: byLongHorizon,
 				Reason: "long-horizon retry succeeded"})
 		})
 		if err != nil {
@@ -304,8 +315,6 @@ func (r *run) parkedRetry(k aggKey) {
 		r.beginReplay(p, k, rec.Version, int(rec.Index), rec.InvocationKey)
 		return
 	}
-	pol := cur.policy
-	d := retry.Classify(f, &pol, cur.classifier)
 	info := errorInfo(f, d)
 	tr.fail(f, d)
 	rec.Error, rec.LastFailure = info, now

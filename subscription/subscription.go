@@ -166,6 +166,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	go r.reader()
 	go r.flusher()
 	s.run = r
+	e.obs.started(s.name)
 	return nil
 }
 

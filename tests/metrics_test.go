@@ -31,10 +31,16 @@ func TestMetricsScrapePassesPromtool(t *testing.T) {
 	scrape := h.scrape(t)
 	promtoolCheckMetrics(t, scrape)
 	scrapeHas(t, scrape,
-		`berth_handler_attempts_total\{class="none",outcome="success",subscription="`+subName+`"\} [1-9]`,
-		`berth_handler_attempts_total\{class="UnknownBuyer",outcome="unrecoverable",subscription="`+subName+`"\} 3`,
-		`berth_handler_duration_seconds_count\{subscription="`+subName+`"\} [1-9]`,
-		`berth_delivery_delay_seconds_count\{subscription="`+subName+`"\} [1-9]`,
+		`berth_handler_attempts_total\{class="none",outcome="success",phase="delivery",subscription="`+subName+`"\} [1-9]`,
+		`berth_handler_attempts_total\{class="UnknownBuyer",outcome="unrecoverable",phase="delivery",subscription="`+subName+`"\} 3`,
+		// The long-horizon retry that succeeded is a handler call too.
+		`berth_handler_attempts_total\{class="none",outcome="success",phase="long-horizon",subscription="`+subName+`"\} 1`,
+		`berth_handler_duration_seconds_count\{phase="long-horizon",subscription="`+subName+`"\} 1`,
+		`berth_delivery_delay_seconds_count\{phase="long-horizon",subscription="`+subName+`"\} 1`,
+		// Outcomes that never happened read 0, from the start.
+		`berth_handler_attempts_total\{class="berth.MemoryExceeded",outcome="memory",phase="delivery",subscription="`+subName+`"\} 0`,
+		`berth_handler_duration_seconds_count\{phase="delivery",subscription="`+subName+`"\} [1-9]`,
+		`berth_delivery_delay_seconds_count\{phase="delivery",subscription="`+subName+`"\} [1-9]`,
 		`berth_parks_total\{subscription="`+subName+`"\} 4`,
 		`berth_parked_retries_total\{result="success",subscription="`+subName+`"\} 1`,
 		`berth_parked_resumes_total\{by="operator",subscription="`+subName+`"\} 1`,

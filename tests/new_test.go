@@ -59,7 +59,7 @@ func buildNewModule(t *testing.T, lang, dir, name, rustTarget string) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Debian's toolchain, which has the wasm32-wasi standard library,
+		// The toolchain testbuild found (Debian's, with the wasm32-wasi standard library, first),
 		// before any other cargo or rustc on PATH.
 		env = append(env, "PATH="+filepath.Dir(tc.Rustc)+string(os.PathListSeparator)+os.Getenv("PATH"),
 			"RUSTC="+tc.Rustc, "CARGO_TARGET_DIR="+rustTarget)

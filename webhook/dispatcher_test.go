@@ -323,3 +323,25 @@ func TestStatsWithoutLedger(t *testing.T) {
 		t.Errorf("stats on a closed ledger = %+v, want Pending -1", st)
 	}
 }
+
+// TestResumedSaysByWhom: a resumed notification's body says which kind of
+// actor resumed the aggregate ("by": operator, job, long-horizon-retry,
+// outage) beside the actor's own name.
+func TestResumedSaysByWhom(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir())
+	r := newReceiver(t, ok)
+	d, _ := start(t, s, testOptions(t, clock, r.hook("ops")))
+	n := note(EventResumed, "ShipmentNotifier.onOrderShipped", "o-1")
+	n.Error, n.Actor, n.By, n.Reason = nil, "berth", "long-horizon-retry", "long-horizon retry succeeded"
+	notify(t, s, n)
+	d.Wake()
+	eventuallyNil(t, func() error { return r.countIs(1) })
+	var raw map[string]any
+	if err := json.Unmarshal(r.requests()[0].body, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw["by"] != "long-horizon-retry" || raw["actor"] != "berth" || raw["type"] != "resumed" {
+		t.Errorf("body %v", raw)
+	}
+}

@@ -19,7 +19,7 @@ import (
 
 // Payload is the JSON body of a delivery: every field of the notification
 // ("seq", "type", "time", "subscription", "aggregateType", "aggregateId",
-// "version", and when set "error", "actor", "reason"), plus "id", the
+// "version", and when set "error", "actor", "by", "reason"), plus "id", the
 // notification's Seq in decimal, the same for every attempt (a receiver
 // deduplicates on it), and "hook", the hook's name.
 type Payload struct {

@@ -50,6 +50,7 @@ type options struct {
 	partitions bool
 	// parked replay
 	module, capsule, save string
+	maxTime               time.Duration // parked replay's own bound
 }
 
 // optUint is a uint64 flag that knows whether it was given.

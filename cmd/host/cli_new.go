@@ -39,7 +39,8 @@ const newHelp = `Write a handler module to start from, outside this repository: 
 test, the build files and a build script. It builds and passes its test as written:
 
   go:    go test ./...             then ./build.sh  (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared)
-  rust:  cargo test                then ./build.sh  (cargo build --release --target wasm32-wasi)
+  rust:  cargo test                then ./build.sh  (cargo build --release --target wasm32-wasip1,
+                                                    or wasm32-wasi before Rust 1.78: the one rustc has)
 
 ./build.sh writes NAME.wasm; upload it with "berth modules push NAME NAME.wasm". The module's
 README.md says how to configure it in berth.toml, and how to move from this checkout's SDK to

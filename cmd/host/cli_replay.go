@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/wasm/abi"
@@ -28,6 +30,11 @@ ones, and nothing reaches the network. It prints the outcome beside the recorded
 calls made and every one where the run departed from the recording (a request the recording
 has no answer for is answered "not recorded in the capsule" and listed).
 
+A capsule is checked before anything runs: a field no host could have recorded (a memory limit
+past 4 GiB, an answer larger than the host delivers, a file past 1 MiB) is refused, named. The
+replay runs under the recorded time budget and, whatever the capsule says (0: none), under
+--max-time of real time: past it the replay is stopped and reported.
+
 Exit status: without --module, 0 when the failure is reproduced, 1 when it is not; with
 --module, 0 when the candidate handles the event (succeeds), 1 when it fails. Other codes as
 "berth help exit-codes".`
@@ -43,7 +50,12 @@ func replayFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.module, "module", "", "run candidate `FIX.wasm` instead of the recorded module version")
 	fs.StringVar(&o.capsule, "capsule", "", "replay the capsule in `FILE` (from --save or GET …/capsule) instead of fetching one; no arguments then")
 	fs.StringVar(&o.save, "save", "", "also write the fetched capsule to `FILE` (for a test kit's Replay)")
+	fs.DurationVar(&o.maxTime, "max-time", defaultReplayMaxTime, "stop the replay after `DURATION` of real time, whatever the capsule's timeout_ms")
 }
+
+// defaultReplayMaxTime is --max-time's default: a replay is an offline
+// tool, and a capsule's own budget may be none (0) or absurd.
+const defaultReplayMaxTime = time.Minute
 
 // capsule fetches the capsule of a parked (or recently resolved) aggregate.
 func (c *client) capsule(ctx context.Context, sub, aggType, aggID string) ([]byte, error) {
@@ -136,7 +148,10 @@ func parkedReplay(x *invocation, args []string) error {
 			return fmt.Errorf("module %s v%d: the server's bytes have sha256 %x, the capsule names %s", c.Module.Name, c.Module.Version, sum, c.Module.SHA256)
 		}
 	}
-	r, err := replay(x.ctx, c, wasm)
+	if o.maxTime <= 0 {
+		return usagef("--max-time %s: want a positive duration", o.maxTime)
+	}
+	r, err := replay(x.ctx, c, wasm, o.maxTime)
 	if err != nil {
 		return err
 	}
@@ -166,7 +181,8 @@ func parkedReplay(x *invocation, args []string) error {
 
 // replay runs c on wasm in a sandbox of its own, under the capsule's
 // limits; the guest's logs are in the replay's recording, not on stderr.
-func replay(ctx context.Context, c *abi.Capsule, wasm []byte) (*sandbox.Replayed, error) {
+// It ends by maxTime of real time whatever the capsule says.
+func replay(ctx context.Context, c *abi.Capsule, wasm []byte, maxTime time.Duration) (*sandbox.Replayed, error) {
 	sb, err := sandbox.New(sandbox.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CacheDir: replayCache()})
 	if err != nil {
 		return nil, err
@@ -177,7 +193,15 @@ func replay(ctx context.Context, c *abi.Capsule, wasm []byte) (*sandbox.Replayed
 		return nil, fmt.Errorf("the module does not load: %w", err)
 	}
 	defer m.Close(context.Background())
-	r := m.Replay(ctx, c)
+	rctx, cancel := context.WithTimeout(ctx, maxTime)
+	defer cancel()
+	r, err := m.Replay(rctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("the capsule cannot be replayed: %w", err)
+	}
+	if errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, fmt.Errorf("the replay ran past --max-time %s and was stopped (the capsule's limits.timeout_ms is %d)", maxTime, c.Limits.TimeoutMillis)
+	}
 	return &r, nil
 }
 

@@ -11,13 +11,40 @@ import (
 	"sync"
 )
 
-// RustTarget is the Rust target Berth modules are built for: WASI preview 1,
-// as Debian's libstd-rust-dev-wasm32 (Rust 1.63) names it.
-const RustTarget = "wasm32-wasi"
+// RustTargets are the names of the Rust target Berth modules are built
+// for, WASI preview 1, newest first: Rust 1.78 and later call it
+// wasm32-wasip1, and 1.84 removed the old name; Debian's 1.63 (its
+// libstd-rust-dev-wasm32, what CI has) knows only wasm32-wasi.
+var RustTargets = []string{"wasm32-wasip1", "wasm32-wasi"}
 
-// Toolchain is a cargo and the rustc it builds with.
+// WasiTarget picks the target to build for from what a rustc says:
+// targetList is its `--print target-list`, and installed reports whether
+// its sysroot has a target's standard library. It returns the first of
+// RustTargets that is both listed and installed, or an error that says
+// what to install. berth new's build.sh picks alike, in sh.
+func WasiTarget(targetList string, installed func(target string) bool) (string, error) {
+	listed := map[string]bool{}
+	for _, t := range strings.Fields(targetList) {
+		listed[t] = true
+	}
+	for _, t := range RustTargets {
+		if listed[t] && installed(t) {
+			return t, nil
+		}
+	}
+	switch {
+	case listed[RustTargets[0]]:
+		return "", fmt.Errorf("no %s standard library: rustup target add %s", RustTargets[0], RustTargets[0])
+	case listed[RustTargets[1]]:
+		return "", fmt.Errorf("no %s standard library: install Debian's libstd-rust-dev-wasm32 (or rustup target add %s)", RustTargets[1], RustTargets[1])
+	}
+	return "", fmt.Errorf("rustc knows neither %s nor %s", RustTargets[0], RustTargets[1])
+}
+
+// Toolchain is a cargo, the rustc it builds with and the name that rustc
+// gives the WASI target (WasiTarget).
 type Toolchain struct {
-	Cargo, Rustc string
+	Cargo, Rustc, Target string
 }
 
 var probed struct {
@@ -27,39 +54,53 @@ var probed struct {
 }
 
 // RustToolchain finds a cargo and rustc whose sysroot has the standard
-// library for RustTarget: Debian's /usr/bin/cargo and /usr/bin/rustc first
+// library for the WASI target (WasiTarget: wasm32-wasip1 or, before Rust
+// 1.78, wasm32-wasi): Debian's /usr/bin/cargo and /usr/bin/rustc first
 // (what CI installs), then those on PATH. The error says what to install.
 func RustToolchain() (Toolchain, error) {
 	probed.once.Do(func() {
 		var tried []string
-		candidates := []Toolchain{{"/usr/bin/cargo", "/usr/bin/rustc"}}
+		candidates := []Toolchain{{Cargo: "/usr/bin/cargo", Rustc: "/usr/bin/rustc"}}
 		if c, err := exec.LookPath("cargo"); err == nil {
 			if r, err := exec.LookPath("rustc"); err == nil {
-				candidates = append(candidates, Toolchain{c, r})
+				candidates = append(candidates, Toolchain{Cargo: c, Rustc: r})
 			}
 		}
 		for _, tc := range candidates {
-			out, err := exec.Command(tc.Rustc, "--print", "sysroot").Output()
+			target, err := toolchainTarget(tc.Rustc)
 			if err != nil {
 				tried = append(tried, fmt.Sprintf("%s: %v", tc.Rustc, err))
-				continue
-			}
-			lib := filepath.Join(strings.TrimSpace(string(out)), "lib", "rustlib", RustTarget)
-			if _, err := os.Stat(lib); err != nil {
-				tried = append(tried, fmt.Sprintf("%s has no %s standard library (%s)", tc.Rustc, RustTarget, lib))
 				continue
 			}
 			if _, err := os.Stat(tc.Cargo); err != nil {
 				tried = append(tried, fmt.Sprintf("%s: %v", tc.Cargo, err))
 				continue
 			}
+			tc.Target = target
 			probed.tc = tc
 			return
 		}
-		probed.err = fmt.Errorf("testbuild: no Rust toolchain with the %s target (install Debian's rustc cargo libstd-rust-dev-wasm32): %s",
-			RustTarget, strings.Join(tried, "; "))
+		probed.err = fmt.Errorf("testbuild: no Rust toolchain with a WASI target (install Debian's rustc cargo libstd-rust-dev-wasm32, or rustup target add wasm32-wasip1): %s",
+			strings.Join(tried, "; "))
 	})
 	return probed.tc, probed.err
+}
+
+// toolchainTarget asks rustc for its targets and sysroot and returns the
+// WASI target it has the standard library of.
+func toolchainTarget(rustc string) (string, error) {
+	list, err := exec.Command(rustc, "--print", "target-list").Output()
+	if err != nil {
+		return "", err
+	}
+	sysroot, err := exec.Command(rustc, "--print", "sysroot").Output()
+	if err != nil {
+		return "", err
+	}
+	return WasiTarget(string(list), func(t string) bool {
+		_, err := os.Stat(filepath.Join(strings.TrimSpace(string(sysroot)), "lib", "rustlib", t))
+		return err == nil
+	})
 }
 
 // cargoTargetDir is where every Rust build of the tests goes: one cache
@@ -108,10 +149,14 @@ func Cargo(crateDir string, args ...string) ([]byte, error) {
 }
 
 // Rust builds the cdylib crate at crateDir (relative to the repository root,
-// e.g. "samples/shipment-notifier-rs", or absolute) for RustTarget in release mode, copies
-// the module into outDir and returns its path.
+// e.g. "samples/shipment-notifier-rs", or absolute) for the toolchain's WASI
+// target in release mode, copies the module into outDir and returns its path.
 func Rust(outDir, crateDir string) (string, error) {
-	if _, err := Cargo(crateDir, "build", "--release", "--target", RustTarget); err != nil {
+	tc, err := RustToolchain()
+	if err != nil {
+		return "", err
+	}
+	if _, err := Cargo(crateDir, "build", "--release", "--target", tc.Target); err != nil {
 		return "", err
 	}
 	root, err := RepoRoot()
@@ -126,7 +171,7 @@ func Rust(outDir, crateDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(filepath.Join(target, RustTarget, "release", strings.ReplaceAll(name, "-", "_")+".wasm"))
+	b, err := os.ReadFile(filepath.Join(target, tc.Target, "release", strings.ReplaceAll(name, "-", "_")+".wasm"))
 	if err != nil {
 		return "", fmt.Errorf("testbuild: %s built no module: %v", crateDir, err)
 	}

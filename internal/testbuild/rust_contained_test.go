@@ -32,6 +32,10 @@ func TestRustGuestIsContained(t *testing.T) {
 		{"Spin", []hostspec.Option{hostspec.WithTimeout(200 * time.Millisecond)}, hostspec.Timeout, ""},
 		{"Sleep", []hostspec.Option{hostspec.WithTimeout(200 * time.Millisecond)}, hostspec.Timeout, ""},
 		{"Hog", []hostspec.Option{hostspec.WithMemoryLimitPages(256)}, hostspec.MemoryExceeded, "memory limit of 256 pages"},
+		// One 64 MiB block at a 16 MiB limit: std prints "memory allocation
+		// of 67108864 bytes failed" and aborts (unreachable); the host saw
+		// the memory.grow it refused, and knows why.
+		{"BigAlloc", []hostspec.Option{hostspec.WithMemoryLimitPages(256)}, hostspec.MemoryExceeded, "memory limit of 256 pages (16 MiB): the host refused to grow its memory to"},
 		// Rust 1.63's wasm32 cannot unwind: a panic aborts, which traps, and
 		// the host reports the panic's text from stderr.
 		{"Panic", nil, hostspec.Trap, "the handler panicked on purpose"},

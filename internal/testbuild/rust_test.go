@@ -3,6 +3,7 @@ package testbuild_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,4 +90,45 @@ func TestRustReadmeExample(t *testing.T) {
 	if spec.Processor.Name != "ShipmentNotifier" {
 		t.Errorf("the README's module serves %s", spec.Processor.Name)
 	}
+}
+
+// TestWasiTarget: the WASI target's name is picked from what rustc lists
+// and what its sysroot holds, for Debian's 1.63 (wasm32-wasi), rustup's
+// 1.84 and later (wasm32-wasip1) and the releases between that list both;
+// and the toolchain this machine's tests build with has one of them.
+func TestWasiTarget(t *testing.T) {
+	const (
+		debian = "wasm32-unknown-unknown\nwasm32-wasi\nx86_64-unknown-linux-gnu\n"
+		both   = "wasm32-wasi\nwasm32-wasip1\nwasm32-wasip1-threads\nwasm32-wasip2\n"
+		rustup = "wasm32-unknown-unknown\nwasm32-wasip1\nwasm32-wasip1-threads\nwasm32-wasip2\n"
+	)
+	has := func(ts ...string) func(string) bool {
+		return func(t string) bool { return slices.Contains(ts, t) }
+	}
+	for _, c := range []struct {
+		name, list string
+		installed  func(string) bool
+		want, err  string
+	}{
+		{"debian 1.63", debian, has("wasm32-wasi"), "wasm32-wasi", ""},
+		{"rustup 1.95", rustup, has("wasm32-wasip1"), "wasm32-wasip1", ""},
+		{"1.80, old name installed", both, has("wasm32-wasi"), "wasm32-wasi", ""},
+		{"1.80, both installed", both, has("wasm32-wasi", "wasm32-wasip1"), "wasm32-wasip1", ""},
+		{"rustup without the target", rustup, has(), "", "rustup target add wasm32-wasip1"},
+		{"debian without libstd", debian, has(), "", "libstd-rust-dev-wasm32"},
+		{"no WASI at all", "x86_64-unknown-linux-gnu\n", has(), "", "neither"},
+	} {
+		got, err := testbuild.WasiTarget(c.list, c.installed)
+		if got != c.want || (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %q, %v; want %q, %q", c.name, got, err, c.want, c.err)
+		}
+	}
+	tc, err := testbuild.RustToolchain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(testbuild.RustTargets, tc.Target) {
+		t.Fatalf("toolchain %+v", tc)
+	}
+	t.Logf("building with %s for %s", tc.Rustc, tc.Target)
 }

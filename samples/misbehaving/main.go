@@ -52,6 +52,14 @@ func init() {
 			sink = append(sink, make([]byte, 1<<20))
 		}
 	})
+	// bigAlloc allocates one 64 MiB block: past a smaller limit the host
+	// refuses the memory.grow, and the Go runtime dies of it.
+	p.On("bigAlloc", "BigAlloc", func(*berth.Context) error {
+		b := make([]byte, 64<<20)
+		b[len(b)-1] = 1
+		sink = append(sink, b)
+		return nil
+	})
 	// memoryGrower grows the heap by the payload's {"mib": n} and succeeds:
 	// the instance keeps that memory (WebAssembly memory never shrinks).
 	p.On("memoryGrower", "Grow", func(c *berth.Context) error {

@@ -77,7 +77,11 @@ var HostImports = []string{
 const (
 	// ErrNoReply is returned by TakeReply when no reply is pending.
 	ErrNoReply = -1
-	// ErrBadRequest means the request bytes did not decode.
+	// ErrBadRequest is what a request/reply host function returns when
+	// the call cannot be made at all: in version 1 only when it is made
+	// from _initialize, where there is no event. A request that does not
+	// decode is answered with a ReplyError Reply instead. Other negative
+	// values are reserved (ABI.md, Negative values).
 	ErrBadRequest = -2
 )
 

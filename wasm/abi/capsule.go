@@ -68,6 +68,9 @@ type CapsuleLimits struct {
 	MemoryLimitPages uint32 `json:"memory_limit_pages"`
 	// AllowedHosts are the hosts the module could reach.
 	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+	// MaxResponseBytes is the host's cap on an HTTP response body
+	// (sandbox.max-response); 0: not recorded (an older capsule).
+	MaxResponseBytes int64 `json:"max_response_bytes,omitempty"`
 }
 
 // CapsuleEvent is an Event in a capsule's JSON.
@@ -288,8 +291,14 @@ func EncodeCapsule(c *Capsule) ([]byte, error) {
 	return json.MarshalIndent(c, "", "  ")
 }
 
-// DecodeCapsule decodes a capsule file, refusing another format.
+// DecodeCapsule decodes a capsule file, refusing another format, a file
+// larger than MaxCapsuleBytes and a capsule that does not Validate.
 func DecodeCapsule(b []byte) (*Capsule, error) {
+	// A cheap bound first: even indented, a host's capsule is not 4 times
+	// its compact size.
+	if len(b) > 4*MaxCapsuleBytes || compactLen(b) > MaxCapsuleBytes {
+		return nil, fmt.Errorf("abi: not a Berth capsule: %d bytes, and a host records at most %d (capsule.max-bytes)", len(b), MaxCapsuleBytes)
+	}
 	var head struct {
 		Format string `json:"format"`
 	}
@@ -302,6 +311,9 @@ func DecodeCapsule(b []byte) (*Capsule, error) {
 	var c Capsule
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("abi: capsule: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

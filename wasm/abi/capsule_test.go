@@ -25,8 +25,8 @@ func TestBlobIsTextWhenItCanBe(t *testing.T) {
 
 func TestCapsuleRoundTripAndFormat(t *testing.T) {
 	ev := Event{Handler: "h", InvocationKey: "P.h:Order/1@1:0", Attempt: 3, Type: "T", Payload: []byte(`{}`)}
-	c := &Capsule{Event: CapsuleEventOf(&ev), Calls: []CapsuleCall{{Fn: CallConfig, Key: "k",
-		Reply: CapsuleReplyOf(&Reply{Code: ReplyNotFound, Message: "no"})}}}
+	c := &Capsule{Module: CapsuleModule{Name: "m"}, Event: CapsuleEventOf(&ev), Calls: []CapsuleCall{{Fn: CallConfig, Key: "k",
+		Reply: CapsuleReplyOf(&Reply{Code: ReplyNotFound, Message: "no"})}}, Outcome: CapsuleOutcome{Kind: "failure"}}
 	b, err := EncodeCapsule(c)
 	if err != nil {
 		t.Fatal(err)

@@ -259,3 +259,12 @@ func TestDecodeResultRefusesInvalidText(t *testing.T) {
 		t.Errorf("valid UTF-8 refused: %v", err)
 	}
 }
+
+// TestEventIsNeverEmpty pins what ABI.md says of berth_alloc's size: the
+// host asks for the length of an encoded Event, and even the zero Event
+// is 13 bytes (one per field), so berth_alloc is never asked for 0.
+func TestEventIsNeverEmpty(t *testing.T) {
+	if n := len(AppendEvent(nil, &Event{})); n != 13 {
+		t.Fatalf("the zero Event encodes to %d bytes, want 13", n)
+	}
+}

@@ -81,10 +81,11 @@ fn report_panic(info: &std::panic::PanicInfo<'_>) {
 
 /// The module's allocator: the system's, which says "out of memory" on
 /// stderr when the module's memory limit refuses it more, before Rust
-/// aborts on the failed allocation. The host takes that text for
-/// berth.MemoryExceeded (ABI.md, "Limits and outcomes"), as it does a Go
-/// guest's "fatal error: out of memory"; without it the abort would read
-/// as a plain trap. A module cannot define a #[global_allocator] of its own.
+/// aborts on the failed allocation. The host knows of the memory.grow it
+/// refused and records berth.MemoryExceeded from that (ABI.md, "Limits and
+/// outcomes"); the line says so in the guest's own output too, as Go's
+/// "fatal error: out of memory" does. A module cannot define a
+/// #[global_allocator] of its own.
 struct Allocator;
 
 fn out_of_memory(p: *mut u8) -> *mut u8 {

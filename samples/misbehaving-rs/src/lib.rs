@@ -74,6 +74,14 @@ pub fn processor() -> Processor {
             b[(1 << 20) - 1] = 1;
             SINK.with(|s| s.borrow_mut().push(b));
         })
+        .on("bigAlloc", "BigAlloc", |_| {
+            // One 64 MiB block: past a smaller limit the host refuses the
+            // memory.grow, and std aborts ("memory allocation of … failed").
+            let mut b = vec![0u8; 64 << 20];
+            b[(64 << 20) - 1] = 1;
+            SINK.with(|s| s.borrow_mut().push(b));
+            Ok(())
+        })
         .on("panicker", "Panic", |_| panic!("the handler panicked on purpose"))
         .on("liar", "Lie", |_| {
             lie_about_a_length();

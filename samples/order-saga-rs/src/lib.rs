@@ -9,7 +9,7 @@
 //! order is retried, then parked. A placed order without an item or a
 //! positive quantity can never be reserved: InvalidOrder parks it at once.
 //!
-//! Build: cargo build --release --target wasm32-wasi
+//! Build: cargo build --release --target wasm32-wasip1 (wasm32-wasi before Rust 1.78)
 //! Configure: [commands.Stock] url = "http://…" and [commands.Order] url = "http://…".
 
 #![forbid(unsafe_code)]

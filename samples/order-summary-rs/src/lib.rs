@@ -12,7 +12,7 @@
 //! event was applied, so the counts are exact however often an event is
 //! retried or redelivered.
 //!
-//! Build: cargo build --release --target wasm32-wasi
+//! Build: cargo build --release --target wasm32-wasip1 (wasm32-wasi before Rust 1.78)
 //! Read: GET /v1/projections/OrderSummary.onOrder/buyer%2F<buyer>
 
 #![forbid(unsafe_code)]

@@ -7,7 +7,7 @@
 //! parked in the failure ledger. A buyer the service does not know is a
 //! failure no retry can fix, so it parks the order at once.
 //!
-//! Build: cargo build --release --target wasm32-wasi
+//! Build: cargo build --release --target wasm32-wasip1 (wasm32-wasi before Rust 1.78)
 //! Configure: [modules.shipment-notifier] config = { notifications-url = "http://…" }
 //! and allow its host in allowed-hosts.
 
