@@ -27,6 +27,13 @@ import (
 // key never expired since that revision: an expiry writes a marker, and the
 // marker's revision would fail it. That unbroken chain of revisions is what
 // lets a term be extended rather than started anew.
+//
+// The engine is fenced by the term the Cluster's loop adopted (adopt), the
+// one its partitions were given in: each confirmed write extending that
+// term tells the engine the term's new end (Engine.SetLease); a new term is
+// told only once the loop has given the old one up and adopts it, so runs
+// started in an ended term never act again, even when the next one begins
+// before they are stopped.
 type lease struct {
 	kv    jetstream.KeyValue
 	key   string
@@ -43,8 +50,13 @@ type lease struct {
 	joined  func(incarnation string)
 	resumed int
 
-	nudge   chan struct{} // renew now (buffer 1)
-	changed chan struct{} // a write was confirmed or a term ended (buffer 1)
+	// fence is Engine.SetLease for a host's membership (a duty's lease
+	// fences nothing); reconnect, if set, moves the NATS connection to
+	// another server (see run).
+	fence     func(until time.Time)
+	reconnect func()
+	nudge     chan struct{} // renew now (buffer 1)
+	changed   chan struct{} // a write was confirmed or a term ended (buffer 1)
 
 	// Owned by the goroutine running run (and Open before it starts).
 	rev     uint64    // revision of the last confirmed write; 0: not a member
@@ -55,7 +67,9 @@ type lease struct {
 	term     context.Context // nil: no term
 	end      context.CancelFunc
 	deadline clock.Timer
-	renewed  time.Time // clock time of the last confirmed write
+	until    time.Time       // the current term's end
+	adopted  context.Context // the term the engine is fenced by; nil: none
+	renewed  time.Time       // clock time of the last confirmed write
 }
 
 // newLease returns the lease of key in kv (a host's membership: its id),
@@ -66,7 +80,7 @@ func newLease(kv jetstream.KeyValue, key string, o *Options, info memberInfo, st
 		kv: kv, key: key, ttl: o.LeaseTTL, gap: o.Margin, clock: o.Clock, stats: stats,
 		renew: o.renewEvery(), retry: o.retryEvery(), inUse: inUse,
 		nudge: make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		info: info, resume: o.Resume, joined: o.Joined,
+		info: info, resume: o.Resume, joined: o.Joined, fence: func(time.Time) {},
 	}
 }
 
@@ -130,8 +144,20 @@ func (l *lease) takeOver(ctx context.Context, value []byte) (uint64, error) {
 
 // renewOnce writes the key over the last confirmed revision. A revision
 // mismatch is either this host's own earlier attempt that landed though its
-// ack was lost (the key holds this incarnation: keep going from there) or the
-// key expired or was taken (the term ends, and run joins anew).
+// ack was lost (the key holds this incarnation at a later revision: keep
+// going from there) or the key expired or was taken (the term ends, and run
+// joins anew).
+//
+// The read that tells them apart may be answered by a node cut off from the
+// majority (a direct get is served by any replica, and a leader that lost
+// its quorum answers until it notices), which shows the last revision this
+// host confirmed: that proves nothing new, so only a later revision of this
+// incarnation counts. A revision is stored only once a majority agreed to
+// it, and only this incarnation writes its value, so such a revision is one
+// of its own writes since the last confirmed one, sent no earlier than
+// pending. Anything else is neither renewed nor lost: the attempt failed,
+// and the term runs out on its own clock unless a later attempt is
+// confirmed.
 func (l *lease) renewOnce(ctx context.Context) error {
 	sent := l.clock.Now()
 	if l.pending.IsZero() {
@@ -155,6 +181,11 @@ func (l *lease) renewOnce(ctx context.Context) error {
 	switch {
 	case gerr == nil:
 		if m, derr := decodeMember(e.Value()); derr == nil && m.Incarnation == inc {
+			if e.Revision() <= l.rev {
+				l.stats.staleReads.Add(1)
+				return fmt.Errorf("cluster: renew %q: revision %d did not take, and the key reads as revision %d: a node behind the majority answered",
+					l.key, l.rev, e.Revision())
+			}
 			l.rev = e.Revision()
 			l.confirmed(l.pending)
 			return nil
@@ -173,7 +204,8 @@ func (l *lease) confirmed(sent time.Time) {
 	l.pending = time.Time{}
 	l.stats.renewals.Add(1)
 	now := l.clock.Now()
-	left := sent.Add(l.ttl - l.gap).Sub(now)
+	until := sent.Add(l.ttl - l.gap)
+	left := until.Sub(now)
 	l.mu.Lock()
 	l.renewed = now
 	if left <= 0 { // the write took so long that its lease is as good as gone
@@ -186,9 +218,34 @@ func (l *lease) confirmed(sent time.Time) {
 		l.term, l.end = context.WithCancel(context.Background())
 	}
 	end := l.end
+	l.until = until
 	l.deadline = l.clock.AfterFunc(left, func() { l.expire(end) })
+	if l.adopted != nil && l.adopted == l.term {
+		l.fence(until)
+	}
 	l.mu.Unlock()
 	l.signal()
+}
+
+// adopt fences the engine by term, the Cluster's loop's current one, once
+// it gave up the one before: the engine may act until term's end. A term
+// that has ended meanwhile is not adopted (the loop gives it up next).
+func (l *lease) adopt(term context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if term != l.term || term.Err() != nil {
+		return
+	}
+	l.adopted = term
+	l.fence(l.until)
+}
+
+// valid reports whether the engine may act now: an adopted term whose end
+// has not come.
+func (l *lease) valid() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.adopted != nil && l.adopted == l.term && l.clock.Now().Before(l.until)
 }
 
 // expire ends the term whose cancel is end, if it is still the current one.
@@ -200,6 +257,8 @@ func (l *lease) expire(end context.CancelFunc) {
 // endTerm ends the current term at once.
 func (l *lease) endTerm() {
 	l.mu.Lock()
+	l.adopted = nil
+	l.fence(l.clock.Now())
 	if l.deadline != nil {
 		l.deadline.Stop()
 	}
@@ -259,8 +318,14 @@ func (l *lease) signal() {
 // renewal is due every TTL/3 whether the last one failed or not — rather
 // than a request asked again until answered, so it keeps its own timer
 // instead of jsapi.Retry.
+//
+// Once renewals have failed for a third of the TTL, it has the connection
+// move to another NATS server (reconnect), at most once per third: the
+// server it is on may be cut off from the majority while it still answers
+// this host's pings, and no renewal can succeed through it.
 func (l *lease) run(ctx context.Context) {
 	wait := l.renew
+	var failing, moved time.Time // since when renewals fail; the last move
 	for {
 		t := l.clock.NewTimer(wait)
 		select {
@@ -280,14 +345,23 @@ func (l *lease) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		now := l.clock.Now()
 		switch {
 		case err == nil:
-			wait = l.renew
+			wait, failing = l.renew, time.Time{}
 		case errors.Is(err, errInUse): // held, not failed: a duty another host has
-			wait = l.inUse
+			wait, failing = l.inUse, time.Time{}
 		default:
 			l.stats.renewalFailures.Add(1)
 			wait = l.retry
+			if failing.IsZero() {
+				failing = now
+			}
+			if l.reconnect != nil && now.Sub(failing) >= l.renew && now.Sub(moved) >= l.renew {
+				moved = now
+				l.stats.reconnects.Add(1)
+				l.reconnect()
+			}
 		}
 	}
 }

@@ -183,7 +183,14 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 // (retry.Failure.Await: the deadline passed on a module still warming up). The run's context being cancelled (shutdown, reset, removal) is the
 // caller's to see: such an attempt is not counted at all. A panic in the
 // invoker is a failure of class retry.ClassPanic, not a crash of the engine.
+//
+// No call starts while this host's cluster lease may have run out
+// (lease.go): invoke waits for a renewal first, or returns a cancelled
+// failure once the run stopped, which the caller does not count.
 func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) (f *retry.Failure) {
+	if err := r.e.awaitLease(ctx); err != nil {
+		return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: "not called: this host's cluster lease ran out"}
+	}
 	actx := newAttemptCtx(ctx, r.e.clock, d.Timeout)
 	defer actx.end()
 	func() {
