@@ -290,6 +290,28 @@ func firstClaimFrom(claims []claimEvent, host string, since time.Time) (claimEve
 	return claimEvent{}, false
 }
 
+// rejoin waits, once host i's fault ended at healAt, until it is ready
+// again and the three hosts own every partition; then it lets the load run
+// a little more and stops it. It returns how long the rejoin took.
+func (fc *faultCluster) rejoin(t *testing.T, load *clusterLoad, i int, healAt time.Time) time.Duration {
+	t.Helper()
+	load.dead[i].Store(false)
+	eventuallyNil(t, 30*time.Second, func() error {
+		if got := fc.readyz(i); got != 200 {
+			return fmt.Errorf("GET /readyz on host-%d after the fault: %d", i, got)
+		}
+		return allOwnedBy(fc.hosts, faultSubs, "host-0", "host-1", "host-2")
+	})
+	healed := time.Since(healAt)
+	before := load.ackCount()
+	eventuallyNil(t, 30*time.Second, func() error { return load.acked(before + 60) })
+	load.halt()
+	if len(load.refused) > 0 {
+		t.Errorf("appends answered neither 201 nor 503 with Retry-After: %q", load.refused)
+	}
+	return healed
+}
+
 func (fc *faultCluster) readyz(i int) int {
 	r, err := fc.hosts[i].try("GET", "/readyz", nil)
 	if err != nil {
@@ -321,17 +343,7 @@ func TestHostCutOffFromNATSStopsBeforeItsPartitionsMove(t *testing.T) {
 	// Healed at once: the host's own stopping may still be under way.
 	healAt := time.Now()
 	fc.heal(0)
-	load.dead[0].Store(false)
-	eventuallyNil(t, 30*time.Second, func() error {
-		if got := fc.readyz(0); got != 200 {
-			return fmt.Errorf("GET /readyz on the healed host: %d", got)
-		}
-		return allOwnedBy(fc.hosts, subs, "host-0", "host-1", "host-2")
-	})
-	healed := time.Since(healAt)
-	before := load.ackCount()
-	eventuallyNil(t, 30*time.Second, func() error { return load.acked(before + 60) })
-	load.halt()
+	healed := fc.rejoin(t, load, 0, healAt)
 
 	claims := fc.claims(t)
 	if s := fc.strays(claims); len(s) > 0 {
@@ -348,9 +360,6 @@ func TestHostCutOffFromNATSStopsBeforeItsPartitionsMove(t *testing.T) {
 	t.Logf("cut: host-0's last call %v after the cut, the first claim of its partitions by another host %v after it (lease TTL %v); all owned by the others %v after the cut; healed (ready, all owned by the three) %v after the heal",
 		stopped.Round(time.Millisecond), first.at.Sub(cutAt).Round(time.Millisecond), faultLeaseTTL,
 		moved.Round(time.Millisecond), healed.Round(time.Millisecond))
-	if len(load.refused) > 0 {
-		t.Errorf("appends answered neither 201 nor 503 with Retry-After: %q", load.refused)
-	}
 }
 
 // TestPausedHostCallsNothingForLostPartitions: a host stopped (SIGSTOP)
@@ -374,17 +383,7 @@ func TestPausedHostCallsNothingForLostPartitions(t *testing.T) {
 	time.Sleep(time.Until(stopAt.Add(2 * faultLeaseTTL)))
 	wakeAt := time.Now()
 	fc.hosts[0].Signal(syscall.SIGCONT)
-	load.dead[0].Store(false)
-	eventuallyNil(t, 30*time.Second, func() error {
-		if got := fc.readyz(0); got != 200 {
-			return fmt.Errorf("GET /readyz on the woken host: %d", got)
-		}
-		return allOwnedBy(fc.hosts, subs, "host-0", "host-1", "host-2")
-	})
-	healed := time.Since(wakeAt)
-	before := load.ackCount()
-	eventuallyNil(t, 30*time.Second, func() error { return load.acked(before + 60) })
-	load.halt()
+	healed := fc.rejoin(t, load, 0, wakeAt)
 
 	claims := fc.claims(t)
 	var woke, bad []strayCall
