@@ -160,3 +160,64 @@ func TestRenewalNotConfirmedByAStaleRead(t *testing.T) {
 		t.Fatalf("revision %d after a landed renewal, want %d", copyOf.rev, rev)
 	}
 }
+
+// TestRejoinsBoundedPerMinute: a host that loses its lease again and again
+// (a flapping link) rejoins at once three times within a minute, and then
+// stays out until the first loss is a minute old: its partitions are given
+// up and claimed back at most three times a minute.
+func TestRejoinsBoundedPerMinute(t *testing.T) {
+	n, clock, _, h := aloneOnFakeClock(t)
+	kv := bucket(t, n.URL())
+	lose := func(i int) {
+		t.Helper()
+		if err := kv.Delete(t.Context(), "solo"); err != nil {
+			t.Fatal(err)
+		}
+		checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+			if s := h.c.Stats(); s.LeasesLost != uint64(i) {
+				return fmt.Errorf("loss %d not seen: %+v", i, s)
+			}
+			return nil
+		})
+		if err := clock.BlockUntil(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := clock.Now()
+	for i := 1; i <= 3; i++ {
+		lose(i)
+		renewals := h.c.Stats().Renewals
+		clock.Advance(time.Second)
+		checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+			if s := h.c.Stats(); s.Renewals <= renewals {
+				return fmt.Errorf("not rejoined after loss %d: %+v", i, s)
+			}
+			return ownsAll(h)
+		})
+		if err := clock.BlockUntil(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lose(4)
+	renewals := h.c.Stats().Renewals
+	clock.Advance(time.Second)
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if s := h.c.Stats(); s.HoldDowns != 1 {
+			return fmt.Errorf("no hold-down after the fourth loss in a minute: %+v", s)
+		}
+		return nil
+	})
+	if err := clock.BlockUntil(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.c.Stats(); s.Renewals != renewals || h.eng.total() != 0 {
+		t.Fatalf("rejoined within the minute: %+v, engine owns %d", s, h.eng.total())
+	}
+	clock.Advance(first.Add(rejoinWindow).Sub(clock.Now()))
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if s := h.c.Stats(); s.Renewals <= renewals {
+			return fmt.Errorf("not rejoined a minute after the first loss: %+v", s)
+		}
+		return ownsAll(h)
+	})
+}

@@ -59,8 +59,9 @@ type lease struct {
 	changed   chan struct{} // a write was confirmed or a term ended (buffer 1)
 
 	// Owned by the goroutine running run (and Open before it starts).
-	rev     uint64    // revision of the last confirmed write; 0: not a member
-	pending time.Time // send time of the earliest unconfirmed write; zero if none
+	rev     uint64      // revision of the last confirmed write; 0: not a member
+	pending time.Time   // send time of the earliest unconfirmed write; zero if none
+	lost    []time.Time // when the lease was found lost, within the last rejoinWindow
 
 	mu       sync.Mutex
 	info     memberInfo
@@ -194,6 +195,7 @@ func (l *lease) renewOnce(ctx context.Context) error {
 		return fmt.Errorf("cluster: renew %q: %w", l.key, gerr)
 	}
 	l.rev, l.pending = 0, time.Time{}
+	l.lost = append(l.lost, l.clock.Now())
 	l.stats.leasesLost.Add(1)
 	l.endTerm()
 	return fmt.Errorf("cluster: lease of %q lost: the key expired or was replaced", l.key)
@@ -312,6 +314,29 @@ func (l *lease) signal() {
 	}
 }
 
+// A flapping link can lose the lease again and again; each loss makes the
+// host give its partitions up and each rejoin claims them back, moving
+// them twice. After more than maxRejoins losses within rejoinWindow the
+// host stays out until it would be maxRejoins again, so its partitions
+// stay with the others meanwhile: at most maxRejoins rejoins, and the
+// give-ups and reclaims they bring, a minute.
+const (
+	maxRejoins   = 3
+	rejoinWindow = time.Minute
+)
+
+// holdDown returns how long to wait before joining again (0: now), and
+// forgets losses older than rejoinWindow.
+func (l *lease) holdDown(now time.Time) time.Duration {
+	for len(l.lost) > 0 && now.Sub(l.lost[0]) >= rejoinWindow {
+		l.lost = l.lost[1:]
+	}
+	if len(l.lost) <= maxRejoins {
+		return 0
+	}
+	return l.lost[len(l.lost)-maxRejoins-1].Add(rejoinWindow).Sub(now)
+}
+
 // run renews the lease every TTL/3 (a failed attempt again after a short
 // wait, or at once when kicked) and joins anew once it was lost, until ctx
 // ends. Open has joined before it starts. It is the lease's schedule — a
@@ -338,6 +363,11 @@ func (l *lease) run(ctx context.Context) {
 		}
 		var err error
 		if l.rev == 0 {
+			if hold := l.holdDown(l.clock.Now()); hold > 0 {
+				l.stats.holdDowns.Add(1)
+				wait = hold
+				continue
+			}
 			err = l.join(ctx)
 		} else {
 			err = l.renewOnce(ctx)

@@ -27,15 +27,18 @@ type Stats struct {
 	// last confirmed revision: a node behind the majority answered.
 	StaleReads uint64
 	// Reconnects counts the NATS reconnects the lease forced after
-	// renewals failed for a third of the TTL (Options.Reconnect).
+	// renewals failed for a third of the TTL.
 	Reconnects uint64
+	// HoldDowns counts the times the host stayed out of the deployment
+	// after losing its lease too often within a minute (a flapping link).
+	HoldDowns uint64
 }
 
 // counters is the live form of Stats.
 type counters struct {
-	renewals, renewalFailures, leasesLost, giveUps atomic.Uint64
-	claims, claimConflicts, releases, lost         atomic.Uint64
-	engineErrors, staleReads, reconnects           atomic.Uint64
+	renewals, renewalFailures, leasesLost, giveUps  atomic.Uint64
+	claims, claimConflicts, releases, lost          atomic.Uint64
+	engineErrors, staleReads, reconnects, holdDowns atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -44,6 +47,6 @@ func (c *counters) snapshot() Stats {
 		LeasesLost: c.leasesLost.Load(), GiveUps: c.giveUps.Load(),
 		Claims: c.claims.Load(), ClaimConflicts: c.claimConflicts.Load(),
 		Releases: c.releases.Load(), Lost: c.lost.Load(), EngineErrors: c.engineErrors.Load(),
-		StaleReads: c.staleReads.Load(), Reconnects: c.reconnects.Load(),
+		StaleReads: c.staleReads.Load(), Reconnects: c.reconnects.Load(), HoldDowns: c.holdDowns.Load(),
 	}
 }
