@@ -56,7 +56,7 @@ func newPartsCollector(d Deps) *partsCollector {
 		reconnects: prometheus.NewDesc("berth_cluster_nats_reconnects_total",
 			"Times this host moved its NATS connection to another server because lease renewals kept failing.", nil, nil),
 		holdDowns: prometheus.NewDesc("berth_cluster_lease_hold_downs_total",
-			"Times this host stayed out of the deployment after losing its lease more than three times in a minute (a flapping link).", nil, nil),
+			"Times this host stayed out of the deployment after its lease terms ended more than three times in a minute (a flapping link).", nil, nil),
 	}
 }
 

@@ -59,15 +59,16 @@ type lease struct {
 	changed   chan struct{} // a write was confirmed or a term ended (buffer 1)
 
 	// Owned by the goroutine running run (and Open before it starts).
-	rev     uint64      // revision of the last confirmed write; 0: not a member
-	pending time.Time   // send time of the earliest unconfirmed write; zero if none
-	lost    []time.Time // when the lease was found lost, within the last rejoinWindow
+	rev     uint64    // revision of the last confirmed write; 0: not a member
+	pending time.Time // send time of the earliest unconfirmed write; zero if none
+	holding bool      // staying out after too many ended terms (holdDown)
 
 	mu       sync.Mutex
 	info     memberInfo
 	term     context.Context // nil: no term
 	end      context.CancelFunc
 	deadline clock.Timer
+	ended    []time.Time     // when terms ended, within the last rejoinWindow
 	until    time.Time       // the current term's end
 	adopted  context.Context // the term the engine is fenced by; nil: none
 	renewed  time.Time       // clock time of the last confirmed write
@@ -195,7 +196,6 @@ func (l *lease) renewOnce(ctx context.Context) error {
 		return fmt.Errorf("cluster: renew %q: %w", l.key, gerr)
 	}
 	l.rev, l.pending = 0, time.Time{}
-	l.lost = append(l.lost, l.clock.Now())
 	l.stats.leasesLost.Add(1)
 	l.endTerm()
 	return fmt.Errorf("cluster: lease of %q lost: the key expired or was replaced", l.key)
@@ -221,7 +221,8 @@ func (l *lease) confirmed(sent time.Time) {
 	}
 	end := l.end
 	l.until = until
-	l.deadline = l.clock.AfterFunc(left, func() { l.expire(end) })
+	term := l.term
+	l.deadline = l.clock.AfterFunc(left, func() { l.expire(term, end) })
 	if l.adopted != nil && l.adopted == l.term {
 		l.fence(until)
 	}
@@ -250,8 +251,13 @@ func (l *lease) valid() bool {
 	return l.adopted != nil && l.adopted == l.term && l.clock.Now().Before(l.until)
 }
 
-// expire ends the term whose cancel is end, if it is still the current one.
-func (l *lease) expire(end context.CancelFunc) {
+// expire ends term, whose cancel is end, at its deadline.
+func (l *lease) expire(term context.Context, end context.CancelFunc) {
+	l.mu.Lock()
+	if term.Err() == nil {
+		l.ended = append(l.ended, l.clock.Now())
+	}
+	l.mu.Unlock()
 	end()
 	l.signal()
 }
@@ -259,6 +265,9 @@ func (l *lease) expire(end context.CancelFunc) {
 // endTerm ends the current term at once.
 func (l *lease) endTerm() {
 	l.mu.Lock()
+	if l.term != nil && l.term.Err() == nil {
+		l.ended = append(l.ended, l.clock.Now())
+	}
 	l.adopted = nil
 	l.fence(l.clock.Now())
 	if l.deadline != nil {
@@ -314,27 +323,49 @@ func (l *lease) signal() {
 	}
 }
 
-// A flapping link can lose the lease again and again; each loss makes the
-// host give its partitions up and each rejoin claims them back, moving
-// them twice. After more than maxRejoins losses within rejoinWindow the
-// host stays out until it would be maxRejoins again, so its partitions
-// stay with the others meanwhile: at most maxRejoins rejoins, and the
-// give-ups and reclaims they bring, a minute.
+// A flapping link can end the lease's terms again and again; each end
+// makes the host give its partitions up, and each new term claims them
+// back, moving them twice. After more than maxRejoins terms ended within
+// rejoinWindow the host stays out — it stops renewing (its key expires)
+// or does not join — until it would be maxRejoins again, its partitions
+// with the others meanwhile: at most maxRejoins give-ups and reclaims a
+// minute, and the first.
 const (
 	maxRejoins   = 3
 	rejoinWindow = time.Minute
 )
 
-// holdDown returns how long to wait before joining again (0: now), and
-// forgets losses older than rejoinWindow.
+// holdDown returns how long to stay out before starting a new term (0:
+// not at all), and forgets ended terms older than rejoinWindow.
 func (l *lease) holdDown(now time.Time) time.Duration {
-	for len(l.lost) > 0 && now.Sub(l.lost[0]) >= rejoinWindow {
-		l.lost = l.lost[1:]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.ended) > 0 && now.Sub(l.ended[0]) >= rejoinWindow {
+		l.ended = l.ended[1:]
 	}
-	if len(l.lost) <= maxRejoins {
+	if len(l.ended) <= maxRejoins {
 		return 0
 	}
-	return l.lost[len(l.lost)-maxRejoins-1].Add(rejoinWindow).Sub(now)
+	return l.ended[len(l.ended)-maxRejoins-1].Add(rejoinWindow).Sub(now)
+}
+
+// stayOut reports whether run should make no attempt now, and for how
+// long: while too many terms ended lately (holdDown) and no term is under
+// way, the host neither joins nor renews a key whose term ended.
+func (l *lease) stayOut() (time.Duration, bool) {
+	hold := l.holdDown(l.clock.Now())
+	if hold <= 0 || (l.rev != 0 && l.current() != nil) {
+		l.holding = false
+		return 0, false
+	}
+	if !l.holding {
+		l.holding = true
+		l.stats.holdDowns.Add(1)
+	}
+	// Not renewed any more, the key expires within a TTL, and the others
+	// claim what this host gave up.
+	l.rev, l.pending = 0, time.Time{}
+	return hold, true
 }
 
 // run renews the lease every TTL/3 (a failed attempt again after a short
@@ -362,12 +393,11 @@ func (l *lease) run(ctx context.Context) {
 			return
 		}
 		var err error
+		if hold, out := l.stayOut(); out {
+			wait = hold
+			continue
+		}
 		if l.rev == 0 {
-			if hold := l.holdDown(l.clock.Now()); hold > 0 {
-				l.stats.holdDowns.Add(1)
-				wait = hold
-				continue
-			}
 			err = l.join(ctx)
 		} else {
 			err = l.renewOnce(ctx)

@@ -30,7 +30,8 @@ type Stats struct {
 	// renewals failed for a third of the TTL.
 	Reconnects uint64
 	// HoldDowns counts the times the host stayed out of the deployment
-	// after losing its lease too often within a minute (a flapping link).
+	// after its lease terms ended too often within a minute (a flapping
+	// link).
 	HoldDowns uint64
 }
 

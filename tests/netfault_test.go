@@ -332,6 +332,14 @@ func TestHostCutOffFromNATSStopsBeforeItsPartitionsMove(t *testing.T) {
 	load.dead[0].Store(true)
 	cutAt := time.Now()
 	fc.cut(0)
+	// The fence: the host says it may no longer act, by its own clock.
+	eventuallyNil(t, faultLeaseTTL, func() error {
+		if got := fc.readyz(0); got != 503 {
+			return fmt.Errorf("GET /readyz on the host cut off: %d, want 503", got)
+		}
+		return nil
+	})
+	fenced := time.Since(cutAt)
 	eventuallyNil(t, 2*faultLeaseTTL+10*time.Second, func() error {
 		return allOwnedBy(fc.hosts[1:], subs, "host-1", "host-2")
 	})
@@ -357,8 +365,11 @@ func TestHostCutOffFromNATSStopsBeforeItsPartitionsMove(t *testing.T) {
 	if m := leaseGoRE.FindString(fc.hosts[0].Stderr()); m == "" {
 		t.Errorf("host-0 did not log that it stopped acting")
 	}
-	t.Logf("cut: host-0's last call %v after the cut, the first claim of its partitions by another host %v after it (lease TTL %v); all owned by the others %v after the cut; healed (ready, all owned by the three) %v after the heal",
-		stopped.Round(time.Millisecond), first.at.Sub(cutAt).Round(time.Millisecond), faultLeaseTTL,
+	if fenced >= first.at.Sub(cutAt) {
+		t.Errorf("host-0 said it stopped %v after the cut, after another host's claim %v after it", fenced, first.at.Sub(cutAt))
+	}
+	t.Logf("cut: host-0 fenced (readyz 503) %v after the cut; its last call %v after the cut, the first claim of its partitions by another host %v after it (lease TTL %v); all owned by the others %v after the cut; healed (ready, all owned by the three) %v after the heal",
+		fenced.Round(time.Millisecond), stopped.Round(time.Millisecond), first.at.Sub(cutAt).Round(time.Millisecond), faultLeaseTTL,
 		moved.Round(time.Millisecond), healed.Round(time.Millisecond))
 }
 
@@ -409,3 +420,47 @@ func TestPausedHostCallsNothingForLostPartitions(t *testing.T) {
 	t.Logf("pause: %d calls of host-0 arrived after the SIGCONT for partitions claimed during the pause; rejoined (ready, all owned by the three) %v after the SIGCONT (lease TTL %v, paused %v)",
 		len(woke), healed.Round(time.Millisecond), faultLeaseTTL, wakeAt.Sub(stopAt).Round(time.Millisecond))
 }
+
+// TestFlappingLinkNeitherThrashesNorRefusesAppends: a host whose link to
+// NATS is cut for 3.5 s and back for 1 s, four times over, under load: no
+// call of any host for a partition another host claimed, at most four
+// give-ups of its partitions (three rejoins a minute, then it stays out),
+// every append answered 201 or 503 with Retry-After, and every partition
+// owned once the link holds.
+func TestFlappingLinkNeitherThrashesNorRefusesAppends(t *testing.T) {
+	fc, load := startFaultCluster(t)
+	for range 4 {
+		fc.cut(0)
+		time.Sleep(3500 * time.Millisecond)
+		fc.heal(0)
+		time.Sleep(time.Second)
+	}
+	healAt := time.Now()
+	eventuallyNil(t, 2*faultLeaseTTL+10*time.Second, func() error {
+		if allOwnedBy(fc.hosts, faultSubs, "host-0", "host-1", "host-2") == nil {
+			return nil
+		}
+		// Or it stays out for now, after too many losses in a minute.
+		return allOwnedBy(fc.hosts, faultSubs, "host-1", "host-2")
+	})
+	settled := time.Since(healAt)
+	before := load.ackCount()
+	eventuallyNil(t, 30*time.Second, func() error { return load.acked(before + 60) })
+	load.halt()
+	if len(load.refused) > 0 {
+		t.Errorf("appends answered neither 201 nor 503 with Retry-After: %q", load.refused)
+	}
+	if s := fc.strays(fc.claims(t)); len(s) > 0 {
+		t.Errorf("%d calls for partitions another host had claimed:\n%v", len(s), s)
+	}
+	giveUps := strings.Count(fc.hosts[0].Stderr(), `msg="cluster: lease term ended; giving up partitions"`)
+	if giveUps > maxGiveUps {
+		t.Errorf("host-0 gave its partitions up %d times in %v of flapping, want at most %d", giveUps, time.Since(healAt)+18*time.Second, maxGiveUps)
+	}
+	t.Logf("flap: host-0 gave its partitions up %d times; every partition owned %v after the last heal; %d appends acknowledged, %d sent again",
+		giveUps, settled.Round(time.Millisecond), load.ackCount(), load.retries.Load())
+}
+
+// maxGiveUps bounds a flapping host's give-ups within a minute: a term
+// per rejoin (cluster: three a minute) and the first.
+const maxGiveUps = 4
