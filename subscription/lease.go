@@ -62,9 +62,12 @@ func (e *Engine) SetLease(until time.Time) {
 
 // LeaseValid reports whether the lease lets the host act now (always true
 // when none was set).
-func (e *Engine) LeaseValid() bool {
+func (e *Engine) LeaseValid() bool { return e.leaseValidAt(e.clock.Now()) }
+
+// leaseValidAt is LeaseValid at now, a reading of the engine's clock.
+func (e *Engine) leaseValidAt(now time.Time) bool {
 	u := e.lease.until.Load()
-	return u == 0 || e.clock.Now().Sub(e.lease.base).Nanoseconds() < u
+	return u == 0 || now.Sub(e.lease.base).Nanoseconds() < u
 }
 
 // LeaseStats are the lease fence's counters.
@@ -81,11 +84,12 @@ func (e *Engine) LeaseStats() LeaseStats {
 	return LeaseStats{Lapses: e.lease.lapses.Load(), Waiting: e.lease.waiting.Load()}
 }
 
-// awaitLease returns nil at once while the lease is valid (one atomic load
-// and a read of the clock), else waits until a renewal makes it valid again
+// awaitLease returns nil at once while the lease is valid at now, the
+// caller's reading of the engine's clock taken right before (an atomic
+// load and a subtraction), else waits until a renewal makes it valid again
 // or ctx ends (ctx's error).
-func (e *Engine) awaitLease(ctx context.Context) error {
-	if e.LeaseValid() {
+func (e *Engine) awaitLease(ctx context.Context, now time.Time) error {
+	if e.leaseValidAt(now) {
 		return nil
 	}
 	l := &e.lease
