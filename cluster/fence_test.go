@@ -221,3 +221,46 @@ func TestRejoinsBoundedPerMinute(t *testing.T) {
 		return ownsAll(h)
 	})
 }
+
+// TestReconnectAfterRenewalsFailForAThird: once renewals have failed for a
+// third of the TTL the lease has the connection move to another NATS
+// server — the one it is on may be cut off from the majority while it
+// still answers — and not again before another third.
+func TestReconnectAfterRenewalsFailForAThird(t *testing.T) {
+	_, clock, _, h := aloneOnFakeClock(t)
+	h.nc.Close() // every renewal fails from now on
+	const third = 10 * time.Second / 3
+	var failing, moved time.Time
+	want := uint64(0)
+	for clock.Now().Before(start.Add(4 * third)) {
+		if err := clock.BlockUntil(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		d, ok := clock.NextFire()
+		if !ok {
+			t.Fatal("the lease waits on no timer")
+		}
+		failures := h.c.Stats().RenewalFailures
+		clock.Advance(d)
+		checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+			if s := h.c.Stats(); s.RenewalFailures <= failures {
+				return fmt.Errorf("no renewal tried: %+v", s)
+			}
+			return nil
+		})
+		now := clock.Now()
+		if failing.IsZero() {
+			failing = now
+		}
+		if now.Sub(failing) >= third && now.Sub(moved) >= third {
+			want++
+			moved = now
+		}
+		if s := h.c.Stats(); s.Reconnects != want {
+			t.Fatalf("%v after the first failed renewal: %d reconnects, want %d", now.Sub(failing), s.Reconnects, want)
+		}
+	}
+	if want < 2 {
+		t.Fatalf("only %d reconnects checked", want)
+	}
+}
