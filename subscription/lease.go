@@ -43,7 +43,8 @@ type hostLease struct {
 // lets it act: no handler call starts at or after until. Each confirmed
 // renewal of the lease moves it on; a lease found lost sets it to now. The
 // cluster (package cluster) calls it; a single host never does, and then
-// nothing is fenced.
+// nothing is fenced. The cluster and the engine must share a clock
+// (Options.Clock), until being a reading of it.
 func (e *Engine) SetLease(until time.Time) {
 	l := &e.lease
 	ns := max(until.Sub(l.base).Nanoseconds(), 1) // 0 means unset
