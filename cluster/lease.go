@@ -375,7 +375,8 @@ func (l *lease) stayOut() (time.Duration, bool) {
 // than a request asked again until answered, so it keeps its own timer
 // instead of jsapi.Retry.
 //
-// Once renewals have failed for a third of the TTL, it has the connection
+// Once renewals have failed for a third of the TTL since the first failed
+// one was sent (at the first one's timeout, then), it has the connection
 // move to another NATS server (reconnect), at most once per third: the
 // server it is on may be cut off from the majority while it still answers
 // this host's pings, and no renewal can succeed through it.
@@ -397,6 +398,7 @@ func (l *lease) run(ctx context.Context) {
 			wait = hold
 			continue
 		}
+		sent := l.clock.Now()
 		if l.rev == 0 {
 			err = l.join(ctx)
 		} else {
@@ -415,7 +417,7 @@ func (l *lease) run(ctx context.Context) {
 			l.stats.renewalFailures.Add(1)
 			wait = l.retry
 			if failing.IsZero() {
-				failing = now
+				failing = sent // an attempt may fail only at its timeout
 			}
 			if l.reconnect != nil && now.Sub(failing) >= l.renew && now.Sub(moved) >= l.renew {
 				moved = now
