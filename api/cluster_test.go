@@ -248,3 +248,31 @@ func TestClusterHosts(t *testing.T) {
 	}
 	n.Restart() // so that the hosts leave at once when the test ends
 }
+
+// TestReadyzWhileLeaseLapsed: a host whose NATS goes away answers /readyz
+// 503 lease-lapsed, and berth_cluster_lease_valid 0, once its lease may have
+// run out — it calls no handler then — and is ready again by itself once
+// NATS is back and it rejoined.
+func TestReadyzWhileLeaseLapsed(t *testing.T) {
+	n := natstest.RunServer(t)
+	h := startClusterHost(t, n.URL(), "h1", clustertest.Ledger(t), []string{"mailer"})
+	ready := func(want int) func() error {
+		return func() error {
+			if r := serve(h.api, req{method: "GET", path: "/readyz"}); r.status != want {
+				return fmt.Errorf("GET /readyz: %s, want %d", r, want)
+			}
+			return nil
+		}
+	}
+	checkfor.Nil(t, 10*time.Second, 20*time.Millisecond, ready(http.StatusOK))
+	n.Shutdown()
+	checkfor.Nil(t, clustertest.LeaseTTL, 20*time.Millisecond, ready(http.StatusServiceUnavailable))
+	if r := serve(h.api, req{method: "GET", path: "/readyz"}); !strings.Contains(string(r.body), "lease-lapsed") {
+		t.Fatalf("GET /readyz: %s", r)
+	}
+	if r := serve(h.api, req{method: "GET", path: "/metrics"}); !strings.Contains(string(r.body), "berth_cluster_lease_valid 0") {
+		t.Fatalf("metrics without berth_cluster_lease_valid 0:\n%s", r.body)
+	}
+	n.Restart()
+	checkfor.Nil(t, 20*time.Second, 50*time.Millisecond, ready(http.StatusOK))
+}

@@ -27,11 +27,17 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, h)
 }
 
-// readyz is readiness: 503 while the host starts, and while its stores
-// cannot write (below the reserve, or the data directory gone).
+// readyz is readiness: 503 while the host starts, while its stores
+// cannot write (below the reserve, or the data directory gone), and in a
+// cluster while its lease does not let it act (NATS out of reach: it
+// calls no handler until the lease is renewed).
 func (s *Server) readyz(c echo.Context) error {
 	if !s.deps.Ready() {
 		return problem(http.StatusServiceUnavailable, "not-ready", "the host is still starting")
+	}
+	if l, ok := s.deps.Cluster.(leaseHolder); ok && !l.LeaseValid() {
+		return problem(http.StatusServiceUnavailable, "lease-lapsed",
+			"this host's cluster lease is not renewed (NATS out of reach?): it calls no handler until it is, and rejoins by itself")
 	}
 	if err := s.deps.Disk.Check(); err != nil {
 		return problem(http.StatusServiceUnavailable, "store-cannot-write", err.Error())
@@ -47,4 +53,10 @@ func storageProblem(e *diskspace.Error) *Problem {
 		return problem(http.StatusServiceUnavailable, "store-unavailable", e.Error()+"; nothing was written")
 	}
 	return problem(http.StatusInsufficientStorage, "insufficient-storage", e.Error()+"; nothing was written")
+}
+
+// leaseHolder is what readyz and the metrics read of a cluster beside
+// ClusterView: whether its lease lets it act (*cluster.Cluster has it).
+type leaseHolder interface {
+	LeaseValid() bool
 }

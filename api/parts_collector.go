@@ -20,6 +20,7 @@ type partsCollector struct {
 	cluster ClusterView
 
 	deliveries, backlog, jobStates, jobItems, owned, claims, renewFailures, leasesLost *prometheus.Desc
+	leaseValid, staleReads, reconnects, holdDowns                                      *prometheus.Desc
 }
 
 // owner is what the collector reads of a cluster beside ClusterView: the
@@ -48,12 +49,21 @@ func newPartsCollector(d Deps) *partsCollector {
 			"Failed writes of this host's membership lease (network, server); each is tried again.", nil, nil),
 		leasesLost: prometheus.NewDesc("berth_cluster_leases_lost_total",
 			"Times this host found its membership lease expired or replaced.", nil, nil),
+		leaseValid: prometheus.NewDesc("berth_cluster_lease_valid",
+			"1 while this host's membership lease lets it act; 0 while it calls no handler (its lease may have run out).", nil, nil),
+		staleReads: prometheus.NewDesc("berth_cluster_lease_stale_reads_total",
+			"Lease renewals not taken as confirmed because a NATS node behind the majority answered the read-back.", nil, nil),
+		reconnects: prometheus.NewDesc("berth_cluster_nats_reconnects_total",
+			"Times this host moved its NATS connection to another server because lease renewals kept failing.", nil, nil),
+		holdDowns: prometheus.NewDesc("berth_cluster_lease_hold_downs_total",
+			"Times this host stayed out of the deployment after its lease terms ended more than three times in a minute (a flapping link).", nil, nil),
 	}
 }
 
 // Describe sends the descriptors.
 func (c *partsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.deliveries, c.backlog, c.jobStates, c.jobItems, c.owned, c.claims, c.renewFailures, c.leasesLost} {
+	for _, d := range []*prometheus.Desc{c.deliveries, c.backlog, c.jobStates, c.jobItems, c.owned, c.claims, c.renewFailures, c.leasesLost,
+		c.leaseValid, c.staleReads, c.reconnects, c.holdDowns} {
 		ch <- d
 	}
 }
@@ -105,4 +115,14 @@ func (c *partsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.claims, st.ClaimConflicts, "conflict")
 	counter(c.renewFailures, st.RenewalFailures)
 	counter(c.leasesLost, st.LeasesLost)
+	counter(c.staleReads, st.StaleReads)
+	counter(c.reconnects, st.Reconnects)
+	counter(c.holdDowns, st.HoldDowns)
+	if l, ok := c.cluster.(leaseHolder); ok {
+		valid := 0
+		if l.LeaseValid() {
+			valid = 1
+		}
+		gauge(c.leaseValid, valid)
+	}
 }

@@ -69,6 +69,11 @@ func connectNATS(ctx context.Context, j config.JetStreamConfig, log *slog.Logger
 		nats.Name("berth host"),
 		nats.Timeout(j.ConnectTimeout.Std()),
 		nats.MaxReconnects(-1),
+		// A server that went silent counts as lost within a few seconds,
+		// not the client's default minutes: the lease must be renewed
+		// through another one before it runs out.
+		nats.PingInterval(j.PingInterval.Std()),
+		nats.MaxPingsOutstanding(j.MaxPingsOut),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			// Close calls this too (with a nil error): the host closing
 			// its connection is no loss.

@@ -85,6 +85,15 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 	c.lease = newLease(kv, opts.Host, &c.opts, memberInfo{Address: opts.Address, Version: opts.Version, Started: opts.Clock.Now(),
 		Partitions: opts.Partitions},
 		&c.stats, opts.retryEvery())
+	// Nothing acts before the loop adopts the first term.
+	c.lease.fence = opts.Engine.SetLease
+	c.lease.fence(opts.Clock.Now())
+	c.lease.reconnect = func() {
+		if nc.IsConnected() {
+			opts.Logger.Warn("cluster: lease renewals failing; moving to another NATS server", "from", nc.ConnectedUrlRedacted())
+			_ = nc.ForceReconnect()
+		}
+	}
 	if err := c.join(ctx); err != nil {
 		return nil, err
 	}
@@ -148,7 +157,9 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 			term = nil
 		}
 		if term == nil {
-			term = c.lease.current()
+			if term = c.lease.current(); term != nil {
+				c.lease.adopt(term)
+			}
 		}
 	}
 	for {
@@ -339,6 +350,12 @@ func (c *Cluster) Close(ctx context.Context) error {
 
 // Host returns this host's id.
 func (c *Cluster) Host() string { return c.opts.Host }
+
+// LeaseValid reports whether this host's lease lets it act now: a term
+// adopted and not yet at its end on this host's clock. While it does not,
+// the engine starts no handler call (Engine.SetLease) and the host is not
+// ready (GET /readyz).
+func (c *Cluster) LeaseValid() bool { return c.lease.valid() }
 
 // Stats returns the counters since Open.
 func (c *Cluster) Stats() Stats { return c.stats.snapshot() }

@@ -20,19 +20,28 @@
 // write no earlier than sent, so it expires A's key no earlier than
 // sent + TTL (by the server's clock, which runs at the rate of A's, give or
 // take the drift Margin must absorb). A ends its term at sent + TTL - Margin
-// by its own clock — unless a later confirmed renewal extended it — and then
-// has its engine stop every partition (Engine.Own without them) at once: the
-// term's end cancels any ledger or NATS call in flight, since those may be
-// what failed.
+// by its own clock — unless a later confirmed renewal extended it. The
+// engine knows that time (Engine.SetLease, told with every renewal of the
+// term it works in) and starts no handler call from then on, for every
+// partition at once and whatever else is blocked: a process woken from a
+// pause sees the time passed on its monotonic clock before it calls. Then
+// the Cluster has the engine stop every partition (Engine.Own without them,
+// every subscription at once): the term's end cancels any ledger or NATS
+// call in flight, since those may be what failed. A term begun after an
+// ended one is told to the engine only once the old one's partitions were
+// given up.
 //
 // Another host B claims one of A's partitions only after the server no
 // longer has A's key — B sees the expiry marker and then asks the server
 // directly, since its own watcher may lag — or after A released it. So B's
-// claim comes after sent + TTL, and A stopped by sent + TTL - Margin plus the
-// time its engine takes to stop, which Margin must cover. Renewals are
-// Updates on the last confirmed revision: one succeeds only if the key did
-// not expire since (an expiry writes a marker, a new revision), so a term is
-// never extended across a gap in which another host could have claimed.
+// claim comes after sent + TTL, and A stopped calling by sent + TTL - Margin;
+// Margin covers the clocks' drift and a call that had just started. Renewals
+// are Updates on the last confirmed revision: one succeeds only if the key
+// did not expire since (an expiry writes a marker, a new revision), so a
+// term is never extended across a gap in which another host could have
+// claimed. An Update refused for its revision counts as confirmed only when
+// a read shows this incarnation at a later revision: a node cut off from
+// the majority answers reads with what it last had.
 //
 // Should the timing fail anyway (a clock that jumped, an engine slower than
 // Margin), the ledger still stops the stale owner: B's claim raises the

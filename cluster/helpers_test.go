@@ -29,6 +29,24 @@ type fakeEngine struct {
 	mu  sync.Mutex
 	cur map[string]map[int]uint64
 	log []ownCall
+	// until is the last SetLease.
+	until time.Time
+	// stopGate, when set, holds every Own that stops all of a
+	// subscription's partitions until it is closed.
+	stopGate chan struct{}
+}
+
+func (e *fakeEngine) SetLease(until time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.until = until
+}
+
+// leaseUntil returns the last SetLease.
+func (e *fakeEngine) leaseUntil() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.until
 }
 
 func newFakeEngine(now func() time.Time) *fakeEngine {
@@ -36,6 +54,12 @@ func newFakeEngine(now func() time.Time) *fakeEngine {
 }
 
 func (e *fakeEngine) Own(_ context.Context, sub string, owned map[int]uint64) error {
+	e.mu.Lock()
+	gate := e.stopGate
+	e.mu.Unlock()
+	if gate != nil && len(owned) == 0 {
+		<-gate
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.cur[sub] = maps.Clone(owned)

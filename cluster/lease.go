@@ -27,6 +27,13 @@ import (
 // key never expired since that revision: an expiry writes a marker, and the
 // marker's revision would fail it. That unbroken chain of revisions is what
 // lets a term be extended rather than started anew.
+//
+// The engine is fenced by the term the Cluster's loop adopted (adopt), the
+// one its partitions were given in: each confirmed write extending that
+// term tells the engine the term's new end (Engine.SetLease); a new term is
+// told only once the loop has given the old one up and adopts it, so runs
+// started in an ended term never act again, even when the next one begins
+// before they are stopped.
 type lease struct {
 	kv    jetstream.KeyValue
 	key   string
@@ -43,19 +50,28 @@ type lease struct {
 	joined  func(incarnation string)
 	resumed int
 
-	nudge   chan struct{} // renew now (buffer 1)
-	changed chan struct{} // a write was confirmed or a term ended (buffer 1)
+	// fence is Engine.SetLease for a host's membership (a duty's lease
+	// fences nothing); reconnect, if set, moves the NATS connection to
+	// another server (see run).
+	fence     func(until time.Time)
+	reconnect func()
+	nudge     chan struct{} // renew now (buffer 1)
+	changed   chan struct{} // a write was confirmed or a term ended (buffer 1)
 
 	// Owned by the goroutine running run (and Open before it starts).
 	rev     uint64    // revision of the last confirmed write; 0: not a member
 	pending time.Time // send time of the earliest unconfirmed write; zero if none
+	holding bool      // staying out after too many ended terms (holdDown)
 
 	mu       sync.Mutex
 	info     memberInfo
 	term     context.Context // nil: no term
 	end      context.CancelFunc
 	deadline clock.Timer
-	renewed  time.Time // clock time of the last confirmed write
+	ended    []time.Time     // when terms ended, within the last rejoinWindow
+	until    time.Time       // the current term's end
+	adopted  context.Context // the term the engine is fenced by; nil: none
+	renewed  time.Time       // clock time of the last confirmed write
 }
 
 // newLease returns the lease of key in kv (a host's membership: its id),
@@ -66,7 +82,7 @@ func newLease(kv jetstream.KeyValue, key string, o *Options, info memberInfo, st
 		kv: kv, key: key, ttl: o.LeaseTTL, gap: o.Margin, clock: o.Clock, stats: stats,
 		renew: o.renewEvery(), retry: o.retryEvery(), inUse: inUse,
 		nudge: make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		info: info, resume: o.Resume, joined: o.Joined,
+		info: info, resume: o.Resume, joined: o.Joined, fence: func(time.Time) {},
 	}
 }
 
@@ -130,8 +146,20 @@ func (l *lease) takeOver(ctx context.Context, value []byte) (uint64, error) {
 
 // renewOnce writes the key over the last confirmed revision. A revision
 // mismatch is either this host's own earlier attempt that landed though its
-// ack was lost (the key holds this incarnation: keep going from there) or the
-// key expired or was taken (the term ends, and run joins anew).
+// ack was lost (the key holds this incarnation at a later revision: keep
+// going from there) or the key expired or was taken (the term ends, and run
+// joins anew).
+//
+// The read that tells them apart may be answered by a node cut off from the
+// majority (a direct get is served by any replica, and a leader that lost
+// its quorum answers until it notices), which shows the last revision this
+// host confirmed: that proves nothing new, so only a later revision of this
+// incarnation counts. A revision is stored only once a majority agreed to
+// it, and only this incarnation writes its value, so such a revision is one
+// of its own writes since the last confirmed one, sent no earlier than
+// pending. Anything else is neither renewed nor lost: the attempt failed,
+// and the term runs out on its own clock unless a later attempt is
+// confirmed.
 func (l *lease) renewOnce(ctx context.Context) error {
 	sent := l.clock.Now()
 	if l.pending.IsZero() {
@@ -155,6 +183,11 @@ func (l *lease) renewOnce(ctx context.Context) error {
 	switch {
 	case gerr == nil:
 		if m, derr := decodeMember(e.Value()); derr == nil && m.Incarnation == inc {
+			if e.Revision() <= l.rev {
+				l.stats.staleReads.Add(1)
+				return fmt.Errorf("cluster: renew %q: revision %d did not take, and the key reads as revision %d: a node behind the majority answered",
+					l.key, l.rev, e.Revision())
+			}
 			l.rev = e.Revision()
 			l.confirmed(l.pending)
 			return nil
@@ -173,7 +206,8 @@ func (l *lease) confirmed(sent time.Time) {
 	l.pending = time.Time{}
 	l.stats.renewals.Add(1)
 	now := l.clock.Now()
-	left := sent.Add(l.ttl - l.gap).Sub(now)
+	until := sent.Add(l.ttl - l.gap)
+	left := until.Sub(now)
 	l.mu.Lock()
 	l.renewed = now
 	if left <= 0 { // the write took so long that its lease is as good as gone
@@ -186,13 +220,44 @@ func (l *lease) confirmed(sent time.Time) {
 		l.term, l.end = context.WithCancel(context.Background())
 	}
 	end := l.end
-	l.deadline = l.clock.AfterFunc(left, func() { l.expire(end) })
+	l.until = until
+	term := l.term
+	l.deadline = l.clock.AfterFunc(left, func() { l.expire(term, end) })
+	if l.adopted != nil && l.adopted == l.term {
+		l.fence(until)
+	}
 	l.mu.Unlock()
 	l.signal()
 }
 
-// expire ends the term whose cancel is end, if it is still the current one.
-func (l *lease) expire(end context.CancelFunc) {
+// adopt fences the engine by term, the Cluster's loop's current one, once
+// it gave up the one before: the engine may act until term's end. A term
+// that has ended meanwhile is not adopted (the loop gives it up next).
+func (l *lease) adopt(term context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if term != l.term || term.Err() != nil {
+		return
+	}
+	l.adopted = term
+	l.fence(l.until)
+}
+
+// valid reports whether the engine may act now: an adopted term whose end
+// has not come.
+func (l *lease) valid() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.adopted != nil && l.adopted == l.term && l.clock.Now().Before(l.until)
+}
+
+// expire ends term, whose cancel is end, at its deadline.
+func (l *lease) expire(term context.Context, end context.CancelFunc) {
+	l.mu.Lock()
+	if term.Err() == nil {
+		l.ended = append(l.ended, l.clock.Now())
+	}
+	l.mu.Unlock()
 	end()
 	l.signal()
 }
@@ -200,6 +265,11 @@ func (l *lease) expire(end context.CancelFunc) {
 // endTerm ends the current term at once.
 func (l *lease) endTerm() {
 	l.mu.Lock()
+	if l.term != nil && l.term.Err() == nil {
+		l.ended = append(l.ended, l.clock.Now())
+	}
+	l.adopted = nil
+	l.fence(l.clock.Now())
 	if l.deadline != nil {
 		l.deadline.Stop()
 	}
@@ -253,14 +323,66 @@ func (l *lease) signal() {
 	}
 }
 
+// A flapping link can end the lease's terms again and again; each end
+// makes the host give its partitions up, and each new term claims them
+// back, moving them twice. After more than maxRejoins terms ended within
+// rejoinWindow the host stays out — it stops renewing (its key expires)
+// or does not join — until it would be maxRejoins again, its partitions
+// with the others meanwhile: at most maxRejoins give-ups and reclaims a
+// minute, and the first.
+const (
+	maxRejoins   = 3
+	rejoinWindow = time.Minute
+)
+
+// holdDown returns how long to stay out before starting a new term (0:
+// not at all), and forgets ended terms older than rejoinWindow.
+func (l *lease) holdDown(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.ended) > 0 && now.Sub(l.ended[0]) >= rejoinWindow {
+		l.ended = l.ended[1:]
+	}
+	if len(l.ended) <= maxRejoins {
+		return 0
+	}
+	return l.ended[len(l.ended)-maxRejoins-1].Add(rejoinWindow).Sub(now)
+}
+
+// stayOut reports whether run should make no attempt now, and for how
+// long: while too many terms ended lately (holdDown) and no term is under
+// way, the host neither joins nor renews a key whose term ended.
+func (l *lease) stayOut() (time.Duration, bool) {
+	hold := l.holdDown(l.clock.Now())
+	if hold <= 0 || (l.rev != 0 && l.current() != nil) {
+		l.holding = false
+		return 0, false
+	}
+	if !l.holding {
+		l.holding = true
+		l.stats.holdDowns.Add(1)
+	}
+	// Not renewed any more, the key expires within a TTL, and the others
+	// claim what this host gave up.
+	l.rev, l.pending = 0, time.Time{}
+	return hold, true
+}
+
 // run renews the lease every TTL/3 (a failed attempt again after a short
 // wait, or at once when kicked) and joins anew once it was lost, until ctx
 // ends. Open has joined before it starts. It is the lease's schedule — a
 // renewal is due every TTL/3 whether the last one failed or not — rather
 // than a request asked again until answered, so it keeps its own timer
 // instead of jsapi.Retry.
+//
+// Once renewals have failed for a third of the TTL since the first failed
+// one was sent (at the first one's timeout, then), it has the connection
+// move to another NATS server (reconnect), at most once per third: the
+// server it is on may be cut off from the majority while it still answers
+// this host's pings, and no renewal can succeed through it.
 func (l *lease) run(ctx context.Context) {
 	wait := l.renew
+	var failing, moved time.Time // since when renewals fail; the last move
 	for {
 		t := l.clock.NewTimer(wait)
 		select {
@@ -272,6 +394,11 @@ func (l *lease) run(ctx context.Context) {
 			return
 		}
 		var err error
+		if hold, out := l.stayOut(); out {
+			wait = hold
+			continue
+		}
+		sent := l.clock.Now()
 		if l.rev == 0 {
 			err = l.join(ctx)
 		} else {
@@ -280,14 +407,23 @@ func (l *lease) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		now := l.clock.Now()
 		switch {
 		case err == nil:
-			wait = l.renew
+			wait, failing = l.renew, time.Time{}
 		case errors.Is(err, errInUse): // held, not failed: a duty another host has
-			wait = l.inUse
+			wait, failing = l.inUse, time.Time{}
 		default:
 			l.stats.renewalFailures.Add(1)
 			wait = l.retry
+			if failing.IsZero() {
+				failing = sent // an attempt may fail only at its timeout
+			}
+			if l.reconnect != nil && now.Sub(failing) >= l.renew && now.Sub(moved) >= l.renew {
+				moved = now
+				l.stats.reconnects.Add(1)
+				l.reconnect()
+			}
 		}
 	}
 }

@@ -25,6 +25,13 @@ type Engine interface {
 	// returns an error or ctx ends: the cluster releases those partitions
 	// to other hosts next. An error reports what could not be started.
 	Own(ctx context.Context, subscription string, owned map[int]uint64) error
+	// SetLease tells the engine until when, on the cluster's clock, this
+	// host's lease lets it act: from then on it must start no handler call
+	// for any partition, at once and without waiting for Own, until a later
+	// SetLease moves the time on. The cluster calls it with each confirmed
+	// renewal of the term the engine's partitions were given in, and with
+	// a time already past when the term ends or before one begins.
+	SetLease(until time.Time)
 }
 
 // Defaults of Options.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/berthhq/berth/ledger"
 )
@@ -238,16 +239,34 @@ func (o *ownership) own(ctx context.Context, sub string, owned map[int]uint64) {
 
 // giveUp stops every partition without a release: the term ended, so the
 // others may soon claim them, and the ledger may be out of reach anyway.
-// What the ledger still shows as this host's is released or claimed again in
-// a later term.
+// The engine stopped calling handlers at the term's end already (the lease
+// fence, Engine.SetLease); here every subscription is stopped at once, not
+// one after another, since each stop writes a final checkpoint and may wait
+// on a ledger that does not answer (ctx bounds it). What the ledger still
+// shows as this host's is released or claimed again in a later term.
 func (o *ownership) giveUp(ctx context.Context) {
-	if len(o.owned) > 0 {
-		o.c.stats.giveUps.Add(1)
-		o.c.opts.Logger.Warn("cluster: lease term ended; giving up partitions", "subscriptions", len(o.owned))
+	if len(o.owned) == 0 {
+		clear(o.unreleased)
+		return
 	}
-	for _, sub := range slices.Sorted(maps.Keys(o.owned)) {
-		o.own(ctx, sub, nil)
+	c := o.c
+	c.stats.giveUps.Add(1)
+	c.opts.Logger.Warn("cluster: lease term ended; giving up partitions", "subscriptions", len(o.owned))
+	subs := slices.Sorted(maps.Keys(o.owned))
+	errs := make([]error, len(subs))
+	var wg sync.WaitGroup
+	for i, sub := range subs {
+		wg.Go(func() { errs[i] = c.opts.Engine.Own(ctx, sub, map[int]uint64{}) })
 	}
+	wg.Wait()
+	for i, sub := range subs {
+		delete(o.owned, sub)
+		if errs[i] != nil {
+			c.stats.engineErrors.Add(1)
+			c.opts.Logger.Warn("cluster: engine", "subscription", sub, "err", errs[i])
+		}
+	}
+	c.publishOwned(o.owned)
 	clear(o.unreleased)
 }
 

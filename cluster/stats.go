@@ -23,13 +23,23 @@ type Stats struct {
 	Lost uint64
 	// EngineErrors counts Engine.Own calls that returned an error.
 	EngineErrors uint64
+	// StaleReads counts renewals refused because the key read back at the
+	// last confirmed revision: a node behind the majority answered.
+	StaleReads uint64
+	// Reconnects counts the NATS reconnects the lease forced after
+	// renewals failed for a third of the TTL.
+	Reconnects uint64
+	// HoldDowns counts the times the host stayed out of the deployment
+	// after its lease terms ended too often within a minute (a flapping
+	// link).
+	HoldDowns uint64
 }
 
 // counters is the live form of Stats.
 type counters struct {
-	renewals, renewalFailures, leasesLost, giveUps atomic.Uint64
-	claims, claimConflicts, releases, lost         atomic.Uint64
-	engineErrors                                   atomic.Uint64
+	renewals, renewalFailures, leasesLost, giveUps  atomic.Uint64
+	claims, claimConflicts, releases, lost          atomic.Uint64
+	engineErrors, staleReads, reconnects, holdDowns atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -38,5 +48,6 @@ func (c *counters) snapshot() Stats {
 		LeasesLost: c.leasesLost.Load(), GiveUps: c.giveUps.Load(),
 		Claims: c.claims.Load(), ClaimConflicts: c.claimConflicts.Load(),
 		Releases: c.releases.Load(), Lost: c.lost.Load(), EngineErrors: c.engineErrors.Load(),
+		StaleReads: c.staleReads.Load(), Reconnects: c.reconnects.Load(), HoldDowns: c.holdDowns.Load(),
 	}
 }

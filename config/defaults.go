@@ -28,6 +28,7 @@ func Default() *Config {
 			Backend: BackendBadger, Sync: SyncAlways, JetStream: JetStreamConfig{
 				URLs: []string{DefaultNATSURL}, Stream: jetstream.DefaultStream, SubjectPrefix: jetstream.DefaultPrefix,
 				Replicas: 1, ConnectTimeout: DefaultNATSConnectTimeout, OpenTimeout: DefaultNATSOpenTimeout,
+				PingInterval: DefaultNATSPingInterval, MaxPingsOut: DefaultNATSMaxPingsOut,
 				LedgerCompactEvery: DefaultLedgerCompactEvery, LedgerCompactKeep: DefaultLedgerCompactKeep,
 			}},
 		Cluster: ClusterConfig{LeaseTTL: DefaultLeaseTTL},
@@ -158,6 +159,11 @@ connect-timeout = "5s"
 # How long the host waits at start for NATS to take connections, and for each of its streams and
 # buckets while the cluster cannot answer yet (forming, electing leaders, other hosts creating them).
 open-timeout = "30s"
+# How often the client pings its NATS server.
+ping-interval = "2s"
+# Pings that may go unanswered before the connection counts as lost and the client moves to another
+# server.
+max-pings-outstanding = 2
 # Transactions past the last compaction point that make a host snapshot the ledger's cache and purge
 # its stream before the point; 0 for never.
 ledger-compact-every = 100000

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/berthhq/berth/eventlog/jetstream"
 	"github.com/berthhq/berth/internal/jsapi"
@@ -25,6 +26,12 @@ const (
 	DefaultNATSURL            = "nats://127.0.0.1:4222"
 	DefaultNATSConnectTimeout = retry.Duration(jetstream.DefaultRequestTimeout)
 	DefaultNATSOpenTimeout    = retry.Duration(jsapi.DefaultWait)
+	// DefaultNATSPingInterval and DefaultNATSMaxPingsOut make a connection to a server that went
+	// silent (cut off, paused, its host gone) count as lost within about 6 s: well inside the
+	// default lease TTL, so the host moves to another server before its lease runs out. The client's
+	// own defaults (2 minutes, 2) would keep it on a dead server for minutes.
+	DefaultNATSPingInterval = retry.Duration(2 * time.Second)
+	DefaultNATSMaxPingsOut  = 2
 	// DefaultLedgerCompactEvery and DefaultLedgerCompactKeep are the ledger stream's compaction
 	// (ledger/jetstream's own defaults).
 	DefaultLedgerCompactEvery = jsledger.DefaultCompactEvery
@@ -68,6 +75,13 @@ type JetStreamConfig struct {
 	// the same moment (default 30s). Not catching the ledger's cache up, nor waiting for the host's
 	// previous run's membership to expire.
 	OpenTimeout retry.Duration `toml:"open-timeout"`
+	// PingInterval is how often the client pings its server (default 2s); after MaxPingsOut pings
+	// without an answer the connection counts as lost and the client moves to another server. Keep
+	// ping-interval × (max-pings-outstanding + 1) under a third of cluster.lease-ttl.
+	PingInterval retry.Duration `toml:"ping-interval"`
+	// MaxPingsOut is how many pings may go unanswered before the connection counts as lost
+	// (default 2; at least 1).
+	MaxPingsOut int `toml:"max-pings-outstanding"`
 	// LedgerCompactEvery is how many transactions past the last compaction point make a host compact
 	// the ledger's stream: snapshot its cache to <stream>_LEDGER_SNAPSHOTS and purge the stream
 	// before the point (default 100000; 0: never, and the stream grows for ever).
@@ -124,6 +138,10 @@ func (j JetStreamConfig) validate(p *problems, at keyPath) {
 	}
 	positiveDuration(p, at.key("connect-timeout"), j.ConnectTimeout)
 	positiveDuration(p, at.key("open-timeout"), j.OpenTimeout)
+	positiveDuration(p, at.key("ping-interval"), j.PingInterval)
+	if j.MaxPingsOut < 1 {
+		p.add(at.key("max-pings-outstanding"), strconv.Itoa(j.MaxPingsOut), "must be at least 1")
+	}
 	switch {
 	case j.LedgerCompactEvery < 0:
 		p.add(at.key("ledger-compact-every"), strconv.Itoa(j.LedgerCompactEvery), "must be 0 (never) or more")

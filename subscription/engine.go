@@ -64,7 +64,8 @@ type Engine struct {
 	started bool
 	closed  bool
 
-	host atomic.Pointer[hostLayer] // the host's retry layer and classifier
+	host  atomic.Pointer[hostLayer] // the host's retry layer and classifier
+	lease hostLease                 // until when the cluster lets this host act (lease.go)
 
 	ctx    context.Context // the engine's lifetime; cancelled by Close
 	cancel context.CancelFunc
@@ -90,6 +91,7 @@ func Open(events eventlog.Log, store ledger.Store, opts Options, specs ...Spec) 
 		subs: map[string]*subscription{}, ctx: ctx, cancel: cancel,
 	}
 	e.storm = logstorm.New(opts.Logger, opts.Clock, 0, 0)
+	e.lease.base = e.clock.Now()
 	e.host.Store(&hostLayer{retry: opts.Retry, parked: opts.Parked, classifier: opts.Classifier})
 	e.sched = newScheduler(e)
 	e.trace = newTracing(opts.Tracer)

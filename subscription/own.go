@@ -26,7 +26,8 @@ import (
 //
 // A restart that fails is tried again until it works (startretry.go):
 // Own's error is then the stop's only, and the start's is in the log and
-// in Status.
+// in Status. A new set given while a start is tried again is tried at
+// once.
 //
 // Own needs Options.Host: a single host owns every partition
 // (ErrBadPartition otherwise, as for a partition outside 0 to
@@ -57,6 +58,14 @@ func (e *Engine) Own(ctx context.Context, subscription string, owned map[int]uin
 	}
 	s.owned = maps.Clone(owned)
 	if s.run == nil {
+		if s.starting.retrying && len(owned) > 0 {
+			// A start tried again with backoff would take the new set up
+			// only at its next try, up to StartBackoffMax away — after a
+			// network fault healed, its partitions would wait that long.
+			// The cluster has just claimed them through the ledger: try
+			// now. A failure leaves the retry as it was.
+			s.startOrRetryLocked(context.WithoutCancel(ctx))
+		}
 		return nil
 	}
 	// The final checkpoints are written under the old epochs; a partition

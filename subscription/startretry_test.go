@@ -117,8 +117,8 @@ func TestOwnRestartTriedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != StateStarting || st.StartFailures != 2 || !strings.Contains(st.StartError, errAway.Error()) {
-		t.Fatalf("status %+v, want starting after 2 failures (Own's and the retry's)", st)
+	if st.State != StateStarting || st.StartFailures != 3 || !strings.Contains(st.StartError, errAway.Error()) {
+		t.Fatalf("status %+v, want starting after 3 failures (both Owns' and the retry's)", st)
 	}
 	for _, id := range ids {
 		e.append("Order", id)
@@ -199,5 +199,27 @@ func TestCloseWhileStarting(t *testing.T) {
 	away.away.Store(false)
 	if st := startStateOf(t, eng); st.State != StateStopped {
 		t.Fatalf("after Close: status %+v", st)
+	}
+}
+
+// A new set of partitions given while a start is being tried again is
+// tried at once, not at the retry's next try (up to StartBackoffMax away):
+// after a network fault heals, the partitions the cluster claims back run
+// as soon as the log answers.
+func TestOwnDuringStartRetryTriesAtOnce(t *testing.T) {
+	rec := newRecorder(nil, nil)
+	opts := Options{Partitions: 2}
+	e := newEnv(t, opts)
+	rec.clock = e.clock
+	away := &awayLog{Log: e.log}
+	e.events = away
+	a := e.host("A", opts, spec(sub, rec))
+	away.away.Store(true)
+	own(t, a, e.claim("A", 1, 0, 1))
+	e.blockUntil(1) // the retry waits on the clock
+	away.away.Store(false)
+	own(t, a, e.claim("A", 2, 0, 1)) // the clock does not move
+	if st := startStateOf(t, a); st.State != StateRunning || len(st.Partitions) != 2 || st.Partitions[0].Epoch != 2 {
+		t.Fatalf("status %+v, want running both partitions at epoch 2", st)
 	}
 }

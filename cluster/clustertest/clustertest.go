@@ -40,6 +40,8 @@ type noEngine struct{}
 
 func (noEngine) Own(context.Context, string, map[int]uint64) error { return nil }
 
+func (noEngine) SetLease(time.Time) {}
+
 // Start opens a Cluster as id on its own connection to url, over st, with
 // lease TTL ttl on clock (nil: real time); it is closed at the end of the
 // test.
