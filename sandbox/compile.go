@@ -15,7 +15,8 @@ import (
 // holds one reference and every live instance another, so evicting a module
 // in use closes it only once its last instance is gone.
 type compiled struct {
-	cm wazero.CompiledModule
+	cm      wazero.CompiledModule
+	onClose func() // after cm.Close: what it held is garbage now (nil: nothing)
 
 	mu      sync.Mutex
 	refs    int
@@ -41,6 +42,9 @@ func (c *compiled) release() {
 	c.mu.Unlock()
 	if last {
 		c.cm.Close(context.Background())
+		if c.onClose != nil {
+			c.onClose()
+		}
 	}
 }
 
@@ -49,14 +53,17 @@ func (c *compiled) release() {
 type compiler struct {
 	flight singleflight.Group
 	cache  *lru.Cache[string, *compiled]
+	freed  func() // after each compile, and after closing a compiled module: memory to give back
 }
 
-func newCompiler(size int) (*compiler, error) {
+// newCompiler returns a compiler that keeps size compiled modules and calls
+// freed after each compile and after closing a compiled module.
+func newCompiler(size int, freed func()) (*compiler, error) {
 	cache, err := lru.NewWithEvict(size, func(_ string, c *compiled) { c.release() })
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: compiled module cache: %w", err)
 	}
-	return &compiler{cache: cache}, nil
+	return &compiler{cache: cache, freed: freed}, nil
 }
 
 // get returns a referenced compiled module; the caller must release it.
@@ -70,10 +77,13 @@ func (c *compiler) get(ctx context.Context, key string, rt *runtime, wasm []byte
 				return e, nil
 			}
 			cm, err := rt.r.CompileModule(ctx, wasm)
+			if c.freed != nil {
+				c.freed() // a compile leaves garbage: tens of MiB for a Go guest
+			}
 			if err != nil {
 				return nil, err
 			}
-			e := &compiled{cm: cm, refs: 1} // the cache's reference
+			e := &compiled{cm: cm, refs: 1, onClose: c.freed} // the cache's reference
 			c.cache.Add(key, e)
 			return e, nil
 		})

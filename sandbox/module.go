@@ -227,8 +227,10 @@ func (s *Sandbox) loadKnown(key string, codeCached bool) (abi.Description, bool)
 
 // warmUp makes, in the background, the first instance of a module loaded
 // from its record (knownModules): the compile from the cache and the guest's
-// _initialize run while the caller stores and deploys the module. A call
-// that comes first makes its own instance, joining the compile under way.
+// _initialize run while the caller stores and deploys the module, in the
+// sandbox's background compile slot (a restart warms its modules one at a
+// time). A call that comes first makes its own instance, joining the
+// compile under way.
 // A failure is logged; calls meet it again and fail with it.
 func (m *Module) warmUp(ctx context.Context) {
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -242,7 +244,11 @@ func (m *Module) warmUp(ctx context.Context) {
 				return
 			}
 		}
+		if !m.s.takeCompileSlot(bg) {
+			return
+		}
 		inst, err := m.pool.acquire(bg, time.Time{})
+		m.s.giveCompileSlot()
 		if err != nil {
 			if bg.Err() == nil && !errors.Is(err, ErrClosed) {
 				m.s.cfg.Logger.Error("the first instance of a known module failed", "module", m.name, "err", err.Error())
@@ -265,7 +271,9 @@ func (s *Sandbox) interpreterTier(ctx context.Context, key runtimeKey, code []by
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
 	}
-	return &tier{name: TierInterpreter, rt: rt, interp: &compiled{cm: cm, refs: 1}}, nil
+	// Its form is the largest thing a module holds (~60 MiB of heap for a Go
+	// guest): once the last reference goes, give it back to the OS.
+	return &tier{name: TierInterpreter, rt: rt, interp: &compiled{cm: cm, refs: 1, onClose: s.osMem.release}}, nil
 }
 
 // start checks the module's shape on its first tier, makes its first
@@ -312,6 +320,7 @@ func (m *Module) Close(context.Context) error {
 	if t := m.tier.Load(); t.interp != nil {
 		t.interp.release()
 	}
+	m.s.osMem.release() // its instances' memories
 	return nil
 }
 
