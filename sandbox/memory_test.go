@@ -48,3 +48,52 @@ func TestMemoryHint(t *testing.T) {
 		t.Errorf("hint %d once an instance grew from %d bytes, want whole pages for %.2f times that", h, fresh, m.pool.recycleGrowth)
 	}
 }
+
+// TestModuleMemoryStats: what Stats says a module holds. Its instances'
+// linear memory counts each live instance, idle or busy, and none once
+// closed; its code is the module it compiles; its machine code is what its
+// compile mapped (where /proc/self/maps tells it), within the process's,
+// and none on the interpreter.
+func TestModuleMemoryStats(t *testing.T) {
+	m := load(t, newSandbox(t, Config{}), "samples/bench", ModuleConfig{})
+	st := m.Stats()
+	if st.Idle != 1 || st.InstanceMemoryBytes == 0 || st.InstanceMemoryBytes != st.IdleMemoryBytes {
+		t.Fatalf("after load: %+v, want one idle instance's memory counted", st)
+	}
+	if st.CodeBytes != uint64(len(m.code)) || st.CodeBytes == 0 {
+		t.Errorf("code %d bytes, want the module's %d", st.CodeBytes, len(m.code))
+	}
+	if _, ok := execBytes(); ok && (st.MachineCodeBytes == 0 || st.MachineCodeBytes > MachineCodeBytes()) {
+		t.Errorf("machine code %d bytes, want some, within the process's %d", st.MachineCodeBytes, MachineCodeBytes())
+	}
+	one := st.InstanceMemoryBytes
+	a, err := m.pool.acquire(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.pool.acquire(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Stats().InstanceMemoryBytes, one+uint64(b.newBytes); got != want {
+		t.Errorf("two busy instances: %d bytes counted, want %d", got, want)
+	}
+	m.sawMemory(a, a.newBytes+wasmPageSize) // as if a's call grew its memory by a page
+	if got, want := m.Stats().InstanceMemoryBytes, one+uint64(b.newBytes)+wasmPageSize; got != want {
+		t.Errorf("one grown by a page: %d bytes counted, want %d", got, want)
+	}
+	m.pool.put(a, false) // its memory read again: as it was made
+	m.pool.put(b, true)  // b's call failed: closed
+	if got := m.Stats().InstanceMemoryBytes; got != one {
+		t.Errorf("one instance left: %d bytes counted, want %d", got, one)
+	}
+	m.Close(t.Context())
+	if got := m.Stats().InstanceMemoryBytes; got != 0 {
+		t.Errorf("closed: %d bytes of instances counted, want 0", got)
+	}
+
+	interp := onTier(t, TierInterpreter, "samples/bench", Config{}, ModuleConfig{})
+	if got := interp.Stats().MachineCodeBytes; got != 0 {
+		t.Errorf("on the interpreter: %d bytes of machine code, want 0", got)
+	}
+}

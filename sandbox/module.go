@@ -73,6 +73,9 @@ type Module struct {
 	// once one of them grew after it (sawMemory).
 	freshBytes atomic.Uint64
 	grows      atomic.Bool
+	// instanceBytes is the linear memory of the live instances, each as of
+	// its last call (sawMemory) or its making.
+	instanceBytes atomic.Int64
 }
 
 // Stats counts a module's instances and the memory its pool holds.
@@ -99,14 +102,27 @@ type Stats struct {
 	// idle past Config.IdleTimeout.
 	ClosedFailed, ClosedMemory, ClosedIdle int64
 	// ClosedTierUp counts the interpreter instances closed once the
-	// module's compiled code was ready: each as it came back from its call,
-	// or when a call reached it idle (the idle release counts the others).
+	// module's compiled code was ready: the idle ones at the switch, the
+	// others as they came back from their calls.
 	ClosedTierUp int64
+
+	// What the module holds in memory: InstanceMemoryBytes is the linear
+	// memory of its live instances, idle or busy, each as of its last call;
+	// CodeBytes is its module as compiled (the upload, rewritten by the loop
+	// guard), which the sandbox keeps to compile again; MachineCodeBytes is
+	// its compiled code, as measured when it was compiled (0 while it runs
+	// on the interpreter, whose form is on the Go heap and not measured, and
+	// when not known: MachineCodeBytes, the function, has the process's).
+	InstanceMemoryBytes, CodeBytes, MachineCodeBytes uint64
 }
 
-// Stats returns the module's instance counts.
+// Stats returns the module's instance counts and what it holds in memory.
 func (m *Module) Stats() Stats {
-	st := Stats{Live: m.live.Load(), Created: m.created.Load(), MemoryLimitBytes: uint64(m.cfg.MemoryLimitPages) * wasmPageSize}
+	st := Stats{Live: m.live.Load(), Created: m.created.Load(), MemoryLimitBytes: uint64(m.cfg.MemoryLimitPages) * wasmPageSize,
+		InstanceMemoryBytes: uint64(max(m.instanceBytes.Load(), 0)), CodeBytes: uint64(len(m.code))}
+	if m.tier.Load().interp == nil {
+		st.MachineCodeBytes = m.s.comp.codeBytes(m.cacheKey)
+	}
 	m.pool.stats(&st)
 	return st
 }
