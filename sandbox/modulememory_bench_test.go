@@ -64,6 +64,9 @@ type memFigures struct {
 	AfterRSS, AfterReleased, AfterHeap                uint64
 	LoadSeconds                                       []float64 // each module's load, one after another
 	InstancesDeployed, InstancesBurst, InstancesAfter int64     // live instances, all modules
+	// What the modules' Stats say they hold, summed, once deployed; and the
+	// process's machine code.
+	StatsMachineCode, StatsCode, StatsInstances, ProcessMachineCode uint64
 }
 
 // BenchmarkModuleMemory measures what a deployed Go module costs the
@@ -209,7 +212,8 @@ func TestModuleMemoryChild(t *testing.T) {
 		var cms []wazero.CompiledModule
 		for i := range n {
 			start := time.Now()
-			cm, err := r.CompileModule(ctx, wasms[i%len(wasms)])
+			// Each a build of its own: wazero shares the compile of equal bytes.
+			cm, err := r.CompileModule(ctx, testbuild.Rebuilt(wasms[i%len(wasms)], strconv.Itoa(i)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,6 +252,12 @@ func TestModuleMemoryChild(t *testing.T) {
 			}
 		}
 		f.InstancesDeployed = instances()
+		for _, m := range ms {
+			st := m.Stats()
+			f.StatsMachineCode += st.MachineCodeBytes
+			f.StatsCode += st.CodeBytes
+			f.StatsInstances += st.InstanceMemoryBytes
+		}
 		// The idle timeout passes: what the janitor does, at once.
 		idle := func() {
 			clk.Advance(DefaultIdleTimeout + time.Second)
@@ -281,6 +291,7 @@ func TestModuleMemoryChild(t *testing.T) {
 		t.Fatalf("unknown mode %q", mode)
 	}
 	settle()
+	f.ProcessMachineCode = MachineCodeBytes()
 	f.DeployedRSS, f.DeployedReleased, f.DeployedHeap = measureMem()
 	if p := os.Getenv("BERTH_HEAP_PROFILE"); p != "" {
 		writeHeapProfile(t, p+"."+mode)
