@@ -196,20 +196,23 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 		return nil, err
 	}
 	start := &tier{name: TierCompiled, rt: compiledRT}
-	codeCached := s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey)
-	tierUp := s.cfg.Tiering == TierUp && !codeCached
-	if tierUp {
-		if start, err = s.interpreterTier(ctx, key, m.code); err != nil {
-			return nil, err
-		}
-	}
 	m.tier.Store(start)
+	codeCached := s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey)
 	known := knownKey(m.sha256, guard, mc)
 	if desc, ok := s.loadKnown(known, codeCached); ok {
 		m.desc = desc
 		m.warmUp(ctx)
 		s.modules.Store(m, struct{}{})
 		return m, nil
+	}
+	// Compiles and runs guest code from here: background compiles give way.
+	defer s.fg.enter()()
+	tierUp := s.cfg.Tiering == TierUp && !codeCached
+	if tierUp {
+		if start, err = s.interpreterTier(ctx, key, m.code); err != nil {
+			return nil, err
+		}
+		m.tier.Store(start)
 	}
 	if err := m.start(ctx); err != nil {
 		if start.interp != nil {

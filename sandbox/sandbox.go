@@ -222,6 +222,7 @@ type Sandbox struct {
 	// many modules at once does not share its processors out among all
 	// their compiles, while the uploads that come meanwhile wait for CPU.
 	compileSlot chan struct{}
+	fg          *foreground // the Loads in the foreground, to which background compiles give way
 
 	mu       sync.Mutex
 	runtimes map[runtimeKey]*runtime
@@ -235,7 +236,7 @@ type Sandbox struct {
 // New returns a sandbox. Close it to release compiled code and instances.
 func New(cfg Config) (*Sandbox, error) {
 	cfg = cfg.withDefaults()
-	s := &Sandbox{cfg: cfg, runtimes: map[runtimeKey]*runtime{}, osMem: newOSMemory(), compileSlot: make(chan struct{}, 1)}
+	s := &Sandbox{cfg: cfg, runtimes: map[runtimeKey]*runtime{}, osMem: newOSMemory(), compileSlot: make(chan struct{}, 1), fg: newForeground()}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {

@@ -105,24 +105,20 @@ func compileWorkers() int { return max(2, goruntime.GOMAXPROCS(0)/2) }
 // tierUp compiles the module with the optimizing compiler on rt and, when
 // that is done, moves new instances onto the compiled code (idle interpreter
 // instances are closed at once, the others as they come back from a call).
-// It waits for the sandbox's compile slot first. It ends early, without switching, when ctx is
-// cancelled (the module or the sandbox closing). A failed compile, which
-// should not happen to a module the interpreter accepted, is logged, and
-// the module stays on the interpreter.
+// The compile waits for the sandbox's compile slot and for the foreground
+// to be quiet, and gives way to a Load (foreground.go). It ends early,
+// without switching, when ctx is cancelled (the module or the sandbox
+// closing). A failed compile, which should not happen to a module the
+// interpreter accepted, is logged, and the module stays on the interpreter.
 func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
 	defer close(m.tierDone)
-	if !m.s.takeCompileSlot(ctx) {
-		return
-	}
-	c, err := m.s.comp.get(experimental.WithCompilationWorkers(ctx, compileWorkers()), m.cacheKey, rt, m.code)
+	c, err := m.compileInBackground(ctx, rt)
 	if err != nil {
-		m.s.giveCompileSlot()
 		if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 			m.s.cfg.Logger.Error("background compile failed; the module stays on the interpreter", "module", m.name, "err", err.Error())
 		}
 		return
 	}
-	m.s.giveCompileSlot()
 	c.release() // the cache keeps its reference; each instance takes its own
 	if gate := m.s.cfg.tierUpGate; gate != nil {
 		select {
@@ -141,6 +137,36 @@ func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
 	// thing a module has, which goes (and back to the OS) with the last of
 	// them. A call in flight on one closes it when it comes back.
 	m.pool.drop(m.stale, &m.pool.counts.tierUp)
+}
+
+// compileInBackground compiles the module on rt in the sandbox's compile
+// slot once the foreground is quiet, again after each Load that cancelled
+// it, up to maxPreempts times; it returns the referenced compiled module.
+func (m *Module) compileInBackground(ctx context.Context, rt *runtime) (*compiled, error) {
+	fg := m.s.fg
+	for preempts := 0; ; preempts++ {
+		if !fg.waitQuiet(ctx) || !m.s.takeCompileSlot(ctx) {
+			return nil, ctx.Err()
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		stop := cancel
+		if preempts >= maxPreempts {
+			stop = nil // it has given way enough: it runs to its end
+		}
+		if !fg.start(stop) {
+			cancel()
+			m.s.giveCompileSlot()
+			continue // a Load began while it waited for the slot
+		}
+		c, err := m.s.comp.get(experimental.WithCompilationWorkers(cctx, compileWorkers()), m.cacheKey, rt, m.code)
+		fg.done()
+		m.s.giveCompileSlot()
+		preempted := err != nil && cctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if !preempted {
+			return c, err
+		}
+	}
 }
 
 // takeCompileSlot waits for the sandbox's one background compile slot

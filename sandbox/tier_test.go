@@ -257,3 +257,32 @@ func TestTimeoutWhileWarmingUp(t *testing.T) {
 		t.Fatalf("spinner on an interpreter with no compile to come: %v on %q, warming %v; want a plain Timeout", o.Kind, o.Tier, o.WarmingUp != nil)
 	}
 }
+
+// TestLoadPreemptsBackgroundCompile: a Load that works in the foreground
+// cancels the background compile running, which starts again once the
+// foreground is quiet and switches its module as before.
+func TestLoadPreemptsBackgroundCompile(t *testing.T) {
+	s := openSandbox(t, Config{CacheDir: t.TempDir(), Tiering: TierUp})
+	a := load(t, s, "samples/bench", ModuleConfig{})
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, func() error {
+		s.fg.mu.Lock()
+		defer s.fg.mu.Unlock()
+		if s.fg.stop == nil {
+			return errors.New("the first module's background compile has not started")
+		}
+		return nil
+	})
+	b := load(t, s, "samples/misbehaving", ModuleConfig{})
+	s.fg.mu.Lock()
+	preempted := s.fg.preempted
+	s.fg.mu.Unlock()
+	if preempted != 1 {
+		t.Errorf("%d background compiles cancelled by the second Load, want 1", preempted)
+	}
+	for _, m := range []*Module{a, b} {
+		<-m.tierDone
+		if got := m.Tier(); got != TierCompiled {
+			t.Errorf("%s on %q after its background compile, want %q", m.Name(), got, TierCompiled)
+		}
+	}
+}
