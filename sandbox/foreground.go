@@ -6,18 +6,22 @@ import (
 	"time"
 )
 
-// Background compiles give way to the foreground. A Go guest's compile
+// Background compiles give way to the foreground (a Load, or what a
+// caller marks with Sandbox.Foreground). A Go guest's compile
 // takes seconds of every processor the compile's workers get, and an upload
 // that came meanwhile (its rewrite, its interpreter compile, its first
 // instance) waited for CPU: uploads one after another each took 3-5 times
 // the first (issue 32). So a background compile starts only once no Load
 // has worked in the foreground for quietPeriod, and a Load that starts
 // working cancels the one running, which starts again from the beginning
-// once the foreground is quiet, at most maxPreempts times: a compile that
-// lost that often runs to its end whatever comes.
+// once the foreground is quiet, until the work it lost so reaches
+// maxGivenWay: then it runs to its end whatever comes. (A count of
+// cancels would not do: the gaps between an operator's uploads, each
+// upload's durable write among them, let a compile start, and be
+// cancelled, after every one.)
 const (
 	quietPeriod = 200 * time.Millisecond
-	maxPreempts = 3
+	maxGivenWay = 3 * time.Second
 )
 
 // foreground tracks the Loads working in the foreground and the background
@@ -72,12 +76,15 @@ func (f *foreground) enter() (exit func()) {
 func (f *foreground) waitQuiet(ctx context.Context) bool {
 	for {
 		f.mu.Lock()
-		quiet, wait := f.quiet, quietPeriod-time.Since(f.lastEnd)
+		loading, quiet, wait := f.loading, f.quiet, quietPeriod-time.Since(f.lastEnd)
 		f.mu.Unlock()
-		select {
-		case <-quiet:
-		case <-ctx.Done():
-			return false
+		if loading > 0 {
+			select {
+			case <-quiet:
+				continue // read lastEnd again
+			case <-ctx.Done():
+				return false
+			}
 		}
 		if wait <= 0 {
 			return true
@@ -111,3 +118,8 @@ func (f *foreground) done() {
 	f.stop = nil
 	f.mu.Unlock()
 }
+
+// Foreground marks work in the foreground that background compiles give
+// way to, as they do to a Load's (an upload: its Load, its durable write,
+// its subscriptions, as one); call the returned func when it is done.
+func (s *Sandbox) Foreground() (done func()) { return s.fg.enter() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	goruntime "runtime"
+	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -141,16 +142,18 @@ func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
 
 // compileInBackground compiles the module on rt in the sandbox's compile
 // slot once the foreground is quiet, again after each Load that cancelled
-// it, up to maxPreempts times; it returns the referenced compiled module.
+// it, until those cancels cost it maxGivenWay; it returns the referenced
+// compiled module.
 func (m *Module) compileInBackground(ctx context.Context, rt *runtime) (*compiled, error) {
 	fg := m.s.fg
-	for preempts := 0; ; preempts++ {
+	var lost time.Duration // compiling time a Load's cancel threw away
+	for {
 		if !fg.waitQuiet(ctx) || !m.s.takeCompileSlot(ctx) {
 			return nil, ctx.Err()
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		stop := cancel
-		if preempts >= maxPreempts {
+		if lost >= maxGivenWay {
 			stop = nil // it has given way enough: it runs to its end
 		}
 		if !fg.start(stop) {
@@ -158,6 +161,7 @@ func (m *Module) compileInBackground(ctx context.Context, rt *runtime) (*compile
 			m.s.giveCompileSlot()
 			continue // a Load began while it waited for the slot
 		}
+		began := time.Now()
 		c, err := m.s.comp.get(experimental.WithCompilationWorkers(cctx, compileWorkers()), m.cacheKey, rt, m.code)
 		fg.done()
 		m.s.giveCompileSlot()
@@ -166,6 +170,7 @@ func (m *Module) compileInBackground(ctx context.Context, rt *runtime) (*compile
 		if !preempted {
 			return c, err
 		}
+		lost += time.Since(began)
 	}
 }
 
