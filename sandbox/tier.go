@@ -32,8 +32,9 @@ const (
 	// the background; when the compile is done, new instances run the
 	// compiled code, idle interpreter instances are closed and the others as
 	// they come back from their calls. One module compiles at a time in the
-	// background; the others wait on the interpreter. A module whose compiled code is cached (in memory, or
-	// on disk from an earlier run) starts compiled.
+	// background, giving way to Loads; the others wait on the interpreter. A
+	// module whose compiled code is cached (in memory, or on disk from an
+	// earlier run) starts compiled.
 	TierUp
 )
 
