@@ -6,13 +6,14 @@ import (
 )
 
 // sandboxCollector reports every loaded module's instance pool at scrape
-// time: how many instances exist, the memory the idle ones hold, and why
-// instances were closed. A module being replaced under the same name is
-// counted with its successor.
+// time: how many instances exist, the memory the idle ones hold, why
+// instances were closed, and what memory the module holds (its instances,
+// its code, its machine code), beside the process's machine code. A module
+// being replaced under the same name is counted with its successor.
 type sandboxCollector struct {
 	sb *sandbox.Sandbox
 
-	instances, memory, maxMemory, limit, closed, compiled *prometheus.Desc
+	instances, memory, maxMemory, limit, closed, compiled, held, machineCode *prometheus.Desc
 }
 
 func newSandboxCollector(sb *sandbox.Sandbox) *sandboxCollector {
@@ -25,12 +26,15 @@ func newSandboxCollector(sb *sandbox.Sandbox) *sandboxCollector {
 		limit:     prometheus.NewDesc("berth_sandbox_memory_limit_bytes", "The module's memory limit per instance.", mod, nil),
 		closed:    prometheus.NewDesc("berth_sandbox_instances_closed_total", "Instances closed, by reason: failed (trap, timeout, memory exceeded), memory (grown to sandbox.recycle-memory-percent of the limit), idle (sandbox.idle-timeout), tier-up (an interpreter instance after the module's compiled code was ready).", []string{"module", "reason"}, nil),
 		compiled:  prometheus.NewDesc("berth_sandbox_module_compiled", "1 when the module runs compiled code, 0 while it (or the version it replaces) runs on the interpreter (sandbox.tier-up).", mod, nil),
+		held: prometheus.NewDesc("berth_sandbox_module_memory_bytes", "Memory the module holds, by part: instances (the linear memory of its live instances, idle or busy), code (its module as compiled, kept to compile again), machine-code (its compiled code, measured at its compile; 0 on the interpreter or when not known).",
+			[]string{"module", "part"}, nil),
+		machineCode: prometheus.NewDesc("berth_sandbox_machine_code_bytes", "Machine code the process holds: every compiled module's, mapped outside the Go heap.", nil, nil),
 	}
 }
 
 // Describe sends the descriptors.
 func (c *sandboxCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.instances, c.memory, c.maxMemory, c.limit, c.closed, c.compiled} {
+	for _, d := range []*prometheus.Desc{c.instances, c.memory, c.maxMemory, c.limit, c.closed, c.compiled, c.held, c.machineCode} {
 		ch <- d
 	}
 }
@@ -59,6 +63,9 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 		sum.ClosedMemory += st.ClosedMemory
 		sum.ClosedIdle += st.ClosedIdle
 		sum.ClosedTierUp += st.ClosedTierUp
+		sum.InstanceMemoryBytes += st.InstanceMemoryBytes
+		sum.CodeBytes += st.CodeBytes
+		sum.MachineCodeBytes += st.MachineCodeBytes
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -71,6 +78,9 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.maxMemory, float64(st.MaxIdleMemoryBytes), name)
 		gauge(c.limit, float64(st.MemoryLimitBytes), name)
 		gauge(c.compiled, b2f(compiled[name]), name)
+		gauge(c.held, float64(st.InstanceMemoryBytes), name, "instances")
+		gauge(c.held, float64(st.CodeBytes), name, "code")
+		gauge(c.held, float64(st.MachineCodeBytes), name, "machine-code")
 		for _, r := range []struct {
 			reason string
 			n      int64
@@ -78,6 +88,7 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(r.n), name, r.reason)
 		}
 	}
+	gauge(c.machineCode, float64(sandbox.MachineCodeBytes()))
 }
 
 // b2f is 1 for true, 0 for false.

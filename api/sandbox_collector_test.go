@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -104,6 +105,10 @@ func TestSandboxMetrics(t *testing.T) {
 		if step.idle > 0 && value("berth_sandbox_instance_memory_bytes") <= 0 {
 			t.Errorf("after %s: idle instances hold no memory", step.handler)
 		}
+		// No call in flight: the module's instances are its idle ones.
+		if got, idle := value("berth_sandbox_module_memory_bytes", "part", "instances"), value("berth_sandbox_instance_memory_bytes"); got != idle {
+			t.Errorf("after %s: the module's instances hold %v bytes, its idle ones %v", step.handler, got, idle)
+		}
 		for reason, want := range map[string]float64{"failed": step.closedFailed, "memory": step.closedMemory, "idle": step.closedIdle} {
 			if got := value("berth_sandbox_instances_closed_total", "reason", reason); got != want {
 				t.Errorf("after %s: %v instances closed for %s, want %v", step.handler, got, reason, want)
@@ -118,6 +123,12 @@ func TestSandboxMetrics(t *testing.T) {
 	}
 	if got := value("berth_sandbox_memory_limit_bytes"); got != 32<<20 {
 		t.Errorf("memory limit %v, want 32 MiB", got)
+	}
+	if got := value("berth_sandbox_module_memory_bytes", "part", "code"); got <= 0 {
+		t.Errorf("the module's code: %v bytes, want its size", got)
+	}
+	if code, ok := gathered(t, reg, "berth_sandbox_machine_code_bytes", nil); !ok || (goruntime.GOOS == "linux" && code <= 0) {
+		t.Errorf("berth_sandbox_machine_code_bytes %v (reported %v), want the compiled module's code", code, ok)
 	}
 	m.Close(ctx)
 	if _, ok := gathered(t, reg, "berth_sandbox_instances", mod); ok {

@@ -175,6 +175,10 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 	if err := validName(name); err != nil {
 		return Info{}, false, err
 	}
+	// The whole upload, not its Load alone: an earlier module's background
+	// compile would start in the time this one is stored and subscribed,
+	// and be cancelled by the next upload.
+	defer r.opts.Sandbox.Foreground()()
 	mod, err := r.opts.Sandbox.Load(ctx, name, wasm, r.opts.Settings().Module(name))
 	if err != nil {
 		return Info{}, false, err

@@ -15,7 +15,11 @@ import (
 // holds one reference and every live instance another, so evicting a module
 // in use closes it only once its last instance is gone.
 type compiled struct {
-	cm wazero.CompiledModule
+	cm      wazero.CompiledModule
+	onClose func() // after cm.Close: what it held is garbage now (nil: nothing)
+	// codeBytes is the machine code its compile mapped (codeMeter); -1:
+	// not known, 0: none (the interpreter's form is on the Go heap).
+	codeBytes int64
 
 	mu      sync.Mutex
 	refs    int
@@ -41,6 +45,9 @@ func (c *compiled) release() {
 	c.mu.Unlock()
 	if last {
 		c.cm.Close(context.Background())
+		if c.onClose != nil {
+			c.onClose()
+		}
 	}
 }
 
@@ -49,14 +56,17 @@ func (c *compiled) release() {
 type compiler struct {
 	flight singleflight.Group
 	cache  *lru.Cache[string, *compiled]
+	freed  func() // after each compile, and after closing a compiled module: memory to give back
 }
 
-func newCompiler(size int) (*compiler, error) {
+// newCompiler returns a compiler that keeps size compiled modules and calls
+// freed after each compile and after closing a compiled module.
+func newCompiler(size int, freed func()) (*compiler, error) {
 	cache, err := lru.NewWithEvict(size, func(_ string, c *compiled) { c.release() })
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: compiled module cache: %w", err)
 	}
-	return &compiler{cache: cache}, nil
+	return &compiler{cache: cache, freed: freed}, nil
 }
 
 // get returns a referenced compiled module; the caller must release it.
@@ -69,11 +79,16 @@ func (c *compiler) get(ctx context.Context, key string, rt *runtime, wasm []byte
 			if e, ok := c.cache.Peek(key); ok {
 				return e, nil
 			}
-			cm, err := rt.r.CompileModule(ctx, wasm)
+			var cm wazero.CompiledModule
+			var err error
+			code := machineCode.measure(func() { cm, err = rt.r.CompileModule(ctx, wasm) })
+			if c.freed != nil {
+				c.freed() // a compile leaves garbage: tens of MiB for a Go guest
+			}
 			if err != nil {
 				return nil, err
 			}
-			e := &compiled{cm: cm, refs: 1} // the cache's reference
+			e := &compiled{cm: cm, refs: 1, onClose: c.freed, codeBytes: code} // the cache's reference
 			c.cache.Add(key, e)
 			return e, nil
 		})
@@ -90,6 +105,15 @@ func (c *compiler) get(ctx context.Context, key string, rt *runtime, wasm []byte
 		}
 		// Evicted between compile and acquire: try again.
 	}
+}
+
+// codeBytes returns the machine code of key's compiled module when it is
+// in the cache and its size is known; 0 otherwise.
+func (c *compiler) codeBytes(key string) uint64 {
+	if e, ok := c.cache.Peek(key); ok && e.codeBytes > 0 {
+		return uint64(e.codeBytes)
+	}
+	return 0
 }
 
 // cached says whether key's compiled module is in the cache now.

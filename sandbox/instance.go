@@ -25,6 +25,7 @@ type instance struct {
 	memBytes       atomic.Uint32 // its linear memory then, for Stats (read while in an affinity slot)
 	slot           int           // its call's affinity slot (pool.slots), -1 for none
 	newBytes       uint32        // its linear memory when made, after _initialize: what growth is measured from
+	counted        uint32        // its linear memory as counted in its module's instanceBytes
 
 	// Per-call state, reused by every call the instance serves.
 	cs      callState
@@ -94,6 +95,8 @@ func (m *Module) makeInstance(ctx context.Context, deadline time.Time, rp *repla
 	}
 	inst.mod = mod
 	inst.newBytes = inst.memoryBytes()
+	inst.counted = inst.newBytes
+	m.instanceBytes.Add(int64(inst.counted))
 	m.freshBytes.Store(uint64(inst.newBytes))
 	m.instanceOpened()
 	inst.alloc = mod.ExportedFunction(abi.ExportAlloc)
@@ -193,6 +196,7 @@ func (inst *instance) close() {
 	if inst.mod != nil {
 		inst.mod.Close(context.Background())
 		inst.m.live.Add(-1)
+		inst.m.instanceBytes.Add(-int64(inst.counted))
 	}
 	inst.c.release()
 }

@@ -90,11 +90,16 @@ func (m *Module) memoryHint() uint64 {
 
 // sawMemory notes the memory an instance of m holds after a call: once
 // one has grown past its size when made, new instances get room to grow
-// (memoryHint). Written once, read after: no shared line is written per
-// call.
+// (memoryHint), and the module's count of its instances' memory follows
+// the instance. Each is written only when it changes: no shared line is
+// written by a call that did not grow its memory.
 func (m *Module) sawMemory(inst *instance, mem uint32) {
 	if mem > inst.newBytes && !m.grows.Load() {
 		m.grows.Store(true)
+	}
+	if mem != inst.counted {
+		m.instanceBytes.Add(int64(mem) - int64(inst.counted))
+		inst.counted = mem
 	}
 }
 

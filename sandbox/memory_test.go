@@ -3,9 +3,13 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"fmt"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/internal/checkfor"
 )
 
 // TestLinearMemory: a memory grows in place within the room it was made
@@ -88,4 +92,92 @@ func TestLoadChecksDeclaredMemoryAgainstTheLimit(t *testing.T) {
 			t.Errorf("% x: %v, want %q", c.limits, err, c.want)
 		}
 	}
+}
+
+// TestModuleMemoryStats: what Stats says a module holds. Its instances'
+// linear memory counts each live instance, idle or busy, and none once
+// closed; its code is the module it compiles; its machine code is what its
+// compile mapped (where /proc/self/maps tells it), within the process's,
+// and none on the interpreter.
+func TestModuleMemoryStats(t *testing.T) {
+	// Earlier tests' compiled code is unmapped by finalizers after a
+	// collection; a compile during which that happens is not measured.
+	settleMappings(t)
+	m := load(t, newSandbox(t, Config{}), "samples/bench", ModuleConfig{})
+	st := m.Stats()
+	if st.Idle != 1 || st.InstanceMemoryBytes == 0 || st.InstanceMemoryBytes != st.IdleMemoryBytes {
+		t.Fatalf("after load: %+v, want one idle instance's memory counted", st)
+	}
+	if st.CodeBytes != uint64(len(m.code)) || st.CodeBytes == 0 {
+		t.Errorf("code %d bytes, want the module's %d", st.CodeBytes, len(m.code))
+	}
+	if _, ok := execSpans(); ok && (st.MachineCodeBytes == 0 || st.MachineCodeBytes > MachineCodeBytes()) {
+		t.Errorf("machine code %d bytes, want some, within the process's %d", st.MachineCodeBytes, MachineCodeBytes())
+	}
+	one := st.InstanceMemoryBytes
+	a, err := m.pool.acquire(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.pool.acquire(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Stats().InstanceMemoryBytes, one+uint64(b.newBytes); got != want {
+		t.Errorf("two busy instances: %d bytes counted, want %d", got, want)
+	}
+	m.sawMemory(a, a.newBytes+wasmPageSize) // as if a's call grew its memory by a page
+	if got, want := m.Stats().InstanceMemoryBytes, one+uint64(b.newBytes)+wasmPageSize; got != want {
+		t.Errorf("one grown by a page: %d bytes counted, want %d", got, want)
+	}
+	m.pool.put(a, false) // its memory read again: as it was made
+	m.pool.put(b, true)  // b's call failed: closed
+	if got := m.Stats().InstanceMemoryBytes; got != one {
+		t.Errorf("one instance left: %d bytes counted, want %d", got, one)
+	}
+	m.Close(t.Context())
+	if got := m.Stats().InstanceMemoryBytes; got != 0 {
+		t.Errorf("closed: %d bytes of instances counted, want 0", got)
+	}
+
+	interp := onTier(t, TierInterpreter, "samples/bench", Config{}, ModuleConfig{})
+	if got := interp.Stats().MachineCodeBytes; got != 0 {
+		t.Errorf("on the interpreter: %d bytes of machine code, want 0", got)
+	}
+}
+
+// TestAddedSpans: what a compile mapped is the address ranges no earlier
+// mapping covered, whether the kernel joined it to a neighbour, and
+// whatever was unmapped meanwhile.
+func TestAddedSpans(t *testing.T) {
+	before := []span{{10, 20}, {30, 40}}
+	for _, c := range []struct {
+		after []span
+		want  uint64
+	}{
+		{[]span{{10, 20}, {30, 40}}, 0},
+		{[]span{{10, 25}, {30, 35}, {50, 60}}, 15}, // joined to a neighbour, part unmapped, one new
+		{[]span{{5, 45}}, 20},                      // joined to both
+		{[]span{{50, 60}}, 10},                     // the earlier ones unmapped
+		{nil, 0},
+	} {
+		if got := added(before, c.after); got != c.want {
+			t.Errorf("added(%v, %v) = %d, want %d", before, c.after, got, c.want)
+		}
+	}
+}
+
+// settleMappings collects garbage until the process's machine code stays
+// as it is: closed modules' code unmapped.
+func settleMappings(t *testing.T) {
+	last := MachineCodeBytes()
+	checkfor.Nil(t, 10*time.Second, 20*time.Millisecond, func() error {
+		goruntime.GC()
+		now := MachineCodeBytes()
+		defer func() { last = now }()
+		if now != last {
+			return fmt.Errorf("machine code %d bytes, %d a moment ago", now, last)
+		}
+		return nil
+	})
 }

@@ -73,6 +73,9 @@ type Module struct {
 	// once one of them grew after it (sawMemory).
 	freshBytes atomic.Uint64
 	grows      atomic.Bool
+	// instanceBytes is the linear memory of the live instances, each as of
+	// its last call (sawMemory) or its making.
+	instanceBytes atomic.Int64
 }
 
 // Stats counts a module's instances and the memory its pool holds.
@@ -99,14 +102,27 @@ type Stats struct {
 	// idle past Config.IdleTimeout.
 	ClosedFailed, ClosedMemory, ClosedIdle int64
 	// ClosedTierUp counts the interpreter instances closed once the
-	// module's compiled code was ready: each as it came back from its call,
-	// or when a call reached it idle (the idle release counts the others).
+	// module's compiled code was ready: the idle ones at the switch, the
+	// others as they came back from their calls.
 	ClosedTierUp int64
+
+	// What the module holds in memory: InstanceMemoryBytes is the linear
+	// memory of its live instances, idle or busy, each as of its last call;
+	// CodeBytes is its module as compiled (the upload, rewritten by the loop
+	// guard), which the sandbox keeps to compile again; MachineCodeBytes is
+	// its compiled code, as measured when it was compiled (0 while it runs
+	// on the interpreter, whose form is on the Go heap and not measured, and
+	// when not known: MachineCodeBytes, the function, has the process's).
+	InstanceMemoryBytes, CodeBytes, MachineCodeBytes uint64
 }
 
-// Stats returns the module's instance counts.
+// Stats returns the module's instance counts and what it holds in memory.
 func (m *Module) Stats() Stats {
-	st := Stats{Live: m.live.Load(), Created: m.created.Load(), MemoryLimitBytes: uint64(m.cfg.MemoryLimitPages) * wasmPageSize}
+	st := Stats{Live: m.live.Load(), Created: m.created.Load(), MemoryLimitBytes: uint64(m.cfg.MemoryLimitPages) * wasmPageSize,
+		InstanceMemoryBytes: uint64(max(m.instanceBytes.Load(), 0)), CodeBytes: uint64(len(m.code))}
+	if m.tier.Load().interp == nil {
+		st.MachineCodeBytes = m.s.comp.codeBytes(m.cacheKey)
+	}
 	m.pool.stats(&st)
 	return st
 }
@@ -183,20 +199,23 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 		return nil, err
 	}
 	start := &tier{name: TierCompiled, rt: compiledRT}
-	codeCached := s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey)
-	tierUp := s.cfg.Tiering == TierUp && !codeCached
-	if tierUp {
-		if start, err = s.interpreterTier(ctx, key, m.code); err != nil {
-			return nil, err
-		}
-	}
 	m.tier.Store(start)
+	codeCached := s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey)
 	known := knownKey(m.sha256, guard, mc)
 	if desc, ok := s.loadKnown(known, codeCached); ok {
 		m.desc = desc
 		m.warmUp(ctx)
 		s.modules.Store(m, struct{}{})
 		return m, nil
+	}
+	// Compiles and runs guest code from here: background compiles give way.
+	defer s.fg.enter()()
+	tierUp := s.cfg.Tiering == TierUp && !codeCached
+	if tierUp {
+		if start, err = s.interpreterTier(ctx, key, m.code); err != nil {
+			return nil, err
+		}
+		m.tier.Store(start)
 	}
 	if err := m.start(ctx); err != nil {
 		if start.interp != nil {
@@ -230,8 +249,10 @@ func (s *Sandbox) loadKnown(key string, codeCached bool) (abi.Description, bool)
 
 // warmUp makes, in the background, the first instance of a module loaded
 // from its record (knownModules): the compile from the cache and the guest's
-// _initialize run while the caller stores and deploys the module. A call
-// that comes first makes its own instance, joining the compile under way.
+// _initialize run while the caller stores and deploys the module, in the
+// sandbox's background compile slot (a restart warms its modules one at a
+// time). A call that comes first makes its own instance, joining the
+// compile under way.
 // A failure is logged; calls meet it again and fail with it.
 func (m *Module) warmUp(ctx context.Context) {
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -245,7 +266,11 @@ func (m *Module) warmUp(ctx context.Context) {
 				return
 			}
 		}
+		if !m.s.takeCompileSlot(bg) {
+			return
+		}
 		inst, err := m.pool.acquire(bg, time.Time{})
+		m.s.giveCompileSlot()
 		if err != nil {
 			if bg.Err() == nil && !errors.Is(err, ErrClosed) {
 				m.s.cfg.Logger.Error("the first instance of a known module failed", "module", m.name, "err", err.Error())
@@ -268,7 +293,9 @@ func (s *Sandbox) interpreterTier(ctx context.Context, key runtimeKey, code []by
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
 	}
-	return &tier{name: TierInterpreter, rt: rt, interp: &compiled{cm: cm, refs: 1}}, nil
+	// Its form is the largest thing a module holds (~60 MiB of heap for a Go
+	// guest): once the last reference goes, give it back to the OS.
+	return &tier{name: TierInterpreter, rt: rt, interp: &compiled{cm: cm, refs: 1, onClose: s.osMem.release}}, nil
 }
 
 // start checks the module's shape on its first tier, makes its first
@@ -318,6 +345,7 @@ func (m *Module) Close(context.Context) error {
 	if t := m.tier.Load(); t.interp != nil {
 		t.interp.release()
 	}
+	m.s.osMem.release() // its instances' memories
 	return nil
 }
 

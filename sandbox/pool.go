@@ -224,9 +224,9 @@ func (p *pool) releaseLocked() {
 // to recycleBytes or more, or to recycleGrowth times its size when made,
 // since its memory would never shrink, and one made
 // on a tier its module has left (the interpreter, once compiled code is
-// ready). Instances idle when the module tiers up stay until a call reaches
-// them (takeLocked closes them then) or the idle release does: the switch
-// changes no instance counts of its own accord.
+// ready). Instances idle when the module tiers up are closed by the switch
+// (Module.tierUp); one a call took meanwhile is closed here or, if it was
+// still idle, by takeLocked.
 func (p *pool) put(inst *instance, broken bool) { p.putAt(inst, broken, time.Time{}) }
 
 // putAt is put by a caller that has just read the wall clock, at end: on
@@ -297,14 +297,15 @@ func (p *pool) add(inst *instance) {
 	p.mu.Unlock()
 }
 
-// releaseIdle closes the instances last used before the cutoff.
-func (p *pool) releaseIdle(cutoff time.Time) {
-	p.drop(func(inst *instance) bool { return inst.lastUsed.Before(cutoff) }, &p.counts.idle)
+// releaseIdle closes the instances last used before the cutoff and
+// returns how many.
+func (p *pool) releaseIdle(cutoff time.Time) int {
+	return p.drop(func(inst *instance) bool { return inst.lastUsed.Before(cutoff) }, &p.counts.idle)
 }
 
 // drop closes the idle instances that match, counting them in count (a
-// field of p.counts, written under p.mu).
-func (p *pool) drop(match func(*instance) bool, count *int64) {
+// field of p.counts, written under p.mu), and returns how many.
+func (p *pool) drop(match func(*instance) bool, count *int64) int {
 	p.mu.Lock()
 	var gone []*instance
 	keep := p.idle[:0]
@@ -335,6 +336,7 @@ func (p *pool) drop(match func(*instance) bool, count *int64) {
 	for _, inst := range gone {
 		inst.close()
 	}
+	return len(gone)
 }
 
 // idleCount returns how many instances are idle.

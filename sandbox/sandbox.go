@@ -216,6 +216,13 @@ type Sandbox struct {
 	marks  *compiledMarks          // which modules the on-disk cache holds; nil without CacheDir
 	known  *knownModules           // what earlier loads learnt of modules; nil without CacheDir
 	comp   *compiler
+	osMem  *osMemory // gives what the sandbox frees back to the OS
+	// compileSlot is held by the one background compile (or warm start)
+	// running at a time: the others wait their turn, so that a host given
+	// many modules at once does not share its processors out among all
+	// their compiles, while the uploads that come meanwhile wait for CPU.
+	compileSlot chan struct{}
+	fg          *foreground // the Loads in the foreground, to which background compiles give way
 
 	mu       sync.Mutex
 	runtimes map[runtimeKey]*runtime
@@ -229,7 +236,7 @@ type Sandbox struct {
 // New returns a sandbox. Close it to release compiled code and instances.
 func New(cfg Config) (*Sandbox, error) {
 	cfg = cfg.withDefaults()
-	s := &Sandbox{cfg: cfg, runtimes: map[runtimeKey]*runtime{}}
+	s := &Sandbox{cfg: cfg, runtimes: map[runtimeKey]*runtime{}, osMem: newOSMemory(), compileSlot: make(chan struct{}, 1), fg: newForeground()}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -240,7 +247,7 @@ func New(cfg Config) (*Sandbox, error) {
 		s.marks = newCompiledMarks(cfg.CacheDir)
 		s.known = newKnownModules(cfg.CacheDir)
 	}
-	comp, err := newCompiler(cfg.CompiledModules)
+	comp, err := newCompiler(cfg.CompiledModules, s.osMem.release)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +256,7 @@ func New(cfg Config) (*Sandbox, error) {
 	s.stopJanitor = cancel
 	s.janitorDone = make(chan struct{})
 	go s.janitor(ctx)
+	go s.osMem.run(ctx)
 	return s, nil
 }
 
@@ -266,6 +274,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 
 	s.stopJanitor()
 	<-s.janitorDone
+	<-s.osMem.done
 	s.modules.Range(func(k, _ any) bool {
 		k.(*Module).Close(ctx)
 		return true
@@ -301,13 +310,18 @@ func (s *Sandbox) janitor(ctx context.Context) {
 }
 
 // releaseIdle closes every module's instances that have been idle longer
-// than IdleTimeout by the sandbox's clock.
+// than IdleTimeout by the sandbox's clock, and gives their memory back to
+// the OS.
 func (s *Sandbox) releaseIdle() {
 	cutoff := s.cfg.Clock.Now().Add(-s.cfg.IdleTimeout)
+	closed := 0
 	s.modules.Range(func(k, _ any) bool {
-		k.(*Module).pool.releaseIdle(cutoff)
+		closed += k.(*Module).pool.releaseIdle(cutoff)
 		return true
 	})
+	if closed > 0 {
+		s.osMem.release()
+	}
 }
 
 // newPool returns the pool of module m, whose memory limit is limitPages.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	goruntime "runtime"
+	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -29,9 +30,11 @@ const (
 	CompiledOnly TieringMode = iota
 	// TierUp starts a module on the interpreter at once and compiles it in
 	// the background; when the compile is done, new instances run the
-	// compiled code and interpreter instances are closed as they come back
-	// from their calls. A module whose compiled code is cached (in memory, or
-	// on disk from an earlier run) starts compiled.
+	// compiled code, idle interpreter instances are closed and the others as
+	// they come back from their calls. One module compiles at a time in the
+	// background, giving way to Loads; the others wait on the interpreter. A
+	// module whose compiled code is cached (in memory, or on disk from an
+	// earlier run) starts compiled.
 	TierUp
 )
 
@@ -102,15 +105,16 @@ func (m *Module) stale(inst *instance) bool { return inst.tier != m.tier.Load() 
 func compileWorkers() int { return max(2, goruntime.GOMAXPROCS(0)/2) }
 
 // tierUp compiles the module with the optimizing compiler on rt and, when
-// that is done, moves new instances onto the compiled code (interpreter
-// instances are closed as they come back from a call, or when a call
-// reaches them idle). It ends early, without switching, when ctx is
-// cancelled (the module or the sandbox closing). A failed compile, which
-// should not happen to a module the interpreter accepted, is logged, and
-// the module stays on the interpreter.
+// that is done, moves new instances onto the compiled code (idle interpreter
+// instances are closed at once, the others as they come back from a call).
+// The compile waits for the sandbox's compile slot and for the foreground
+// to be quiet, and gives way to a Load (foreground.go). It ends early,
+// without switching, when ctx is cancelled (the module or the sandbox
+// closing). A failed compile, which should not happen to a module the
+// interpreter accepted, is logged, and the module stays on the interpreter.
 func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
 	defer close(m.tierDone)
-	c, err := m.s.comp.get(experimental.WithCompilationWorkers(ctx, compileWorkers()), m.cacheKey, rt, m.code)
+	c, err := m.compileInBackground(ctx, rt)
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 			m.s.cfg.Logger.Error("background compile failed; the module stays on the interpreter", "module", m.name, "err", err.Error())
@@ -130,4 +134,57 @@ func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
 	m.s.marks.mark(m.cacheKey)
 	m.tier.Store(&tier{name: TierCompiled, rt: rt})
 	from.interp.release()
+	// The idle interpreter instances go now, not when a call or the idle
+	// release reaches them: each holds the interpreter's form, the largest
+	// thing a module has, which goes (and back to the OS) with the last of
+	// them. A call in flight on one closes it when it comes back.
+	m.pool.drop(m.stale, &m.pool.counts.tierUp)
 }
+
+// compileInBackground compiles the module on rt in the sandbox's compile
+// slot once the foreground is quiet, again after each Load that cancelled
+// it, until those cancels cost it maxGivenWay; it returns the referenced
+// compiled module.
+func (m *Module) compileInBackground(ctx context.Context, rt *runtime) (*compiled, error) {
+	fg := m.s.fg
+	var lost time.Duration // compiling time a Load's cancel threw away
+	for {
+		if !fg.waitQuiet(ctx) || !m.s.takeCompileSlot(ctx) {
+			return nil, ctx.Err()
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		stop := cancel
+		if lost >= maxGivenWay {
+			stop = nil // it has given way enough: it runs to its end
+		}
+		if !fg.start(stop) {
+			cancel()
+			m.s.giveCompileSlot()
+			continue // a Load began while it waited for the slot
+		}
+		began := time.Now()
+		c, err := m.s.comp.get(experimental.WithCompilationWorkers(cctx, compileWorkers()), m.cacheKey, rt, m.code)
+		fg.done()
+		m.s.giveCompileSlot()
+		preempted := err != nil && cctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if !preempted {
+			return c, err
+		}
+		lost += time.Since(began)
+	}
+}
+
+// takeCompileSlot waits for the sandbox's one background compile slot
+// (Sandbox.compileSlot); false if ctx ended first.
+func (s *Sandbox) takeCompileSlot(ctx context.Context) bool {
+	select {
+	case s.compileSlot <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// giveCompileSlot gives the slot back to the next background compile.
+func (s *Sandbox) giveCompileSlot() { <-s.compileSlot }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -98,14 +99,16 @@ func TestTiersKeepTheSandboxRules(t *testing.T) {
 
 // TestTierUpSwitches checks that a module loaded on a cache miss starts on
 // the interpreter, moves to compiled code when its background compile is
-// done (its idle interpreter instance is closed when the next call reaches
-// it), and that the next sandbox over the same cache starts it compiled.
+// done, closing its idle interpreter instance and with it the interpreter's
+// form (whose memory goes back to the OS), and that the next sandbox over
+// the same cache starts it compiled.
 func TestTierUpSwitches(t *testing.T) {
 	dir := t.TempDir()
 	m := load(t, openSandbox(t, Config{CacheDir: dir, Tiering: TierUp}), "samples/bench", ModuleConfig{})
 	if got := m.Tier(); got != TierInterpreter {
 		t.Fatalf("tier %q right after a cache miss, want %q", got, TierInterpreter)
 	}
+	interp := m.tier.Load().interp
 	if o := m.Invoke(context.Background(), orderPlaced(), 10*time.Second); o.Kind != Success {
 		t.Fatalf("first call: %v (%s)", o.Kind, o.Error())
 	}
@@ -113,14 +116,23 @@ func TestTierUpSwitches(t *testing.T) {
 	if got := m.Tier(); got != TierCompiled {
 		t.Fatalf("tier %q after the background compile, want %q", got, TierCompiled)
 	}
-	if st := m.Stats(); st.ClosedTierUp != 0 || st.Idle != 1 {
-		t.Fatalf("after the switch: %+v, want the interpreter instance idle still", st)
+	if st := m.Stats(); st.ClosedTierUp != 1 || st.Idle != 0 || st.Live != 0 {
+		t.Fatalf("after the switch: %+v, want the idle interpreter instance closed", st)
 	}
+	if interp.acquire() {
+		t.Fatal("the interpreter's form is still open after the switch")
+	}
+	checkfor.Nil(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := m.s.osMem.returns.Load(); n == 0 {
+			return errors.New("no memory given back to the OS since the interpreter's form was closed")
+		}
+		return nil
+	})
 	if o := m.Invoke(context.Background(), orderPlaced(), 10*time.Second); o.Kind != Success {
 		t.Fatalf("call after the switch: %v (%s)", o.Kind, o.Error())
 	}
 	if st := m.Stats(); st.ClosedTierUp != 1 || st.Created != 2 || st.Live != 1 || st.Idle != 1 {
-		t.Fatalf("after a compiled call: %+v, want the interpreter instance closed and a compiled one idle", st)
+		t.Fatalf("after a compiled call: %+v, want a compiled instance idle", st)
 	}
 
 	again := load(t, openSandbox(t, Config{CacheDir: dir, Tiering: TierUp}), "samples/bench", ModuleConfig{})
@@ -243,5 +255,34 @@ func TestTimeoutWhileWarmingUp(t *testing.T) {
 	stuck := onTier(t, TierInterpreter, "samples/misbehaving", Config{}, ModuleConfig{})
 	if o := stuck.Invoke(context.Background(), spin(), 100*time.Millisecond); o.Kind != Timeout || o.Tier != TierInterpreter || o.WarmingUp != nil {
 		t.Fatalf("spinner on an interpreter with no compile to come: %v on %q, warming %v; want a plain Timeout", o.Kind, o.Tier, o.WarmingUp != nil)
+	}
+}
+
+// TestLoadPreemptsBackgroundCompile: a Load that works in the foreground
+// cancels the background compile running, which starts again once the
+// foreground is quiet and switches its module as before.
+func TestLoadPreemptsBackgroundCompile(t *testing.T) {
+	s := openSandbox(t, Config{CacheDir: t.TempDir(), Tiering: TierUp})
+	a := load(t, s, "samples/bench", ModuleConfig{})
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, func() error {
+		s.fg.mu.Lock()
+		defer s.fg.mu.Unlock()
+		if s.fg.stop == nil {
+			return errors.New("the first module's background compile has not started")
+		}
+		return nil
+	})
+	b := load(t, s, "samples/misbehaving", ModuleConfig{})
+	s.fg.mu.Lock()
+	preempted := s.fg.preempted
+	s.fg.mu.Unlock()
+	if preempted != 1 {
+		t.Errorf("%d background compiles cancelled by the second Load, want 1", preempted)
+	}
+	for _, m := range []*Module{a, b} {
+		<-m.tierDone
+		if got := m.Tier(); got != TierCompiled {
+			t.Errorf("%s on %q after its background compile, want %q", m.Name(), got, TierCompiled)
+		}
 	}
 }
