@@ -71,7 +71,6 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		sp      startPoints
 		paused  bool
 		until   time.Time
-		keys    []ledger.ParkedKey
 		resumes []*ledger.Record
 	)
 	head, err := e.events.Head(ctx)
@@ -81,7 +80,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	owned := s.ownedLocked()
 	err = e.store.Update(ctx, func(tx ledger.Tx) error {
 		// Everything is set afresh: the closure may run more than once.
-		paused, keys, resumes = false, nil, nil
+		paused = false
 		var err error
 		if sp, err = s.loadStartPoints(tx, head, owned); err != nil {
 			return err
@@ -94,30 +93,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		default:
 			paused, until = parsePause(v)
 		}
-		// The parked aggregates from the index: a resume under way needs
-		// its record, the others only their key and state.
-		after := ""
-		for {
-			page, next, err := tx.ListParkedKeys(s.name, after, 1000)
-			if err != nil {
-				return err
-			}
-			for _, k := range page {
-				if k.State != ledger.StateResuming {
-					keys = append(keys, k)
-					continue
-				}
-				rec, err := tx.Parked(s.name, k.AggregateType, k.AggregateID)
-				if err != nil {
-					return err
-				}
-				resumes = append(resumes, rec)
-			}
-			if next == "" {
-				return nil
-			}
-			after = next
-		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("subscription %q: %w", s.name, err)
@@ -128,6 +104,19 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	}
 	s.applyPause(paused, until)
 	r := newRun(s, sp.parts, sp.sub)
+	// The parked aggregates, from the index, page by page: a resume under
+	// way needs its record, the others are held with their key and state.
+	// A View after the Update sees at least what it saw, and this host's
+	// partitions' records change only through this host, which is not
+	// running them yet.
+	err = e.store.View(ctx, func(tx ledger.Tx) (err error) {
+		resumes, err = r.holdParked(tx)
+		return err
+	})
+	if err != nil {
+		r.cancel()
+		return fmt.Errorf("subscription %q: %w", s.name, err)
+	}
 	for _, rec := range resumes {
 		k := aggKey{rec.AggregateType, rec.AggregateID}
 		p := r.partitionOf(k)
@@ -142,25 +131,6 @@ func (s *subscription) startLocked(ctx context.Context) error {
 		a.pinned = pinnedKey{rec.Version, int(rec.Index), recordKey(rec)}
 		r.wg.Add(1)
 		go r.replay(p, a, uint64(rec.Version), int(rec.Index))
-	}
-	retriesUnrecoverable := s.cur.Load().parked.RetriesUnrecoverable()
-	for _, pk := range keys {
-		k := aggKey{pk.AggregateType, pk.AggregateID}
-		p := r.partitionOf(k)
-		if p == nil {
-			continue // another host's
-		}
-		p.setMode(p.agg(k), modeHeld)
-		if pk.State == ledger.StateRetrying {
-			at := pk.NextRetry
-			if pk.Unrecoverable && !retriesUnrecoverable {
-				// Parked unrecoverable by a host that retried such parks:
-				// no retry is due; turn it over to an operator at once
-				// (parkedRetry makes no attempt for it).
-				at = e.clock.Now()
-			}
-			e.sched.add(s.name, k, at)
-		}
 	}
 	r.wg.Add(2)
 	go r.reader()
@@ -206,3 +176,50 @@ func (s *subscription) current() (*run, func(), error) {
 }
 
 const metaPaused = "paused"
+
+// holdParked holds the run's parked aggregates (those of partitions it
+// owns) and schedules their long-horizon retries, reading the index page by
+// page; it returns the records of the resumes that were under way. It may
+// run again on the same run: holding and scheduling again change nothing.
+func (r *run) holdParked(tx ledger.Tx) ([]*ledger.Record, error) {
+	s, e := r.s, r.e
+	retriesUnrecoverable := s.cur.Load().parked.RetriesUnrecoverable()
+	var resumes []*ledger.Record
+	after := ""
+	for {
+		page, next, err := tx.ListParkedKeys(s.name, after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, pk := range page {
+			k := aggKey{pk.AggregateType, pk.AggregateID}
+			p := r.partitionOf(k)
+			if p == nil {
+				continue // another host's
+			}
+			if pk.State == ledger.StateResuming {
+				rec, err := tx.Parked(s.name, k.typ, k.id)
+				if err != nil {
+					return nil, err
+				}
+				resumes = append(resumes, rec)
+				continue
+			}
+			p.setMode(p.agg(k), modeHeld)
+			if pk.State == ledger.StateRetrying {
+				at := pk.NextRetry
+				if pk.Unrecoverable && !retriesUnrecoverable {
+					// Parked unrecoverable by a host that retried such
+					// parks: no retry is due; turn it over to an operator
+					// at once (parkedRetry makes no attempt for it).
+					at = e.clock.Now()
+				}
+				e.sched.add(s.name, k, at)
+			}
+		}
+		if next == "" {
+			return resumes, nil
+		}
+		after = next
+	}
+}
