@@ -53,7 +53,9 @@ func TestJobSettlesABatchInFlight(t *testing.T) {
 			if err := tx.DeleteParked("A.h", "Order", "A-00"); err != nil {
 				return err
 			}
-			item := func(id string) ledger.JobItem { return ledger.JobItem{Subscription: "A.h", AggregateType: "Order", AggregateID: id} }
+			item := func(id string) ledger.JobItem {
+				return ledger.JobItem{Subscription: "A.h", AggregateType: "Order", AggregateID: id}
+			}
 			if legacy {
 				j.InFlightOne = &[]ledger.JobItem{item("A-01")}[0]
 				j.Cursor.After = ledger.Cursor("A.h", "Order", "A-00")
