@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -327,6 +328,21 @@ func (h *hostProc) appendShipped(t testing.TB, order, buyer string) uint64 {
 	}
 	r.JSON(t, &out)
 	return out.Version
+}
+
+// appendShippedMany appends an OrderShipped commit to each of n orders
+// (named by format from 0 on), owned by buyer, from 8 clients at once.
+func (h *hostProc) appendShippedMany(t testing.TB, format string, n int, buyer string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				h.appendShipped(t, fmt.Sprintf(format, i), buyer)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // parkedRecord is a failure ledger record as the API shows it.

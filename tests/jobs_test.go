@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -44,15 +43,7 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: fastRetry})
 	h.uploadNotifier(t, 201)
 	svc.set("ghost", behaviour{Unknown: true})
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < n; i += 8 {
-				h.appendShipped(t, fmt.Sprintf("o-%04d", i), "ghost")
-			}
-		})
-	}
-	wg.Wait()
+	h.appendShippedMany(t, "o-%04d", n, "ghost")
 	h.appendShipped(t, "other", "alice") // not parked: not the job's
 	eventuallyNil(t, 60*time.Second, func() error { return parkedWaiting(h.subscription(t), n) })
 

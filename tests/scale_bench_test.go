@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,15 +53,7 @@ func BenchmarkParkStorm(b *testing.B) {
 				sub := "/v1/subscriptions/" + ledgertest.ScaleSubscription
 				before := h.subscription(b).Parked["waiting"]
 				h.must(200, "POST", sub+"/pause", nil)
-				var wg sync.WaitGroup
-				for w := range 8 {
-					wg.Go(func() {
-						for i := w; i < storm; i += 8 {
-							h.appendShipped(b, fmt.Sprintf("storm-%05d", i), "ghost")
-						}
-					})
-				}
-				wg.Wait()
+				h.appendShippedMany(b, "storm-%05d", storm, "ghost")
 				cpu0 := processCPU(b, h.cmd.Process.Pid)
 				start = time.Now()
 				h.must(200, "POST", sub+"/unpause", nil)
