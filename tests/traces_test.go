@@ -36,6 +36,11 @@ func TestTracesReachTheCollectorAndTheService(t *testing.T) {
 	h.appendShipped(t, "o-2", "ghost")
 	svc.waitNotified(t, key("o-1", 1), 20*time.Second)
 	h.waitParked(t, "o-2", 20*time.Second)
+	// The service answered o-1's retry; the host has handled it once it
+	// says so (a stop before would cut the attempt short).
+	eventuallyNil(t, 20*time.Second, func() error {
+		return reads("the host's log", h.Stderr(), "attempt succeeded after retries")
+	})
 	h.Stop() // a clean stop sends the spans still batched
 	for _, want := range []string{"tracing on", "attempt succeeded after retries", "aggregate parked", "module uploaded"} {
 		if !strings.Contains(h.Stderr(), want) {

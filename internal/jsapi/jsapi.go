@@ -60,6 +60,11 @@ func Transient(err error) bool {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return true
+	case errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrReconnectBufExceeded):
+		// A request in flight when the connection dropped (a forced
+		// reconnect to another server, a cut link), or one sent while it
+		// reconnects: asked again once it is back.
+		return true
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// An object store's read of an object's chunks that stalled
 		// ("read pipe: i/o timeout"): TestUploadsOnTwoHostsAtOnce, loaded.

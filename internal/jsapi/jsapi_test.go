@@ -29,6 +29,8 @@ func TestTransient(t *testing.T) {
 		{"nil", nil, false},
 		{"a try's timeout", fmt.Errorf("create: %w", context.DeadlineExceeded), true},
 		{"nats timeout", nats.ErrTimeout, true},
+		{"disconnected mid-request", fmt.Errorf("append: %w", nats.ErrDisconnected), true},
+		{"reconnecting, buffer full", nats.ErrReconnectBufExceeded, true},
 		{"no responders", nats.ErrNoResponders, true},
 		{"no stream response", jetstream.ErrNoStreamResponse, true},
 		{"no peers for placement", &jetstream.APIError{Code: 500, ErrorCode: 10005, Description: "no suitable peers for placement"}, true},
