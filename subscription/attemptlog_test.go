@@ -1,11 +1,13 @@
 package subscription
 
 import (
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/internal/syncbuf"
 	"github.com/berthhq/berth/ledger"
@@ -43,6 +45,13 @@ func TestAttemptLogLines(t *testing.T) {
 	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
 	e.advance()
 	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.State == ledger.StateWaiting })
+	// The line follows the commit the record shows.
+	checkfor.Nil(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if n := len(buf.JSONLines("long-horizon retry failed; retries spent, the aggregate waits for an operator")); n == 0 {
+			return fmt.Errorf("no retries-spent line yet")
+		}
+		return nil
+	})
 
 	failed := buf.JSONLines("attempt failed")
 	if len(failed) != 2 || failed[0]["level"] != "DEBUG" || failed[0]["key"] != sub+":Order/r@1:0" ||
