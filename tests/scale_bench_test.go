@@ -1,16 +1,13 @@
 package tests
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/ledgertest"
 )
 
@@ -38,16 +35,7 @@ func BenchmarkParkStorm(b *testing.B) {
 				h.uploadNotifier(b, 201)
 				h.Stop()
 				if base > 0 {
-					l, err := ledger.Open(filepath.Join(h.Data, "ledger"), ledger.Options{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := ledgertest.Fill(context.Background(), l, 0, base, base, 2000); err != nil {
-						b.Fatal(err)
-					}
-					if err := l.Close(context.Background()); err != nil {
-						b.Fatal(err)
-					}
+					fillParked(b, h.Data, base)
 				}
 				start := time.Now()
 				h = h.restart(b)

@@ -43,16 +43,7 @@ func TestHundredThousandParked(t *testing.T) {
 	h.Stop()
 
 	start := time.Now()
-	l, err := ledger.Open(filepath.Join(h.Data, "ledger"), ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ledgertest.Fill(context.Background(), l, 0, n, n, 2000); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	fillParked(t, h.Data, n)
 	t.Logf("wrote %d parked records in %v", n, time.Since(start).Round(time.Millisecond))
 
 	start = time.Now()
@@ -198,4 +189,20 @@ func timeRequests(h *hostProc, n int, path string) (median, slowest time.Duratio
 	}
 	slices.Sort(ds)
 	return ds[n/2], ds[n-1]
+}
+
+// fillParked writes n parked records of ledgertest.ScaleRecord into the
+// ledger of the stopped host whose data directory is data.
+func fillParked(t testing.TB, data string, n int) {
+	t.Helper()
+	l, err := ledger.Open(filepath.Join(data, "ledger"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ledgertest.Fill(context.Background(), l, 0, n, n, 2000); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

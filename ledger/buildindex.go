@@ -1,0 +1,93 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// buildBatch is how many records one of BuildIndex's transactions indexes.
+const buildBatch = 500
+
+// BuildIndex indexes the parked records of a store written before the
+// index (or by a host that did not keep it), in transactions of a few
+// hundred records, then marks the store indexed. A marked store costs one
+// read. It may run on several hosts of a shared store at once: a record
+// already indexed is passed over. Open runs it; ledger/jetstream's Open
+// too.
+func BuildIndex(ctx context.Context, s Store) error {
+	marked := false
+	if err := s.View(ctx, func(tx Tx) error {
+		_, err := tx.(*KVTx).get(indexMarkKey())
+		marked = err == nil
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil || marked {
+		return err
+	}
+	var after []byte
+	for {
+		var last []byte
+		done := false
+		err := s.Update(ctx, func(tx Tx) error {
+			t := tx.(*KVTx)
+			last, done = nil, false
+			type rec struct {
+				k []byte
+				r *Record
+			}
+			var todo []rec
+			start := []byte{kindRecord}
+			if after != nil {
+				start = append(bytes.Clone(after), 0)
+			}
+			n := 0
+			err := t.scan([]byte{kindRecord}, start, func(k, v []byte) (bool, error) {
+				if n == buildBatch {
+					return false, nil
+				}
+				n++
+				last = bytes.Clone(k)
+				sub, aggType, aggID, err := parseRecordKey(k)
+				if err != nil {
+					return false, err
+				}
+				if _, err := t.get(indexKey(sub, dimAll, nil, aggType, aggID)); err == nil {
+					return true, nil
+				} else if !errors.Is(err, ErrNotFound) {
+					return false, err
+				}
+				r := new(Record)
+				if err := json.Unmarshal(v, r); err != nil {
+					return false, fmt.Errorf("corrupt record %q: %w", k, err)
+				}
+				todo = append(todo, rec{k, r})
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, x := range todo {
+				if err := t.index("BuildIndex", x.r.Subscription, x.r.AggregateType, x.r.AggregateID, summarize(x.r)); err != nil {
+					return err
+				}
+			}
+			if n < buildBatch {
+				done = true
+				return t.set("BuildIndex", indexMarkKey(), []byte{indexVersion})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ledger: indexing the parked records: %w", err)
+		}
+		if done {
+			return nil
+		}
+		after = last
+	}
+}
