@@ -146,7 +146,27 @@ func (e *env) start() *Engine {
 		e.t.Fatal(err)
 	}
 	e.eng = eng
+	e.awaitHeld()
 	return eng
+}
+
+// awaitHeld waits until every subscription's run holds its parked
+// aggregates (holdparked.go), so a test that goes on to move the clock
+// finds their retries scheduled.
+func (e *env) awaitHeld() {
+	e.t.Helper()
+	eventuallyNil(e.t, func() error {
+		for _, name := range e.eng.Subscriptions() {
+			s, _ := e.eng.sub(name)
+			s.life.RLock()
+			r := s.run
+			s.life.RUnlock()
+			if r != nil && !r.holdingDone() {
+				return fmt.Errorf("%s still holding its parked aggregates", name)
+			}
+		}
+		return nil
+	})
 }
 
 // restart closes the engine and the stores, reopens them and starts again.

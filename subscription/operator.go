@@ -29,7 +29,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 	}
 	defer release()
 	k := aggKey{aggregateType, aggregateID}
-	p, err := r.ownerOf(k)
+	p, err := r.ownerOf(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	}
 	defer release()
 	k := aggKey{aggregateType, aggregateID}
-	p, err := r.ownerOf(k)
+	p, err := r.ownerOf(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -138,10 +138,14 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 	return nil
 }
 
-// ownerOf returns the aggregate's partition for an operator's call;
+// ownerOf returns the aggregate's partition for an operator's call, once
+// the run holds its parked aggregates;
 // ErrNotOwned when this host does not work on it (the owner's host must be
 // asked).
-func (r *run) ownerOf(k aggKey) (*partition, error) {
+func (r *run) ownerOf(ctx context.Context, k aggKey) (*partition, error) {
+	if err := r.awaitHeld(ctx); err != nil {
+		return nil, err
+	}
 	p := r.livePartition(k)
 	if p == nil {
 		return nil, fmt.Errorf("%w: %s of %q is in partition %d", ErrNotOwned, k, r.s.name,

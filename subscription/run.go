@@ -30,6 +30,9 @@ type run struct {
 	// subDurable is the subscription's checkpoint as last written (or read
 	// at the start); cpMu held.
 	subDurable uint64
+	// holding is closed once the run's parked aggregates are held (begin):
+	// an operator's call waits for it, and partitions say "holding" until.
+	holding chan struct{}
 }
 
 // newRun returns a run over the partitions of starts (partition → its
@@ -37,7 +40,8 @@ type run struct {
 // checkpoint.
 func newRun(s *subscription, starts map[int]partStart, sub uint64) *run {
 	ctx, cancel := context.WithCancel(s.e.ctx)
-	r := &run{s: s, e: s.e, ctx: ctx, cancel: cancel, flushReq: make(chan struct{}, 1), subDurable: sub}
+	r := &run{s: s, e: s.e, ctx: ctx, cancel: cancel, flushReq: make(chan struct{}, 1), subDurable: sub,
+		holding: make(chan struct{})}
 	r.parts = make([]*partition, s.e.opts.Partitions)
 	for i := range r.parts {
 		st, ok := starts[i]

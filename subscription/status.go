@@ -18,6 +18,9 @@ const (
 	// StateStarting: the subscription's start failed and is being tried
 	// again (startretry.go); Status.StartError says why.
 	StateStarting = "starting"
+	// StateHolding: a partition whose run is reading its parked aggregates
+	// from the ledger's index before it delivers anything (holdparked.go).
+	StateHolding = "holding"
 )
 
 // Status is a snapshot of one subscription, as this host sees it.
@@ -72,7 +75,7 @@ type Status struct {
 // PartitionStatus is a snapshot of one partition this host owns.
 type PartitionStatus struct {
 	Index int
-	State string // StateRunning or StateSystemicPaused
+	State string // StateRunning, StateHolding or StateSystemicPaused
 	// Epoch is the epoch this host owns the partition at (0 on a single
 	// host). Fenced says another host claimed it since: this one stopped
 	// working on it and waits to be told what it owns (Engine.Own).
@@ -163,6 +166,9 @@ func (p *partition) status() PartitionStatus {
 		if p.probing {
 			ps.NextProbe = p.nextProbe
 		}
+	}
+	if !p.r.holdingDone() {
+		ps.State = StateHolding
 	}
 	ps.Held = p.held
 	return ps

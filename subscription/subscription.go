@@ -68,10 +68,9 @@ func (s *subscription) ownedLocked() map[int]uint64 {
 func (s *subscription) startLocked(ctx context.Context) error {
 	e := s.e
 	var (
-		sp      startPoints
-		paused  bool
-		until   time.Time
-		resumes []*ledger.Record
+		sp     startPoints
+		paused bool
+		until  time.Time
 	)
 	head, err := e.events.Head(ctx)
 	if err != nil {
@@ -104,37 +103,10 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	}
 	s.applyPause(paused, until)
 	r := newRun(s, sp.parts, sp.sub)
-	// The parked aggregates, from the index, page by page: a resume under
-	// way needs its record, the others are held with their key and state.
-	// A View after the Update sees at least what it saw, and this host's
-	// partitions' records change only through this host, which is not
-	// running them yet.
-	err = e.store.View(ctx, func(tx ledger.Tx) (err error) {
-		resumes, err = r.holdParked(tx)
-		return err
-	})
-	if err != nil {
-		r.cancel()
-		return fmt.Errorf("subscription %q: %w", s.name, err)
-	}
-	for _, rec := range resumes {
-		k := aggKey{rec.AggregateType, rec.AggregateID}
-		p := r.partitionOf(k)
-		if p == nil {
-			continue // another host's
-		}
-		// A resume was under way when the engine stopped: run it again
-		// from where it started; events replayed before the stop are
-		// delivered again (at least once).
-		a := p.agg(k)
-		p.setMode(a, modeReplaying)
-		a.pinned = pinnedKey{rec.Version, int(rec.Index), recordKey(rec)}
-		r.wg.Add(1)
-		go r.replay(p, a, uint64(rec.Version), int(rec.Index))
-	}
-	r.wg.Add(2)
-	go r.reader()
-	go r.flusher()
+	// The parked aggregates are held, and the reader started, in the
+	// background (begin): a start with many parked does not wait for them.
+	r.wg.Add(1)
+	go r.begin()
 	s.run = r
 	e.obs.started(s.name)
 	return nil
@@ -176,50 +148,3 @@ func (s *subscription) current() (*run, func(), error) {
 }
 
 const metaPaused = "paused"
-
-// holdParked holds the run's parked aggregates (those of partitions it
-// owns) and schedules their long-horizon retries, reading the index page by
-// page; it returns the records of the resumes that were under way. It may
-// run again on the same run: holding and scheduling again change nothing.
-func (r *run) holdParked(tx ledger.Tx) ([]*ledger.Record, error) {
-	s, e := r.s, r.e
-	retriesUnrecoverable := s.cur.Load().parked.RetriesUnrecoverable()
-	var resumes []*ledger.Record
-	after := ""
-	for {
-		page, next, err := tx.ListParkedKeys(s.name, after, 1000)
-		if err != nil {
-			return nil, err
-		}
-		for _, pk := range page {
-			k := aggKey{pk.AggregateType, pk.AggregateID}
-			p := r.partitionOf(k)
-			if p == nil {
-				continue // another host's
-			}
-			if pk.State == ledger.StateResuming {
-				rec, err := tx.Parked(s.name, k.typ, k.id)
-				if err != nil {
-					return nil, err
-				}
-				resumes = append(resumes, rec)
-				continue
-			}
-			p.setMode(p.agg(k), modeHeld)
-			if pk.State == ledger.StateRetrying {
-				at := pk.NextRetry
-				if pk.Unrecoverable && !retriesUnrecoverable {
-					// Parked unrecoverable by a host that retried such
-					// parks: no retry is due; turn it over to an operator
-					// at once (parkedRetry makes no attempt for it).
-					at = e.clock.Now()
-				}
-				e.sched.add(s.name, k, at)
-			}
-		}
-		if next == "" {
-			return resumes, nil
-		}
-		after = next
-	}
-}

@@ -69,7 +69,7 @@ type ParkedSettings struct {
 // Partition is one partition of a subscription.
 type Partition struct {
 	Index        int       `json:"index"`
-	State        string    `json:"state"` // running or systemic-paused
+	State        string    `json:"state"` // running, holding or systemic-paused
 	PauseReason  string    `json:"pauseReason,omitempty"`
 	PausedSince  time.Time `json:"pausedSince,omitzero"`
 	NextProbe    time.Time `json:"nextProbe,omitzero"` // when the probe under way was due
