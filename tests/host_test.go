@@ -465,6 +465,25 @@ type subscriptionStatus struct {
 		Value  any    `json:"value"`
 		Source string `json:"source"`
 	} `json:"retry"`
+	Partitions []struct {
+		Index int    `json:"index"`
+		State string `json:"state"`
+		Held  int    `json:"held"`
+	} `json:"partitions"`
+}
+
+// awaitHeld waits until no partition of the subscription is still
+// holding its parked aggregates (a started host does so beside its start).
+func (h *hostProc) awaitHeld(t testing.TB) {
+	t.Helper()
+	eventuallyNil(t, 60*time.Second, func() error {
+		for _, p := range h.subscription(t).Partitions {
+			if p.State == "holding" {
+				return fmt.Errorf("partition %d still holding its parked aggregates", p.Index)
+			}
+		}
+		return nil
+	})
 }
 
 func (h *hostProc) subscription(t testing.TB) subscriptionStatus {

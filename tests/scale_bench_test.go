@@ -17,7 +17,8 @@ import (
 // (written by ledgertest.Fill while it was stopped), fsync on. Their
 // events are appended while the subscription is paused; the time runs
 // from the unpause to the last park. parks/s and the host's CPU per park
-// (from /proc) are reported, with the restart's time to serving; then a
+// (from /proc) are reported, with the restart's time to serving and to
+// holding every parked aggregate (the storm starts after that); then a
 // bulk resume of the storm at 5,000 a second (resumes/s over the job's
 // life) and the host's RSS parked, at its peak and after the resumes.
 //
@@ -40,6 +41,8 @@ func BenchmarkParkStorm(b *testing.B) {
 				start := time.Now()
 				h = h.restart(b)
 				b.ReportMetric(time.Since(start).Seconds()*1000, "restart-ms")
+				h.awaitHeld(b)
+				b.ReportMetric(time.Since(start).Seconds()*1000, "held-ms")
 				sub := "/v1/subscriptions/" + ledgertest.ScaleSubscription
 				before := h.subscription(b).Parked["waiting"]
 				h.must(200, "POST", sub+"/pause", nil)
