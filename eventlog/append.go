@@ -59,6 +59,49 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 	return p.c, nil
 }
 
+// AppendMany appends reqs as Append does, queued together in the
+// group-commit queue: they are written in as few groups (transactions, and
+// with SyncWrites fsyncs) as maxGroup allows, beside the appends of other
+// callers, each checked and written or refused on its own.
+func (b *Badger) AppendMany(ctx context.Context, reqs []AppendRequest) []AppendOutcome {
+	out := make([]AppendOutcome, len(reqs))
+	if err := ctx.Err(); err != nil {
+		return failAll(out, err)
+	}
+	if err := b.enter(); err != nil {
+		return failAll(out, err)
+	}
+	defer b.life.RUnlock()
+	ps := make([]*pendingAppend, 0, len(reqs))
+	idx := make([]int, 0, len(reqs)) // ps[i] is reqs[idx[i]]
+	for i := range reqs {
+		c, err := NewCommit(reqs[i])
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		ps = append(ps, &pendingAppend{ctx: ctx, req: &reqs[i], c: c, err: errNotWritten})
+		idx = append(idx, i)
+	}
+	b.appends.DoAll(ps, b.write)
+	for i, p := range ps {
+		if p.err != nil {
+			out[idx[i]].Err = p.err
+		} else {
+			out[idx[i]].Commit = p.c
+		}
+	}
+	return out
+}
+
+// failAll sets err as the outcome of every request of out.
+func failAll(out []AppendOutcome, err error) []AppendOutcome {
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
+}
+
 // write writes group in as few transactions as Badger takes (one, unless
 // they are too large together) and records each append's outcome.
 func (b *Badger) write(group []*pendingAppend) {
