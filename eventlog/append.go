@@ -10,8 +10,11 @@ import (
 )
 
 // maxGroup bounds the commits that one Badger transaction (one write and,
-// with SyncWrites, one fsync) takes from the queue of waiting appends.
-const maxGroup = 512
+// with SyncWrites, one fsync) takes from the queue of waiting appends. It
+// holds two of the API's largest batches (1000 commits), so that a client
+// streaming batches pays about one fsync a batch; a group too large for
+// one transaction is split (write).
+const maxGroup = 2048
 
 // pendingAppend is one Append in the group-commit queue; write records its
 // outcome in it.
