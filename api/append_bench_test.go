@@ -24,19 +24,7 @@ import (
 // the audit middleware wrote for every append before appends left the audit
 // log), so that one run gives the ratio.
 func BenchmarkAppendREST(b *testing.B) {
-	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata-dir = %q\n", b.TempDir())), "berth.toml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	kit, err := assembly.Open(b.Context(), cfg, assembly.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { kit.Close(context.Background()) })
-	deps := DepsOf(kit)
-	deps.Logger = slog.New(slog.DiscardHandler)
-	srv := New(deps)
-	h := srv.Handler()
+	h, kit := benchHost(b, fmt.Sprintf("[server]\ndata-dir = %q\n", b.TempDir()))
 	n := 0
 	appendOne := func(b *testing.B) {
 		n++
@@ -93,7 +81,7 @@ func BenchmarkAppendBatch(b *testing.B) {
 			name = fmt.Sprintf("sync=%s/clients=%d/batch=%d", c.sync, c.clients, c.batch)
 		}
 		b.Run(name, func(b *testing.B) {
-			h := benchHost(b, fmt.Sprintf("[server]\ndata-dir = %q\n[store]\nsync = %q\n", b.TempDir(), c.sync))
+			h, _ := benchHost(b, fmt.Sprintf("[server]\ndata-dir = %q\n[store]\nsync = %q\n", b.TempDir(), c.sync))
 			var next atomic.Int64
 			var failed atomic.Pointer[string]
 			post := func(path string, body []byte, want int) {
@@ -149,8 +137,8 @@ func BenchmarkAppendBatch(b *testing.B) {
 }
 
 // benchHost is the API's handler over a whole host opened with the
-// configuration text, closed when the benchmark ends.
-func benchHost(b *testing.B, text string) http.Handler {
+// configuration text, and the host, closed when the benchmark ends.
+func benchHost(b *testing.B, text string) (http.Handler, *assembly.Host) {
 	cfg, err := config.Parse([]byte(text), "berth.toml")
 	if err != nil {
 		b.Fatal(err)
@@ -162,5 +150,5 @@ func benchHost(b *testing.B, text string) http.Handler {
 	b.Cleanup(func() { kit.Close(context.Background()) })
 	deps := DepsOf(kit)
 	deps.Logger = slog.New(slog.DiscardHandler)
-	return New(deps).Handler()
+	return New(deps).Handler(), kit
 }

@@ -24,13 +24,7 @@ func TestAppendBatchFile(t *testing.T) {
 		lines = append(lines, commit(n, 0))
 	}
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	jsonl := write("commits.jsonl", strings.Join(lines, "\n")+"\n")
 	array := write("array.json", "["+commit(0, 1)+","+commit(1, 1)+"]")
 	batch := write("batch.json", `{"appends":[`+commit(0, 2)+","+commit(1, 0)+","+commit(2, 1)+"]}")
@@ -49,4 +43,14 @@ func TestAppendBatchFile(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "version 2") {
 		t.Errorf("the last commit of the JSON lines was not appended: exit %d\n%s%s", code, stdout, stderr)
 	}
+}
+
+// writeFile writes body to dir/name and returns its path.
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
