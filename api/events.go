@@ -15,27 +15,65 @@ func (s *Server) appendEvents(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	// Names no client can address are refused here, before they could be parked.
-	if p := checkAddressable("aggregateType", req.AggregateType); p != nil {
+	ar, p := toAppendRequest("", req, appendTraceparent(c.Request().Header))
+	if p != nil {
 		return p
 	}
-	if p := checkAddressable("aggregateId", req.AggregateID); p != nil {
+	commit, err := s.deps.Log.Append(c.Request().Context(), ar)
+	if p := appendProblem(err); p != nil {
 		return p
+	}
+	if err != nil {
+		return err
+	}
+	s.deps.Metrics.eventsAppended.Add(float64(len(commit.Events)))
+	return c.JSON(http.StatusCreated, wire.AppendResult{AggregateType: commit.AggregateType,
+		AggregateID: commit.AggregateID, Version: commit.Version, Position: commit.Position})
+}
+
+// appendProblem is the problem of an append the log refused for what it
+// asked (409 version-conflict, 400 invalid-event); nil for any other error,
+// which is the store's, not the request's.
+func appendProblem(err error) *Problem {
+	switch {
+	case errors.Is(err, eventlog.ErrVersionConflict):
+		return problem(http.StatusConflict, "version-conflict", err.Error())
+	case errors.Is(err, eventlog.ErrInvalid), errors.Is(err, eventlog.ErrEmptyCommit):
+		return badRequest("invalid-event", "%v", err)
+	}
+	return nil
+}
+
+// toAppendRequest checks a commit of the API and returns it as the log's
+// request; a problem names the field at fault, after prefix (a batch's
+// "appends[3].").
+func toAppendRequest(prefix string, req wire.AppendRequest, traceparent string) (eventlog.AppendRequest, *Problem) {
+	invalid := func(field, detail string) *Problem {
+		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: prefix + detail, Field: prefix + field}
+	}
+	// Names no client can address are refused here, before they could be parked.
+	for _, n := range [][2]string{{"aggregateType", req.AggregateType}, {"aggregateId", req.AggregateID}} {
+		if p := checkAddressable(n[0], n[1]); p != nil {
+			p.Detail, p.Field = prefix+p.Detail, prefix+p.Field
+			return eventlog.AppendRequest{}, p
+		}
 	}
 	if len(req.Events) == 0 {
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events must hold at least one event", Field: "events"}
+		return eventlog.AppendRequest{}, invalid("events", "events must hold at least one event")
 	}
 	ar := eventlog.AppendRequest{AggregateType: req.AggregateType, AggregateID: req.AggregateID,
-		ExpectedVersion: eventlog.AnyVersion, OwnerID: req.OwnerID, Traceparent: appendTraceparent(c.Request().Header)}
+		ExpectedVersion: eventlog.AnyVersion, OwnerID: req.OwnerID, Traceparent: traceparent}
 	if req.ExpectedVersion != nil {
 		if *req.ExpectedVersion < 0 {
-			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "expectedVersion must be 0 or more", Field: "expectedVersion"}
+			return ar, invalid("expectedVersion", "expectedVersion must be 0 or more")
 		}
 		ar.ExpectedVersion = *req.ExpectedVersion
 	}
+	ar.Events = make([]eventlog.Event, 0, len(req.Events))
 	for i, e := range req.Events {
 		if e.Type == "" {
-			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events[" + strconv.Itoa(i) + "].type is required", Field: "events[" + strconv.Itoa(i) + "].type"}
+			f := "events[" + strconv.Itoa(i) + "].type"
+			return ar, invalid(f, f+" is required")
 		}
 		data := []byte(e.Data)
 		if len(data) == 0 {
@@ -43,18 +81,7 @@ func (s *Server) appendEvents(c echo.Context) error {
 		}
 		ar.Events = append(ar.Events, eventlog.Event{Type: e.Type, Payload: data})
 	}
-	commit, err := s.deps.Log.Append(c.Request().Context(), ar)
-	switch {
-	case errors.Is(err, eventlog.ErrVersionConflict):
-		return problem(http.StatusConflict, "version-conflict", err.Error())
-	case errors.Is(err, eventlog.ErrInvalid), errors.Is(err, eventlog.ErrEmptyCommit):
-		return badRequest("invalid-event", "%v", err)
-	case err != nil:
-		return err
-	}
-	s.deps.Metrics.eventsAppended.Add(float64(len(commit.Events)))
-	return c.JSON(http.StatusCreated, wire.AppendResult{AggregateType: commit.AggregateType,
-		AggregateID: commit.AggregateID, Version: commit.Version, Position: commit.Position})
+	return ar, nil
 }
 
 func (s *Server) aggregateEvents(c echo.Context) error {

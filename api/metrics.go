@@ -29,7 +29,7 @@ func NewMetrics() *Metrics {
 			Name: "berth_http_requests_total", Help: "HTTP requests by method, route (its pattern; \"unmatched\" for none) and status code.",
 		}, []string{"method", "route", "code"}),
 		eventsAppended: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "berth_events_appended_total", Help: "Events appended through POST /v1/events.",
+			Name: "berth_events_appended_total", Help: "Events appended through POST /v1/events and POST /v1/events/batch.",
 		}),
 		engine: newEngineMetrics(),
 	}

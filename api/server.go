@@ -157,6 +157,7 @@ func (s *Server) routeTable() []route {
 		{post, "/v1/modules/:name/rollback", s.rollbackModule, deployer, jsonBody, writes},
 
 		{post, "/v1/events", s.appendEvents, deployer, jsonBody, appends},
+		{post, "/v1/events/batch", s.appendBatch, deployer, jsonBody, appends},
 		{get, "/v1/aggregates/:type/:id/events", s.aggregateEvents, reader, none, reads},
 
 		{get, "/v1/subscriptions", s.listSubscriptions, reader, none, reads},

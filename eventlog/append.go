@@ -10,8 +10,11 @@ import (
 )
 
 // maxGroup bounds the commits that one Badger transaction (one write and,
-// with SyncWrites, one fsync) takes from the queue of waiting appends.
-const maxGroup = 512
+// with SyncWrites, one fsync) takes from the queue of waiting appends. It
+// holds two of the API's largest batches (1000 commits), so that a client
+// streaming batches pays about one fsync a batch; a group too large for
+// one transaction is split (write).
+const maxGroup = 2048
 
 // pendingAppend is one Append in the group-commit queue; write records its
 // outcome in it.
@@ -57,6 +60,49 @@ func (b *Badger) Append(ctx context.Context, req AppendRequest) (Commit, error) 
 		return Commit{}, p.err
 	}
 	return p.c, nil
+}
+
+// AppendMany appends reqs as Append does, queued together in the
+// group-commit queue: they are written in as few groups (transactions, and
+// with SyncWrites fsyncs) as maxGroup allows, beside the appends of other
+// callers, each checked and written or refused on its own.
+func (b *Badger) AppendMany(ctx context.Context, reqs []AppendRequest) []AppendOutcome {
+	out := make([]AppendOutcome, len(reqs))
+	if err := ctx.Err(); err != nil {
+		return failAll(out, err)
+	}
+	if err := b.enter(); err != nil {
+		return failAll(out, err)
+	}
+	defer b.life.RUnlock()
+	ps := make([]*pendingAppend, 0, len(reqs))
+	idx := make([]int, 0, len(reqs)) // ps[i] is reqs[idx[i]]
+	for i := range reqs {
+		c, err := NewCommit(reqs[i])
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		ps = append(ps, &pendingAppend{ctx: ctx, req: &reqs[i], c: c, err: errNotWritten})
+		idx = append(idx, i)
+	}
+	b.appends.DoAll(ps, b.write)
+	for i, p := range ps {
+		if p.err != nil {
+			out[idx[i]].Err = p.err
+		} else {
+			out[idx[i]].Commit = p.c
+		}
+	}
+	return out
+}
+
+// failAll sets err as the outcome of every request of out.
+func failAll(out []AppendOutcome, err error) []AppendOutcome {
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
 }
 
 // write writes group in as few transactions as Badger takes (one, unless

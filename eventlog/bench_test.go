@@ -66,6 +66,63 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendMany is BenchmarkAppend for batches: each client calls
+// AppendMany with batch commits (one ~100-byte event each, to its own
+// aggregate) at a time, without fsync and with SyncWrites, so that one run
+// gives what the log alone (no API) makes of a batch's shared fsyncs. One
+// op is one append; appends/s is over the wall time.
+//
+//	go test ./eventlog -run '^$' -bench BenchmarkAppendMany -benchtime 100000x
+func BenchmarkAppendMany(b *testing.B) {
+	payload := []byte(`{"orderId":"o-123456","sku":"SKU-0001","quantity":3,"price":"19.99","currency":"EUR"}`)
+	for _, synced := range []bool{false, true} {
+		for _, c := range []struct{ clients, batch int }{{1, 1000}, {16, 100}} {
+			b.Run(fmt.Sprintf("sync=%v/clients=%d/batch=%d", synced, c.clients, c.batch), func(b *testing.B) {
+				ctx := context.Background()
+				l, err := eventlog.Open(b.TempDir(), eventlog.Options{SyncWrites: synced})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close(ctx)
+				var next atomic.Int64
+				var failed atomic.Pointer[error]
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for range c.clients {
+					wg.Go(func() {
+						reqs := make([]eventlog.AppendRequest, 0, c.batch)
+						for {
+							first := next.Add(int64(c.batch)) - int64(c.batch)
+							if first >= int64(b.N) || failed.Load() != nil {
+								return
+							}
+							reqs = reqs[:0]
+							for i := first; i < min(first+int64(c.batch), int64(b.N)); i++ {
+								reqs = append(reqs, eventlog.AppendRequest{AggregateType: "order", AggregateID: fmt.Sprintf("o-%d", i),
+									Events: []eventlog.Event{{Type: "OrderPlaced", Payload: payload}}})
+							}
+							for _, o := range l.AppendMany(ctx, reqs) {
+								if o.Err != nil {
+									failed.Store(&o.Err)
+									return
+								}
+							}
+						}
+					})
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				if err := failed.Load(); err != nil {
+					b.Fatal(*err)
+				}
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+			})
+		}
+	}
+}
+
 // BenchmarkRead reads a log of 20,000 commits (one ~100-byte event each,
 // over 256 aggregates, as the subscription benchmark appends them) in
 // batches of eventlog.DefaultReadLimit, as a subscription's reader does; one

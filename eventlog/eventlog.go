@@ -69,12 +69,28 @@ type AppendRequest struct {
 	Traceparent string
 }
 
+// AppendOutcome is what became of one request of AppendMany: its commit,
+// as Append returns it, or the error Append would have returned.
+type AppendOutcome struct {
+	Commit Commit
+	Err    error
+}
+
 // Log is an event source.
 type Log interface {
 	// Append writes one commit atomically and returns it with its position
 	// and version. It fails with ErrVersionConflict (wrapped, naming the
 	// versions) when ExpectedVersion does not match.
 	Append(ctx context.Context, req AppendRequest) (Commit, error)
+	// AppendMany appends each request as Append does, each on its own
+	// (a batch append): each commit is atomic, none is atomic with another,
+	// and one's conflict or refusal leaves the others to be appended.
+	// Requests of one aggregate are appended in their order, so a later
+	// one is checked against the version an earlier one wrote. It returns
+	// one outcome per request, in order, once every one is decided: an
+	// appended commit is as durable as Append's (with SyncWrites, the
+	// batch shares the log's fsyncs instead of waiting for one each).
+	AppendMany(ctx context.Context, reqs []AppendRequest) []AppendOutcome
 	// Read returns up to limit commits with Position >= from, in order.
 	Read(ctx context.Context, from uint64, limit int) ([]Commit, error)
 	// ReadAggregate returns up to limit commits of one aggregate with

@@ -89,7 +89,7 @@ func (fs fileStore) Store(_ context.Context, s StoredModule, wasm []byte, keep i
 // keepOldCurrent keeps the current version of name among the versions if it
 // is not (a module stored by a host that kept no versions).
 func (fs fileStore) keepOldCurrent(name string, keep int) error {
-	cur, wasm, ok, err := fs.current(name)
+	cur, ok, err := fs.currentMeta(name)
 	if err != nil || !ok {
 		return err
 	}
@@ -97,27 +97,45 @@ func (fs fileStore) keepOldCurrent(name string, keep int) error {
 	if err != nil || cur.Version <= last {
 		return err
 	}
+	// Only now the bytes: on every upload but a host's first after an
+	// upgrade, the current version is kept already.
+	cur, wasm, ok, err := fs.current(name)
+	if err != nil || !ok {
+		return err
+	}
 	return fs.putVersion(cur, wasm, keep)
 }
 
 // current reads name's current version, if any.
 func (fs fileStore) current(name string) (StoredModule, []byte, bool, error) {
-	wasmPath, metaPath := fs.paths(name)
-	s, err := readMeta(metaPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return StoredModule{}, nil, false, nil
-	}
-	if err != nil {
+	s, ok, err := fs.currentMeta(name)
+	if err != nil || !ok {
 		return StoredModule{}, nil, false, err
 	}
-	if s.Version == 0 {
-		s.Version = 1 // stored before versions were kept
-	}
+	wasmPath, _ := fs.paths(name)
 	wasm, err := os.ReadFile(wasmPath)
 	if err != nil {
 		return StoredModule{}, nil, false, err
 	}
 	return s, wasm, true, nil
+}
+
+// currentMeta is current without the module's bytes: what a caller that
+// wants the version alone reads (a re-upload of the same bytes asks for
+// it, and reading megabytes of wasm for it was most of that upload's time).
+func (fs fileStore) currentMeta(name string) (StoredModule, bool, error) {
+	_, metaPath := fs.paths(name)
+	s, err := readMeta(metaPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return StoredModule{}, false, nil
+	}
+	if err != nil {
+		return StoredModule{}, false, err
+	}
+	if s.Version == 0 {
+		s.Version = 1 // stored before versions were kept
+	}
+	return s, true, nil
 }
 
 // Remove removes the current files; the kept versions stay.

@@ -103,7 +103,7 @@ func (fs fileStore) Versions(_ context.Context, name string) ([]StoredModule, er
 		}
 		out = append(out, s)
 	}
-	cur, _, ok, err := fs.current(name)
+	cur, ok, err := fs.currentMeta(name)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (fs fileStore) LastVersion(_ context.Context, name string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cur, _, ok, err := fs.current(name)
+	cur, ok, err := fs.currentMeta(name)
 	if err != nil {
 		return 0, err
 	}

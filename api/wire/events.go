@@ -30,6 +30,33 @@ type AppendResult struct {
 	Position      uint64 `json:"position"` // the commit's global position in the log
 }
 
+// BatchAppendRequest is the body of POST /v1/events/batch: many commits,
+// each to append on its own (atomic per commit, never across them), under
+// as few fsyncs as the log can share.
+type BatchAppendRequest struct {
+	Appends []AppendRequest `json:"appends"`
+}
+
+// BatchAppendResult is the answer of POST /v1/events/batch: one result per
+// append, in the request's order.
+type BatchAppendResult struct {
+	Appended int               `json:"appended"` // results with status 201
+	Failed   int               `json:"failed"`   // the others
+	Results  []BatchAppendItem `json:"results"`
+}
+
+// BatchAppendItem is what became of one append of a batch: status 201 with
+// its version and position, or the status and problem POST /v1/events would
+// have answered (409 version-conflict, …).
+type BatchAppendItem struct {
+	Status        int      `json:"status"`
+	AggregateType string   `json:"aggregateType"`
+	AggregateID   string   `json:"aggregateId"`
+	Version       uint64   `json:"version,omitempty"`  // after the commit (201 only)
+	Position      uint64   `json:"position,omitempty"` // the commit's position (201 only)
+	Problem       *Problem `json:"problem,omitempty"`  // why it was not appended (not 201)
+}
+
 // Commit is one commit of an aggregate's stream.
 type Commit struct {
 	Position      uint64    `json:"position"`

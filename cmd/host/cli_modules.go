@@ -41,7 +41,9 @@ func eventsFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.aggID, "id", "", "aggregate id `AGG_ID` (required unless --file)")
 	fs.StringVar(&o.owner, "owner", "", "owner `O` of the aggregate (ownerId)")
 	fs.Var(&o.expectedVersion, "expected-version", "append only if the aggregate is at this version (0: a new aggregate)")
-	fs.StringVar(&o.file, "file", "", "send `BODY.json` as the whole POST /v1/events body instead")
+	fs.StringVar(&o.file, "file", "", "send `BODY.json` as the whole POST /v1/events body instead; a batch\n"+
+		"({\"appends\": [...]}, a JSON array of commits, or one commit a line) goes to\n"+
+		"POST /v1/events/batch, 1000 commits a request, each under shared fsyncs")
 }
 
 func modulesPush(x *invocation, args []string) error {
@@ -153,6 +155,13 @@ func eventsAppend(x *invocation, args []string) error {
 		b, err := readFile(o.file)
 		if err != nil {
 			return err
+		}
+		appends, batch, err := fileAppends(b)
+		if err != nil {
+			return err
+		}
+		if batch {
+			return appendBatches(x, appends)
 		}
 		body = b
 	} else {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,13 +11,7 @@ import (
 // stack trace), and --max-time must be positive.
 func TestReplayCapsuleFileIsCheckedBeforeUse(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	capsule := func(limits string) string {
 		return `{"format":"berth-capsule/1","module":{"name":"notifier"},"limits":` + limits +
 			`,"event":{"handler":"onOrderShipped","type":"OrderShipped"},"outcome":{"kind":"failure"}}`

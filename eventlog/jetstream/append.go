@@ -79,6 +79,18 @@ func (l *Log) Append(ctx context.Context, req eventlog.AppendRequest) (eventlog.
 	}
 }
 
+// AppendMany appends reqs as Append does, each on its own: the stream
+// stores each commit when it acknowledges its publish (there is no
+// transaction to share), so the requests of different aggregates are
+// published at the same time, up to manyParallel of them, and those of one
+// aggregate one after another (eventlog.AppendEach).
+func (l *Log) AppendMany(ctx context.Context, reqs []eventlog.AppendRequest) []eventlog.AppendOutcome {
+	return eventlog.AppendEach(ctx, reqs, manyParallel, l.Append)
+}
+
+// manyParallel bounds the publishes one AppendMany waits on at once.
+const manyParallel = 32
+
 // lastCommit returns the sequence and version of the aggregate's last
 // commit (0, 0 if it has none).
 func (l *Log) lastCommit(ctx context.Context, subj, aggregateType, aggregateID string, current bool) (seq, version uint64, err error) {

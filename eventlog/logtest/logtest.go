@@ -44,6 +44,8 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentAppends", testConcurrent},
 		{"ConcurrentConflicts", testConcurrentConflicts},
 		{"CanceledContext", testCanceled},
+		{"AppendMany", testAppendMany},
+		{"AppendManyConcurrent", testAppendManyConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

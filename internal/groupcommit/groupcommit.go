@@ -36,17 +36,40 @@ func New[T any](limit int) *Queue[T] {
 // return with their requests as write left them, and the panic goes on in
 // the leader.
 func (q *Queue[T]) Do(v T, write func(group []T)) {
-	w := &waiter[T]{v: v, lead: make(chan bool, 1)}
+	q.DoAll([]T{v}, write)
+}
+
+// DoAll is Do for many requests of one caller: they are queued together,
+// in order, so that they go into as few groups as the limit allows (one,
+// when they and those waiting before them fit), and DoAll returns once
+// every one of them has been written. The caller leads each group that
+// one of its requests heads. If write panics in a group it leads, the
+// panic goes on and its requests not yet written are left queued: the
+// queue is then stuck, as a panic in write is a bug.
+func (q *Queue[T]) DoAll(vs []T, write func(group []T)) {
+	if len(vs) == 0 {
+		return
+	}
+	ws := make([]*waiter[T], len(vs))
+	for i, v := range vs {
+		ws[i] = &waiter[T]{v: v, lead: make(chan bool, 1)}
+	}
 	q.mu.Lock()
-	q.waiting = append(q.waiting, w)
+	q.waiting = append(q.waiting, ws...)
 	lead := !q.leading
 	q.leading = true
 	q.mu.Unlock()
-	if !lead && !<-w.lead {
-		return
+	for i, w := range ws {
+		if (i > 0 || !lead) && !<-w.lead {
+			continue // written in a group another request led
+		}
+		q.writeHead(write)
 	}
-	// This caller is the head of the queue (the first to come to an idle
-	// queue, or the one the last leader handed the lead to).
+}
+
+// writeHead writes the group at the head of the queue, which the caller
+// leads (its request is the first waiting), and hands the lead on.
+func (q *Queue[T]) writeHead(write func(group []T)) {
 	q.mu.Lock()
 	n := min(len(q.waiting), q.max)
 	group := q.waiting[:n:n]

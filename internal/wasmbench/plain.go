@@ -29,13 +29,32 @@ type PlainGuest struct {
 // compilation cache in cacheDir), closed when tb ends.
 func NewPlainGuest(tb testing.TB, wasm []byte, cacheDir string) *PlainGuest {
 	tb.Helper()
+	return NewPlainGuestOn(tb, wasm, wazero.NewRuntimeConfigCompiler(), cacheDir)
+}
+
+// NewPlainGuestOn is NewPlainGuest on a runtime of the given kind (the
+// compiler's or the interpreter's), with its compilation cache in cacheDir
+// ("" for none). What it times from its start to its return is plain
+// wazero's deploy: a runtime, its host modules and the module's compile.
+func NewPlainGuestOn(tb testing.TB, wasm []byte, rc wazero.RuntimeConfig, cacheDir string) *PlainGuest {
+	tb.Helper()
 	ctx := context.Background()
-	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
-	if err != nil {
-		tb.Fatal(err)
+	rc = rc.WithMemoryLimitPages(1024)
+	var cache wazero.CompilationCache
+	if cacheDir != "" {
+		var err error
+		if cache, err = wazero.NewCompilationCacheWithDir(cacheDir); err != nil {
+			tb.Fatal(err)
+		}
+		rc = rc.WithCompilationCache(cache)
 	}
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(1024).WithCompilationCache(cache))
-	tb.Cleanup(func() { r.Close(ctx); cache.Close(ctx) })
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	tb.Cleanup(func() {
+		r.Close(ctx)
+		if cache != nil {
+			cache.Close(ctx)
+		}
+	})
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	const i32, i64 = api.ValueTypeI32, api.ValueTypeI64
 	hb := r.NewHostModuleBuilder(abi.HostModule)
