@@ -88,9 +88,10 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 	// Nothing acts before the loop adopts the first term.
 	c.lease.fence = opts.Engine.SetLease
 	c.lease.fence(opts.Clock.Now())
-	c.lease.reconnect = func() {
+	c.lease.reconnect = func(cause error) {
 		if nc.IsConnected() {
-			opts.Logger.Warn("cluster: lease renewals failing; moving to another NATS server", "from", nc.ConnectedUrlRedacted())
+			opts.Logger.Warn("cluster: lease renewals failing; moving to another NATS server", "from", nc.ConnectedUrlRedacted(),
+				"err", cause)
 			_ = nc.ForceReconnect()
 		}
 	}
