@@ -2,26 +2,15 @@ package cluster
 
 import (
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/faultnet"
 	"github.com/berthhq/berth/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
-
-// routeProxy is a NATS node's route to another node, through a proxy the
-// test can cut.
-type routeProxy struct {
-	from, toPort string
-	p            *faultnet.Proxy
-}
 
 // TestHostOnAMinorityNodeMovesToTheMajority: a host connected to a NATS
 // node that is cut off from the other two — it still answers the host, but
@@ -30,30 +19,7 @@ type routeProxy struct {
 // partitions up, and no partition is worked on by two hosts at once.
 func TestHostOnAMinorityNodeMovesToTheMajority(t *testing.T) {
 	const ttl = 6 * time.Second
-	var mu sync.Mutex
-	var routes []routeProxy
-	ports := map[string]string{}
-	nc := natstest.RunClusterWith(t, 3, func(o *server.Options) {
-		o.Cluster.NoAdvertise = true
-		mu.Lock()
-		defer mu.Unlock()
-		own := strconv.Itoa(o.Cluster.Port)
-		ports[o.ServerName] = own
-		var rs []*url.URL
-		for _, u := range o.Routes {
-			if u.Port() == own {
-				continue
-			}
-			p, err := faultnet.Listen(u.Host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Close) // after the nodes stopped
-			routes = append(routes, routeProxy{from: o.ServerName, toPort: u.Port(), p: p})
-			rs = append(rs, &url.URL{Scheme: "nats", Host: p.Addr()})
-		}
-		o.Routes = rs
-	})
+	nc, routes := natstest.RunClusterRouted(t, 3, func(o *server.Options) { o.Cluster.NoAdvertise = true })
 	st := openLedger(t)
 	urls := strings.Split(nc.URLs(), ",") // n1, n2, n3
 	var hosts []*host
@@ -91,11 +57,7 @@ func TestHostOnAMinorityNodeMovesToTheMajority(t *testing.T) {
 	renewals := h1.c.Stats().Renewals
 
 	cut := time.Now()
-	for _, r := range routes {
-		if r.from == "n1" || r.toPort == ports["n1"] {
-			r.p.Cut()
-		}
-	}
+	routes.Isolate("n1")
 	checkfor.Nil(t, ttl, 20*time.Millisecond, func() error {
 		if got := h1.nc.ConnectedServerName(); got == "n1" || got == "" {
 			return fmt.Errorf("h1 on %q: %+v", got, h1.c.Stats())
@@ -118,9 +80,7 @@ func TestHostOnAMinorityNodeMovesToTheMajority(t *testing.T) {
 	s := h1.c.Stats()
 	t.Logf("h1 moved to %s %v after n1 was cut off, renewed there %v after it; %d forced reconnects, %d failed renewals, %d give-ups, %d stale reads",
 		h1.nc.ConnectedServerName(), moved.Round(time.Millisecond), renewed.Round(time.Millisecond), s.Reconnects, s.RenewalFailures, s.GiveUps, s.StaleReads)
-	for _, r := range routes {
-		r.p.Heal()
-	}
+	routes.Heal()
 	checkfor.Nil(t, 30*time.Second, 50*time.Millisecond, func() error {
 		return settled(t, st, hosts, subs, partitions)
 	})
