@@ -149,7 +149,8 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 	synced, dirty := false, false
 	var term context.Context
 	updates := w.Updates()
-	follow := func() { // adopt the lease's current term, giving up an ended one first
+	heard := c.opts.Clock.Now() // the watcher's last entry, or its start
+	follow := func() {          // adopt the lease's current term, giving up an ended one first
 		if term != nil && term.Err() != nil {
 			// The engine must stop whatever the context; this one only
 			// keeps a hung engine from holding the loop for ever.
@@ -181,10 +182,11 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 				updates, synced = nil, false
 				w = c.rewatch(ctx, w, live)
 				if w != nil {
-					updates = w.Updates()
+					updates, heard = w.Updates(), c.opts.Clock.Now()
 				}
 				continue
 			}
+			heard = c.opts.Clock.Now()
 			if e == nil {
 				synced, dirty = true, true
 				continue
@@ -195,9 +197,14 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 		case <-c.lease.changed:
 			follow()
 			dirty = true
+			if updates != nil && c.watchStalled(heard) {
+				c.opts.Logger.Warn("cluster: the membership watch showed none of this host's own renewals for a lease TTL; watching again",
+					"last", heard)
+				updates, synced = nil, false
+			}
 			if updates == nil {
 				if w = c.rewatch(ctx, w, live); w != nil {
-					updates = w.Updates()
+					updates, heard = w.Updates(), c.opts.Clock.Now()
 				}
 			}
 		case <-ended:
@@ -213,6 +220,17 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 			return
 		}
 	}
+}
+
+// watchStalled tells whether the membership watcher, whose last entry
+// came at heard, has stalled: this host's own renewals, every TTL/3, are
+// entries of it too, so none for a TTL while one was confirmed since means
+// it delivers nothing. Its consumer may live on a NATS node cut off from
+// the others; the client does not always notice, and a host that follows
+// a stalled watch neither sees a host's key expire (it never claims that
+// host's partitions) nor a host join (TestSplitWithAHostAndANodeOnTheMinority).
+func (c *Cluster) watchStalled(heard time.Time) bool {
+	return c.opts.Clock.Now().Sub(heard) > c.opts.LeaseTTL && c.lease.lastRenewed().After(heard)
 }
 
 // rewatch replaces a watcher that ended: a new one replays the live set
