@@ -38,21 +38,28 @@ func echo(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestCutHoldsAndHealPasses: through a cut proxy nothing comes back (a read
-// times out, as on a link dropping packets); after Heal what was sent
-// during the cut arrives, and new connections work again.
-func TestCutHoldsAndHealPasses(t *testing.T) {
+// throughProxy returns a proxy to an echo server, a connection through it
+// and a reader of that connection, all closed when the test ends.
+func throughProxy(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
+	t.Helper()
 	p, err := Listen(echo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(p.Close)
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	t.Cleanup(func() { c.Close() })
+	return p, c, bufio.NewReader(c)
+}
+
+// TestCutHoldsAndHealPasses: through a cut proxy nothing comes back (a read
+// times out, as on a link dropping packets); after Heal what was sent
+// during the cut arrives, and new connections work again.
+func TestCutHoldsAndHealPasses(t *testing.T) {
+	p, c, r := throughProxy(t)
 	roundTrip := func(msg string, within time.Duration) (string, error) {
 		c.SetDeadline(time.Now().Add(within))
 		if _, err := c.Write([]byte(msg + "\n")); err != nil {
@@ -87,17 +94,7 @@ func TestCutHoldsAndHealPasses(t *testing.T) {
 // TestLossyDelaysAndKeepsOrder: through a lossy proxy every line comes
 // back, in order, some of them late; Lossy(0, 0) ends the delays.
 func TestLossyDelaysAndKeepsOrder(t *testing.T) {
-	p, err := Listen(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	p, c, r := throughProxy(t)
 	roundTrip := func(line string) time.Duration {
 		t.Helper()
 		start := time.Now()
