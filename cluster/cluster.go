@@ -150,7 +150,8 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 	var term context.Context
 	updates := w.Updates()
 	heard := c.opts.Clock.Now() // the watcher's last entry, or its start
-	follow := func() {          // adopt the lease's current term, giving up an ended one first
+	// follow adopts the lease's current term, giving up an ended one first.
+	follow := func() {
 		if term != nil && term.Err() != nil {
 			// The engine must stop whatever the context; this one only
 			// keeps a hung engine from holding the loop for ever.
