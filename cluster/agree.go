@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -20,7 +21,21 @@ var errDisagree = errors.New("cluster: this host's settings differ from the depl
 // repartition checkpoints the others are working from). The lease TTL needs
 // no check here: the membership bucket's TTL is it (openBucket). Hosts of
 // builds that did not record a count are not checked.
+//
+// It is asked again while the bucket cannot answer yet, as openBucket is:
+// a replica just placed on the node this host is connected to answers a
+// direct get "no responders" until it has caught up.
 func checkAgreement(ctx context.Context, kv jetstream.KeyValue, o *Options) error {
+	ctx, cancel := context.WithTimeout(ctx, o.OpenTimeout)
+	defer cancel()
+	_, err := jsapi.Retry(ctx, jsapi.Opening(jsapi.RequestTimeout), jsapi.Transient, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, agreeOnce(ctx, kv, o)
+	})
+	return err
+}
+
+// agreeOnce is one try of checkAgreement.
+func agreeOnce(ctx context.Context, kv jetstream.KeyValue, o *Options) error {
 	keys, err := kv.ListKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("cluster: list the members of %q: %w", o.Bucket, err)

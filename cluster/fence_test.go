@@ -222,14 +222,14 @@ func TestRejoinsBoundedPerMinute(t *testing.T) {
 	})
 }
 
-// TestReconnectAfterRenewalsFailForAThird: once renewals have failed for a
-// third of the TTL the lease has the connection move to another NATS
-// server — the one it is on may be cut off from the majority while it
-// still answers — and not again before another third.
-func TestReconnectAfterRenewalsFailForAThird(t *testing.T) {
+// TestReconnectAfterRenewalsFailForASixth: once renewals have failed for a
+// sixth of the TTL (a renewal's timeout) the lease has the connection move
+// to another NATS server — the one it is on may be cut off from the
+// majority while it still answers — and not again before a third.
+func TestReconnectAfterRenewalsFailForASixth(t *testing.T) {
 	_, clock, _, h := aloneOnFakeClock(t)
 	h.nc.Close() // every renewal fails from now on
-	const third = 10 * time.Second / 3
+	const third, sixth = 10 * time.Second / 3, 10 * time.Second / 6
 	var failing, moved time.Time
 	want := uint64(0)
 	for clock.Now().Before(start.Add(4 * third)) {
@@ -252,7 +252,7 @@ func TestReconnectAfterRenewalsFailForAThird(t *testing.T) {
 		if failing.IsZero() {
 			failing = now
 		}
-		if now.Sub(failing) >= third && now.Sub(moved) >= third {
+		if now.Sub(failing) >= sixth && now.Sub(moved) >= third {
 			want++
 			moved = now
 		}

@@ -34,6 +34,9 @@ type fakeEngine struct {
 	// stopGate, when set, holds every Own that stops all of a
 	// subscription's partitions until it is closed.
 	stopGate chan struct{}
+	// before, when set, is called at the start of every Own (and may
+	// hold it).
+	before func(sub string, owned map[int]uint64)
 }
 
 func (e *fakeEngine) SetLease(until time.Time) {
@@ -55,8 +58,11 @@ func newFakeEngine(now func() time.Time) *fakeEngine {
 
 func (e *fakeEngine) Own(_ context.Context, sub string, owned map[int]uint64) error {
 	e.mu.Lock()
-	gate := e.stopGate
+	gate, before := e.stopGate, e.before
 	e.mu.Unlock()
+	if before != nil {
+		before(sub, owned)
+	}
 	if gate != nil && len(owned) == 0 {
 		<-gate
 	}

@@ -42,6 +42,7 @@ type lease struct {
 	clock clock.Clock
 	stats *counters
 	renew time.Duration
+	try   time.Duration // how long a renewal may take before it counts as failed
 	retry time.Duration
 	inUse time.Duration // how soon to try joining again while another incarnation holds the key
 	// resume is Options.Resume; joined is Options.Joined. resumed counts
@@ -54,7 +55,7 @@ type lease struct {
 	// fences nothing); reconnect, if set, moves the NATS connection to
 	// another server (see run).
 	fence     func(until time.Time)
-	reconnect func()
+	reconnect func(cause error)
 	nudge     chan struct{} // renew now (buffer 1)
 	changed   chan struct{} // a write was confirmed or a term ended (buffer 1)
 
@@ -80,7 +81,7 @@ type lease struct {
 func newLease(kv jetstream.KeyValue, key string, o *Options, info memberInfo, stats *counters, inUse time.Duration) *lease {
 	return &lease{
 		kv: kv, key: key, ttl: o.LeaseTTL, gap: o.Margin, clock: o.Clock, stats: stats,
-		renew: o.renewEvery(), retry: o.retryEvery(), inUse: inUse,
+		renew: o.renewEvery(), try: o.renewTimeout(), retry: o.retryEvery(), inUse: inUse,
 		nudge: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		info: info, resume: o.Resume, joined: o.Joined, fence: func(time.Time) {},
 	}
@@ -168,7 +169,7 @@ func (l *lease) renewOnce(ctx context.Context) error {
 	l.mu.Lock()
 	value, inc := l.info.encode(), l.info.Incarnation
 	l.mu.Unlock()
-	actx, cancel := context.WithTimeout(ctx, l.renew)
+	actx, cancel := context.WithTimeout(ctx, l.try)
 	defer cancel()
 	rev, err := l.kv.Update(actx, l.key, value, l.rev)
 	if err == nil {
@@ -375,11 +376,16 @@ func (l *lease) stayOut() (time.Duration, bool) {
 // than a request asked again until answered, so it keeps its own timer
 // instead of jsapi.Retry.
 //
-// Once renewals have failed for a third of the TTL since the first failed
-// one was sent (at the first one's timeout, then), it has the connection
-// move to another NATS server (reconnect), at most once per third: the
+// Once renewals have failed for a sixth of the TTL since the first failed
+// one was sent — at the first one's timeout, then, for a renewal may take
+// a sixth (try) — it has the connection move to another NATS server
+// (reconnect), at most once per third, and renews again at once: the
 // server it is on may be cut off from the majority while it still answers
-// this host's pings, and no renewal can succeed through it.
+// this host's pings, and no renewal can succeed through it. The budget is
+// tight: a renewal sent a third after the last confirmed one has TTL -
+// Margin - TTL/3 (TTL/2 by default) left of the term to time out, move
+// and be confirmed on another server; a timeout of a third would leave a
+// tenth of the TTL, which a loaded host overran.
 func (l *lease) run(ctx context.Context) {
 	wait := l.renew
 	var failing, moved time.Time // since when renewals fail; the last move
@@ -419,10 +425,10 @@ func (l *lease) run(ctx context.Context) {
 			if failing.IsZero() {
 				failing = sent // an attempt may fail only at its timeout
 			}
-			if l.reconnect != nil && now.Sub(failing) >= l.renew && now.Sub(moved) >= l.renew {
-				moved = now
+			if l.reconnect != nil && now.Sub(failing) >= l.try && now.Sub(moved) >= l.renew {
+				moved, wait = now, 0
 				l.stats.reconnects.Add(1)
-				l.reconnect()
+				l.reconnect(err)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/jsapi"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -89,20 +90,68 @@ func openBucket(ctx context.Context, js jetstream.JetStream, o *Options) (jetstr
 }
 
 // memberGone tells whether host's key is absent from the bucket (expired,
-// deleted or never there), asking the server rather than this host's
-// watcher, which may lag: a partition is taken over from a host only once
-// the server has let its lease go.
-func memberGone(ctx context.Context, kv jetstream.KeyValue, host string) (bool, error) {
-	_, err := kv.Get(ctx, host)
-	switch {
-	case err == nil:
-		return false, nil
-	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		return true, nil
-	default:
-		return false, fmt.Errorf("cluster: membership of %q: %w", host, err)
-	}
+// deleted or never there), asking the bucket's leader rather than this
+// host's watcher, which may lag, or a direct get, which any replica may
+// answer — one behind the leader may not have applied the key a host
+// rejoined with yet: a partition is taken over from a host only once the
+// server has let its lease go.
+func (c *Cluster) memberGone(ctx context.Context, host string) (bool, error) {
+	return keyGone(ctx, c.nc, c.opts.Bucket, host)
 }
+
+// keyGone reads key's last entry in bucket from the leader of its stream
+// (the JetStream API's message get, which only the leader answers) and
+// tells whether it is absent: no entry, or a delete, purge or expiry
+// marker.
+func keyGone(ctx context.Context, nc *nats.Conn, bucket, key string) (bool, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, jsapi.RequestTimeout)
+		defer cancel()
+	}
+	req, err := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{"$KV." + bucket + "." + key})
+	if err != nil {
+		return false, err
+	}
+	msg, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	if err != nil {
+		return false, fmt.Errorf("cluster: membership of %q: %w", key, err)
+	}
+	var resp struct {
+		Message *struct {
+			Header []byte `json:"hdrs"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return false, fmt.Errorf("cluster: membership of %q: %w", key, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == codeNoMessageFound:
+		return true, nil
+	case resp.Error != nil:
+		return false, fmt.Errorf("cluster: membership of %q: %w", key, resp.Error)
+	case resp.Message == nil:
+		return false, fmt.Errorf("cluster: membership of %q: an empty answer", key)
+	case len(resp.Message.Header) == 0:
+		return false, nil
+	}
+	h, err := nats.DecodeHeadersMsg(resp.Message.Header)
+	if err != nil {
+		return false, fmt.Errorf("cluster: membership of %q: %w", key, err)
+	}
+	return h.Get(kvOperation) != "" || h.Get(jetstream.MarkerReasonHeader) != "", nil
+}
+
+const (
+	// codeNoMessageFound is JSNoMessageFoundErr, which nats.go has no name for.
+	codeNoMessageFound jetstream.ErrorCode = 10037
+	// kvOperation is the header of a KV delete or purge (nats.go's own
+	// name is unexported).
+	kvOperation = "KV-Operation"
+)
 
 // watchMembers watches the hosts' keys of the bucket: the keys of one
 // token, which host ids are. Duties' keys ("duty.<name>", duty.go) have two

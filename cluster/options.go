@@ -163,6 +163,12 @@ func (o *Options) defaults() error {
 // renewEvery is how often the lease is renewed: three chances within a TTL.
 func (o *Options) renewEvery() time.Duration { return o.LeaseTTL / 3 }
 
+// renewTimeout is how long one renewal may take before it counts as
+// failed: half the time between renewals, far more than a healthy
+// cluster takes, and short enough that a host on a server cut off from
+// the majority learns it with time left to move (lease.run).
+func (o *Options) renewTimeout() time.Duration { return o.LeaseTTL / 6 }
+
 // retryEvery is how soon a failed renewal is tried again, and the pause of
 // every other ask-again of the cluster's (retrying): never shorter than
 // jsapi.FirstPause.

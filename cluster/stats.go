@@ -27,7 +27,7 @@ type Stats struct {
 	// last confirmed revision: a node behind the majority answered.
 	StaleReads uint64
 	// Reconnects counts the NATS reconnects the lease forced after
-	// renewals failed for a third of the TTL.
+	// renewals failed for a sixth of the TTL (a renewal's timeout).
 	Reconnects uint64
 	// HoldDowns counts the times the host stayed out of the deployment
 	// after its lease terms ended too often within a minute (a flapping

@@ -26,7 +26,9 @@ import (
 // processes, and costs seconds, while it cuts exactly the path a fault
 // cuts: a host from NATS, with its REST API and the service it calls still
 // reachable. The NATS nodes advertise no client URLs, so a host knows the
-// nodes only through its proxies. Each host calls a service of its own (a
+// nodes only through its proxies; the nodes' routes to each other go
+// through proxies too (natstest.RunClusterRouted), to cut a node off. Each
+// host calls a service of its own (a
 // notifier per host), so every call says which host made it; every claim
 // of a partition is in the hosts' logs with its time, so each call can be
 // set against who owned its partition when it arrived.
@@ -40,6 +42,8 @@ type faultCluster struct {
 	hosts   []*hostProc
 	svcs    []*notifier
 	proxies [][]*faultnet.Proxy // per host, one per NATS node
+	routes  *natstest.Routes    // between the NATS nodes
+	nodes   []*natstest.Node
 	ids     [][]string
 	buyer   func(string) string
 }
@@ -75,8 +79,8 @@ concurrency = 1
 // every partition owned, and a steady load through every host.
 func startFaultCluster(t *testing.T) (*faultCluster, *clusterLoad) {
 	t.Helper()
-	nc := natstest.RunClusterWith(t, 3, func(o *server.Options) { o.Cluster.NoAdvertise = true })
-	fc := &faultCluster{buyer: func(id string) string { return "buyer-" + id[len(id)-1:] }}
+	nc, routes := natstest.RunClusterRouted(t, 3, func(o *server.Options) { o.Cluster.NoAdvertise = true })
+	fc := &faultCluster{routes: routes, nodes: nc.Nodes, buyer: func(id string) string { return "buyer-" + id[len(id)-1:] }}
 	for i := range 3 {
 		var urls []string
 		var ps []*faultnet.Proxy
@@ -102,6 +106,7 @@ func startFaultCluster(t *testing.T) (*faultCluster, *clusterLoad) {
 			h.cmd.Process.Signal(syscall.SIGCONT)
 			fc.heal(i)
 		}
+		fc.routes.Heal()
 	})
 	summary, err := orderSummaryWasm()
 	if err != nil {
@@ -420,3 +425,26 @@ func TestPausedHostCallsNothingForLostPartitions(t *testing.T) {
 	t.Logf("pause: %d calls of host-0 arrived after the SIGCONT for partitions claimed during the pause; rejoined (ready, all owned by the three) %v after the SIGCONT (lease TTL %v, paused %v)",
 		len(woke), healed.Round(time.Millisecond), faultLeaseTTL, wakeAt.Sub(stopAt).Round(time.Millisecond))
 }
+
+// TestFlappingLinkNeitherThrashesNorRefusesAppends: a host whose link to
+// NATS is cut for 3.5 s and back for 1 s, four times over, under load: no
+// call of any host for a partition another host claimed, at most four
+// give-ups of its partitions (three rejoins a minute, then it stays out),
+// every append answered 201 or 503 with Retry-After, and every partition
+// owned once the link holds.
+func TestFlappingLinkNeitherThrashesNorRefusesAppends(t *testing.T) {
+	fc, load := startFaultCluster(t)
+	for range 4 {
+		fc.cut(0)
+		time.Sleep(3500 * time.Millisecond)
+		fc.heal(0)
+		time.Sleep(time.Second)
+	}
+	settled, giveUps := fc.afterUnsteadyLink(t, load, time.Now(), 18*time.Second)
+	t.Logf("flap: host-0 gave its partitions up %d times; every partition owned %v after the last heal; %d appends acknowledged, %d sent again",
+		giveUps, settled.Round(time.Millisecond), load.ackCount(), load.retries.Load())
+}
+
+// maxGiveUps bounds a flapping host's give-ups within a minute: a term
+// per rejoin (cluster: three a minute) and the first.
+const maxGiveUps = 4

@@ -2,6 +2,7 @@ package faultnet
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -37,21 +38,28 @@ func echo(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestCutHoldsAndHealPasses: through a cut proxy nothing comes back (a read
-// times out, as on a link dropping packets); after Heal what was sent
-// during the cut arrives, and new connections work again.
-func TestCutHoldsAndHealPasses(t *testing.T) {
+// throughProxy returns a proxy to an echo server, a connection through it
+// and a reader of that connection, all closed when the test ends.
+func throughProxy(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
+	t.Helper()
 	p, err := Listen(echo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(p.Close)
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	t.Cleanup(func() { c.Close() })
+	return p, c, bufio.NewReader(c)
+}
+
+// TestCutHoldsAndHealPasses: through a cut proxy nothing comes back (a read
+// times out, as on a link dropping packets); after Heal what was sent
+// during the cut arrives, and new connections work again.
+func TestCutHoldsAndHealPasses(t *testing.T) {
+	p, c, r := throughProxy(t)
 	roundTrip := func(msg string, within time.Duration) (string, error) {
 		c.SetDeadline(time.Now().Add(within))
 		if _, err := c.Write([]byte(msg + "\n")); err != nil {
@@ -80,5 +88,44 @@ func TestCutHoldsAndHealPasses(t *testing.T) {
 	d.Write([]byte("three\n"))
 	if got, err := bufio.NewReader(d).ReadString('\n'); err != nil || got != "three\n" {
 		t.Fatalf("a new connection after the heal: %q, %v", got, err)
+	}
+}
+
+// TestLossyDelaysAndKeepsOrder: through a lossy proxy every line comes
+// back, in order, some of them late; Lossy(0, 0) ends the delays.
+func TestLossyDelaysAndKeepsOrder(t *testing.T) {
+	p, c, r := throughProxy(t)
+	roundTrip := func(line string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.ReadString('\n')
+		if err != nil || got != line+"\n" {
+			t.Fatalf("sent %q, read %q (%v)", line, got, err)
+		}
+		return time.Since(start)
+	}
+	// A delay of a whole rto is loss, not load: 200 ms on the loopback.
+	const rto = 200 * time.Millisecond
+	p.Lossy(0.5, rto)
+	late := 0
+	for i := range 6 {
+		if roundTrip(fmt.Sprint("line ", i)) >= rto {
+			late++
+		}
+	}
+	// Each round trip passes the proxy twice, late with probability
+	// 0.75: none of 6 late (p = 0.25^6) is a proxy that loses nothing.
+	if late == 0 {
+		t.Errorf("none of 6 round trips late at 50%% loss")
+	}
+	p.Lossy(0, 0)
+	for i := range 6 {
+		if d := roundTrip(fmt.Sprint("after ", i)); d >= rto {
+			t.Errorf("a round trip took %v after the loss ended", d)
+		}
 	}
 }
