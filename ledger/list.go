@@ -176,12 +176,25 @@ func (t *KVTx) CountMatching(f Filter) (int, error) {
 		}
 	}
 	lower := strings.ToLower(f.Message)
-	counted := f.Message == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero() && (f.Class == "" || f.AggregateType == "")
+	narrowed := 0
+	for _, v := range []string{f.Class, f.AggregateType, f.Group} {
+		if v != "" {
+			narrowed++
+		}
+	}
+	counted := f.Message == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero() && narrowed <= 1
+	if f.Group != "" && f.AggregateType != "" && f.Class == "" {
+		counted = f.Message == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero()
+	}
 	total := 0
 	for _, sub := range subs {
 		var n int
 		var err error
 		switch {
+		case counted && f.Group != "" && f.AggregateType != "":
+			n, err = t.tally(sub, dimGroupType, groupTypeValue(f.Group, f.AggregateType), statesOf(&f))
+		case counted && f.Group != "":
+			n, err = t.tally(sub, dimGroup, f.Group, statesOf(&f))
 		case counted && f.Class != "":
 			n, err = t.tally(sub, dimClass, f.Class, statesOf(&f))
 		case counted && f.AggregateType != "":
