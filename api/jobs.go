@@ -151,7 +151,7 @@ func (s *Server) jobError(c echo.Context, err error) error {
 
 func fromWireJobFilter(f wire.JobFilter) ledger.JobFilter {
 	out := ledger.JobFilter{Subscriptions: f.Subscriptions, State: ledger.State(f.State), AggregateType: f.AggregateType,
-		Class: f.Class, Message: f.Message}
+		Class: f.Class, Message: f.Message, Group: f.Group}
 	if f.FailedAfter != nil {
 		out.FailedAfter = *f.FailedAfter
 	}
@@ -163,7 +163,7 @@ func fromWireJobFilter(f wire.JobFilter) ledger.JobFilter {
 
 func toWireJobFilter(f ledger.JobFilter) wire.JobFilter {
 	out := wire.JobFilter{Subscriptions: f.Subscriptions, State: string(f.State), AggregateType: f.AggregateType,
-		Class: f.Class, Message: f.Message}
+		Class: f.Class, Message: f.Message, Group: f.Group}
 	if !f.FailedAfter.IsZero() {
 		t := f.FailedAfter
 		out.FailedAfter = &t

@@ -37,6 +37,7 @@ type JobFilter struct {
 	AggregateType string    `json:"aggregateType,omitempty"`
 	Class         string    `json:"class,omitempty"`
 	Message       string    `json:"message,omitempty"`
+	Group         string    `json:"group,omitempty"`
 	FailedAfter   time.Time `json:"failedAfter,omitzero"`
 	FailedBefore  time.Time `json:"failedBefore,omitzero"`
 }
@@ -45,7 +46,7 @@ type JobFilter struct {
 // records (empty subscription: every subscription).
 func (f JobFilter) Filter(subscription, after string, limit int) Filter {
 	return Filter{Subscription: subscription, State: f.State, AggregateType: f.AggregateType, Class: f.Class,
-		Message: f.Message, FailedAfter: f.FailedAfter, FailedBefore: f.FailedBefore, After: after, Limit: limit,
+		Message: f.Message, Group: f.Group, FailedAfter: f.FailedAfter, FailedBefore: f.FailedBefore, After: after, Limit: limit,
 		KeyOrder: true}
 }
 

@@ -16,6 +16,9 @@ type JobFilter struct {
 	Class string `json:"class,omitempty"`
 	// Message: only those whose error message holds it, ignoring case.
 	Message string `json:"message,omitempty"`
+	// Group: only those of this failure group (its fingerprint, as
+	// GET /v1/parked/groups lists it).
+	Group string `json:"group,omitempty"`
 	// FailedAfter and FailedBefore bound the first failure.
 	FailedAfter  *time.Time `json:"failedAfter,omitempty"`
 	FailedBefore *time.Time `json:"failedBefore,omitempty"`

@@ -106,6 +106,42 @@ type ParkedPage struct {
 	Next    string         `json:"next"` // the cursor of the next page (pass it as after); "" on the last
 }
 
+// ParkedGroup is one failure group: the parked records of a subscription
+// that failed for one cause (the same module, class chain and message
+// once its variable parts are masked).
+type ParkedGroup struct {
+	Subscription string `json:"subscription"`
+	// Group is its fingerprint: the group= filter of GET /v1/parked and of
+	// a job's filter.
+	Group string `json:"group"`
+	// Message is the masked message its records share ("{}" where they
+	// differ).
+	Message string   `json:"message"`
+	Classes []string `json:"classes"`
+	// Module is the module its records failed in, without version.
+	Module string `json:"module"`
+	// Count is how many records it holds that pass the filter, exact.
+	Count int `json:"count"`
+	// FirstFailure and LastFailure span the failures of the records that
+	// joined it since it opened.
+	FirstFailure time.Time `json:"firstFailure"`
+	LastFailure  time.Time `json:"lastFailure"`
+	// Modules counts its records by module version.
+	Modules ModuleCounts `json:"modules"`
+	// Sample is one of its records: its aggregate type and id.
+	SampleType string `json:"sampleType"`
+	SampleID   string `json:"sampleId"`
+}
+
+// ModuleCounts counts records by module version ("shipment-notifier v3").
+type ModuleCounts map[string]int
+
+// ParkedGroupPage is the answer of GET /v1/parked/groups.
+type ParkedGroupPage struct {
+	Groups []ParkedGroup `json:"groups"`
+	Next   string        `json:"next"` // the cursor of the next page (pass it as after); "" on the last
+}
+
 // OperatorRequest is the optional body of resume and skip.
 type OperatorRequest struct {
 	// Reason is kept in the record's history and the webhook notification.
