@@ -28,6 +28,7 @@ type options struct {
 	limit         int
 	class         string
 	message       string
+	group         string
 	failedAfter   string
 	failedBefore  string
 	ndjson        bool

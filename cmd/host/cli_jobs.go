@@ -28,6 +28,7 @@ func (a *app) jobsCmd() *cobra.Command {
 func filterFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.class, "class", "", "only errors of class `CLASS`, or of a class below it in the module's tree")
 	fs.StringVar(&o.message, "message", "", "only errors whose message holds `TEXT` (any case)")
+	fs.StringVar(&o.group, "group", "", "only failure group `G` (its fingerprint, as berth parked groups prints it)")
 	fs.StringVar(&o.failedAfter, "failed-after", "", "only those that first failed at or after `TIME` (RFC 3339)")
 	fs.StringVar(&o.failedBefore, "failed-before", "", "only those that first failed before `TIME` (RFC 3339)")
 }
@@ -62,7 +63,7 @@ func checkTimes(o *options) error {
 }
 
 func jobFilterOf(o *options) wire.JobFilter {
-	f := wire.JobFilter{Subscriptions: o.subscriptions, State: o.state, AggregateType: o.aggregateType, Class: o.class, Message: o.message}
+	f := wire.JobFilter{Subscriptions: o.subscriptions, State: o.state, AggregateType: o.aggregateType, Class: o.class, Message: o.message, Group: o.group}
 	if t, err := time.Parse(time.RFC3339Nano, o.failedAfter); err == nil {
 		f.FailedAfter = &t
 	}
