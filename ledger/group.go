@@ -157,7 +157,8 @@ func (t *KVTx) joinGroup(op string, r *Record, s summary, notify bool) error {
 	}
 	// About a group, not an aggregate: no aggregate is named, as for a
 	// partition's notifications.
-	return t.Notify(Notification{Type: typ, Subscription: sub, Group: s.group, Count: n,
+	// At the park's time, on the engine's clock.
+	return t.Notify(Notification{Type: typ, Time: r.LastFailure, Subscription: sub, Group: s.group, Count: n,
 		Error: &ErrorInfo{Classes: h.Classes, Message: h.Message, Module: r.Error.Module, Kind: r.Error.Kind}})
 }
 
@@ -229,6 +230,21 @@ func (t *KVTx) GroupsParked(f GroupFilter) ([]Group, string, error) {
 	}
 	all = all[:limit]
 	return all, strconv.Itoa(skip + limit), t.fillGroups(all)
+}
+
+// CountGroups implements [ParkedRecords.CountGroups].
+func (t *KVTx) CountGroups(subscription string) (int, error) {
+	if err := t.checkRead("CountGroups"); err != nil {
+		return 0, err
+	}
+	prefix := append(key(kindTally, subscription), dimGroupHead)
+	it := t.txn.Iterate(prefix, false)
+	defer it.Close()
+	n := 0
+	for it.Seek(prefix); it.Valid(); it.Next() {
+		n++
+	}
+	return n, nil
 }
 
 // groupsOf lists the groups of sub passing f, with their counts.

@@ -47,6 +47,9 @@ type ParkedRecords interface {
 	// or shrinks between pages may move past it. A bad cursor or an
 	// unknown State is ErrInvalid.
 	GroupsParked(f GroupFilter) ([]Group, string, error)
+	// CountGroups counts a subscription's failure groups: one key read a
+	// group.
+	CountGroups(subscription string) (int, error)
 	// OldestParked returns the earliest first failure of a subscription's
 	// records that are retrying or waiting, from an index; false when
 	// there is none.
