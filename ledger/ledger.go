@@ -184,6 +184,10 @@ type Filter struct {
 	// Group selects the records of one failure group (Fingerprint).
 	// Empty: all.
 	Group string
+	// ProvenBy selects, with Group, the records whose aggregates the proof
+	// of this sha256 on the group handled (PutProof); it is checked in the
+	// store, not by Matches. Empty: all.
+	ProvenBy string
 	// FailedAfter and FailedBefore bound the first failure: at or after
 	// FailedAfter, before FailedBefore. Zero: unbounded.
 	FailedAfter, FailedBefore time.Time

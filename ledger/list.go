@@ -58,7 +58,13 @@ func (t *KVTx) ListParked(f Filter) ([]*Record, string, error) {
 			if err != nil {
 				return false, fmt.Errorf("%w: %q", err, k)
 			}
-			if matchSummary(&f, lower, aggType, &s) {
+			match := matchSummary(&f, lower, aggType, &s)
+			if match && f.ProvenBy != "" {
+				if match, err = t.proven(sub, f.Group, f.ProvenBy, aggType, aggID); err != nil {
+					return false, err
+				}
+			}
+			if match {
 				if len(out) == limit {
 					more = true
 					return false, nil
@@ -182,9 +188,9 @@ func (t *KVTx) CountMatching(f Filter) (int, error) {
 			narrowed++
 		}
 	}
-	counted := f.Message == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero() && narrowed <= 1
+	counted := f.Message == "" && f.ProvenBy == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero() && narrowed <= 1
 	if f.Group != "" && f.AggregateType != "" && f.Class == "" {
-		counted = f.Message == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero()
+		counted = f.Message == "" && f.ProvenBy == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero()
 	}
 	total := 0
 	for _, sub := range subs {
@@ -205,7 +211,7 @@ func (t *KVTx) CountMatching(f Filter) (int, error) {
 			var p path
 			if p, err = t.plan(sub, &f); err == nil {
 				err = t.walk(p, nil, func(k, v []byte) (bool, error) {
-					_, _, _, aggType, _, err := indexKeyParts(k)
+					_, _, _, aggType, aggID, err := indexKeyParts(k)
 					if err != nil {
 						return false, err
 					}
@@ -213,7 +219,13 @@ func (t *KVTx) CountMatching(f Filter) (int, error) {
 					if err != nil {
 						return false, err
 					}
-					if matchSummary(&f, lower, aggType, &s) {
+					match := matchSummary(&f, lower, aggType, &s)
+					if match && f.ProvenBy != "" {
+						if match, err = t.proven(sub, f.Group, f.ProvenBy, aggType, aggID); err != nil {
+							return false, err
+						}
+					}
+					if match {
 						n++
 					}
 					return true, nil

@@ -47,6 +47,14 @@ type ParkedRecords interface {
 	// or shrinks between pages may move past it. A bad cursor or an
 	// unknown State is ErrInvalid.
 	GroupsParked(f GroupFilter) ([]Group, string, error)
+	// PutProof keeps p, replacing the proof of the same subscription, group
+	// and sha256, and adds handled to the aggregates it handled (a large
+	// proof is put in several transactions, a page of handled each).
+	// ErrInvalid without subscription, group or sha256.
+	PutProof(p Proof, handled []ProofKey) error
+	// Proof returns the proof of a candidate's sha256 on a group,
+	// ErrNotFound if none was put.
+	Proof(subscription, group, sha256 string) (*Proof, error)
 	// CountGroups counts a subscription's failure groups: one key read a
 	// group.
 	CountGroups(subscription string) (int, error)

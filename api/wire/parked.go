@@ -142,6 +142,42 @@ type ParkedGroupPage struct {
 	Next   string        `json:"next"` // the cursor of the next page (pass it as after); "" on the last
 }
 
+// ProofRequest is the body of POST /v1/parked/groups/{group}/proofs: what
+// a candidate module did with the group's capsules (`berth parked replay
+// --group G --module FIX.wasm` sends it). A large group's handled
+// aggregates are sent in several requests, each with the same counts.
+type ProofRequest struct {
+	Subscription string `json:"subscription"`
+	Module       string `json:"module"`
+	SHA256       string `json:"sha256"`
+	Replayed     int    `json:"replayed"`
+	Handled      int    `json:"handled"`
+	StillFailing int    `json:"stillFailing"`
+	Departed     int    `json:"departed"`
+	// Aggregates are (a page of) the aggregates the candidate handled.
+	Aggregates []ProofAggregate `json:"aggregates"`
+}
+
+// ProofAggregate names one aggregate of a proof.
+type ProofAggregate struct {
+	AggregateType string `json:"aggregateType"`
+	AggregateID   string `json:"aggregateId"`
+}
+
+// Proof is a kept verdict of a candidate on a failure group.
+type Proof struct {
+	Subscription string    `json:"subscription"`
+	Group        string    `json:"group"`
+	Module       string    `json:"module"`
+	SHA256       string    `json:"sha256"`
+	Replayed     int       `json:"replayed"`
+	Handled      int       `json:"handled"`
+	StillFailing int       `json:"stillFailing"`
+	Departed     int       `json:"departed"`
+	Actor        string    `json:"actor"`
+	Created      time.Time `json:"created"`
+}
+
 // OperatorRequest is the optional body of resume and skip.
 type OperatorRequest struct {
 	// Reason is kept in the record's history and the webhook notification.

@@ -2,6 +2,7 @@ package ledgertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -134,6 +135,59 @@ func testGroups(t *testing.T, open Opener) {
 	}
 	s = openAt(t, open, dir)
 	check("after a reopen")
+
+	// A proof on the first group: its handled aggregates, and one of
+	// another group that a proof on the first cannot select.
+	var handled []ledger.ProofKey
+	want := map[string]bool{}
+	for _, r := range all {
+		if ledger.Fingerprint(r) == fps[0] && r.AggregateType == "order" {
+			handled = append(handled, ledger.ProofKey{AggregateType: r.AggregateType, AggregateID: r.AggregateID})
+			want[r.AggregateType+"/"+r.AggregateID] = true
+		}
+	}
+	handled = append(handled, ledger.ProofKey{AggregateType: "cart", AggregateID: "1-0001"}, ledger.ProofKey{AggregateType: "order", AggregateID: "gone"})
+	p := ledger.Proof{Subscription: "notify", Group: fps[0], Module: "shipment-notifier", SHA256: "ab12", Handled: len(want)}
+	update(t, s, func(tx ledger.Tx) error { return tx.PutProof(p, handled[:10]) })
+	update(t, s, func(tx ledger.Tx) error { return tx.PutProof(p, handled[10:]) })
+	view(t, s, func(tx ledger.Tx) error {
+		got, err := tx.Proof("notify", fps[0], "ab12")
+		if err != nil || got.Handled != len(want) || got.Module != "shipment-notifier" {
+			t.Errorf("Proof = %+v, %v", got, err)
+		}
+		f := ledger.Filter{Subscription: "notify", Group: fps[0], ProvenBy: "ab12", Limit: 9}
+		listed := map[string]bool{}
+		for {
+			page, next, err := tx.ListParked(f)
+			if err != nil {
+				t.Fatalf("ListParked(proven): %v", err)
+			}
+			for _, r := range page {
+				listed[r.AggregateType+"/"+r.AggregateID] = true
+			}
+			if next == "" {
+				break
+			}
+			f.After = next
+		}
+		c, err := tx.CountMatching(ledger.Filter{Group: fps[0], ProvenBy: "ab12"})
+		if fmt.Sprint(listed) != fmt.Sprint(want) || c != len(want) || err != nil {
+			t.Errorf("proven by ab12: listed %d, counted %d (%v), want %d", len(listed), c, err, len(want))
+		}
+		if c, err := tx.CountMatching(ledger.Filter{Group: fps[0], ProvenBy: "other"}); c != 0 || err != nil {
+			t.Errorf("proven by another candidate: %d, %v", c, err)
+		}
+		if _, err := tx.Proof("notify", fps[0], "other"); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("Proof(other) = %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	update(t, s, func(tx ledger.Tx) error {
+		if err := tx.PutProof(ledger.Proof{Subscription: "notify"}, nil); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("a proof without group: %v, want ErrInvalid", err)
+		}
+		return nil
+	})
 }
 
 // checkGroups compares the groups of "notify" with those all computes.
