@@ -52,6 +52,8 @@ type options struct {
 	// parked replay
 	module, capsule, save string
 	maxTime               time.Duration // parked replay's own bound
+	parallel              int           // parked replay --group's replays at once
+	provenBy              string        // jobs: the sha256 of the candidate a proof names
 }
 
 // optUint is a uint64 flag that knows whether it was given.
