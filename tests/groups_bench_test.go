@@ -56,6 +56,8 @@ func BenchmarkReplayGroup(b *testing.B) {
 			b.Fatalf("replay --group: %v, %+v\n%s%s", err, rep, out, stderr.String())
 		}
 		b.ReportMetric(n/took.Seconds(), "capsules/s")
+		b.ReportMetric(n/rep.ReplaySecs, "replayed/s")
+		b.ReportMetric(rep.FetchSecs, "fetch-s")
 		b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "cores")
 	}
 }

@@ -13,13 +13,15 @@ import (
 
 // groupReplay is what `berth parked replay --group --json` prints.
 type groupReplay struct {
-	Replayed     int    `json:"replayed"`
-	Handled      int    `json:"handled"`
-	StillFailing int    `json:"stillFailing"`
-	Departed     int    `json:"departed"`
-	Module       string `json:"module"`
-	SHA256       string `json:"sha256"`
-	Kept         bool   `json:"kept"`
+	Replayed     int     `json:"replayed"`
+	Handled      int     `json:"handled"`
+	StillFailing int     `json:"stillFailing"`
+	Departed     int     `json:"departed"`
+	Module       string  `json:"module"`
+	SHA256       string  `json:"sha256"`
+	Kept         bool    `json:"kept"`
+	FetchSecs    float64 `json:"fetchSeconds"`
+	ReplaySecs   float64 `json:"replaySeconds"`
 	Failing      []struct {
 		Message string `json:"message"`
 		Count   int    `json:"count"`

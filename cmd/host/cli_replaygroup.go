@@ -43,6 +43,10 @@ type groupReport struct {
 	NoCapsule    int            `json:"noCapsule"` // records whose attempt was not recorded
 	Failing      []failingGroup `json:"failing"`   // the still failing, grouped by fingerprint again
 	Seconds      float64        `json:"seconds"`
+	// FetchSeconds is the time listing the group and fetching its
+	// capsules took, ReplaySeconds the replays' (the module's load too).
+	FetchSeconds  float64 `json:"fetchSeconds"`
+	ReplaySeconds float64 `json:"replaySeconds"`
 	Kept         bool           `json:"kept"` // the verdict was sent to the host
 }
 
@@ -164,6 +168,7 @@ func parkedReplayGroup(x *invocation, args []string) error {
 			Detail: fmt.Sprintf("no parked aggregate is in group %q (berth parked groups lists the groups)", o.group)}}
 	}
 	rep.Subscription = items[0].sub
+	rep.FetchSeconds = time.Since(start).Seconds()
 	var first *abi.Capsule
 	for _, it := range items {
 		if it.raw != nil {
@@ -196,6 +201,7 @@ func parkedReplayGroup(x *invocation, args []string) error {
 		bar.done()
 	}
 	rep.Seconds = time.Since(start).Seconds()
+	rep.ReplaySeconds = rep.Seconds - rep.FetchSeconds
 	failing := map[string]*failingGroup{}
 	var handled []wire.ProofAggregate
 	for _, it := range items {
