@@ -47,7 +47,7 @@ type groupReport struct {
 	// capsules took, ReplaySeconds the replays' (the module's load too).
 	FetchSeconds  float64 `json:"fetchSeconds"`
 	ReplaySeconds float64 `json:"replaySeconds"`
-	Kept         bool           `json:"kept"` // the verdict was sent to the host
+	Kept          bool    `json:"kept"` // the verdict was sent to the host
 }
 
 // failingGroup is what the candidate still fails with, and how often.
