@@ -175,6 +175,15 @@ func (x *invocation) decoded(raw []byte, err error, v any) (done bool, _ error) 
 	return false, decode(raw, v)
 }
 
+// printIndented writes v as indented JSON.
+func (x *invocation) printIndented(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return x.printJSON(b)
+}
+
 // printJSON writes the server's JSON as is, ending with a newline.
 func (x *invocation) printJSON(raw []byte) error {
 	raw = []byte(strings.TrimRight(string(raw), "\n"))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,14 +43,8 @@ func (c *client) groups(ctx context.Context, q parkedQuery) ([]byte, error) {
 // cause, however many records it parked.
 func parkedGroups(x *invocation, _ []string) error {
 	o := x.opts
-	if o.state != "" && !slices.Contains(wire.ParkedStates(), o.state) {
-		return usagef("--state must be retrying, waiting or resuming, not %q", o.state)
-	}
-	if o.limit < 0 {
-		return usagef("--limit must be 1 or more")
-	}
-	if o.all && o.limit > 0 {
-		return usagef("--all and --limit ask for different things: give one")
+	if err := checkListFlags(o); err != nil {
+		return err
 	}
 	want := o.limit
 	if want == 0 && !o.all {

@@ -62,8 +62,9 @@ type parkedPage struct {
 	Next    string            `json:"next"`
 }
 
-func parkedList(x *invocation, _ []string) error {
-	o := x.opts
+// checkListFlags refuses a --state, --limit or --all of a listing that
+// cannot be meant.
+func checkListFlags(o *options) error {
 	if o.state != "" && !slices.Contains(wire.ParkedStates(), o.state) {
 		return usagef("--state must be retrying, waiting or resuming, not %q", o.state)
 	}
@@ -72,6 +73,14 @@ func parkedList(x *invocation, _ []string) error {
 	}
 	if o.all && o.limit > 0 {
 		return usagef("--all and --limit ask for different things: give one")
+	}
+	return nil
+}
+
+func parkedList(x *invocation, _ []string) error {
+	o := x.opts
+	if err := checkListFlags(o); err != nil {
+		return err
 	}
 	if err := checkTimes(o); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -175,11 +174,7 @@ func parkedReplay(x *invocation, args []string) error {
 	rep.Reproduced = r.Reproduced(c.Outcome)
 	rep.Succeeded = r.Outcome.Kind == sandbox.Success
 	if x.global.json {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := x.printJSON(b); err != nil {
+		if err := x.printIndented(rep); err != nil {
 			return err
 		}
 	} else if err := printReplay(x.stdout, &rep); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -236,11 +235,7 @@ func parkedReplayGroup(x *invocation, args []string) error {
 		rep.Kept = true
 	}
 	if x.global.json {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := x.printJSON(b); err != nil {
+		if err := x.printIndented(rep); err != nil {
 			return err
 		}
 	} else if err := printGroupReplay(x.stdout, &rep); err != nil {
