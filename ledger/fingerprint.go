@@ -22,17 +22,25 @@ const MaxMaskedMessage = 256
 // The masking rules, in the order they apply; each replaces what it
 // matches with "{}". Earlier rules take whole spans that later ones would
 // cut into parts (a quoted value holding digits, a UUID's hex groups).
-var maskRules = []*regexp.Regexp{
+// A rule runs only on a message holding what it needs (a brace, a quote,
+// a digit), so that a message with nothing to mask costs a few scans:
+// every park computes its fingerprint.
+var (
 	// A variable part the module named itself: a span in braces.
-	regexp.MustCompile(`\{[^{}]*\}`),
+	maskBraces = regexp.MustCompile(`\{[^{}]*\}`)
 	// Quoted values: "…" (with escapes), '…', `…`.
-	regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^'\n]*'|` + "`[^`]*`"),
+	maskQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^'\n]*'|` + "`[^`]*`")
+)
+
+// maskDigits are the rules of the parts that hold a digit.
+var maskDigits = []*regexp.Regexp{
 	// UUIDs.
 	regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`),
 	// Timestamps: a date, with a time and zone when there are.
 	regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?`),
-	// Hex: 0x-prefixed, or a run of 8 or more hex digits.
-	regexp.MustCompile(`(?i)\b0x[0-9a-f]+\b|\b[0-9a-f]{8,}\b`),
+	// Hex, 0x-prefixed. (A run of hex digits holds a digit, so the next
+	// rule takes it; one of letters a to f alone is a word.)
+	regexp.MustCompile(`(?i)\b0x[0-9a-f]+\b`),
 	// Numbers and ids: any word with a digit in it (42, 1.5, b-4821,
 	// ord_17, v3, 300ms, 10.0.0.3).
 	regexp.MustCompile(`[\p{L}_-]*\d[\p{L}\d_.-]*`),
@@ -45,7 +53,7 @@ var maskRuns = regexp.MustCompile(`\{\}(?:\s*[.,:;/@#-]?\s*\{\})+`)
 
 // MaskMessage returns message with its variable parts replaced by "{}":
 // spans in braces (a module's own variable parts, see wasm/abi/ABI.md),
-// quoted values, UUIDs, timestamps, hex, and any word holding a digit
+// quoted values, UUIDs, timestamps, 0x hex, and any word holding a digit
 // (numbers and ids); masks next to one another become one; white space
 // runs become one space; the result is cut to MaxMaskedMessage bytes. It
 // is pure: the same message always masks the same.
@@ -54,10 +62,20 @@ var maskRuns = regexp.MustCompile(`\{\}(?:\s*[.,:;/@#-]?\s*\{\})+`)
 //	-> the notification service does not know buyer {}
 func MaskMessage(message string) string {
 	s := message
-	for _, re := range maskRules {
-		s = re.ReplaceAllLiteralString(s, "{}")
+	if strings.IndexByte(s, '{') >= 0 {
+		s = maskBraces.ReplaceAllLiteralString(s, "{}")
 	}
-	s = maskRuns.ReplaceAllLiteralString(s, "{}")
+	if strings.ContainsAny(s, "\"'`") {
+		s = maskQuoted.ReplaceAllLiteralString(s, "{}")
+	}
+	if strings.ContainsAny(s, "0123456789") {
+		for _, re := range maskDigits {
+			s = re.ReplaceAllLiteralString(s, "{}")
+		}
+	}
+	if strings.Contains(s, "{}") {
+		s = maskRuns.ReplaceAllLiteralString(s, "{}")
+	}
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > MaxMaskedMessage {
 		cut := MaxMaskedMessage
