@@ -128,11 +128,12 @@ func (t *KVTx) joinGroup(op string, r *Record, s summary, notify bool) error {
 	} else if err != nil {
 		return t.fail(op, err)
 	}
+	changed := opened
 	if !r.FirstFailure.IsZero() && (h.First.IsZero() || r.FirstFailure.Before(h.First)) {
-		h.First = r.FirstFailure
+		h.First, changed = r.FirstFailure, true
 	}
 	if r.LastFailure.After(h.Last) {
-		h.Last = r.LastFailure
+		h.Last, changed = r.LastFailure, true
 	}
 	n, err := t.tally(sub, dimGroup, s.group, allStates())
 	if err != nil {
@@ -144,6 +145,9 @@ func (t *KVTx) joinGroup(op string, r *Record, s summary, notify bool) error {
 		h.Notified, typ = 1, NotifyGroupOpened
 	case GroupGrewAt(n) && n > h.Notified:
 		h.Notified, typ = n, NotifyGroupGrew
+	}
+	if !changed && typ == "" {
+		return nil // a change of state: the head holds
 	}
 	v, err := json.Marshal(h)
 	if err != nil {
