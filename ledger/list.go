@@ -310,3 +310,41 @@ func (t *KVTx) ListParkedKeys(subscription, after string, limit int) ([]ParkedKe
 	last := out[len(out)-1]
 	return out, Cursor(subscription, last.AggregateType, last.AggregateID), nil
 }
+
+// cursorPath turns a cursor's key into the path it continues and the key
+// to continue after. A record key (what ListParked answered before the
+// index, and Cursor makes) continues every record in key order.
+func cursorPath(f *Filter, k []byte) (sub string, p path, after []byte, err error) {
+	if len(k) > 0 && k[0] == kindRecord {
+		s, aggType, aggID, err := parseRecordKey(k)
+		if err != nil {
+			return "", path{}, nil, err
+		}
+		ik := indexKey(s, dimAll, nil, aggType, aggID)
+		return s, headPath(indexHead(s, dimAll, nil), f.AggregateType), ik, nil
+	}
+	s, dim, val, aggType, _, err := indexKeyParts(k)
+	if err != nil {
+		return "", path{}, nil, err
+	}
+	switch {
+	case dim == dimAll:
+		p = headPath(indexHead(s, dimAll, nil), f.AggregateType)
+	case dim == dimState && string(val) == string(f.State):
+		p = headPath(indexHead(s, dimState, val), f.AggregateType)
+	case dim == dimClass && string(val) == f.Class:
+		p = headPath(indexHead(s, dimClass, val), f.AggregateType)
+	case dim == dimClassIn && f.State != "" && string(val) == string(classIn(f.Class, f.State)):
+		p = headPath(indexHead(s, dimClassIn, val), f.AggregateType)
+	case dim == dimGroup && string(val) == f.Group:
+		p = headPath(indexHead(s, dimGroup, val), f.AggregateType)
+	case dim == dimFirst:
+		p = timePath(s, f)
+	default:
+		return "", path{}, nil, errBadKey
+	}
+	if f.AggregateType != "" && dim != dimFirst && aggType != f.AggregateType {
+		return "", path{}, nil, errBadKey
+	}
+	return s, p, k, nil
+}
