@@ -15,7 +15,7 @@ type engineCollector struct {
 	engine *subscription.Engine
 	ledger ledger.Store // read for the oldest parked record; nil: not reported
 
-	lag, checkpoint, head, parked, oldest, paused, systemic, concurrency, fencings, startFailures *prometheus.Desc
+	lag, checkpoint, head, parked, oldest, groups, paused, systemic, concurrency, fencings, startFailures *prometheus.Desc
 }
 
 func newEngineCollector(e *subscription.Engine, l ledger.Store) *engineCollector {
@@ -25,6 +25,8 @@ func newEngineCollector(e *subscription.Engine, l ledger.Store) *engineCollector
 		ledger: l,
 		oldest: prometheus.NewDesc("berth_parked_oldest_first_failure_timestamp_seconds",
 			"First failure of the subscription's oldest parked record (retrying or waiting), in Unix seconds; absent when none is parked.", sub, nil),
+		groups: prometheus.NewDesc("berth_parked_groups",
+			"Failure groups of the subscription's parked records: the causes they parked for.", sub, nil),
 		lag:         prometheus.NewDesc("berth_subscription_lag", "Commits at or after the subscription's checkpoint.", sub, nil),
 		checkpoint:  prometheus.NewDesc("berth_subscription_checkpoint", "The subscription's checkpoint position.", sub, nil),
 		head:        prometheus.NewDesc("berth_eventlog_head", "Position of the last commit in the event log.", nil, nil),
@@ -41,7 +43,7 @@ func newEngineCollector(e *subscription.Engine, l ledger.Store) *engineCollector
 
 // Describe sends the descriptors.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lag, c.checkpoint, c.head, c.parked, c.oldest, c.paused, c.systemic, c.concurrency, c.fencings, c.startFailures} {
+	for _, d := range []*prometheus.Desc{c.lag, c.checkpoint, c.head, c.parked, c.oldest, c.groups, c.paused, c.systemic, c.concurrency, c.fencings, c.startFailures} {
 		ch <- d
 	}
 }
@@ -70,6 +72,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 			if st.Parked[ledger.StateRetrying]+st.Parked[ledger.StateWaiting] > 0 {
 				c.collectOldest(ctx, ch, name)
 			}
+			c.collectGroups(ctx, ch, name)
 		}
 		paused := 0.0
 		if st.State == subscription.StatePaused {
@@ -95,6 +98,23 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 
 // parkedStates are the states berth_parked_aggregates reports, every one.
 var parkedStates = []ledger.State{ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming}
+
+// collectGroups reports how many failure groups sub's parked records
+// make, 0 included, from the ledger's group heads.
+func (c *engineCollector) collectGroups(ctx context.Context, ch chan<- prometheus.Metric, sub string) {
+	if c.ledger == nil {
+		return
+	}
+	var n int
+	err := c.ledger.View(ctx, func(tx ledger.Tx) (err error) {
+		n, err = tx.CountGroups(sub)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.groups, prometheus.GaugeValue, float64(n), sub)
+}
 
 // collectOldest reports the first failure of sub's oldest parked record
 // that is retrying or waiting, from the ledger's index of first failures.

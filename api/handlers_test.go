@@ -148,6 +148,7 @@ func TestSubscriptionsAndParked(t *testing.T) {
 			`berth_parked_aggregates{state="`+string(rec.State)+`",subscription="`+notifierSub+`"} 1`,
 			`berth_parked_aggregates{state="resuming",subscription="`+notifierSub+`"} 0`,
 			`berth_parked_oldest_first_failure_timestamp_seconds{subscription="`+notifierSub+`"}`,
+			`berth_parked_groups{subscription="`+notifierSub+`"} 1`,
 			`berth_parks_total{subscription="`+notifierSub+`"} 1`,
 			`berth_handler_attempts_total{class="UnknownBuyer",outcome="unrecoverable",phase="delivery",subscription="`+notifierSub+`"} 1`,
 			// Every outcome's series exists from the subscription's start, at 0 until it happens.

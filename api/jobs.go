@@ -41,6 +41,11 @@ func (s *Server) createJob(c echo.Context) error {
 	}
 	spec := jobs.Spec{Action: req.Action, Filter: fromWireJobFilter(req.Filter), Actor: actor(c), Reason: req.Reason, Rate: rate}
 	ctx := c.Request().Context()
+	if p := spec.Filter.Proven; p != nil {
+		if err := s.checkProof(ctx, spec.Filter); err != nil {
+			return err
+		}
+	}
 	if class := spec.Filter.Class; class != "" && !s.knownClass(class) {
 		// A misspelt class matches nothing, as a search by it lists
 		// nothing: refused alike, unless a record still carries it.
@@ -71,7 +76,12 @@ func (s *Server) createJob(c echo.Context) error {
 	}
 	auditNote(c, auditReasonKey, "%s", req.Reason)
 	auditNote(c, auditTargetKey, "%d", j.ID) // as the job's own routes name it
-	auditNote(c, auditDetailKey, "job %d: %s of %d matched", j.ID, j.Action, j.Matched)
+	if p := j.Filter.Proven; p != nil {
+		auditNote(c, auditDetailKey, "job %d: %s of %d matched, proven by %s sha256 %s on group %s", j.ID, j.Action, j.Matched,
+			p.Module, p.SHA256, j.Filter.Group)
+	} else {
+		auditNote(c, auditDetailKey, "job %d: %s of %d matched", j.ID, j.Action, j.Matched)
+	}
 	return c.JSON(http.StatusCreated, toWireJob(j))
 }
 
@@ -151,7 +161,10 @@ func (s *Server) jobError(c echo.Context, err error) error {
 
 func fromWireJobFilter(f wire.JobFilter) ledger.JobFilter {
 	out := ledger.JobFilter{Subscriptions: f.Subscriptions, State: ledger.State(f.State), AggregateType: f.AggregateType,
-		Class: f.Class, Message: f.Message}
+		Class: f.Class, Message: f.Message, Group: f.Group}
+	if f.Proven != nil {
+		out.Proven = &ledger.JobProof{Module: f.Proven.Module, SHA256: f.Proven.SHA256}
+	}
 	if f.FailedAfter != nil {
 		out.FailedAfter = *f.FailedAfter
 	}
@@ -163,7 +176,10 @@ func fromWireJobFilter(f wire.JobFilter) ledger.JobFilter {
 
 func toWireJobFilter(f ledger.JobFilter) wire.JobFilter {
 	out := wire.JobFilter{Subscriptions: f.Subscriptions, State: string(f.State), AggregateType: f.AggregateType,
-		Class: f.Class, Message: f.Message}
+		Class: f.Class, Message: f.Message, Group: f.Group}
+	if f.Proven != nil {
+		out.Proven = &wire.JobProof{Module: f.Proven.Module, SHA256: f.Proven.SHA256}
+	}
 	if !f.FailedAfter.IsZero() {
 		t := f.FailedAfter
 		out.FailedAfter = &t

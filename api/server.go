@@ -167,6 +167,8 @@ func (s *Server) routeTable() []route {
 		{post, "/v1/subscriptions/:name/reset", s.resetSubscription, operator, jsonBody, writes},
 
 		{get, "/v1/parked", s.listParked, reader, none, reads},
+		{get, "/v1/parked/groups", s.listGroups, reader, none, reads},
+		{post, "/v1/parked/groups/:group/proofs", s.putProof, operator, jsonBody, writes},
 		{get, "/v1/resolved", s.listResolved, reader, none, reads},
 		{get, "/v1/audit", s.listAudit, reader, none, reads},
 		{post, "/v1/jobs", s.createJob, operator, jsonBody, writes},

@@ -137,7 +137,7 @@ func (s *Server) listParked(c echo.Context) error {
 	}
 	f := ledger.Filter{Subscription: c.QueryParam("subscription"), State: ledger.State(c.QueryParam("state")),
 		AggregateType: c.QueryParam("aggregateType"), Class: c.QueryParam("class"), Message: c.QueryParam("message"),
-		After: c.QueryParam("after"), Limit: limit}
+		Group: c.QueryParam("group"), After: c.QueryParam("after"), Limit: limit}
 	if f.FailedAfter, err = queryTime("failedAfter", c.QueryParam("failedAfter")); err != nil {
 		return err
 	}

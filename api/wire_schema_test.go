@@ -52,6 +52,12 @@ var wireSchemas = []struct {
 	{"ParkedRecord", wire.ParkedRecord{}, false},
 	{"ParkedRecordDetail", wire.ParkedRecordDetail{}, false},
 	{"ParkedPage", wire.ParkedPage{}, false},
+	{"ParkedGroup", wire.ParkedGroup{}, false},
+	{"ParkedGroupPage", wire.ParkedGroupPage{}, false},
+	{"ProofRequest", wire.ProofRequest{}, true},
+	{"ProofAggregate", wire.ProofAggregate{}, true},
+	{"Proof", wire.Proof{}, false},
+	{"JobProof", wire.JobProof{}, true},
 	{"ErrorInfo", wire.ErrorInfo{}, false},
 	{"HistoryEntry", wire.HistoryEntry{}, false},
 	{"ProjectionPage", wire.ProjectionPage{}, false},
@@ -74,7 +80,7 @@ var wireSchemas = []struct {
 }
 
 // wireMaps are the map types of package wire, each its schema's name.
-var wireMaps = []any{wire.ParkedCounts{}, wire.RetrySettings{}}
+var wireMaps = []any{wire.ParkedCounts{}, wire.RetrySettings{}, wire.ModuleCounts{}}
 
 // wireInline are the types of package wire whose schemas openapi.json
 // writes inline, operation by operation (each with its own enum).

@@ -480,7 +480,7 @@ subscriptions = [""]
 `)
 	want := []string{
 		`berth.toml:4: webhooks[0].url: "ftp://x": want an http:// or https:// URL`,
-		`berth.toml:5: webhooks[0].events[1]: "exploded": want parked, retries-spent, resumed, skipped, partition-paused, partition-resumed, subscription-paused, subscription-unpaused, subscription-reset, job-finished`,
+		`berth.toml:5: webhooks[0].events[1]: "exploded": want parked, retries-spent, resumed, skipped, partition-paused, partition-resumed, subscription-paused, subscription-unpaused, subscription-reset, job-finished, group-opened, group-grew`,
 		`berth.toml:5: webhooks[0].events[2]: "parked": listed twice`,
 		`berth.toml:8: webhooks[1].name: "a": also the name of webhooks[0]`,
 		`berth.toml:9: webhooks[1].url: "https://user:pw@x.example.com": credentials in the URL`,

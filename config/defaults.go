@@ -334,7 +334,8 @@ redact-config = ["*token*", "*secret*", "*password*", "*passwd*", "*credential*"
 # Webhooks told when an aggregate parks (parked), spends its long-horizon retries (retries-spent), or
 # is resumed or skipped by an operator; when a partition pauses for an outage and goes on
 # (partition-paused, partition-resumed); when an operator pauses, unpauses or resets a subscription
-# (subscription-paused, subscription-unpaused, subscription-reset); when a job ends (job-finished). Deliveries are queued durably, retried, and signed as Standard
+# (subscription-paused, subscription-unpaused, subscription-reset); when a job ends (job-finished); when a
+# failure group opens or reaches 100, 1,000, … records (group-opened, group-grew). Deliveries are queued durably, retried, and signed as Standard
 # Webhooks do (webhook-id, webhook-timestamp, webhook-signature) with each "whsec_" secret listed.
 #
 # [[webhooks]]

@@ -12,16 +12,17 @@ import (
 const buildBatch = 500
 
 // BuildIndex indexes the parked records of a store written before the
-// index (or by a host that did not keep it), in transactions of a few
-// hundred records, then marks the store indexed. A marked store costs one
+// index (or by a host that did not keep it), or before the index kept
+// failure groups (its entries are rewritten), in transactions
+// of a few hundred records, then marks the store indexed. A marked store costs one
 // read. It may run on several hosts of a shared store at once: a record
 // already indexed is passed over. Open runs it; ledger/jetstream's Open
 // too.
 func BuildIndex(ctx context.Context, s Store) error {
 	marked := false
 	if err := s.View(ctx, func(tx Tx) error {
-		_, err := tx.(*KVTx).get(indexMarkKey())
-		marked = err == nil
+		v, err := tx.(*KVTx).get(indexMarkKey())
+		marked = err == nil && len(v) == 1 && v[0] >= indexVersion
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -37,8 +38,9 @@ func BuildIndex(ctx context.Context, s Store) error {
 			t := tx.(*KVTx)
 			last, done = nil, false
 			type rec struct {
-				k []byte
-				r *Record
+				k   []byte
+				r   *Record
+				old *summary // its entries written before groups
 			}
 			var todo []rec
 			start := []byte{kindRecord}
@@ -56,8 +58,16 @@ func BuildIndex(ctx context.Context, s Store) error {
 				if err != nil {
 					return false, err
 				}
-				if _, err := t.get(indexKey(sub, dimAll, nil, aggType, aggID)); err == nil {
-					return true, nil
+				var old *summary
+				if iv, err := t.get(indexKey(sub, dimAll, nil, aggType, aggID)); err == nil {
+					s, err := decodeSummary(iv, true)
+					if err != nil {
+						return false, fmt.Errorf("%w: of record %q", err, k)
+					}
+					if s.group != "" {
+						return true, nil
+					}
+					old = &s
 				} else if !errors.Is(err, ErrNotFound) {
 					return false, err
 				}
@@ -65,14 +75,24 @@ func BuildIndex(ctx context.Context, s Store) error {
 				if err := json.Unmarshal(v, r); err != nil {
 					return false, fmt.Errorf("corrupt record %q: %w", k, err)
 				}
-				todo = append(todo, rec{k, r})
+				todo = append(todo, rec{k, r, old})
 				return true, nil
 			})
 			if err != nil {
 				return err
 			}
 			for _, x := range todo {
-				if err := t.index("BuildIndex", x.r.Subscription, x.r.AggregateType, x.r.AggregateID, summarize(x.r)); err != nil {
+				r := x.r
+				if x.old != nil {
+					if err := t.unindex("BuildIndex", r.Subscription, r.AggregateType, r.AggregateID, *x.old); err != nil {
+						return err
+					}
+				}
+				s := summarize(r)
+				if err := t.index("BuildIndex", r.Subscription, r.AggregateType, r.AggregateID, s); err != nil {
+					return err
+				}
+				if err := t.joinGroup("BuildIndex", r, s, false); err != nil {
 					return err
 				}
 			}

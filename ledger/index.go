@@ -22,7 +22,10 @@ import (
 //	'i' lp(sub) 'k' lp(class "\x00" state) lp(type) lp(id) -> summary: by each class and its state
 //	'i' lp(sub) 'f' ts(8)     lp(type) lp(id) -> summary: by first failure
 //	'i' lp(sub) 'o' ts(8)     lp(type) lp(id) -> summary: by first failure, retrying and waiting only
-//	'l' lp(sub) dim lp(value) lp(state)      -> count(8): per class ('c') and aggregate type ('t') and state
+//	'i' lp(sub) 'g' lp(group) lp(type) lp(id) -> summary: by failure group (group.go)
+//	'l' lp(sub) dim lp(value) lp(state)      -> count(8): per class ('c'), aggregate type ('t') and group ('g') and state
+//	'l' lp(sub) 'v' lp(group) lp(module)     -> count(8): a group's records per module version (group.go)
+//	'l' lp(sub) 'h' lp(group)                -> the group's head (group.go)
 //	'x' "parked-index"                        -> indexVersion once every record is indexed
 //
 // A path keeps one record at one place for as long as the filter's value
@@ -40,10 +43,15 @@ const (
 	dimFirst   = 'f'
 	dimOldest  = 'o'
 	dimType    = 't' // counters only: the 'a' path has the type in its key
+	dimGroup   = 'g'
+	// summaryVer is the summary's format. The group and the module version
+	// were added at its end, where a host that does not know them stops
+	// reading: an entry without them is of a host before groups.
 	summaryVer = 1
 
-	// indexVersion is what BuildIndex writes once every record is indexed.
-	indexVersion = 1
+	// indexVersion is what BuildIndex writes once every record is indexed:
+	// 2 once every record is also in its failure group.
+	indexVersion = 2
 )
 
 func indexMarkKey() []byte { return []byte("xparked-index") }
@@ -61,12 +69,16 @@ type summary struct {
 	unrecoverable bool
 	message       string // lower-cased
 	classes       []string
+	// group is the record's Fingerprint and module its module version
+	// (empty in a summary written before groups).
+	group, module string
 }
 
 func summarize(r *Record) summary {
 	return summary{state: r.State, first: r.FirstFailure, next: r.NextRetry,
 		unrecoverable: r.Error.Class == "unrecoverable" || (r.Error.Class == "" && r.Error.Kind == "unrecoverable"),
-		message:       strings.ToLower(r.Error.Message), classes: r.Error.Classes}
+		message:       strings.ToLower(r.Error.Message), classes: r.Error.Classes,
+		group: Fingerprint(r), module: r.Error.Module}
 }
 
 var stateByte = map[State]byte{StateRetrying: 'r', StateWaiting: 'w', StateResuming: 's'}
@@ -113,7 +125,11 @@ func (s summary) encode() []byte {
 	for _, c := range s.classes {
 		b = appendLP(b, c)
 	}
-	return b
+	if s.group == "" {
+		return b
+	}
+	b = appendLP(b, s.group)
+	return appendLP(b, s.module)
 }
 
 var errBadSummary = errors.New("ledger: malformed index entry")
@@ -148,6 +164,15 @@ func decodeSummary(v []byte, full bool) (summary, error) {
 			return s, errBadSummary
 		}
 		s.classes = append(s.classes, c)
+	}
+	if len(rest) == 0 {
+		return s, nil // written before groups
+	}
+	if s.group, rest, ok = cutLP(rest); !ok {
+		return s, errBadSummary
+	}
+	if s.module, _, ok = cutLP(rest); !ok {
+		return s, errBadSummary
 	}
 	return s, nil
 }
@@ -193,6 +218,9 @@ func entryKeys(sub, aggType, aggID string, s summary) [][]byte {
 				indexKey(sub, dimClassIn, classIn(c, s.state), aggType, aggID))
 		}
 	}
+	if s.group != "" {
+		ks = append(ks, indexKey(sub, dimGroup, []byte(s.group), aggType, aggID))
+	}
 	return ks
 }
 
@@ -229,7 +257,7 @@ func indexKeyParts(k []byte) (sub string, dim byte, val []byte, aggType, aggID s
 			return "", 0, nil, "", "", errBadKey
 		}
 		val, rest = rest[:8], rest[8:]
-	case dimAll, dimState, dimClass, dimClassIn:
+	case dimAll, dimState, dimClass, dimClassIn, dimGroup:
 		var v string
 		if v, rest, ok = cutLP(rest); !ok {
 			return "", 0, nil, "", "", errBadKey
@@ -259,6 +287,10 @@ func tallies(sub, aggType string, s summary) [][]byte {
 		if !containsBefore(s.classes, i, c) {
 			ks = append(ks, tallyKey(sub, dimClass, c, s.state))
 		}
+	}
+	if s.group != "" {
+		ks = append(ks, tallyKey(sub, dimGroup, s.group, s.state), groupModuleKey(sub, s.group, s.module),
+			tallyKey(sub, dimGroupType, groupTypeValue(s.group, aggType), s.state))
 	}
 	return ks
 }
@@ -361,7 +393,8 @@ func matchSummary(f *Filter, lowerMessage, aggType string, s *summary) bool {
 		f.State != "" && s.state != f.State,
 		!f.FailedAfter.IsZero() && s.first.Before(f.FailedAfter),
 		!f.FailedBefore.IsZero() && !s.first.Before(f.FailedBefore),
-		lowerMessage != "" && !strings.Contains(s.message, lowerMessage):
+		lowerMessage != "" && !strings.Contains(s.message, lowerMessage),
+		f.Group != "" && s.group != f.Group:
 		return false
 	case f.Class != "":
 		for _, c := range s.classes {
@@ -440,6 +473,19 @@ func (t *KVTx) plan(sub string, f *Filter) (path, error) {
 		} else {
 			consider(headPath(indexHead(sub, dimClass, []byte(f.Class)), f.AggregateType), n)
 		}
+	}
+	if f.Group != "" {
+		var n int
+		var err error
+		if f.AggregateType != "" {
+			n, err = t.tally(sub, dimGroupType, groupTypeValue(f.Group, f.AggregateType), statesOf(f))
+		} else {
+			n, err = t.tally(sub, dimGroup, f.Group, statesOf(f))
+		}
+		if err != nil {
+			return path{}, err
+		}
+		consider(headPath(indexHead(sub, dimGroup, []byte(f.Group)), f.AggregateType), n)
 	}
 	if !f.KeyOrder && (!f.FailedAfter.IsZero() || !f.FailedBefore.IsZero()) {
 		p := timePath(sub, f)
@@ -532,40 +578,4 @@ func (t *KVTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) er
 		}
 	}
 	return nil
-}
-
-// cursorPath turns a cursor's key into the path it continues and the key
-// to continue after. A record key (what ListParked answered before the
-// index, and Cursor makes) continues every record in key order.
-func cursorPath(f *Filter, k []byte) (sub string, p path, after []byte, err error) {
-	if len(k) > 0 && k[0] == kindRecord {
-		s, aggType, aggID, err := parseRecordKey(k)
-		if err != nil {
-			return "", path{}, nil, err
-		}
-		ik := indexKey(s, dimAll, nil, aggType, aggID)
-		return s, headPath(indexHead(s, dimAll, nil), f.AggregateType), ik, nil
-	}
-	s, dim, val, aggType, _, err := indexKeyParts(k)
-	if err != nil {
-		return "", path{}, nil, err
-	}
-	switch {
-	case dim == dimAll:
-		p = headPath(indexHead(s, dimAll, nil), f.AggregateType)
-	case dim == dimState && string(val) == string(f.State):
-		p = headPath(indexHead(s, dimState, val), f.AggregateType)
-	case dim == dimClass && string(val) == f.Class:
-		p = headPath(indexHead(s, dimClass, val), f.AggregateType)
-	case dim == dimClassIn && f.State != "" && string(val) == string(classIn(f.Class, f.State)):
-		p = headPath(indexHead(s, dimClassIn, val), f.AggregateType)
-	case dim == dimFirst:
-		p = timePath(s, f)
-	default:
-		return "", path{}, nil, errBadKey
-	}
-	if f.AggregateType != "" && dim != dimFirst && aggType != f.AggregateType {
-		return "", path{}, nil, errBadKey
-	}
-	return s, p, k, nil
 }

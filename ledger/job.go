@@ -32,21 +32,39 @@ const MaxJobFailures = 100
 // JobFilter selects the parked records a job acts on: those of Filter's
 // conditions, in every subscription of Subscriptions (empty: all).
 type JobFilter struct {
-	Subscriptions []string  `json:"subscriptions,omitempty"`
-	State         State     `json:"state,omitempty"`
-	AggregateType string    `json:"aggregateType,omitempty"`
-	Class         string    `json:"class,omitempty"`
-	Message       string    `json:"message,omitempty"`
-	FailedAfter   time.Time `json:"failedAfter,omitzero"`
-	FailedBefore  time.Time `json:"failedBefore,omitzero"`
+	Subscriptions []string `json:"subscriptions,omitempty"`
+	State         State    `json:"state,omitempty"`
+	AggregateType string   `json:"aggregateType,omitempty"`
+	Class         string   `json:"class,omitempty"`
+	Message       string   `json:"message,omitempty"`
+	Group         string   `json:"group,omitempty"`
+	// Proven, with Group, acts only on the aggregates the proof of this
+	// candidate on the group handled.
+	Proven       *JobProof `json:"proven,omitempty"`
+	FailedAfter  time.Time `json:"failedAfter,omitzero"`
+	FailedBefore time.Time `json:"failedBefore,omitzero"`
 }
 
 // Filter is the ledger.Filter of one subscription's page of the job's
 // records (empty subscription: every subscription).
 func (f JobFilter) Filter(subscription, after string, limit int) Filter {
 	return Filter{Subscription: subscription, State: f.State, AggregateType: f.AggregateType, Class: f.Class,
-		Message: f.Message, FailedAfter: f.FailedAfter, FailedBefore: f.FailedBefore, After: after, Limit: limit,
+		Message: f.Message, Group: f.Group, ProvenBy: f.Proven.sha(), FailedAfter: f.FailedAfter, FailedBefore: f.FailedBefore, After: after, Limit: limit,
 		KeyOrder: true}
+}
+
+// JobProof names the proof a job's filter holds to: a candidate module
+// and the SHA-256 of its bytes.
+type JobProof struct {
+	Module string `json:"module"`
+	SHA256 string `json:"sha256"`
+}
+
+func (p *JobProof) sha() string {
+	if p == nil {
+		return ""
+	}
+	return p.SHA256
 }
 
 // JobFailure is one record a job could not act on.

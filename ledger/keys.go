@@ -29,6 +29,8 @@ import (
 //	'k' lp(subscription) lp(state)                    -> count(8)
 //	'i' lp(subscription) path …                       -> a parked record's summary (index.go)
 //	'l' lp(subscription) dim lp(value) lp(state)      -> count(8) per class and aggregate type (index.go)
+//	'f' lp(subscription) lp(group) lp(sha256)         -> a candidate's Proof on a failure group (proof.go)
+//	'F' lp(subscription) lp(group) lp(sha256) lp(aggType) lp(aggID) -> "" (the proof's handled aggregates)
 //	'n' seq(8)                                        -> Notification as JSON
 //	'x' "notify-seq"                                  -> last seq(8)
 //	'x' "format"                                      -> layout version(1)

@@ -181,6 +181,13 @@ type Filter struct {
 	// Message selects records whose error message holds it, ignoring case.
 	// Empty: all.
 	Message string
+	// Group selects the records of one failure group (Fingerprint).
+	// Empty: all.
+	Group string
+	// ProvenBy selects, with Group, the records whose aggregates the proof
+	// of this sha256 on the group handled (PutProof); it is checked in the
+	// store, not by Matches. Empty: all.
+	ProvenBy string
 	// FailedAfter and FailedBefore bound the first failure: at or after
 	// FailedAfter, before FailedBefore. Zero: unbounded.
 	FailedAfter, FailedBefore time.Time
@@ -194,7 +201,7 @@ type Filter struct {
 }
 
 // Matches reports whether r passes f's conditions on its state and failure
-// (State, Class, Message, FailedAfter, FailedBefore). Every backend's
+// (State, Class, Group, Message, FailedAfter, FailedBefore). Every backend's
 // ListParked selects with it, so they agree; Subscription and AggregateType
 // a backend checks on the record's key (names are any bytes, and a record's
 // JSON holds only valid UTF-8).
@@ -202,6 +209,7 @@ func (f Filter) Matches(r *Record) bool {
 	switch {
 	case f.State != "" && r.State != f.State,
 		f.Class != "" && !slices.Contains(r.Error.Classes, f.Class),
+		f.Group != "" && Fingerprint(r) != f.Group,
 		f.Message != "" && !containsFold(r.Error.Message, f.Message),
 		!f.FailedAfter.IsZero() && r.FirstFailure.Before(f.FailedAfter),
 		!f.FailedBefore.IsZero() && !r.FirstFailure.Before(f.FailedBefore):
@@ -247,16 +255,25 @@ const (
 	// NotifyJobFinished: a bulk job ended; Job names it, State says how
 	// (done, failed, canceled).
 	NotifyJobFinished = "job-finished"
+	// NotifyGroupOpened: a record parked for a cause no record of its
+	// subscription was parked for: a failure group opened. Group names
+	// it, Count is 1 and Error holds its masked message, classes and the
+	// module version that failed. Once per group until it empties.
+	NotifyGroupOpened = "group-opened"
+	// NotifyGroupGrew: a failure group reached 100 records, or 1,000,
+	// 10,000, … (GroupGrewAt); Count says how many. Once per threshold
+	// until the group empties.
+	NotifyGroupGrew = "group-grew"
 )
 
 // NotificationTypes returns every Notification type: those of an aggregate
 // in the order they happen to it, then those of a partition, a
-// subscription and a job.
+// subscription, a job and a failure group.
 func NotificationTypes() []string {
 	return []string{NotifyParked, NotifyRetriesSpent, NotifyResumed, NotifySkipped,
 		NotifyPartitionPaused, NotifyPartitionResumed,
 		NotifySubscriptionPaused, NotifySubscriptionUnpaused, NotifySubscriptionReset,
-		NotifyJobFinished}
+		NotifyJobFinished, NotifyGroupOpened, NotifyGroupGrew}
 }
 
 // Notification tells the outside world about a parked aggregate, a
@@ -291,6 +308,10 @@ type Notification struct {
 	// (job-finished).
 	Job      string `json:"job,omitempty"`
 	JobState string `json:"jobState,omitempty"`
+	// Group is the fingerprint of the failure group opened or grown, and
+	// Count how many records it holds (group-opened, group-grew).
+	Group string `json:"group,omitempty"`
+	Count int    `json:"count,omitempty"`
 }
 
 // Store holds the ledger. Transactions are closures: a returned error rolls

@@ -58,7 +58,13 @@ func (t *KVTx) ListParked(f Filter) ([]*Record, string, error) {
 			if err != nil {
 				return false, fmt.Errorf("%w: %q", err, k)
 			}
-			if matchSummary(&f, lower, aggType, &s) {
+			match := matchSummary(&f, lower, aggType, &s)
+			if match && f.ProvenBy != "" {
+				if match, err = t.proven(sub, f.Group, f.ProvenBy, aggType, aggID); err != nil {
+					return false, err
+				}
+			}
+			if match {
 				if len(out) == limit {
 					more = true
 					return false, nil
@@ -176,12 +182,25 @@ func (t *KVTx) CountMatching(f Filter) (int, error) {
 		}
 	}
 	lower := strings.ToLower(f.Message)
-	counted := f.Message == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero() && (f.Class == "" || f.AggregateType == "")
+	narrowed := 0
+	for _, v := range []string{f.Class, f.AggregateType, f.Group} {
+		if v != "" {
+			narrowed++
+		}
+	}
+	counted := f.Message == "" && f.ProvenBy == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero() && narrowed <= 1
+	if f.Group != "" && f.AggregateType != "" && f.Class == "" {
+		counted = f.Message == "" && f.ProvenBy == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero()
+	}
 	total := 0
 	for _, sub := range subs {
 		var n int
 		var err error
 		switch {
+		case counted && f.Group != "" && f.AggregateType != "":
+			n, err = t.tally(sub, dimGroupType, groupTypeValue(f.Group, f.AggregateType), statesOf(&f))
+		case counted && f.Group != "":
+			n, err = t.tally(sub, dimGroup, f.Group, statesOf(&f))
 		case counted && f.Class != "":
 			n, err = t.tally(sub, dimClass, f.Class, statesOf(&f))
 		case counted && f.AggregateType != "":
@@ -192,7 +211,7 @@ func (t *KVTx) CountMatching(f Filter) (int, error) {
 			var p path
 			if p, err = t.plan(sub, &f); err == nil {
 				err = t.walk(p, nil, func(k, v []byte) (bool, error) {
-					_, _, _, aggType, _, err := indexKeyParts(k)
+					_, _, _, aggType, aggID, err := indexKeyParts(k)
 					if err != nil {
 						return false, err
 					}
@@ -200,7 +219,13 @@ func (t *KVTx) CountMatching(f Filter) (int, error) {
 					if err != nil {
 						return false, err
 					}
-					if matchSummary(&f, lower, aggType, &s) {
+					match := matchSummary(&f, lower, aggType, &s)
+					if match && f.ProvenBy != "" {
+						if match, err = t.proven(sub, f.Group, f.ProvenBy, aggType, aggID); err != nil {
+							return false, err
+						}
+					}
+					if match {
 						n++
 					}
 					return true, nil
@@ -284,4 +309,42 @@ func (t *KVTx) ListParkedKeys(subscription, after string, limit int) ([]ParkedKe
 	}
 	last := out[len(out)-1]
 	return out, Cursor(subscription, last.AggregateType, last.AggregateID), nil
+}
+
+// cursorPath turns a cursor's key into the path it continues and the key
+// to continue after. A record key (what ListParked answered before the
+// index, and Cursor makes) continues every record in key order.
+func cursorPath(f *Filter, k []byte) (sub string, p path, after []byte, err error) {
+	if len(k) > 0 && k[0] == kindRecord {
+		s, aggType, aggID, err := parseRecordKey(k)
+		if err != nil {
+			return "", path{}, nil, err
+		}
+		ik := indexKey(s, dimAll, nil, aggType, aggID)
+		return s, headPath(indexHead(s, dimAll, nil), f.AggregateType), ik, nil
+	}
+	s, dim, val, aggType, _, err := indexKeyParts(k)
+	if err != nil {
+		return "", path{}, nil, err
+	}
+	switch {
+	case dim == dimAll:
+		p = headPath(indexHead(s, dimAll, nil), f.AggregateType)
+	case dim == dimState && string(val) == string(f.State):
+		p = headPath(indexHead(s, dimState, val), f.AggregateType)
+	case dim == dimClass && string(val) == f.Class:
+		p = headPath(indexHead(s, dimClass, val), f.AggregateType)
+	case dim == dimClassIn && f.State != "" && string(val) == string(classIn(f.Class, f.State)):
+		p = headPath(indexHead(s, dimClassIn, val), f.AggregateType)
+	case dim == dimGroup && string(val) == f.Group:
+		p = headPath(indexHead(s, dimGroup, val), f.AggregateType)
+	case dim == dimFirst:
+		p = timePath(s, f)
+	default:
+		return "", path{}, nil, errBadKey
+	}
+	if f.AggregateType != "" && dim != dimFirst && aggType != f.AggregateType {
+		return "", path{}, nil, errBadKey
+	}
+	return s, p, k, nil
 }

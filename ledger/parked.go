@@ -40,6 +40,24 @@ type ParkedRecords interface {
 	// most a subscription, a state and a class or an aggregate type, else
 	// by reading the index entries of the narrowest of its conditions.
 	CountMatching(f Filter) (int, error)
+	// GroupsParked returns up to f.Limit (DefaultLimit when 0 or less)
+	// failure groups passing f, the biggest first, with their counts kept
+	// beside the records, and the cursor of the next page ("" at the
+	// end). The cursor is a position in that order: a group that grows
+	// or shrinks between pages may move past it. A bad cursor or an
+	// unknown State is ErrInvalid.
+	GroupsParked(f GroupFilter) ([]Group, string, error)
+	// PutProof keeps p, replacing the proof of the same subscription, group
+	// and sha256, and adds handled to the aggregates it handled (a large
+	// proof is put in several transactions, a page of handled each).
+	// ErrInvalid without subscription, group or sha256.
+	PutProof(p Proof, handled []ProofKey) error
+	// Proof returns the proof of a candidate's sha256 on a group,
+	// ErrNotFound if none was put.
+	Proof(subscription, group, sha256 string) (*Proof, error)
+	// CountGroups counts a subscription's failure groups: one key read a
+	// group.
+	CountGroups(subscription string) (int, error)
 	// OldestParked returns the earliest first failure of a subscription's
 	// records that are retrying or waiting, from an index; false when
 	// there is none.
@@ -170,8 +188,17 @@ func (t *KVTx) PutParked(r *Record) error {
 	} else if err := t.dropStaleCapsule(op, r); err != nil {
 		return err
 	}
-	if err := t.index(op, r.Subscription, r.AggregateType, r.AggregateID, summarize(r)); err != nil {
+	s := summarize(r)
+	if err := t.index(op, r.Subscription, r.AggregateType, r.AggregateID, s); err != nil {
 		return err
+	}
+	if err := t.joinGroup(op, r, s, true); err != nil {
+		return err
+	}
+	if indexed && old.group != s.group {
+		if err := t.leaveGroup(op, r.Subscription, old); err != nil {
+			return err
+		}
 	}
 	return t.addCount(op, r.Subscription, r.State, +1)
 }
@@ -206,6 +233,9 @@ func (t *KVTx) DeleteParked(subscription, aggregateType, aggregateID string) err
 	}
 	if indexed {
 		if err := t.unindex(op, subscription, aggregateType, aggregateID, old); err != nil {
+			return err
+		}
+		if err := t.leaveGroup(op, subscription, old); err != nil {
 			return err
 		}
 	}

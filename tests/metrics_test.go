@@ -51,7 +51,7 @@ func TestMetricsScrapePassesPromtool(t *testing.T) {
 		`berth_parked_aggregates\{state="resuming",subscription="`+subName+`"\} 0`,
 		`berth_parked_aggregates\{state="retrying",subscription="`+subName+`"\} 0`,
 		`berth_parked_oldest_first_failure_timestamp_seconds\{subscription="`+subName+`"\} 1\.[0-9]+e\+09`,
-		`berth_webhook_deliveries_total\{hook="ops",result="delivered"\} [1-9]`,
+		`berth_webhook_deliveries_total\{hook="ops",result="delivered"\} [1-9][0-9]*`,
 		`berth_webhook_backlog\{hook="ops"\} 0`,
 		`berth_jobs\{state="done"\} 1`,
 		`berth_jobs\{state="running"\} 0`,

@@ -19,7 +19,8 @@ import (
 
 // Payload is the JSON body of a delivery: every field of the notification
 // ("seq", "type", "time", "subscription", "aggregateType", "aggregateId",
-// "version", and when set "error", "actor", "by", "reason"), plus "id", the
+// "version", and when set "error", "actor", "by", "reason", and a failure
+// group's "group" and "count"), plus "id", the
 // notification's Seq in decimal, the same for every attempt (a receiver
 // deduplicates on it), and "hook", the hook's name.
 type Payload struct {

@@ -451,10 +451,10 @@ function parkedQuery() {
   if (sub) q.set("subscription", sub);
   if (state) q.set("state", state);
   if (type) q.set("aggregateType", type);
-  const cls = document.getElementById("f-class").value.trim();
-  const message = document.getElementById("f-message").value.trim();
-  if (cls) q.set("class", cls);
-  if (message) q.set("message", message);
+  for (const [id, name] of [["f-class", "class"], ["f-message", "message"], ["f-group", "group"]]) {
+    const v = document.getElementById(id).value.trim();
+    if (v) q.set(name, v);
+  }
   // datetime-local is the browser's local time; the API takes RFC 3339.
   for (const [id, name] of [["f-after", "failedAfter"], ["f-before", "failedBefore"]]) {
     const v = document.getElementById(id).value;
@@ -521,7 +521,7 @@ function jobFilter() {
   const f = {};
   const sub = document.getElementById("f-sub").value;
   if (sub) f.subscriptions = [sub];
-  for (const [id, key] of [["f-state", "state"], ["f-type", "aggregateType"], ["f-class", "class"], ["f-message", "message"]]) {
+  for (const [id, key] of [["f-state", "state"], ["f-type", "aggregateType"], ["f-class", "class"], ["f-message", "message"], ["f-group", "group"]]) {
     const v = document.getElementById(id).value.trim();
     if (v) f[key] = v;
   }

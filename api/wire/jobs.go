@@ -16,9 +16,24 @@ type JobFilter struct {
 	Class string `json:"class,omitempty"`
 	// Message: only those whose error message holds it, ignoring case.
 	Message string `json:"message,omitempty"`
+	// Group: only those of this failure group (its fingerprint, as
+	// GET /v1/parked/groups lists it).
+	Group string `json:"group,omitempty"`
+	// Proven, with group: only the aggregates this candidate handled
+	// when the group was replayed against it (POST
+	// /v1/parked/groups/{group}/proofs); a job is refused (409) unless the
+	// candidate is the module version deployed.
+	Proven *JobProof `json:"proven,omitempty"`
 	// FailedAfter and FailedBefore bound the first failure.
 	FailedAfter  *time.Time `json:"failedAfter,omitempty"`
 	FailedBefore *time.Time `json:"failedBefore,omitempty"`
+}
+
+// JobProof names a candidate module by its name and the SHA-256 of its
+// bytes.
+type JobProof struct {
+	Module string `json:"module"`
+	SHA256 string `json:"sha256"`
 }
 
 // JobRequest is the body of POST /v1/jobs.

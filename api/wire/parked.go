@@ -106,6 +106,78 @@ type ParkedPage struct {
 	Next    string         `json:"next"` // the cursor of the next page (pass it as after); "" on the last
 }
 
+// ParkedGroup is one failure group: the parked records of a subscription
+// that failed for one cause (the same module, class chain and message
+// once its variable parts are masked).
+type ParkedGroup struct {
+	Subscription string `json:"subscription"`
+	// Group is its fingerprint: the group= filter of GET /v1/parked and of
+	// a job's filter.
+	Group string `json:"group"`
+	// Message is the masked message its records share ("{}" where they
+	// differ).
+	Message string   `json:"message"`
+	Classes []string `json:"classes"`
+	// Module is the module its records failed in, without version.
+	Module string `json:"module"`
+	// Count is how many records it holds that pass the filter, exact.
+	Count int `json:"count"`
+	// FirstFailure and LastFailure span the failures of the records that
+	// joined it since it opened.
+	FirstFailure time.Time `json:"firstFailure"`
+	LastFailure  time.Time `json:"lastFailure"`
+	// Modules counts its records by module version.
+	Modules ModuleCounts `json:"modules"`
+	// Sample is one of its records: its aggregate type and id.
+	SampleType string `json:"sampleType"`
+	SampleID   string `json:"sampleId"`
+}
+
+// ModuleCounts counts records by module version ("shipment-notifier v3").
+type ModuleCounts map[string]int
+
+// ParkedGroupPage is the answer of GET /v1/parked/groups.
+type ParkedGroupPage struct {
+	Groups []ParkedGroup `json:"groups"`
+	Next   string        `json:"next"` // the cursor of the next page (pass it as after); "" on the last
+}
+
+// ProofRequest is the body of POST /v1/parked/groups/{group}/proofs: what
+// a candidate module did with the group's capsules (`berth parked replay
+// --group G --module FIX.wasm` sends it). A large group's handled
+// aggregates are sent in several requests, each with the same counts.
+type ProofRequest struct {
+	Subscription string `json:"subscription"`
+	Module       string `json:"module"`
+	SHA256       string `json:"sha256"`
+	Replayed     int    `json:"replayed"`
+	Handled      int    `json:"handled"`
+	StillFailing int    `json:"stillFailing"`
+	Departed     int    `json:"departed"`
+	// Aggregates are (a page of) the aggregates the candidate handled.
+	Aggregates []ProofAggregate `json:"aggregates"`
+}
+
+// ProofAggregate names one aggregate of a proof.
+type ProofAggregate struct {
+	AggregateType string `json:"aggregateType"`
+	AggregateID   string `json:"aggregateId"`
+}
+
+// Proof is a kept verdict of a candidate on a failure group.
+type Proof struct {
+	Subscription string    `json:"subscription"`
+	Group        string    `json:"group"`
+	Module       string    `json:"module"`
+	SHA256       string    `json:"sha256"`
+	Replayed     int       `json:"replayed"`
+	Handled      int       `json:"handled"`
+	StillFailing int       `json:"stillFailing"`
+	Departed     int       `json:"departed"`
+	Actor        string    `json:"actor"`
+	Created      time.Time `json:"created"`
+}
+
 // OperatorRequest is the optional body of resume and skip.
 type OperatorRequest struct {
 	// Reason is kept in the record's history and the webhook notification.

@@ -28,6 +28,7 @@ type options struct {
 	limit         int
 	class         string
 	message       string
+	group         string
 	failedAfter   string
 	failedBefore  string
 	ndjson        bool
@@ -51,6 +52,8 @@ type options struct {
 	// parked replay
 	module, capsule, save string
 	maxTime               time.Duration // parked replay's own bound
+	parallel              int           // parked replay --group's replays at once
+	provenBy              string        // jobs: the sha256 of the candidate a proof names
 }
 
 // optUint is a uint64 flag that knows whether it was given.
@@ -170,6 +173,15 @@ func (x *invocation) decoded(raw []byte, err error, v any) (done bool, _ error) 
 		return true, x.printJSON(raw)
 	}
 	return false, decode(raw, v)
+}
+
+// printIndented writes v as indented JSON.
+func (x *invocation) printIndented(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return x.printJSON(b)
 }
 
 // printJSON writes the server's JSON as is, ending with a newline.

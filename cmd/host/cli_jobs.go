@@ -28,6 +28,7 @@ func (a *app) jobsCmd() *cobra.Command {
 func filterFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.class, "class", "", "only errors of class `CLASS`, or of a class below it in the module's tree")
 	fs.StringVar(&o.message, "message", "", "only errors whose message holds `TEXT` (any case)")
+	fs.StringVar(&o.group, "group", "", "only failure group `G` (its fingerprint, as berth parked groups prints it)")
 	fs.StringVar(&o.failedAfter, "failed-after", "", "only those that first failed at or after `TIME` (RFC 3339)")
 	fs.StringVar(&o.failedBefore, "failed-before", "", "only those that first failed before `TIME` (RFC 3339)")
 }
@@ -38,6 +39,7 @@ func jobFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.aggregateType, "aggregate-type", "", "only aggregate type `TYPE`")
 	filterFlags(fs, o)
 	fs.StringVar(&o.reason, "reason", "", "why, kept in every aggregate's history (required)")
+	fs.StringVar(&o.provenBy, "proven-by", "", "with --group, only the aggregates candidate `MODULE:SHA256` handled when the group was replayed against it (berth parked replay --group); it must be deployed")
 	fs.Float64Var(&o.rate, "rate", 0, "aggregates a second at most (default: the host's jobs.default-rate)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "only count what would be acted on, and show a sample")
 	fs.BoolVarP(&o.yes, "yes", "y", false, "do not ask to confirm the count")
@@ -62,7 +64,10 @@ func checkTimes(o *options) error {
 }
 
 func jobFilterOf(o *options) wire.JobFilter {
-	f := wire.JobFilter{Subscriptions: o.subscriptions, State: o.state, AggregateType: o.aggregateType, Class: o.class, Message: o.message}
+	f := wire.JobFilter{Subscriptions: o.subscriptions, State: o.state, AggregateType: o.aggregateType, Class: o.class, Message: o.message, Group: o.group}
+	if mod, sha, ok := strings.Cut(o.provenBy, ":"); ok {
+		f.Proven = &wire.JobProof{Module: mod, SHA256: sha}
+	}
 	if t, err := time.Parse(time.RFC3339Nano, o.failedAfter); err == nil {
 		f.FailedAfter = &t
 	}
@@ -110,6 +115,9 @@ func jobsStart(x *invocation, action string) error {
 	}
 	if x.flags.Changed("rate") && !(o.rate > 0) {
 		return usagef("--rate must be more than 0")
+	}
+	if mod, sha, ok := strings.Cut(o.provenBy, ":"); o.provenBy != "" && (!ok || mod == "" || sha == "" || o.group == "") {
+		return usagef("--proven-by wants MODULE:SHA256 (as berth parked replay --group prints it) and --group")
 	}
 	req := wire.JobRequest{Action: action, Filter: jobFilterOf(o), Reason: strings.TrimSpace(o.reason), DryRun: true}
 	if o.yes && !o.dryRun {

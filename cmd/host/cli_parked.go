@@ -17,6 +17,8 @@ func (a *app) parkedCmd() *cobra.Command {
 	return a.group("parked", []string{"park"}, "List, show, resume, skip and replay parked aggregates",
 		ls(a.verb("list",
 			"List parked aggregates (the first 100 unless --limit, --after or --all)", 0, parkedListFlags, parkedList)),
+		a.verb("groups", "List the failure groups of the parked aggregates, biggest first: one line a cause", 0,
+			parkedGroupsFlags, parkedGroups),
 		a.verb("show SUB TYPE ID", "Show a parked aggregate: its error, the event it stopped at, its history", 3, nil, parkedShow),
 		a.verb("resume SUB TYPE ID", "Deliver a parked aggregate's held events again, from the one it stopped at", 3, resumeFlags, parkedResume),
 		a.verb("skip SUB TYPE ID", "Skip a parked aggregate's held events (all, or through a version)", 3, skipFlags, parkedSkip),
@@ -60,8 +62,9 @@ type parkedPage struct {
 	Next    string            `json:"next"`
 }
 
-func parkedList(x *invocation, _ []string) error {
-	o := x.opts
+// checkListFlags refuses a --state, --limit or --all of a listing that
+// cannot be meant.
+func checkListFlags(o *options) error {
 	if o.state != "" && !slices.Contains(wire.ParkedStates(), o.state) {
 		return usagef("--state must be retrying, waiting or resuming, not %q", o.state)
 	}
@@ -70,6 +73,14 @@ func parkedList(x *invocation, _ []string) error {
 	}
 	if o.all && o.limit > 0 {
 		return usagef("--all and --limit ask for different things: give one")
+	}
+	return nil
+}
+
+func parkedList(x *invocation, _ []string) error {
+	o := x.opts
+	if err := checkListFlags(o); err != nil {
+		return err
 	}
 	if err := checkTimes(o); err != nil {
 		return err
@@ -84,7 +95,7 @@ func parkedList(x *invocation, _ []string) error {
 		want = defaultListLimit
 	}
 	q := parkedQuery{Subscription: o.subscription, State: o.state, AggregateType: o.aggregateType, Class: o.class,
-		Message: o.message, FailedAfter: o.failedAfter, FailedBefore: o.failedBefore, After: o.after, Limit: min(want, 1000)}
+		Message: o.message, Group: o.group, FailedAfter: o.failedAfter, FailedBefore: o.failedBefore, After: o.after, Limit: min(want, 1000)}
 	if want == 0 {
 		q.Limit = 1000
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,9 +34,16 @@ past 4 GiB, an answer larger than the host delivers, a file past 1 MiB) is refus
 replay runs under the recorded time budget and, whatever the capsule says (0: none), under
 --max-time of real time: past it the replay is stopped and reported.
 
+With --group G (and --module), every capsule of the failure group is replayed against the
+candidate, --parallel at a time, with a progress bar on a terminal: it answers how many the
+candidate handles, how many still fail (grouped again by their masked message), and how many
+departed from the recording (made host calls it has no answer for: no proof either way). The
+verdict is kept on the host (the handled aggregates), so that a job --proven-by the candidate's
+sha256 resumes exactly those once the candidate is deployed.
+
 Exit status: without --module, 0 when the failure is reproduced, 1 when it is not; with
---module, 0 when the candidate handles the event (succeeds), 1 when it fails. Other codes as
-"berth help exit-codes".`
+--module, 0 when the candidate handles the event (succeeds), 1 when it fails; with --group, 0
+when it handles every capsule of the group, 1 when not. Other codes as "berth help exit-codes".`
 
 func (a *app) replayCmd() *cobra.Command {
 	c := a.verb("replay SUB TYPE ID", "Run a parked aggregate's recorded failing attempt again, here, with no network; --module tries a fix",
@@ -51,6 +57,8 @@ func replayFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.capsule, "capsule", "", "replay the capsule in `FILE` (from --save or GET …/capsule) instead of fetching one; no arguments then")
 	fs.StringVar(&o.save, "save", "", "also write the fetched capsule to `FILE` (for a test kit's Replay)")
 	fs.DurationVar(&o.maxTime, "max-time", defaultReplayMaxTime, "stop the replay after `DURATION` of real time, whatever the capsule's timeout_ms")
+	fs.StringVar(&o.group, "group", "", "replay every capsule of failure group `G` against --module, and keep the verdict on the host")
+	fs.IntVar(&o.parallel, "parallel", 0, "with --group, replay `N` capsules at once (default: the cores)")
 }
 
 // defaultReplayMaxTime is --max-time's default: a replay is an offline
@@ -105,6 +113,9 @@ type replayCapsule struct {
 
 func parkedReplay(x *invocation, args []string) error {
 	o := x.opts
+	if o.group != "" {
+		return parkedReplayGroup(x, args)
+	}
 	var raw []byte
 	var err error
 	switch {
@@ -163,11 +174,7 @@ func parkedReplay(x *invocation, args []string) error {
 	rep.Reproduced = r.Reproduced(c.Outcome)
 	rep.Succeeded = r.Outcome.Kind == sandbox.Success
 	if x.global.json {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := x.printJSON(b); err != nil {
+		if err := x.printIndented(rep); err != nil {
 			return err
 		}
 	} else if err := printReplay(x.stdout, &rep); err != nil {

@@ -399,7 +399,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "verb help", args: []string{"parked", "skip", "-h"}, stdout: []string{"Usage:\n  berth parked skip SUB TYPE ID [flags]", "--through-version N", "--server HOST:PORT"}},
 		{name: "noun help", args: []string{"subs", "--help"}, stdout: []string{"berth subscriptions [command]", "reset", "Aliases:\n  subscriptions, subs"}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderr: []string{`unknown command "frobnicate"`}},
-		{name: "missing verb", args: []string{"parked"}, code: exitUsage, stderr: []string{"missing verb", "capsule, list, replay, resolved, resume, show, skip"}},
+		{name: "missing verb", args: []string{"parked"}, code: exitUsage, stderr: []string{"missing verb", "capsule, groups, list, replay, resolved, resume, show, skip"}},
 		{name: "unknown verb", args: []string{"modules", "delete", "x"}, code: exitUsage, stderr: []string{`unknown verb "delete"`}},
 		{name: "unknown flag", args: []string{"parked", "list", "--bogus"}, code: exitUsage, stderr: []string{"unknown flag: --bogus", "usage: berth parked list"}},
 		{name: "flag of another verb", args: []string{"parked", "resume", "S", "T", "I", "--through-version", "3"}, code: exitUsage, stderr: []string{"unknown flag: --through-version"}},

@@ -223,7 +223,7 @@ func (c *client) reset(ctx context.Context, name string, position uint64) ([]byt
 // parkedQuery filters GET /v1/parked; empty fields are left out.
 type parkedQuery struct {
 	Subscription, State, AggregateType string // filters
-	Class, Message                     string
+	Class, Message, Group              string
 	FailedAfter, FailedBefore          string // RFC 3339
 	After                              string // the cursor of the page to read
 	Limit                              int    // 0: the server's default
@@ -233,7 +233,7 @@ type parkedQuery struct {
 func (c *client) parked(ctx context.Context, q parkedQuery) ([]byte, error) {
 	v := url.Values{}
 	for k, s := range map[string]string{"subscription": q.Subscription, "state": q.State, "aggregateType": q.AggregateType,
-		"class": q.Class, "message": q.Message, "failedAfter": q.FailedAfter, "failedBefore": q.FailedBefore, "after": q.After} {
+		"class": q.Class, "message": q.Message, "group": q.Group, "failedAfter": q.FailedAfter, "failedBefore": q.FailedBefore, "after": q.After} {
 		if s != "" {
 			v.Set(k, s)
 		}

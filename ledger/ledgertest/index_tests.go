@@ -23,7 +23,7 @@ func testIndexAgrees(t *testing.T, open Opener) {
 	types := []string{"order", "cart", "o"}
 	states := []ledger.State{ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming}
 	chains := [][]string{nil, {"Timeout", "Downstream"}, {"ConnectionRefused", "Downstream"}, {"NullPointer"}, {"Downstream"}}
-	msgs := []string{"dial tcp: Connection refused", "deadline exceeded", "nil map write", "buyer 42 unknown"}
+	msgs := []string{"dial tcp: Connection refused", "deadline exceeded", "nil map write", "buyer 42 unknown", "buyer 7 unknown"}
 	mk := func(i int) *ledger.Record {
 		r := rec(subs[rng.IntN(len(subs))], types[rng.IntN(len(types))], fmt.Sprintf("id-%d", i), states[rng.IntN(3)], 0)
 		r.Error = ledger.ErrorInfo{Classes: chains[rng.IntN(len(chains))], Message: msgs[rng.IntN(len(msgs))], Kind: "recoverable"}
@@ -91,6 +91,9 @@ func testIndexAgrees(t *testing.T, open Opener) {
 		}
 		if rng.IntN(4) == 0 {
 			f.Message = []string{"REFUSED", "buyer", "exceeded", "zzz"}[rng.IntN(4)]
+		}
+		if rng.IntN(4) == 0 {
+			f.Group = ledger.Fingerprint(mk(0)) // the group of a record like those put
 		}
 		if rng.IntN(3) == 0 {
 			f.FailedAfter = at(rng.IntN(1000))

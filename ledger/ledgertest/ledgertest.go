@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListParkedPaging", testListPaging},
 		{"ListParkedByFailure", testListByFailure},
 		{"IndexAgreesWithEveryFilter", testIndexAgrees},
+		{"FailureGroups", testGroups},
 		{"Jobs", testJobs},
 		{"Audit", testAudit},
 		{"Resolved", testResolved},

@@ -1,0 +1,109 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// TestBuildIndexAddsGroups: a store indexed before failure groups (its
+// summaries end at the classes, no group entries, counters or heads,
+// marked 1) gets its groups at Open: exact counts, and no group-opened or
+// group-grew for groups that are not news.
+func TestBuildIndexAddsGroups(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = buildBatch + 150
+	err = s.Update(ctx, func(tx Tx) error {
+		for j := range n {
+			r := &Record{Subscription: "sub", AggregateType: "order", AggregateID: fmt.Sprintf("o-%04d", j),
+				State: StateWaiting, Error: ErrorInfo{Classes: []string{"UnknownBuyer"}, Message: fmt.Sprintf("unknown buyer b-%d", j)}}
+			if j%4 == 0 {
+				r.Error = ErrorInfo{Classes: []string{"berth.Timeout"}, Message: "deadline"}
+			}
+			if err := tx.PutParked(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make it a store of the index before groups.
+	err = s.db.Update(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		var del [][]byte
+		set := map[string][]byte{}
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().KeyCopy(nil)
+			switch k[0] {
+			case kindNotice:
+				del = append(del, k)
+			case kindTally:
+				if _, rest, _ := cutLP(k[1:]); rest[0] != dimClass && rest[0] != dimType {
+					del = append(del, k)
+				}
+			case kindIndex:
+				if _, dim, _, _, _, _ := indexKeyParts(k); dim == dimGroup {
+					del = append(del, k)
+					continue
+				}
+				v, _ := it.Item().ValueCopy(nil)
+				sm, err := decodeSummary(v, true)
+				if err != nil {
+					return err
+				}
+				sm.group = ""
+				set[string(k)] = sm.encode()
+			}
+		}
+		for _, k := range del {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		for k, v := range set {
+			if err := txn.Set([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return txn.Set(indexMarkKey(), []byte{1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	err = s.View(ctx, func(tx Tx) error {
+		gs, _, err := tx.GroupsParked(GroupFilter{Subscription: "sub"})
+		if err != nil {
+			return err
+		}
+		if len(gs) != 2 || gs[0].Count != n-(n+3)/4 || gs[1].Count != (n+3)/4 || gs[0].Message != "unknown buyer {}" {
+			t.Errorf("groups after Open: %+v", gs)
+		}
+		if c, err := tx.CountMatching(Filter{Group: gs[1].Fingerprint}); err != nil || c != (n+3)/4 {
+			t.Errorf("CountMatching(group) = %d, %v", c, err)
+		}
+		if ns, err := tx.Notifications(0, 0); err != nil || len(ns) != 0 {
+			t.Errorf("notifications after building the groups: %v, %v", ns, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,134 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/ledger/ledgertest"
+)
+
+// BenchmarkReplayGroup replays a failure group of 10,000 capsules against
+// the fix that passes unknown buyers over, with `berth parked replay
+// --group --module --json` through the binary. One aggregate is parked by
+// the notifier (a real capsule: the event, the POST and its 404); the
+// host is stopped and 9,999 copies of its record and capsule are written
+// beside it, so the group holds 10,000. capsules/s is over the whole
+// command: listing the group, fetching each capsule over HTTP, replaying
+// them (--parallel the cores) and keeping the verdict.
+//
+//	go test ./tests -run '^$' -bench BenchmarkReplayGroup -benchtime 1x
+func BenchmarkReplayGroup(b *testing.B) {
+	const n = 10_000
+	fix, err := fixedNotifierWasm()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		svc := newNotifier(b)
+		svc.set("ghost", behaviour{Unknown: true})
+		h := newHost(b, hostConfig{NotifyURL: svc.URL(), Extra: groupsConfig})
+		h.uploadNotifier(b, 201)
+		h.appendShipped(b, "o-0", "ghost")
+		h.waitParked(b, "o-0", 20*time.Second)
+		h.Stop()
+		copyParked(b, h.Data, "o-0", n)
+		h = h.restart(b)
+		gs := h.groups(b)
+		if len(gs) != 1 || gs[0].Count != n {
+			b.Fatalf("groups %+v, want one of %d", gs, n)
+		}
+		start := time.Now()
+		cmd := exec.Command(hostBin, "parked", "replay", "--server", h.URL, "--json", "--group", gs[0].Group, "--module", fix)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		took := time.Since(start)
+		var rep groupReplay
+		if jerr := json.Unmarshal(out, &rep); err != nil || jerr != nil || rep.Handled != n {
+			b.Fatalf("replay --group: %v, %+v\n%s%s", err, rep, out, stderr.String())
+		}
+		b.ReportMetric(n/took.Seconds(), "capsules/s")
+		b.ReportMetric(n/rep.ReplaySecs, "replayed/s")
+		b.ReportMetric(rep.FetchSecs, "fetch-s")
+		b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "cores")
+	}
+}
+
+// BenchmarkGroupsAt100k lists the failure groups of 100,000 parked
+// records (ledgertest.Fill: three causes, varied ids) from the ledger,
+// as GET /v1/parked/groups does: from the counters, not the records.
+//
+//	go test ./tests -run '^$' -bench BenchmarkGroupsAt100k
+func BenchmarkGroupsAt100k(b *testing.B) {
+	l, err := ledger.Open(filepath.Join(b.TempDir(), "ledger"), ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	const n = 100_000
+	if err := ledgertest.Fill(context.Background(), l, 0, n, n, 2000); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		err := l.View(context.Background(), func(tx ledger.Tx) error {
+			gs, _, err := tx.GroupsParked(ledger.GroupFilter{Subscription: ledgertest.ScaleSubscription})
+			if err == nil && len(gs) != 3 {
+				err = fmt.Errorf("%d groups, want 3", len(gs))
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// copyParked writes n-1 copies of the parked record of order and its
+// capsule (o-bench-1, …) into the ledger of the stopped host whose data
+// directory is data.
+func copyParked(b *testing.B, data, order string, n int) {
+	b.Helper()
+	l, err := ledger.Open(filepath.Join(data, "ledger"), ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	var r *ledger.Record
+	var capsule []byte
+	err = l.View(context.Background(), func(tx ledger.Tx) (err error) {
+		if r, err = tx.Parked(subName, "Order", order); err != nil {
+			return err
+		}
+		capsule, err = tx.Capsule(subName, "Order", order)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i < n; i += 500 {
+		err := l.Update(context.Background(), func(tx ledger.Tx) error {
+			for j := i; j < min(i+500, n); j++ {
+				c := *r
+				c.AggregateID = fmt.Sprintf("o-bench-%d", j)
+				if err := tx.PutParked(&c); err != nil {
+					return err
+				}
+				if err := tx.PutCapsule(subName, "Order", c.AggregateID, capsule); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
