@@ -148,6 +148,7 @@ func checkWebhookURL(raw string) error {
 func (c *Config) Hooks() []webhook.Hook {
 	hooks := make([]webhook.Hook, len(c.Webhooks))
 	for i, w := range c.Webhooks {
+		//lint:ignore SA1019 the deprecated secret key is read until it is removed.
 		hooks[i] = webhook.Hook{Name: w.Name, URL: w.URL, Secret: w.SigningKey(), Secrets: w.StandardSecrets(),
 			Events: w.Events, Subscriptions: w.Subscriptions}
 	}

@@ -89,8 +89,7 @@ func TestLeaseEndStopsEveryCallAtOnce(t *testing.T) {
 // and the next owner delivers those events.
 func TestLeaseSeenAfterAPauseBeforeAnyCall(t *testing.T) {
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	var rec *recorder
-	rec = newRecorder(nil, func(d Delivery, n int) *retry.Failure {
+	rec := newRecorder(nil, func(d Delivery, n int) *retry.Failure {
 		if n == 1 {
 			entered <- struct{}{}
 			<-release

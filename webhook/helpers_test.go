@@ -83,12 +83,6 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(a.status)
 }
 
-func (rc *receiver) setRespond(f func(r received, nth int) answer) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.respond = f
-}
-
 func (rc *receiver) requests() []received {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()

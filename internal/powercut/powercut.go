@@ -219,10 +219,7 @@ func (f *FS) mount() error {
 		return fmt.Errorf("backing directory: %w", err)
 	}
 	root.Dev = uint64(st.Dev)
-	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, fs: f}
-	}
-	rn := &node{LoopbackNode: fs.LoopbackNode{RootData: root}, fs: f}
+	rn := &node{LoopbackNode: &fs.LoopbackNode{RootData: root}, fs: f}
 	root.RootNode = rn
 	sec := time.Second
 	srv, err := fs.Mount(f.dir, rn, &fs.Options{
