@@ -172,15 +172,11 @@ func (r *run) settle(p *partition, a *aggState, c eventlog.Commit, idx int, live
 // deadline: it is set here, d.Timeout from now on the engine's clock (so a
 // clock.Fake drives it), with cause ErrAttemptTimeout; the invoker, and the
 // sandbox beneath it, only observe it through ctx and start no timer of
-// their own. An attempt its deadline ended is a failure of class
-// retry.ClassTimeout when the invoker returned nil (a handler that cannot be
-// interrupted has still overrun its budget), a failure with no class, or
-// one of retry.ClassCanceled (the invoker saw its context end, and it was
-// the deadline, not a cancellation). A failure with classes of its own keeps
-// them, and so does one the host cut short for a condition of its own
-// (retry.Failure.Await: the deadline passed on a module still warming up). The run's context being cancelled (shutdown, reset, removal) is the
-// caller's to see: such an attempt is not counted at all. A panic in the
-// invoker is a failure of class retry.ClassPanic, not a crash of the engine.
+// their own. What an attempt its deadline ended failed with is
+// retry.Overran's to say. The run's context being cancelled (shutdown,
+// reset, removal) is the caller's to see: such an attempt is not counted
+// at all. A panic in the invoker is a failure of class retry.ClassPanic,
+// not a crash of the engine.
 //
 // No call starts while this host's cluster lease may have run out
 // (lease.go): invoke waits for a renewal first, or returns a cancelled
@@ -206,21 +202,8 @@ func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Ti
 		}()
 		f = inv.Invoke(actx, d)
 	}()
-	if actx.timedOut() && retry.AwaitsHost(f) == nil {
-		msg := fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)
-		switch {
-		case f == nil:
-			return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: msg}
-		case len(f.Classes) == 0:
-			g := *f
-			g.Classes = []string{retry.ClassTimeout}
-			return &g
-		case retry.IsCanceled(f):
-			g := *f
-			g.Classes = []string{retry.ClassTimeout}
-			g.Message = msg + " (" + f.Message + ")"
-			return &g
-		}
+	if actx.timedOut() {
+		return retry.Overran(f, d.Timeout)
 	}
 	return f
 }
@@ -242,34 +225,13 @@ func (r *run) awaitHost(ctx context.Context, ready <-chan struct{}, agg string, 
 // kind where there is one, else the class it was given.
 func errorInfo(f *retry.Failure, d retry.Decision) ledger.ErrorInfo {
 	kind := strings.ToLower(d.Class.String())
-	if k := hostKind(f.Classes); k != "" && k != "canceled" { // a canceled attempt is never kept
-		kind = k
+	if k := retry.KindOf(f.Classes); k != retry.KindNone && k != retry.KindCanceled { // a canceled attempt is never kept
+		kind = k.LedgerName()
 	}
 	return ledger.ErrorInfo{
 		Classes: classifiedChain(f, d), Message: truncate(f.Message, 4096), Code: f.Code, Kind: kind,
 		Class: d.Class.String(), Reason: d.Reason, Undeclared: slices.Clone(d.Undeclared), Module: f.Module,
 	}
-}
-
-// hostKind names the host-side kind of the first class in classes that
-// has one: timeout, trap, memory, panic or canceled; "" when none does.
-// The ledger's ErrorInfo.Kind and the attempts metric's outcome take it.
-func hostKind(classes []string) string {
-	for _, c := range classes {
-		switch c {
-		case retry.ClassTimeout:
-			return "timeout"
-		case retry.ClassTrap:
-			return "trap"
-		case retry.ClassMemoryExceeded:
-			return "memory"
-		case retry.ClassPanic:
-			return "panic"
-		case retry.ClassCanceled:
-			return "canceled"
-		}
-	}
-	return ""
 }
 
 func truncate(s string, n int) string {
