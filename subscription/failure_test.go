@@ -58,7 +58,7 @@ func TestUnknownBuyerParksAtOnce(t *testing.T) {
 		t.Fatalf("history %+v", r.History)
 	}
 	ns := e.notifications()
-	if len(ns) != 1 || ns[0].Type != NotifyParked || ns[0].AggregateID != "unknown" || ns[0].Version != 1 || ns[0].Error == nil {
+	if len(ns) != 1 || ns[0].Type != ledger.NotifyParked || ns[0].AggregateID != "unknown" || ns[0].Version != 1 || ns[0].Error == nil {
 		t.Fatalf("notifications %+v", ns)
 	}
 	// The held event (version 2) was not delivered, yet the checkpoint is past it.

@@ -50,7 +50,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 		if err := tx.PutParked(rec); err != nil {
 			return err
 		}
-		return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: s.name,
+		return tx.Notify(ledger.Notification{Type: ledger.NotifyResumed, Time: now, Subscription: s.name,
 			AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actor, By: actorKind(actor), Reason: reason})
 	})
 	if err != nil {
@@ -124,7 +124,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 		if err := tx.PutParked(rec); err != nil {
 			return err
 		}
-		return tx.Notify(ledger.Notification{Type: NotifySkipped, Time: now, Subscription: s.name,
+		return tx.Notify(ledger.Notification{Type: ledger.NotifySkipped, Time: now, Subscription: s.name,
 			AggregateType: k.typ, AggregateID: k.id, Version: through, Actor: actor, By: actorKind(actor), Reason: reason})
 	})
 	if err != nil {

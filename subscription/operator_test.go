@@ -141,7 +141,7 @@ func TestRetriesSpentThenOperatorResume(t *testing.T) {
 	}
 	ns := e.notifications()
 	last := ns[len(ns)-1]
-	if last.Type != NotifyResumed || last.Actor != "alice" || last.By != "operator" || last.Reason != "fixed the buyer table" || !last.Time.Equal(t0.Add(time.Hour+3*time.Minute)) {
+	if last.Type != ledger.NotifyResumed || last.Actor != "alice" || last.By != "operator" || last.Reason != "fixed the buyer table" || !last.Time.Equal(t0.Add(time.Hour+3*time.Minute)) {
 		t.Fatalf("notification %+v", last)
 	}
 	before := e.snapshot(sub)

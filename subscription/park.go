@@ -10,15 +10,6 @@ import (
 	"github.com/berthhq/berth/retry"
 )
 
-// Notification types the engine queues in the ledger's outbox (the
-// ledger's, named here for the engine's readers).
-const (
-	NotifyParked       = ledger.NotifyParked
-	NotifyRetriesSpent = ledger.NotifyRetriesSpent
-	NotifyResumed      = ledger.NotifyResumed
-	NotifySkipped      = ledger.NotifySkipped
-)
-
 // park records the aggregate as parked at event idx of c and holds its later
 // events. The record, the "parked" notification and the checkpoint moving
 // past c are one transaction: after a crash either all of it happened (the

@@ -378,7 +378,7 @@ func waitForOperator(rec *ledger.Record, now time.Time, why, sub string, k aggKe
 	}
 	rec.AddHistory(ledger.Entry{Time: now, Action: action, Version: rec.Version, Reason: waitText(why)})
 	info := rec.Error
-	return &ledger.Notification{Type: NotifyRetriesSpent, Time: now, Subscription: sub,
+	return &ledger.Notification{Type: ledger.NotifyRetriesSpent, Time: now, Subscription: sub,
 		AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Error: &info, Reason: waitText(why)}
 }
 
