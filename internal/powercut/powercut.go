@@ -15,7 +15,7 @@
 //     the dirty pages' writes followed by an fsync, so it is a sync too. A
 //     store into a mapped page sends nothing by itself; the kernel writes
 //     the dirty pages back when the mapping is unmapped (FUSE does so at
-//     munmap, TestSharedMappingWrites logs it) or whenever its writeback
+//     munmap) or whenever its writeback
 //     runs: plain writes, kept in memory, not synced.
 //   - Metadata operations — create, mkdir, rename, unlink, rmdir, link,
 //     symlink, chmod, chown, utimes, xattrs — reach the backing directory at
