@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/assembly"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestHostsStartTogetherOnAFreshCluster: three hosts opened at the same

@@ -13,7 +13,7 @@ import (
 
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

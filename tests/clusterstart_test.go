@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // TestThreeHostsStartTogether: the README's walkthrough as a user runs it —

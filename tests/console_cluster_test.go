@@ -14,7 +14,7 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/chromedp/chromedp"
 )
 

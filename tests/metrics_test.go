@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // The host's /metrics, as an on-call reads it (docs/metrics.md), is checked

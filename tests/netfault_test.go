@@ -14,7 +14,7 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/faultnet"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 )
 

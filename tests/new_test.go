@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestNewModuleBuildsAndRuns is the path of a handler author outside this

@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/powercut"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/powercut"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
 // The power-cut tests run the built host with its data directory on a
-// powercut mount (internal/powercut): what the host did not fsync is lost
+// powercut mount (internal/testing/powercut): what the host did not fsync is lost
 // at the cut, as on a machine that loses power. After each cut the host is
 // SIGKILLed, the mount comes back over the same disk, and the host must
 // start on the first try and keep everything it acknowledged.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestProjectionEndToEndRust runs samples/order-summary-rs, the OrderSummary

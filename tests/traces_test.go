@@ -9,7 +9,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/berthhq/berth/internal/otlptest"
+	"github.com/berthhq/berth/internal/testing/otlptest"
 )
 
 // TestTracesReachTheCollectorAndTheService: the built host with [tracing]

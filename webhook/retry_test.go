@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/berthhq/berth/ledger"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 )
 

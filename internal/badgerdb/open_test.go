@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/dgraph-io/badger/v4"
 )
 
