@@ -152,7 +152,7 @@ func TestClusterSharesThePartitions(t *testing.T) {
 	// was handled once in all, by the host owning its partition.
 	handledOnce := func(ms []*member, n int) {
 		t.Helper()
-		eventuallyNil(t, func() error {
+		checkfor.Eventually(t, func() error {
 			total := 0
 			for _, m := range ms {
 				for _, c := range m.handled.snapshot() {
@@ -191,7 +191,7 @@ func TestClusterSharesThePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rest := ms[:2]
-	eventuallyNil(t, func() error { return ownedBy(rest, eachEventSub, parts, "h1", "h2") })
+	checkfor.Eventually(t, func() error { return ownedBy(rest, eachEventSub, parts, "h1", "h2") })
 	for _, m := range rest {
 		clear(m.handled.keys)
 	}

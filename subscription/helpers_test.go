@@ -232,7 +232,7 @@ func (e *env) waitGateHeld(name string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	eventuallyNil(e.t, func() error {
+	checkfor.Eventually(e.t, func() error {
 		s.gate.mu.Lock()
 		defer s.gate.mu.Unlock()
 		if s.gate.blocked == 0 {
@@ -255,7 +255,7 @@ func (e *env) waitIdle(name string) Status {
 func (e *env) waitIdleOf(eng *Engine, name string) Status {
 	e.t.Helper()
 	var st Status
-	eventuallyNil(e.t, func() error {
+	checkfor.Eventually(e.t, func() error {
 		var err error
 		if st, err = eng.Status(context.Background(), name); err != nil {
 			e.t.Fatal(err)
@@ -299,7 +299,7 @@ func (e *env) record(sub, typ, id string) *ledger.Record {
 func (e *env) waitRecord(sub, typ, id string, ok func(*ledger.Record) bool) *ledger.Record {
 	e.t.Helper()
 	var rec *ledger.Record
-	eventuallyNil(e.t, func() error {
+	checkfor.Eventually(e.t, func() error {
 		if rec = e.record(sub, typ, id); rec == nil || !ok(rec) {
 			return fmt.Errorf("record %s/%s: %+v", typ, id, rec)
 		}
@@ -367,13 +367,6 @@ func (e *env) snapshot(sub string) string {
 	}
 	b, _ := json.Marshal(out)
 	return string(b)
-}
-
-// eventuallyNil polls check every 1ms until it returns nil, and fails t
-// with its last error once 10s have passed.
-func eventuallyNil(t *testing.T, check func() error) {
-	t.Helper()
-	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
 }
 
 // recordGone says which of ids of type typ still has a record; nil once
@@ -484,7 +477,7 @@ func (r *recorder) handled(agg string) []uint64 {
 
 func (r *recorder) waitHandled(t *testing.T, agg string, n int) {
 	t.Helper()
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if got := r.handled(agg); len(got) < n {
 			return fmt.Errorf("%s handled %v, want %d events", agg, got, n)
 		}

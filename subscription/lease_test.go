@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // waitingForLease waits until n handler calls of eng wait for the lease.
 func waitingForLease(t *testing.T, eng *Engine, n int64) {
 	t.Helper()
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if got := eng.LeaseStats().Waiting; got != n {
 			return fmt.Errorf("%d calls wait for the lease, want %d", got, n)
 		}

@@ -380,15 +380,8 @@ func (h *hostProc) parked(t testing.TB) []parkedRecord {
 func (h *hostProc) waitParked(t testing.TB, order string, within time.Duration) parkedRecord {
 	t.Helper()
 	var rec parkedRecord
-	eventuallyNil(t, within, func() error { return h.fetched(t, "/v1/subscriptions/"+subName+"/parked/Order/"+order, &rec) })
+	checkfor.Within(t, within, func() error { return h.fetched(t, "/v1/subscriptions/"+subName+"/parked/Order/"+order, &rec) })
 	return rec
-}
-
-// eventuallyNil polls check every 25ms until it returns nil, and fails t
-// with its last error once within has passed.
-func eventuallyNil(t testing.TB, within time.Duration, check func() error) {
-	t.Helper()
-	checkfor.Nil(t, within, 25*time.Millisecond, check)
 }
 
 // reads says what an element (what) reads until it holds want; nil then.

@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -132,8 +133,8 @@ headers = { Authorization = "Bearer order-service-token" }
 		})
 	}
 
-	eventuallyNil(t, 30*time.Second, func() error { return svc.got("CancelOrder", 1) })
-	eventuallyNil(t, 30*time.Second, func() error { return svc.got("ReserveStock", 3) })
+	checkfor.Within(t, 30*time.Second, func() error { return svc.got("CancelOrder", 1) })
+	checkfor.Within(t, 30*time.Second, func() error { return svc.got("ReserveStock", 3) })
 
 	key := func(order string) string { return "OrderSaga.onOrderPlaced:Order/" + order + "@1:0" }
 	for _, c := range svc.of("ReserveStock") {

@@ -207,13 +207,6 @@ func start(t *testing.T, s ledger.Store, opts Options) (*Dispatcher, func()) {
 	return d, stop
 }
 
-// eventuallyNil waits (in short real steps, up to a deadline) until check
-// returns nil; a timeout reports check's last error.
-func eventuallyNil(t *testing.T, check func() error) {
-	t.Helper()
-	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
-}
-
 // outboxEmpty says what the outbox holds until it is empty; nil then.
 func outboxEmpty(t *testing.T, s ledger.Store) error {
 	if ns := queued(t, s); len(ns) != 0 {
@@ -270,7 +263,7 @@ func settles(t *testing.T, d *Dispatcher, name, what string, cond func() bool) {
 	t.Helper()
 	w := workerOf(t, d, name)
 	from, _ := w.waitState()
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if n, d := w.waitState(); n < from+2 {
 			return fmt.Errorf("%s began %d waits since the call (in one of %v), want 2", name, n-from, d)
 		}
