@@ -23,19 +23,19 @@ func (s *Server) appendEvents(c echo.Context) error {
 		return p
 	}
 	if len(req.Events) == 0 {
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events must hold at least one event", Field: "events"}
+		return fieldProblem("invalid-event", "events", "events must hold at least one event")
 	}
 	ar := eventlog.AppendRequest{AggregateType: req.AggregateType, AggregateID: req.AggregateID,
 		ExpectedVersion: eventlog.AnyVersion, OwnerID: req.OwnerID, Traceparent: appendTraceparent(c.Request().Header)}
 	if req.ExpectedVersion != nil {
 		if *req.ExpectedVersion < 0 {
-			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "expectedVersion must be 0 or more", Field: "expectedVersion"}
+			return fieldProblem("invalid-event", "expectedVersion", "expectedVersion must be 0 or more")
 		}
 		ar.ExpectedVersion = *req.ExpectedVersion
 	}
 	for i, e := range req.Events {
 		if e.Type == "" {
-			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "events[" + strconv.Itoa(i) + "].type is required", Field: "events[" + strconv.Itoa(i) + "].type"}
+			return fieldProblem("invalid-event", "events["+strconv.Itoa(i)+"].type", "events["+strconv.Itoa(i)+"].type is required")
 		}
 		data := []byte(e.Data)
 		if len(data) == 0 {
@@ -62,7 +62,7 @@ func (s *Server) aggregateEvents(c echo.Context) error {
 	if v := c.QueryParam("from"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400, Detail: "from must be a version number, got " + strconv.Quote(v), Field: "from"}
+			return fieldProblem("invalid-query", "from", "from must be a version number, got "+strconv.Quote(v))
 		}
 		from = n
 	}
@@ -97,8 +97,7 @@ func queryLimit(c echo.Context, def, maxLimit int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxLimit {
-		return 0, &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-			Detail: "limit must be a number from 1 to " + strconv.Itoa(maxLimit) + ", got " + strconv.Quote(v), Field: "limit"}
+		return 0, fieldProblem("invalid-query", "limit", "limit must be a number from 1 to "+strconv.Itoa(maxLimit)+", got "+strconv.Quote(v))
 	}
 	return n, nil
 }

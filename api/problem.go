@@ -76,3 +76,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	c.Response().WriteHeader(p.Status)
 	c.Response().Write(body)
 }
+
+// fieldProblem is a 400 problem of type kind about one field of the
+// request (its JSON path, or a query parameter's name).
+func fieldProblem(kind, field, detail string) *Problem {
+	p := problem(http.StatusBadRequest, kind, detail)
+	p.Field = field
+	return p
+}

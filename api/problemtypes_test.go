@@ -16,7 +16,7 @@ import (
 func TestEveryProblemTypeIsCatalogued(t *testing.T) {
 	uses := []*regexp.Regexp{
 		regexp.MustCompile(`problem\(http\.Status(\w+), "([a-z-]+)"`),
-		regexp.MustCompile(`badRequest\("()([a-z-]+)"`),
+		regexp.MustCompile(`(?:badRequest|fieldProblem)\("()([a-z-]+)"`),
 		regexp.MustCompile(`problems/([a-z-]+)", Title: [^,]*, Status: (\d+)`),
 		regexp.MustCompile(`kind(?:, msg)? = "()([a-z-]+)"`),
 	}
