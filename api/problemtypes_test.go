@@ -82,3 +82,28 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// TestOpenAPINamesEveryProblemType checks that the OpenAPI document's
+// Problem type names each catalogued problem type, and no other.
+func TestOpenAPINamesEveryProblemType(t *testing.T) {
+	doc, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`"Names the kind of problem, under https://berth.dev/problems/: ([a-z, -]+)\."`).FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("openapi.json: the Problem type's description no longer lists the problem types")
+	}
+	named := map[string]bool{}
+	for _, k := range strings.Split(string(m[1]), ", ") {
+		named[k] = true
+		if _, ok := problemTypes[k]; !ok {
+			t.Errorf("openapi.json names problem type %q, which problemTypes does not", k)
+		}
+	}
+	for k := range problemTypes {
+		if !named[k] {
+			t.Errorf("openapi.json does not name problem type %q", k)
+		}
+	}
+}
