@@ -12,7 +12,7 @@ import (
 
 	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/subscription"
 	"github.com/labstack/echo/v4"
 )

@@ -86,8 +86,7 @@ func (s *Server) listAudit(c echo.Context) error {
 	var after uint64
 	if raw := c.QueryParam("after"); raw != "" {
 		if after, err = strconv.ParseUint(raw, 10, 64); err != nil {
-			return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-				Detail: "after must be the next of a previous page (an entry's seq), got " + strconv.Quote(raw), Field: "after"}
+			return fieldProblem("invalid-query", "after", "after must be the next of a previous page (an entry's seq), got "+strconv.Quote(raw))
 		}
 	}
 	var entries []ledger.AuditEntry
@@ -127,8 +126,8 @@ func (s *Server) listResolved(c echo.Context) error {
 	})
 	if err != nil {
 		if errorsIsInvalid(err) {
-			return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-				Detail: "aggregateType needs subscription, aggregateId needs aggregateType, and after must be a previous page's next: " + err.Error()}
+			return problem(http.StatusBadRequest, "invalid-query",
+				"aggregateType needs subscription, aggregateId needs aggregateType, and after must be a previous page's next: "+err.Error())
 		}
 		return err
 	}

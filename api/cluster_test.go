@@ -14,8 +14,8 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 )
 

@@ -49,7 +49,7 @@ func appendProblem(err error) *Problem {
 // "appends[3].").
 func toAppendRequest(prefix string, req wire.AppendRequest, traceparent string) (eventlog.AppendRequest, *Problem) {
 	invalid := func(field, detail string) *Problem {
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: prefix + detail, Field: prefix + field}
+		return fieldProblem("invalid-event", prefix+field, prefix+detail)
 	}
 	// Names no client can address are refused here, before they could be parked.
 	for _, n := range [][2]string{{"aggregateType", req.AggregateType}, {"aggregateId", req.AggregateID}} {
@@ -89,7 +89,7 @@ func (s *Server) aggregateEvents(c echo.Context) error {
 	if v := c.QueryParam("from"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400, Detail: "from must be a version number, got " + strconv.Quote(v), Field: "from"}
+			return fieldProblem("invalid-query", "from", "from must be a version number, got "+strconv.Quote(v))
 		}
 		from = n
 	}
@@ -124,8 +124,7 @@ func queryLimit(c echo.Context, def, maxLimit int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxLimit {
-		return 0, &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-			Detail: "limit must be a number from 1 to " + strconv.Itoa(maxLimit) + ", got " + strconv.Quote(v), Field: "limit"}
+		return 0, fieldProblem("invalid-query", "limit", "limit must be a number from 1 to "+strconv.Itoa(maxLimit)+", got "+strconv.Quote(v))
 	}
 	return n, nil
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api/wire"
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 )
 
 // TestModuleLifecycle: a bad upload stores nothing; PUT is 201 then 200;

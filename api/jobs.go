@@ -16,8 +16,7 @@ import (
 const dryRunSample = 10
 
 func invalidRequest(field, format string, args ...any) *Problem {
-	return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
-		Detail: fmt.Sprintf(format, args...), Field: field}
+	return fieldProblem("invalid-request", field, fmt.Sprintf(format, args...))
 }
 
 func (s *Server) createJob(c echo.Context) error {
@@ -93,8 +92,7 @@ func (s *Server) listJobs(c echo.Context) error {
 	var before uint64
 	if raw := c.QueryParam("after"); raw != "" {
 		if before, err = strconv.ParseUint(raw, 10, 64); err != nil {
-			return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-				Detail: "after must be the next of a previous page (a job id), got " + strconv.Quote(raw), Field: "after"}
+			return fieldProblem("invalid-query", "after", "after must be the next of a previous page (a job id), got "+strconv.Quote(raw))
 		}
 	}
 	list, err := s.deps.Jobs.Recent(c.Request().Context(), before, limit+1)

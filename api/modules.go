@@ -124,8 +124,7 @@ func (s *Server) rollbackModule(c echo.Context) error {
 		return err
 	}
 	if req.Version == nil || *req.Version < 1 {
-		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
-			Detail: "version is required: the kept version to deploy again (GET /v1/modules/{name}/versions lists them)", Field: "version"}
+		return fieldProblem("invalid-request", "version", "version is required: the kept version to deploy again (GET /v1/modules/{name}/versions lists them)")
 	}
 	name := c.Param("name")
 	info, err := s.deps.Modules.Rollback(c.Request().Context(), name, *req.Version)

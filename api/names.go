@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"strconv"
 	"strings"
 )
@@ -35,6 +34,5 @@ func checkAddressable(field, name string) *Problem {
 	default:
 		return nil
 	}
-	return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: http.StatusText(http.StatusBadRequest),
-		Status: http.StatusBadRequest, Detail: why, Field: field}
+	return fieldProblem("invalid-event", field, why)
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/subscription"
 )
 

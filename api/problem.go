@@ -19,7 +19,7 @@ import (
 type Problem = wire.Problem
 
 func problem(status int, kind, detail string) *Problem {
-	return &Problem{Type: "https://berth.dev/problems/" + kind, Title: http.StatusText(status), Status: status, Detail: detail}
+	return &Problem{Type: problemBase + kind, Title: http.StatusText(status), Status: status, Detail: detail}
 }
 
 func badRequest(kind, format string, args ...any) *Problem {
@@ -75,4 +75,12 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)
 	c.Response().Write(body)
+}
+
+// fieldProblem is a 400 problem of type kind about one field of the
+// request (its JSON path, or a query parameter's name).
+func fieldProblem(kind, field, detail string) *Problem {
+	p := problem(http.StatusBadRequest, kind, detail)
+	p.Field = field
+	return p
 }

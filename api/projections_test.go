@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/ledger"
 )
 

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -52,8 +51,7 @@ func checkQuery(route string, allowed []string) echo.MiddlewareFunc {
 }
 
 func queryProblem(field, detail string) *Problem {
-	return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: http.StatusText(http.StatusBadRequest),
-		Status: http.StatusBadRequest, Detail: detail, Field: field}
+	return fieldProblem("invalid-query", field, detail)
 }
 
 // queryTime reads raw, the query parameter name, as an RFC 3339 time (zero
@@ -64,8 +62,7 @@ func queryTime(name, raw string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, raw)
 	if err != nil {
-		return time.Time{}, &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-			Detail: name + " must be an RFC 3339 time such as 2026-12-03T08:00:00Z, got " + strconv.Quote(raw), Field: name}
+		return time.Time{}, fieldProblem("invalid-query", name, name+" must be an RFC 3339 time such as 2026-12-03T08:00:00Z, got "+strconv.Quote(raw))
 	}
 	return t, nil
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/sandbox"
 	"github.com/berthhq/berth/wasm/abi"
 	"github.com/prometheus/client_golang/prometheus"

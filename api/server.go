@@ -1,6 +1,8 @@
 // Package api is the host's REST surface (echo): modules, events,
-// subscriptions, parked aggregates, configuration reload, health, metrics,
-// the OpenAPI document and the ops console. Errors are
+// subscriptions, parked aggregates and their resolved history, bulk jobs,
+// the audit log, the cluster's members and forwarded operator calls,
+// projections' read models, configuration reload, health, metrics, the
+// OpenAPI document and the ops console. Errors are
 // application/problem+json documents that name the problem.
 package api
 

@@ -80,8 +80,7 @@ func (s *Server) resetSubscription(c echo.Context) error {
 		return err
 	}
 	if req.Position == nil {
-		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
-			Detail: "position is required: 1 replays from the beginning, head+1 skips to the end", Field: "position"}
+		return fieldProblem("invalid-request", "position", "position is required: 1 replays from the beginning, head+1 skips to the end")
 	}
 	ctx := subscription.WithCaller(c.Request().Context(), actor(c), "")
 	if err := s.deps.Operator.Reset(ctx, c.Param("name"), *req.Position); err != nil {
@@ -147,8 +146,7 @@ func (s *Server) listParked(c echo.Context) error {
 	switch f.State {
 	case "", ledger.StateRetrying, ledger.StateWaiting, ledger.StateResuming:
 	default:
-		return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-			Detail: "state must be retrying, waiting or resuming, got " + strconv.Quote(string(f.State)), Field: "state"}
+		return fieldProblem("invalid-query", "state", "state must be retrying, waiting or resuming, got "+strconv.Quote(string(f.State)))
 	}
 	var records []*ledger.Record
 	var next string
@@ -158,8 +156,7 @@ func (s *Server) listParked(c echo.Context) error {
 		return err
 	})
 	if errors.Is(err, ledger.ErrInvalid) {
-		return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-			Detail: "after must be the next cursor of a previous page: " + err.Error(), Field: "after"}
+		return fieldProblem("invalid-query", "after", "after must be the next cursor of a previous page: "+err.Error())
 	}
 	if err != nil {
 		return err
@@ -172,8 +169,7 @@ func (s *Server) listParked(c echo.Context) error {
 	}
 	// So would a misspelt class (one a record still carries is listed).
 	if len(records) == 0 && f.Class != "" && f.After == "" && !s.knownClass(f.Class) {
-		return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-			Detail: s.unknownClass(f.Class), Field: "class"}
+		return fieldProblem("invalid-query", "class", s.unknownClass(f.Class))
 	}
 	page := wire.ParkedPage{Records: make([]wire.ParkedRecord, len(records)), Next: next}
 	for i, r := range records {
@@ -231,8 +227,7 @@ func (s *Server) resumeParked(c echo.Context) error {
 		return err
 	}
 	if req.ThroughVersion != 0 {
-		return &Problem{Type: "https://berth.dev/problems/invalid-request", Title: "Bad Request", Status: 400,
-			Detail: "throughVersion applies to skip, not resume", Field: "throughVersion"}
+		return fieldProblem("invalid-request", "throughVersion", "throughVersion applies to skip, not resume")
 	}
 	// A running long-horizon retry of the aggregate holds it for up to its
 	// timeout; the operator gets a 409 rather than a hanging request.

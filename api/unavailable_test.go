@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api/wire"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // newClusterHost starts the API over a host on store.backend "jetstream"

@@ -13,11 +13,11 @@ import (
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/diskspace"
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/syncbuf"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/subscription"
@@ -48,13 +48,6 @@ func open(t *testing.T, cfg *config.Config, opts assembly.Options) *assembly.Hos
 	return h
 }
 
-// eventuallyNil polls check every 5ms until it returns nil, and fails t
-// with its last error once 20s have passed.
-func eventuallyNil(t *testing.T, check func() error) {
-	t.Helper()
-	checkfor.Nil(t, 20*time.Second, 5*time.Millisecond, check)
-}
-
 // TestOpenCloseOpenKeepsState: what one host stored (an event, a deployed
 // module and its subscription, a checkpoint) is there when a host is
 // opened again on the same directory.
@@ -77,7 +70,7 @@ func TestOpenCloseOpenKeepsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	const sub = "ShipmentNotifier.onOrderShipped"
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		st, err := h.Engine.Status(ctx, sub)
 		if err == nil && st.Lag != 0 {
 			err = fmt.Errorf("the subscription %d events behind, checkpoint %d", st.Lag, st.Checkpoint)
@@ -212,7 +205,7 @@ func TestReconfigureRefusesABadClassifier(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rec *ledger.Record
-		eventuallyNil(t, func() error {
+		checkfor.Eventually(t, func() error {
 			var err error
 			rec, err = h.Engine.Parked(ctx, sub, "Order", id)
 			return err
@@ -316,7 +309,7 @@ func TestJetStreamBackend(t *testing.T) {
 		}
 		opened <- err
 	}()
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if log := waiting.String(); !strings.Contains(log, "no NATS server takes connections yet") {
 			return fmt.Errorf("the host has not said it waits for NATS; its log: %q", log)
 		}

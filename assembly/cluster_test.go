@@ -14,9 +14,9 @@ import (
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // Several hosts in one process on one in-process NATS server, each with its
@@ -152,7 +152,7 @@ func TestClusterSharesThePartitions(t *testing.T) {
 	// was handled once in all, by the host owning its partition.
 	handledOnce := func(ms []*member, n int) {
 		t.Helper()
-		eventuallyNil(t, func() error {
+		checkfor.Eventually(t, func() error {
 			total := 0
 			for _, m := range ms {
 				for _, c := range m.handled.snapshot() {
@@ -191,7 +191,7 @@ func TestClusterSharesThePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rest := ms[:2]
-	eventuallyNil(t, func() error { return ownedBy(rest, eachEventSub, parts, "h1", "h2") })
+	checkfor.Eventually(t, func() error { return ownedBy(rest, eachEventSub, parts, "h1", "h2") })
 	for _, m := range rest {
 		clear(m.handled.keys)
 	}

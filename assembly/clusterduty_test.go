@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,7 +16,7 @@ import (
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
@@ -27,7 +28,7 @@ import (
 func dutyHolder(t *testing.T, ms []*member, name string) *member {
 	t.Helper()
 	var holder *member
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		holder = nil
 		for _, m := range ms {
 			for _, d := range m.h.Cluster.Duties() {
@@ -158,7 +159,7 @@ func dutyCluster(t *testing.T) ([]*member, *hookCalls, *invocations) {
 		}
 	}
 	parts := ms[0].h.Config().Subscription.Partitions
-	eventuallyNil(t, func() error { return ownedBy(ms, dutySub, parts, "h1", "h2") })
+	checkfor.Eventually(t, func() error { return ownedBy(ms, dutySub, parts, "h1", "h2") })
 	return ms, hooks, calls
 }
 
@@ -191,7 +192,7 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyNil(t, func() error { return toldOnce(t, hooks, "parked "+id, other.h) })
+	checkfor.Eventually(t, func() error { return toldOnce(t, hooks, "parked "+id, other.h) })
 
 	j, err := other.h.Jobs.Create(ctx, jobs.Spec{Action: ledger.JobResume, Filter: ledger.JobFilter{Subscriptions: []string{sub}},
 		Actor: "ops", Rate: 100})
@@ -204,7 +205,7 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 	if err != nil || done.State != ledger.JobDone || done.Done != 1 || done.Failed != 0 {
 		t.Fatalf("the job: %+v, %v", done, err)
 	}
-	eventuallyNil(t, func() error { return toldOnce(t, hooks, "resumed "+id, other.h) })
+	checkfor.Eventually(t, func() error { return toldOnce(t, hooks, "resumed "+id, other.h) })
 	if got := calls.of(id); !slices.Equal(got, []string{jobsOn.id, jobsOn.id}) {
 		t.Fatalf("%s handled on %v; want twice on %s (the park, the job's resume)", id, got, jobsOn.id)
 	}
@@ -225,7 +226,7 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 			t.Fatalf("duty %s not taken over", name)
 		}
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if got, ok := owners([]*member{rest}, sub, parts); !ok || slices.Contains(got, hooksOn.id) {
 			return fmt.Errorf("partition owners %q, want %s owning every partition", got, rest.id)
 		}
@@ -235,7 +236,7 @@ func TestClusterDutiesRunOnce(t *testing.T) {
 		ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "OrderPlaced"}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyNil(t, func() error { return toldOnce(t, hooks, "parked late", rest.h) })
+	checkfor.Eventually(t, func() error { return toldOnce(t, hooks, "parked late", rest.h) })
 	if hooks.count("parked "+id) != 1 || hooks.count("resumed "+id) != 1 {
 		t.Fatalf("webhook deliveries after the handover %v", hooks.got)
 	}
@@ -259,7 +260,7 @@ func TestClusterJobMovesMidJob(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		for _, id := range ids {
 			if n := hooks.count("parked " + id); n != 1 {
 				return fmt.Errorf("%s's park told %d times, want once", id, n)
@@ -283,7 +284,7 @@ func TestClusterJobMovesMidJob(t *testing.T) {
 	if err != nil || j.Matched != n {
 		t.Fatalf("create the job: %+v, %v", j, err)
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		got, err := other.h.Jobs.Get(ctx, j.ID)
 		if err == nil && got.Done < n/3 {
 			err = fmt.Errorf("the job %d of %d done, want a third", got.Done, n)
@@ -311,7 +312,7 @@ func TestClusterJobMovesMidJob(t *testing.T) {
 	if err != nil || done.State != ledger.JobDone || done.Done != n || done.Gone != 0 || done.Failed != 0 {
 		t.Fatalf("the job: %+v, %v", done, err)
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		for _, id := range ids {
 			if hooks.count("resumed "+id) == 0 {
 				return fmt.Errorf("%s's resume not told", id)

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/assembly"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/nats-io/nats.go/jetstream"
 )

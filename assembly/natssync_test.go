@@ -10,8 +10,8 @@ import (
 
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 )

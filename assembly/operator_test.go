@@ -9,7 +9,7 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"
 	"github.com/nats-io/nats.go"

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/assembly"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestHostsStartTogetherOnAFreshCluster: three hosts opened at the same
@@ -96,7 +96,7 @@ func TestUploadsOnTwoHostsAtOnce(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("versions given %v, want %v (each once)", got, want)
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		a, okA := ms[0].h.Modules.Get("each-event")
 		b, okB := ms[1].h.Modules.Get("each-event")
 		if !okA || !okB || a.Version != b.Version {

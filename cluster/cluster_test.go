@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

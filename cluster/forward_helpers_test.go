@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 	jsledger "github.com/berthhq/berth/ledger/jetstream"
 	"github.com/berthhq/berth/retry"

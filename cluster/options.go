@@ -179,6 +179,6 @@ func (o *Options) retryEvery() time.Duration { return max(o.LeaseTTL/20, jsapi.F
 // of retryEvery on clock between tries, until the context ends.
 func retrying(o *Options, clk clock.Clock) jsapi.Policy {
 	p := jsapi.Every(o.retryEvery())
-	p.Sleep = func(ctx context.Context, d time.Duration) bool { return clock.Sleep(ctx, clk, d) == nil }
+	p.Clock = clk
 	return p
 }

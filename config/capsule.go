@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/berthhq/berth/ledger"
@@ -15,11 +14,11 @@ const DefaultCapsuleMaxBytes = Size(sandbox.DefaultCapsuleMaxBytes)
 
 // DefaultCapsuleRedactHeaders returns capsule.redact-headers' default: the headers that carry
 // credentials (sandbox.DefaultCapsuleRedactHeaders). Each call returns a new slice.
-func DefaultCapsuleRedactHeaders() []string { return slices.Clone(sandbox.DefaultCapsuleRedactHeaders) }
+func DefaultCapsuleRedactHeaders() []string { return sandbox.DefaultCapsuleRedactHeaders() }
 
 // DefaultCapsuleRedactConfig returns capsule.redact-config's default: patterns of config keys that
 // name credentials (sandbox.DefaultCapsuleRedactConfig). Each call returns a new slice.
-func DefaultCapsuleRedactConfig() []string { return slices.Clone(sandbox.DefaultCapsuleRedactConfig) }
+func DefaultCapsuleRedactConfig() []string { return sandbox.DefaultCapsuleRedactConfig() }
 
 // CapsuleConfig is [capsule]: the attempt capsules the sandbox records of failed attempts (ABI.md,
 // Attempt capsules). Changing it needs a restart.

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -42,15 +40,12 @@ type ClusterConfig struct {
 	Address string `toml:"address"`
 }
 
-// hostIDPattern is what cluster.host-id may be (cluster.Options.Host's rule).
-var hostIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
 func (c ClusterConfig) validate(p *problems, at keyPath) {
 	if c.HostID != "" {
 		switch {
 		case len(c.HostID) > MaxHostIDLength:
 			p.add(at.key("host-id"), strconv.Quote(c.HostID), "must be at most %d characters", MaxHostIDLength)
-		case !hostIDPattern.MatchString(c.HostID):
+		case !cluster.ValidHostID(c.HostID):
 			p.add(at.key("host-id"), strconv.Quote(c.HostID), "must be letters, digits, '-' and '_' only")
 		}
 	}
@@ -58,14 +53,8 @@ func (c ClusterConfig) validate(p *problems, at keyPath) {
 		p.add(at.key("lease-ttl"), strconv.Quote(c.LeaseTTL.String()), "must be at least %s", MinLeaseTTL)
 	}
 	if c.Address != "" {
-		u, err := url.Parse(c.Address)
-		switch {
-		case err != nil:
+		if err := checkHTTPURL(c.Address, ""); err != nil {
 			p.add(at.key("address"), strconv.Quote(c.Address), "%v", err)
-		case u.Scheme != "http" && u.Scheme != "https":
-			p.add(at.key("address"), strconv.Quote(c.Address), "want an http:// or https:// URL")
-		case u.Host == "":
-			p.add(at.key("address"), strconv.Quote(c.Address), "has no host")
 		}
 	}
 }

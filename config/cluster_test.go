@@ -28,7 +28,7 @@ address = "web-1:8080"
 		{"long id", js + "[cluster]\nhost-id = \"" + strings.Repeat("a", 65) + "\"\n",
 			[]string{`berth.toml:4: cluster.host-id: "` + strings.Repeat("a", 65) + `": must be at most 64 characters`}},
 		{"address without host", js + "[cluster]\naddress = \"http://\"\n",
-			[]string{`berth.toml:4: cluster.address: "http://": has no host`}},
+			[]string{`berth.toml:4: cluster.address: "http://": the URL has no host`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { wantErrors(t, tc.text, tc.want) })

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/berthhq/berth/registry"
@@ -59,7 +58,9 @@ func (g CommandGatewayConfig) validate(p *problems, at keyPath) {
 	if name := at[len(at)-1].name; name == "" || strings.TrimSpace(name) != name {
 		p.add(at, "", "an aggregate type must not be empty or start or end with a space")
 	}
-	if err := checkGatewayURL(g.URL); err != nil {
+	if g.URL == "" {
+		p.add(at.key("url"), `""`, "each command gateway needs a url")
+	} else if err := checkHTTPURL(g.URL, "send them in headers"); err != nil {
 		p.add(at.key("url"), fmt.Sprintf("%q", g.URL), "%v", err)
 	}
 	positiveDuration(p, at.key("timeout"), g.Timeout)
@@ -74,26 +75,6 @@ func (g CommandGatewayConfig) validate(p *problems, at keyPath) {
 			p.add(k, "", "a header value must not contain a line break or NUL")
 		}
 	}
-}
-
-func checkGatewayURL(raw string) error {
-	if raw == "" {
-		return fmt.Errorf("each command gateway needs a url")
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("not a URL: %v", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("want an http:// or https:// URL")
-	}
-	if u.Host == "" {
-		return fmt.Errorf("the URL has no host")
-	}
-	if u.User != nil {
-		return fmt.Errorf("credentials in the URL would be logged; send them in headers")
-	}
-	return nil
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.

@@ -54,7 +54,7 @@ func Default() *Config {
 				FirstDelay: retry.Duration(retry.DefaultParkedFirstDelay),
 				MaxDelay:   retry.Duration(retry.DefaultParkedMaxDelay),
 				Timeout:    retry.Duration(retry.DefaultParkedTimeout),
-				// An unrecoverable park waits for an operator (issue 9, item 3).
+				// An unrecoverable park waits for an operator: no retry fixes it.
 				RetryUnrecoverable: new(bool),
 			},
 			Systemic: SystemicConfig{

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/berthhq/berth/retry"
@@ -90,7 +88,7 @@ func (m ModuleConfig) validate(p *problems, at keyPath) {
 		p.add(k, v, "must be at most 4GiB")
 	}
 	for i, h := range m.AllowedHosts {
-		if err := checkHost(h); err != nil {
+		if err := checkHost(h, true); err != nil {
 			p.add(at.key("allowed-hosts").at(i), fmt.Sprintf("%q", h), "%v", err)
 		}
 	}
@@ -100,31 +98,6 @@ func (m ModuleConfig) validate(p *problems, at keyPath) {
 		}
 	}
 	positiveDuration(p, at.key("init-timeout"), m.InitTimeout)
-}
-
-// checkHost checks an allowed-hosts entry: "*", a host name or IP, or host:port.
-func checkHost(h string) error {
-	switch {
-	case h == "*":
-		return nil
-	case h == "":
-		return fmt.Errorf("empty host")
-	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@"):
-		return fmt.Errorf("want a host or host:port, not a URL")
-	case strings.ContainsAny(h, " \t\r\n"):
-		return fmt.Errorf("a host must not contain spaces")
-	case strings.Contains(h, "*"):
-		return fmt.Errorf(`wildcards are not supported; list each host, or "*" for any`)
-	}
-	if host, port, err := net.SplitHostPort(h); err == nil {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("port %q: want a number from 1 to 65535", port)
-		}
-		if host == "" {
-			return fmt.Errorf("empty host before the port")
-		}
-	}
-	return nil
 }
 
 // SandboxConfig is [sandbox]: limits of the WebAssembly sandbox. Changing it needs a restart.

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 
 	"github.com/berthhq/berth/retry"
 )
@@ -66,34 +65,10 @@ func (s ServerConfig) validate(p *problems, at keyPath) {
 	positiveDuration(p, at.key("shutdown-timeout"), s.ShutdownTimeout)
 	positiveDuration(p, at.key("operator-wait"), s.OperatorWait)
 	for i, h := range s.AllowedHosts {
-		if err := checkHostName(h); err != nil {
+		if err := checkHost(h, false); err != nil {
 			p.add(at.key("allowed-hosts").at(i), fmt.Sprintf("%q", h), "%v", err)
 		}
 	}
-}
-
-// checkHostName checks a server.allowed-hosts entry: "*", or a host name or IP address without a port
-// (an IPv6 address with or without brackets).
-func checkHostName(h string) error {
-	switch {
-	case h == "*":
-		return nil
-	case h == "":
-		return fmt.Errorf("empty host")
-	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@"):
-		return fmt.Errorf("want a host name, not a URL")
-	case strings.ContainsAny(h, " \t\r\n"):
-		return fmt.Errorf("a host must not contain spaces")
-	case strings.Contains(h, "*"):
-		return fmt.Errorf(`wildcards are not supported; list each name, or "*" for any`)
-	}
-	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
-		return nil
-	}
-	if _, _, err := net.SplitHostPort(h); err == nil || strings.Contains(h, ":") {
-		return fmt.Errorf("want a name without a port: the Host check compares names only")
-	}
-	return nil
 }
 
 // splitListen checks a listen address: host:port, with a port from 0 to 65535.

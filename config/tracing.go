@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net/url"
 
 	"github.com/berthhq/berth/internal/tracing"
 )
@@ -27,9 +26,8 @@ func (t TracingConfig) Settings(version string) tracing.Settings {
 
 func (t TracingConfig) validate(p *problems, at keyPath) {
 	if t.OTLPEndpoint != "" {
-		u, err := url.Parse(t.OTLPEndpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.add(at.key("otlp-endpoint"), fmt.Sprintf("%q", t.OTLPEndpoint), "must be an http(s)://host:port URL")
+		if err := checkHTTPURL(t.OTLPEndpoint, ""); err != nil {
+			p.add(at.key("otlp-endpoint"), fmt.Sprintf("%q", t.OTLPEndpoint), "%v", err)
 		}
 	}
 	if !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {

@@ -23,8 +23,10 @@ secret = "legacy"
 		t.Fatal(err)
 	}
 	h := c.Hooks()[0]
-	if !slices.Equal(h.Secrets, []string{inFile, inEnv}) || h.Secret != "legacy" {
-		t.Errorf("hook secrets %q, secret %q", h.Secrets, h.Secret)
+	//lint:ignore SA1019 the deprecated secret key is still read.
+	legacy := h.Secret
+	if !slices.Equal(h.Secrets, []string{inFile, inEnv}) || legacy != "legacy" {
+		t.Errorf("hook secrets %q, secret %q", h.Secrets, legacy)
 	}
 
 	errs := parseErrs(t, `

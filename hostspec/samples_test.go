@@ -11,7 +11,7 @@ import (
 	"github.com/berthhq/berth/guest-sdk/berth"
 	"github.com/berthhq/berth/guest-sdk/berthtest"
 	"github.com/berthhq/berth/hostspec"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // modules maps the sample packages to their compiled bytes, built once:

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/subscription"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/cluster/clustertest"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 )

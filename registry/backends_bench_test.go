@@ -10,7 +10,7 @@ import (
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
 	jslog "github.com/berthhq/berth/eventlog/jetstream"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 	jsledger "github.com/berthhq/berth/ledger/jetstream"
 	"github.com/berthhq/berth/registry"

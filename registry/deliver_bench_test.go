@@ -11,7 +11,7 @@ import (
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/samples/bench/summary"
 	"github.com/berthhq/berth/sandbox"

@@ -13,7 +13,7 @@ import (
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
 	"github.com/berthhq/berth/retry"

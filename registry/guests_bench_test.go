@@ -4,7 +4,7 @@ import (
 	"maps"
 	"sync"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // notifierBenchGuests are the spec's ShipmentNotifier in Go and in Rust,

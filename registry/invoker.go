@@ -111,14 +111,14 @@ func failureOf(o *sandbox.Outcome) *retry.Failure {
 		if o.WarmingUp != nil {
 			// On the interpreter while the module compiles: the host's condition, not the
 			// handler's. The engine does not count it and delivers the event again on compiled code.
-			return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: o.Err().Error(), Await: o.WarmingUp}
+			return &retry.Failure{Classes: []string{retry.KindCanceled.Class()}, Message: o.Err().Error(), Await: o.WarmingUp}
 		}
-		return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: o.Message}
-	case sandbox.MemoryExceeded:
-		return &retry.Failure{Classes: []string{retry.ClassMemoryExceeded}, Message: o.Message}
-	case sandbox.Canceled:
-		return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: o.Message}
-	default:
-		return &retry.Failure{Classes: []string{retry.ClassTrap}, Message: o.Message}
 	}
+	// The host ended the call: its kind's builtin class (retry's table);
+	// an outcome of no known kind is a trap.
+	k := o.Kind.HostKind()
+	if k == retry.KindNone {
+		k = retry.KindTrap
+	}
+	return &retry.Failure{Classes: []string{k.Class()}, Message: o.Message}
 }

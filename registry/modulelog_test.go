@@ -8,8 +8,8 @@ import (
 
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/syncbuf"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // An upload, a rollback and each load of a stored module at start are one

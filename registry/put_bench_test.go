@@ -2,12 +2,14 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/sandbox"
 )
 
@@ -64,9 +66,12 @@ func BenchmarkPut(b *testing.B) {
 		put(b, first)
 		// The optimizing compile runs after the upload; a Close would
 		// cancel it before it fills the cache.
-		for !compiled(first) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		checkfor.Nil(b, time.Minute, 10*time.Millisecond, func() error {
+			if !compiled(first) {
+				return fmt.Errorf("the optimizing compile has not filled the cache")
+			}
+			return nil
+		})
 		first.Close(ctx)
 		for b.Loop() {
 			b.StopTimer()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // BenchmarkPutSix uploads the repository's six Go samples one after

@@ -1,7 +1,10 @@
 // Package registry is the set of deployed modules: their bytes kept durably
-// under the data directory, loaded into the sandbox, and one subscription per
-// handler running in the engine. Uploading a new version swaps the code under
-// the same subscriptions, so checkpoints and parked aggregates carry over.
+// (a directory, or a store several hosts share and watch), loaded into the
+// sandbox, and one subscription per handler running in the engine, each
+// with its invoker: a reactor's plain call, a projection's call that
+// writes its read model in the ledger, a saga's call whose commands go to
+// the command gateway. Uploading a new version swaps the code under the
+// same subscriptions, so checkpoints and parked aggregates carry over.
 package registry
 
 import (

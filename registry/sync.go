@@ -15,23 +15,26 @@ import (
 //
 // A change is met three ways, all through resync or Sync: the watch tells
 // it; once the watch begins, what changed before it (an upload on another
-// host while this one opened — TestThreeHostsSurviveAHostAndANode missed
-// one, loaded — or while a failed watch was started again); and every
-// resyncEvery, in case the watch went quiet without failing (a consumer on
-// a server that stopped delivering: TestThreeHostsStartTogether's host-0
-// never heard of an upload).
+// host while this one opened, or while a failed watch was started again);
+// and every resyncEvery, in case the watch went quiet without failing (a
+// consumer on a server that stopped delivering). Watch returns once the
+// periodic resync has stopped too.
 func (r *Registry) Watch(ctx context.Context) error {
 	w, ok := r.store.(Watcher)
 	if !ok {
 		return nil
 	}
-	stop := make(chan struct{})
-	defer close(stop)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	defer func() {
+		close(stop)
+		<-stopped // a resync under way ends before Watch returns
+	}()
 	clk := r.opts.Clock
 	if clk == nil {
 		clk = clock.Real()
 	}
 	go func() {
+		defer close(stopped)
 		for {
 			t := clk.NewTimer(resyncEvery)
 			select {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/berthhq/berth/assembly"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/registry"
 )
 

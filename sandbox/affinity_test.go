@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"sync"
 	"testing"
 	"time"
@@ -78,9 +80,12 @@ func TestAffinityAtTheCap(t *testing.T) {
 		}
 		got <- i
 	}()
-	for m.pool.waiting.Load() == 0 { // the call waits for the one instance
-		time.Sleep(time.Millisecond)
-	}
+	checkfor.Eventually(t, func() error { // the call waits for the one instance
+		if m.pool.waiting.Load() == 0 {
+			return fmt.Errorf("no call waits for an instance")
+		}
+		return nil
+	})
 	m.pool.put(other, false) // under key 1, whose slot is empty
 	select {
 	case i := <-got:

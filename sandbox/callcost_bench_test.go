@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/affinity"
-	"github.com/berthhq/berth/internal/wasmbench"
+	"github.com/berthhq/berth/internal/testing/wasmbench"
 	"github.com/berthhq/berth/wasm/abi"
 )
 

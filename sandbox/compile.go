@@ -21,9 +21,8 @@ type compiled struct {
 	// not known, 0: none (the interpreter's form is on the Go heap).
 	codeBytes int64
 
-	mu      sync.Mutex
-	refs    int
-	evicted bool
+	mu   sync.Mutex
+	refs int
 }
 
 // acquire takes a reference; false if the module was already closed.

@@ -11,7 +11,7 @@ import (
 // takes seconds of every processor the compile's workers get, and an upload
 // that came meanwhile (its rewrite, its interpreter compile, its first
 // instance) waited for CPU: uploads one after another each took 3-5 times
-// the first (issue 32). So a background compile starts only once no Load
+// the first. So a background compile starts only once no Load
 // has worked in the foreground for quietPeriod, and a Load that starts
 // working cancels the one running, which starts again from the beginning
 // once the foreground is quiet, until the work it lost so reaches

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/wasm/abi"
 )
 

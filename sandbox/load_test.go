@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/wasm/abi"
 )
 

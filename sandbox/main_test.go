@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // modules maps sample packages to their compiled .wasm, built once per run;

@@ -112,9 +112,7 @@ func checkMemories(cm wazero.CompiledModule, limit uint32) error {
 	for _, d := range cm.ExportedMemories() {
 		defs = append(defs, d)
 	}
-	for _, d := range cm.ImportedMemories() {
-		defs = append(defs, d)
-	}
+	defs = append(defs, cm.ImportedMemories()...)
 	for _, d := range defs {
 		if d.Min() > limit {
 			return fmt.Errorf("its memory's minimum of %d pages is over the memory limit of %d pages", d.Min(), limit)

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )

@@ -20,8 +20,8 @@ const freeInterval = time.Second
 // host allocates nearly nothing after that, so the Go runtime starts no
 // collection that would find this memory free, and its scavenger keeps
 // what the last heap goal allowed: the process would hold the peak of its
-// uploads and bursts for good (issue 32: 878 MiB for six idle Go modules,
-// 188 MiB once given back). So the sandbox asks for a collection and a
+// uploads and bursts for good (878 MiB for six idle Go modules, 188 MiB
+// once given back). So the sandbox asks for a collection and a
 // return to the OS (debug.FreeOSMemory) after such a release, at most once
 // a freeInterval, from a goroutine of its own.
 type osMemory struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -32,24 +33,37 @@ const (
 	Canceled
 )
 
-// String returns the kind in lower case, as logs and the ledger show it.
+// String returns the kind in lower case, as logs and capsules show it:
+// "success", "failure", or the host kind's name in retry's table
+// ("memory-exceeded").
 func (k OutcomeKind) String() string {
 	switch k {
 	case Success:
 		return "success"
 	case GuestFailure:
 		return "failure"
-	case Timeout:
-		return "timeout"
-	case Trap:
-		return "trap"
-	case MemoryExceeded:
-		return "memory-exceeded"
-	case Canceled:
-		return "canceled"
-	default:
-		return fmt.Sprintf("outcome(%d)", int(k))
 	}
+	if h := k.HostKind(); h != retry.KindNone {
+		return h.String()
+	}
+	return fmt.Sprintf("outcome(%d)", int(k))
+}
+
+// HostKind is the host's failure kind of an outcome the host ended
+// (retry.Kind, whose table gives its class and names); retry.KindNone for
+// a success or the guest's own failure.
+func (k OutcomeKind) HostKind() retry.Kind {
+	switch k {
+	case Timeout:
+		return retry.KindTimeout
+	case Trap:
+		return retry.KindTrap
+	case MemoryExceeded:
+		return retry.KindMemoryExceeded
+	case Canceled:
+		return retry.KindCanceled
+	}
+	return retry.KindNone
 }
 
 // Outcome is the typed result of one call.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )

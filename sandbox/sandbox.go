@@ -115,13 +115,18 @@ const (
 // DefaultCapsuleMaxBytes is Config.CapsuleMaxBytes's default.
 const DefaultCapsuleMaxBytes = 256 << 10
 
-// DefaultCapsuleRedactHeaders is Config.CapsuleRedactHeaders's default: the
-// headers that carry credentials.
-var DefaultCapsuleRedactHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie"}
+// DefaultCapsuleRedactHeaders returns Config.CapsuleRedactHeaders's
+// default: the headers that carry credentials. Each call returns a new
+// slice, so that no Config shares (and changes) the default.
+func DefaultCapsuleRedactHeaders() []string {
+	return []string{"Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie"}
+}
 
-// DefaultCapsuleRedactConfig is Config.CapsuleRedactConfig's default: keys
-// that name credentials.
-var DefaultCapsuleRedactConfig = []string{"*token*", "*secret*", "*password*", "*passwd*", "*credential*", "*api-key*", "*apikey*", "*private-key*"}
+// DefaultCapsuleRedactConfig returns Config.CapsuleRedactConfig's default:
+// keys that name credentials. Each call returns a new slice.
+func DefaultCapsuleRedactConfig() []string {
+	return []string{"*token*", "*secret*", "*password*", "*passwd*", "*credential*", "*api-key*", "*apikey*", "*private-key*"}
+}
 
 // Defaults of ModuleConfig's zero values; config's [modules.<name>]
 // defaults are these.
@@ -200,10 +205,10 @@ func (c Config) withDefaults() Config {
 		c.CapsuleMaxBytes = DefaultCapsuleMaxBytes
 	}
 	if c.CapsuleRedactHeaders == nil {
-		c.CapsuleRedactHeaders = DefaultCapsuleRedactHeaders
+		c.CapsuleRedactHeaders = DefaultCapsuleRedactHeaders()
 	}
 	if c.CapsuleRedactConfig == nil {
-		c.CapsuleRedactConfig = DefaultCapsuleRedactConfig
+		c.CapsuleRedactConfig = DefaultCapsuleRedactConfig()
 	}
 	return c
 }

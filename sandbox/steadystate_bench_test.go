@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/wasmbench"
+	"github.com/berthhq/berth/internal/testing/wasmbench"
 	"github.com/berthhq/berth/wasm/abi"
 )
 

@@ -47,17 +47,12 @@ func (st *attempts) failed(now time.Time, version uint64, f *retry.Failure, d re
 }
 
 // deliver delivers one event until it is handled, the aggregate is parked,
-// or the run stops. It is the retry budget: recoverable failures are retried
-// up to MaxAttempts with the policy's backoff; unrecoverable ones park at
-// once; systemic ones pause the partition and spend nothing (and the
-// failures that revealed an outage are refunded, outage.go); backpressure is
-// retried no sooner than Retry-After while the partition's concurrency is
-// lowered, and parks only when BackpressureAttempts is spent. The policy is
-// read afresh before every attempt, so a config reload applies to the next.
+// or the run stops. Each round reads (the partition's turn, the policy as
+// it is now), makes one attempt (step.go) and records what it came to
+// (settle). The policy is read afresh before every attempt, so a config
+// reload applies to the next.
 func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, live bool) (o outcome) {
 	ctx := p.ctx
-	clk := r.e.clock
-	aggName := a.key.String()
 	var st attempts
 	r.loadBudget(a.key, c.Version, idx, &st)
 	key := r.keyFor(a, c, idx, &st)
@@ -66,124 +61,122 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 	defer func() { tr.end(o) }()
 	for {
 		refund()
-		cur := r.s.cur.Load()
-		pol := cur.policy
+		pol := r.s.cur.Load().policy
 		probe, err := p.awaitTurn(ctx, &pol, refund)
 		if err != nil {
 			return outcomeCancelled
 		}
-		cur = r.s.cur.Load()
-		pol = cur.policy
+		cur := r.s.cur.Load()
 		st.n++
-		actx := tr.attempt(ctx, st.n)
-		start := clk.Now()
-		f := r.invokeAt(actx, cur.spec.Invoker, Delivery{
+		s := r.attempt(ctx, tr, cur, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler, InvocationKey: key,
-			Attempt: st.n, Commit: c, Index: idx, Timeout: pol.Timeout,
-		}, start)
-		if ctx.Err() != nil {
-			if probe {
-				p.probeDone(false)
-			}
-			return outcomeCancelled
-		}
-		if ready := retry.AwaitsHost(f); ready != nil {
-			// Cut short by the host for a condition of its own (the module
-			// warming up on the interpreter): like a cancelled attempt,
-			// nothing is counted or written, and the event is delivered
-			// again, once the condition has ended.
+			Attempt: st.n, Commit: c, Index: idx, Timeout: cur.policy.Timeout,
+		}, nil, false)
+		if !s.counted {
+			// Stopped, or cut short by the host for a condition of its own
+			// (the module warming up on the interpreter): nothing is
+			// counted or written, and the event is delivered again once
+			// the condition has ended.
 			st.n--
 			if probe {
 				p.probeDone(false)
 			}
-			if r.awaitHost(ctx, ready, aggName, f) != nil {
+			if s.ready == nil || r.awaitHost(ctx, s.ready, a.key.String(), s.f) != nil {
 				return outcomeCancelled
 			}
 			continue
 		}
-		now := clk.Now()
-		if f == nil {
-			r.e.obs.attempt(r.s.name, nil, retry.Decision{}, &pol, c.Time, start, now, false)
-			r.logSucceeded(aggName, key, &st)
-			p.succeeded(aggName, now, probe)
-			r.clearBudget(p, a.key, &st)
-			return outcomeHandled
-		}
-		d := retry.Classify(f, &pol, cur.classifier)
-		r.e.obs.attempt(r.s.name, f, d, &pol, c.Time, start, now, false)
-		st.failed(now, c.Version, f, d)
-		tr.fail(f, d)
-		r.logAttemptFailed(aggName, key, st.n, f, d)
-		if r.pausedForStore(p, now, probe) {
-			continue // the host's failure, not the aggregate's (storefull.go)
-		}
-		if probe || p.isPaused() {
-			// During a systemic pause a failure is the outage's, not the
-			// aggregate's: nothing is spent. Only an unrecoverable one is the
-			// aggregate's own (a bad input stays bad when the service is back).
-			if probe {
-				p.probeDone(false)
-			}
-			if d.Class == retry.Unrecoverable {
-				return r.park(p, a, c, idx, live, &st, f, d)
-			}
-			continue
-		}
-		switch d.Class {
-		case retry.Unrecoverable:
-			return r.park(p, a, c, idx, live, &st, f, d)
-		case retry.Systemic:
-			p.enterSystemic(now, d.Reason)
-			continue
-		case retry.Backpressure:
-			st.backpressure++
-			if st.backpressure >= pol.BackpressureAttempts {
-				return r.park(p, a, c, idx, live, &st, f, d)
-			}
-			p.lowerConcurrency()
-			r.saveBudget(p, a.key, c.Version, idx, &st)
-			wait := pol.BackpressureDelay(st.backpressure, d.RetryAfter, r.e.opts.Jitter())
-			if p.waitOff(ctx, wait, live, refund) != nil {
-				return outcomeCancelled
-			}
-		default:
-			if d.CountsTowardOutage() {
-				systemic, ch := p.failed(aggName, now)
-				if systemic {
-					continue // the partition paused: the outage's, not the aggregate's
-				}
-				st.charged = append(st.charged, ch)
-			}
-			st.failures++
-			refund() // an outage recognised since the failure was counted refunds it too
-			if st.failures >= pol.MaxAttempts {
-				o := r.park(p, a, c, idx, live, &st, f, d)
-				if o == outcomeParked {
-					r.watchPark(p, a.key, c.Version, idx, &st) // the outage's, should it reveal one (outage_park.go)
-				}
-				return o
-			}
-			r.saveBudget(p, a.key, c.Version, idx, &st)
-			if p.waitOff(ctx, pol.Backoff(st.failures), live, refund) != nil {
-				return outcomeCancelled
-			}
+		if o, done := r.settle(p, a, c, idx, live, &st, probe, refund, &s); done {
+			return o
 		}
 	}
+}
+
+// settle records what attempt s at event idx of c came to, and reports
+// done with the event's outcome, or not done: attempt it again. It is the
+// retry budget: recoverable failures are retried up to MaxAttempts with
+// the policy's backoff; unrecoverable ones park at once; systemic ones
+// pause the partition and spend nothing (and the failures that revealed
+// an outage are refunded, outage.go); backpressure is retried no sooner
+// than Retry-After while the partition's concurrency is lowered, and
+// parks only when BackpressureAttempts is spent.
+func (r *run) settle(p *partition, a *aggState, c eventlog.Commit, idx int, live bool, st *attempts, probe bool, refund func(), s *step) (outcome, bool) {
+	aggName := a.key.String()
+	f, d, pol, now := s.f, s.d, &s.pol, s.end
+	if f == nil {
+		r.logSucceeded(aggName, st.key, st)
+		p.succeeded(aggName, now, probe)
+		r.clearBudget(p, a.key, st)
+		return outcomeHandled, true
+	}
+	st.failed(now, c.Version, f, d)
+	r.logAttemptFailed(aggName, st.key, st.n, f, d)
+	if r.pausedForStore(p, now, probe) {
+		return 0, false // the host's failure, not the aggregate's (storefull.go)
+	}
+	if probe || p.isPaused() {
+		// During a systemic pause a failure is the outage's, not the
+		// aggregate's: nothing is spent. Only an unrecoverable one is the
+		// aggregate's own (a bad input stays bad when the service is back).
+		if probe {
+			p.probeDone(false)
+		}
+		if d.Class == retry.Unrecoverable {
+			return r.park(p, a, c, idx, live, st, f, d), true
+		}
+		return 0, false
+	}
+	switch d.Class {
+	case retry.Unrecoverable:
+		return r.park(p, a, c, idx, live, st, f, d), true
+	case retry.Systemic:
+		p.enterSystemic(now, d.Reason)
+		return 0, false
+	case retry.Backpressure:
+		st.backpressure++
+		if st.backpressure >= pol.BackpressureAttempts {
+			return r.park(p, a, c, idx, live, st, f, d), true
+		}
+		p.lowerConcurrency()
+		r.saveBudget(p, a.key, c.Version, idx, st)
+		wait := pol.BackpressureDelay(st.backpressure, d.RetryAfter, r.e.opts.Jitter())
+		if p.waitOff(p.ctx, wait, live, refund) != nil {
+			return outcomeCancelled, true
+		}
+		return 0, false
+	}
+	if d.CountsTowardOutage() {
+		systemic, ch := p.failed(aggName, now)
+		if systemic {
+			return 0, false // the partition paused: the outage's, not the aggregate's
+		}
+		st.charged = append(st.charged, ch)
+	}
+	st.failures++
+	refund() // an outage recognised since the failure was counted refunds it too
+	if st.failures >= pol.MaxAttempts {
+		o := r.park(p, a, c, idx, live, st, f, d)
+		if o == outcomeParked {
+			r.watchPark(p, a.key, c.Version, idx, st) // the outage's, should it reveal one (outage_park.go)
+		}
+		return o, true
+	}
+	r.saveBudget(p, a.key, c.Version, idx, st)
+	if p.waitOff(p.ctx, pol.Backoff(st.failures), live, refund) != nil {
+		return outcomeCancelled, true
+	}
+	return 0, false
 }
 
 // invoke runs one attempt under its deadline. The engine owns the attempt's
 // deadline: it is set here, d.Timeout from now on the engine's clock (so a
 // clock.Fake drives it), with cause ErrAttemptTimeout; the invoker, and the
 // sandbox beneath it, only observe it through ctx and start no timer of
-// their own. An attempt its deadline ended is a failure of class
-// retry.ClassTimeout when the invoker returned nil (a handler that cannot be
-// interrupted has still overrun its budget), a failure with no class, or
-// one of retry.ClassCanceled (the invoker saw its context end, and it was
-// the deadline, not a cancellation). A failure with classes of its own keeps
-// them, and so does one the host cut short for a condition of its own
-// (retry.Failure.Await: the deadline passed on a module still warming up). The run's context being cancelled (shutdown, reset, removal) is the
-// caller's to see: such an attempt is not counted at all. A panic in the
-// invoker is a failure of class retry.ClassPanic, not a crash of the engine.
+// their own. What an attempt its deadline ended failed with is
+// retry.Overran's to say. The run's context being cancelled (shutdown,
+// reset, removal) is the caller's to see: such an attempt is not counted
+// at all. A panic in the invoker is a failure of class retry.ClassPanic,
+// not a crash of the engine.
 //
 // No call starts while this host's cluster lease may have run out
 // (lease.go): invoke waits for a renewal first, or returns a cancelled
@@ -209,21 +202,8 @@ func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Ti
 		}()
 		f = inv.Invoke(actx, d)
 	}()
-	if actx.timedOut() && retry.AwaitsHost(f) == nil {
-		msg := fmt.Sprintf("attempt ran past its timeout of %s", d.Timeout)
-		switch {
-		case f == nil:
-			return &retry.Failure{Classes: []string{retry.ClassTimeout}, Message: msg}
-		case len(f.Classes) == 0:
-			g := *f
-			g.Classes = []string{retry.ClassTimeout}
-			return &g
-		case retry.IsCanceled(f):
-			g := *f
-			g.Classes = []string{retry.ClassTimeout}
-			g.Message = msg + " (" + f.Message + ")"
-			return &g
-		}
+	if actx.timedOut() {
+		return retry.Overran(f, d.Timeout)
 	}
 	return f
 }
@@ -245,34 +225,13 @@ func (r *run) awaitHost(ctx context.Context, ready <-chan struct{}, agg string, 
 // kind where there is one, else the class it was given.
 func errorInfo(f *retry.Failure, d retry.Decision) ledger.ErrorInfo {
 	kind := strings.ToLower(d.Class.String())
-	if k := hostKind(f.Classes); k != "" && k != "canceled" { // a canceled attempt is never kept
-		kind = k
+	if k := retry.KindOf(f.Classes); k != retry.KindNone && k != retry.KindCanceled { // a canceled attempt is never kept
+		kind = k.LedgerName()
 	}
 	return ledger.ErrorInfo{
 		Classes: classifiedChain(f, d), Message: truncate(f.Message, 4096), Code: f.Code, Kind: kind,
 		Class: d.Class.String(), Reason: d.Reason, Undeclared: slices.Clone(d.Undeclared), Module: f.Module,
 	}
-}
-
-// hostKind names the host-side kind of the first class in classes that
-// has one: timeout, trap, memory, panic or canceled; "" when none does.
-// The ledger's ErrorInfo.Kind and the attempts metric's outcome take it.
-func hostKind(classes []string) string {
-	for _, c := range classes {
-		switch c {
-		case retry.ClassTimeout:
-			return "timeout"
-		case retry.ClassTrap:
-			return "trap"
-		case retry.ClassMemoryExceeded:
-			return "memory"
-		case retry.ClassPanic:
-			return "panic"
-		case retry.ClassCanceled:
-			return "canceled"
-		}
-	}
-	return ""
 }
 
 func truncate(s string, n int) string {

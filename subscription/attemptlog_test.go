@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestParkKeepsTheAttemptsCapsule(t *testing.T) {
 	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "p") })
 	if got, want := e.capsuleOf("Order", "p"), `{"format":"berth-capsule/1","attempt":2}`; got != want {
 		t.Fatalf("capsule of the resolved record: %q, want %q", got, want)
 	}

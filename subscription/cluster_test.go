@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -133,7 +134,7 @@ func TestTwoHostsShareTheWorkExactlyOnce(t *testing.T) {
 		}
 	}
 	// Each host's checkpoints are its partitions' own.
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		cps, _, _ := e.partitionCheckpoints(parts)
 		if want := []uint64{aggs*versions + 1, aggs*versions + 1, aggs*versions + 1, aggs*versions + 1}; !slices.Equal(cps, want) {
 			return fmt.Errorf("partition checkpoints %v, want %v", cps, want)
@@ -224,7 +225,7 @@ func TestMovingAPartitionLosesNothingAndKeepsOrder(t *testing.T) {
 	}
 	twiceMoved, twiceElsewhere, aboveFrom := 0, 0, 0
 	for _, id := range ids {
-		eventuallyNil(t, func() error {
+		checkfor.Eventually(t, func() error {
 			if a, b := recA.handled(id), recB.handled(id); !slices.Contains(a, versions) && !slices.Contains(b, versions) {
 				return fmt.Errorf("%s handled %v by A and %v by B, want its last version %d", id, a, b, versions)
 			}
@@ -309,7 +310,7 @@ func TestFencedPartitionStopsWithoutParkingOrCharging(t *testing.T) {
 		}
 		return st
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if p := status().Partitions[0]; !p.Fenced {
 			return fmt.Errorf("partition 0 not fenced: %+v", p)
 		}
@@ -318,7 +319,7 @@ func TestFencedPartitionStopsWithoutParkingOrCharging(t *testing.T) {
 	e.append("Order", later)
 	e.append("Order", other)
 	rec.waitHandled(t, other, 1)
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if st := status(); st.Checkpoint != st.Head+1 || st.Lag != 0 {
 			return fmt.Errorf("the reader at checkpoint %d, head %d, lag %d", st.Checkpoint, st.Head, st.Lag)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"sync"
 	"testing"
@@ -41,7 +42,7 @@ func TestDeliversEachAggregateInOrderExactlyOnce(t *testing.T) {
 			t.Fatalf("%s handled %v", id, got)
 		}
 	}
-	eventuallyNil(t, func() error { return e.checkpointAt(sub, aggs*versions+1) })
+	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, aggs*versions+1) })
 	if n := len(rec.all()); n != aggs*versions {
 		t.Fatalf("%d calls for %d events", n, aggs*versions)
 	}
@@ -106,7 +107,7 @@ func TestEventTypesFilter(t *testing.T) {
 	e.append("Order", "b", "OrderPlaced")
 	e.start()
 	rec.waitHandled(t, "a", 1)
-	eventuallyNil(t, func() error { return e.checkpointAt(sub, 4) })
+	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, 4) })
 	calls := rec.all()
 	if len(calls) != 1 || calls[0].Version != 2 || calls[0].Index != 1 {
 		t.Fatalf("calls %+v", calls)
@@ -202,7 +203,7 @@ func TestConcurrencyWithinPartition(t *testing.T) {
 	// The reader may hand over a, b and c before it has read d: wait for
 	// both, the slots full and d waiting for one.
 	var st PartitionStatus
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		mu.Lock()
 		n := total
 		mu.Unlock()
@@ -213,7 +214,7 @@ func TestConcurrencyWithinPartition(t *testing.T) {
 		return nil
 	})
 	unblock()
-	eventuallyNil(t, func() error { return e.checkpointAt(sub, 13) })
+	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, 13) })
 	if peak != 3 {
 		t.Fatalf("peak concurrency %d", peak)
 	}

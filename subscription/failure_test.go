@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -58,11 +59,11 @@ func TestUnknownBuyerParksAtOnce(t *testing.T) {
 		t.Fatalf("history %+v", r.History)
 	}
 	ns := e.notifications()
-	if len(ns) != 1 || ns[0].Type != NotifyParked || ns[0].AggregateID != "unknown" || ns[0].Version != 1 || ns[0].Error == nil {
+	if len(ns) != 1 || ns[0].Type != ledger.NotifyParked || ns[0].AggregateID != "unknown" || ns[0].Version != 1 || ns[0].Error == nil {
 		t.Fatalf("notifications %+v", ns)
 	}
 	// The held event (version 2) was not delivered, yet the checkpoint is past it.
-	eventuallyNil(t, func() error { return e.checkpointAt(sub, 5) })
+	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, 5) })
 	if n := len(rec.of("unknown")); n != 1 {
 		t.Fatalf("held event delivered: %+v", rec.of("unknown"))
 	}
@@ -143,13 +144,13 @@ func TestTimeoutCountsAsFailedAttempt(t *testing.T) {
 	e.clock = clock
 	e.start()
 	e.append("Order", "slow")
-	eventuallyNil(t, func() error { return callsMade(calls.Load(), 1) })
+	checkfor.Eventually(t, func() error { return callsMade(calls.Load(), 1) })
 	// The first attempt's timeout.
 	clock.Advance(time.Second)
 	if d := e.advance(); d != 100*time.Millisecond { // the backoff
 		t.Fatalf("backoff %v", d)
 	}
-	eventuallyNil(t, func() error { return callsMade(calls.Load(), 2) })
+	checkfor.Eventually(t, func() error { return callsMade(calls.Load(), 2) })
 	clock.Advance(time.Second)
 	r := e.waitRecord(sub, "Order", "slow", func(*ledger.Record) bool { return true })
 	if r.Attempts != 2 || r.Error.Kind != "timeout" || !slices.Equal(r.Error.Classes, []string{retry.ClassTimeout}) {
@@ -217,7 +218,7 @@ func TestPoisonedAggregateDoesNotSlowNeighbours(t *testing.T) {
 	if len(r.History) != 6 {
 		t.Fatalf("history %+v", r.History)
 	}
-	eventuallyNil(t, func() error { return e.checkpointAt(sub, 22) })
+	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, 22) })
 	if got := rec.of("poison"); len(got) != 5 {
 		t.Fatalf("poison calls %+v", got)
 	}
@@ -267,7 +268,7 @@ func TestPartitionOutageSpendsNoBudget(t *testing.T) {
 	// An aggregate may still be in the backoff of a failure the outage
 	// refunded (a backoff is not cut short, backoff in outage.go): the
 	// clock moves on while any is left to handle.
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		for _, id := range []string{"a", "b", "c", "d"} {
 			if got := rec.handled(id); len(got) < 2 {
 				if d, ok := clock.NextFire(); ok {
@@ -285,7 +286,7 @@ func TestPartitionOutageSpendsNoBudget(t *testing.T) {
 	if len(e.notifications()) != 0 {
 		t.Fatal("notified")
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if n := e.otherNotes(); len(n) != 2 {
 			return fmt.Errorf("notified %v, want the pause and its end", n)
 		}
@@ -317,7 +318,7 @@ func TestDetectorPausesPartition(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	checkfor.Eventually(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	for range 4 {
 		e.advance()
 	}
@@ -370,10 +371,10 @@ func TestBackpressureHonoursRetryAfter(t *testing.T) {
 	if got := rec.of("busy")[1].At.Sub(t0); got != 2*time.Second {
 		t.Fatalf("retried after %v", got)
 	}
-	eventuallyNil(t, func() error { return e.concurrencyAt(3) })
+	checkfor.Eventually(t, func() error { return e.concurrencyAt(3) })
 	e.append("Order", "other")
 	rec.waitHandled(t, "other", 1)
-	eventuallyNil(t, func() error { return e.concurrencyAt(4) })
+	checkfor.Eventually(t, func() error { return e.concurrencyAt(4) })
 }
 
 // Backpressure parks only when its own budget is spent, never the regular

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -155,7 +155,7 @@ func (e *env) start() *Engine {
 // finds their retries scheduled.
 func (e *env) awaitHeld() {
 	e.t.Helper()
-	eventuallyNil(e.t, func() error {
+	checkfor.Eventually(e.t, func() error {
 		for _, name := range e.eng.Subscriptions() {
 			s, _ := e.eng.sub(name)
 			s.life.RLock()
@@ -252,7 +252,7 @@ func (e *env) waitGateHeld(name string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	eventuallyNil(e.t, func() error {
+	checkfor.Eventually(e.t, func() error {
 		s.gate.mu.Lock()
 		defer s.gate.mu.Unlock()
 		if s.gate.blocked == 0 {
@@ -275,7 +275,7 @@ func (e *env) waitIdle(name string) Status {
 func (e *env) waitIdleOf(eng *Engine, name string) Status {
 	e.t.Helper()
 	var st Status
-	eventuallyNil(e.t, func() error {
+	checkfor.Eventually(e.t, func() error {
 		var err error
 		if st, err = eng.Status(context.Background(), name); err != nil {
 			e.t.Fatal(err)
@@ -319,7 +319,7 @@ func (e *env) record(sub, typ, id string) *ledger.Record {
 func (e *env) waitRecord(sub, typ, id string, ok func(*ledger.Record) bool) *ledger.Record {
 	e.t.Helper()
 	var rec *ledger.Record
-	eventuallyNil(e.t, func() error {
+	checkfor.Eventually(e.t, func() error {
 		if rec = e.record(sub, typ, id); rec == nil || !ok(rec) {
 			return fmt.Errorf("record %s/%s: %+v", typ, id, rec)
 		}
@@ -387,13 +387,6 @@ func (e *env) snapshot(sub string) string {
 	}
 	b, _ := json.Marshal(out)
 	return string(b)
-}
-
-// eventuallyNil polls check every 1ms until it returns nil, and fails t
-// with its last error once 10s have passed.
-func eventuallyNil(t *testing.T, check func() error) {
-	t.Helper()
-	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
 }
 
 // recordGone says which of ids of type typ still has a record; nil once
@@ -504,7 +497,7 @@ func (r *recorder) handled(agg string) []uint64 {
 
 func (r *recorder) waitHandled(t *testing.T, agg string, n int) {
 	t.Helper()
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if got := r.handled(agg); len(got) < n {
 			return fmt.Errorf("%s handled %v, want %d events", agg, got, n)
 		}

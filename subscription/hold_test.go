@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func TestPauseEndKeepsAnotherHostsPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(2 * time.Hour)
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if st, _ := b.Status(ctx, sub); !st.PausedUntil.IsZero() {
 			return fmt.Errorf("B paused until %v, want it past the old end", st.PausedUntil)
 		}
@@ -126,7 +127,7 @@ func TestPauseEndKeepsAnotherHostsPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(2 * time.Hour)
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		sa, _ := a.Status(ctx, sub)
 		sb, _ := b.Status(ctx, sub)
 		if sa.State != StateRunning || sb.State != StateRunning {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -57,10 +58,10 @@ func TestStartHoldsParkedBesideTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "z", 2)
-	eventuallyNil(t, func() error { return e.recordGone("Order", "z") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "z") })
 	last := e.append("Order", "z")
 	rec.waitHandled(t, "z", 3)
-	eventuallyNil(t, func() error { return e.checkpointAt(sub, last.Position+1) })
+	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, last.Position+1) })
 	if calls := rec.of("a-00007"); len(calls) != 0 {
 		t.Fatalf("a held aggregate's event was delivered: %+v", calls)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,7 @@ func TestInvocationKeysAreDistinctPerAggregate(t *testing.T) {
 	for _, a := range aggs {
 		e.append(a.typ, a.id, "OrderShipped", "OrderShipped") // two events: indexes 0 and 1
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if n := len(rec.all()); n != 2*len(aggs) {
 			return fmt.Errorf("%d events delivered, want %d", n, 2*len(aggs))
 		}
@@ -170,7 +171,7 @@ func TestRecordParkedBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 			e.start()
 			tt.goOn(t, e, &fail)
 			rec.waitHandled(t, "p", tt.handled)
-			eventuallyNil(t, func() error { return e.recordGone("Thing", "p") })
+			checkfor.Eventually(t, func() error { return e.recordGone("Thing", "p") })
 			if got := keysOf(rec.of("p")); !slices.Equal(got, tt.want) {
 				t.Fatalf("keys %q, want %q", got, tt.want)
 			}
@@ -190,7 +191,7 @@ func TestBudgetSpentBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 	e.start()
 	e.append("Thing", "b:1")
 	bk := budgetKey(aggKey{"Thing", "b:1"})
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		return e.store.View(context.Background(), func(tx ledger.Tx) error {
 			_, err := tx.Meta(sub, bk)
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // waitingForLease waits until n handler calls of eng wait for the lease.
 func waitingForLease(t *testing.T, eng *Engine, n int64) {
 	t.Helper()
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if got := eng.LeaseStats().Waiting; got != n {
 			return fmt.Errorf("%d calls wait for the lease, want %d", got, n)
 		}
@@ -89,8 +90,7 @@ func TestLeaseEndStopsEveryCallAtOnce(t *testing.T) {
 // and the next owner delivers those events.
 func TestLeaseSeenAfterAPauseBeforeAnyCall(t *testing.T) {
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	var rec *recorder
-	rec = newRecorder(nil, func(d Delivery, n int) *retry.Failure {
+	rec := newRecorder(nil, func(d Delivery, n int) *retry.Failure {
 		if n == 1 {
 			entered <- struct{}{}
 			<-release

@@ -57,13 +57,19 @@ type Attempt struct {
 	LongHorizon bool
 }
 
-// Outcomes of an Attempt that are not a class the failure was taken for.
-var hostOutcomes = []struct{ outcome, class string }{
-	{"success", "none"},
-	{"timeout", retry.ClassTimeout},
-	{"trap", retry.ClassTrap},
-	{"memory", retry.ClassMemoryExceeded},
-	{"canceled", retry.ClassCanceled},
+// hostOutcomes are the Outcomes of an Attempt that are not a class the
+// failure was taken for: a success, and each of the host's kinds (retry's
+// table) with the builtin class it has.
+func hostOutcomes() []struct{ outcome, class string } {
+	outs := []struct{ outcome, class string }{{"success", "none"}}
+	seen := map[string]bool{}
+	for _, k := range retry.Kinds() {
+		if o := k.Outcome(); !seen[o] {
+			seen[o] = true
+			outs = append(outs, struct{ outcome, class string }{o, k.Class()})
+		}
+	}
+	return outs
 }
 
 // knownAttempts are the label sets of a subscription's attempts that
@@ -73,7 +79,7 @@ var hostOutcomes = []struct{ outcome, class string }{
 func knownAttempts(sub string) []Attempt {
 	var known []Attempt
 	for _, lh := range []bool{false, true} {
-		for _, o := range hostOutcomes {
+		for _, o := range hostOutcomes() {
 			known = append(known, Attempt{Subscription: sub, Outcome: o.outcome, Class: o.class, LongHorizon: lh})
 		}
 		for _, c := range []retry.Class{retry.Recoverable, retry.Unrecoverable, retry.Systemic, retry.Backpressure} {
@@ -169,16 +175,13 @@ func actorKind(actor string) string {
 	return byOperator
 }
 
-// outcomeKind is an Attempt's Outcome for failure f classified as d.
+// outcomeKind is an Attempt's Outcome for failure f classified as d: its
+// host kind's outcome (retry's table), else the class it was taken for.
 func outcomeKind(f *retry.Failure, d retry.Decision) string {
-	switch k := hostKind(f.Classes); k {
-	case "":
-		return d.Class.String()
-	case "panic":
-		return "trap" // the metric's outcomes are few: a handler's panic is its trap
-	default:
-		return k
+	if k := retry.KindOf(f.Classes); k != retry.KindNone {
+		return k.Outcome()
 	}
+	return d.Class.String()
 }
 
 // boundedClass is an Attempt's Class for a failure of chain under pol: a

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,7 +64,7 @@ func TestObserverToldOfAttemptsParkAndResume(t *testing.T) {
 	e.append("Order", "bad")
 	rec.waitHandled(t, "ok", 1)
 	for n := 1; n <= 2; n++ {
-		eventuallyNil(t, func() error {
+		checkfor.Eventually(t, func() error {
 			if got := len(rec.of("bad")); got != n {
 				return fmt.Errorf("%d calls for bad, want %d", got, n)
 			}
@@ -114,7 +115,7 @@ func TestObserverToldOfLongHorizonAttempts(t *testing.T) {
 	e.waitRecord(sub, "Order", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
 	broken.Store(false)
 	e.advance() // the second: succeeds, and resumes the aggregate
-	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "p") })
 	// The resumed notification says a long-horizon retry resumed it.
 	ns := e.notifications()
 	if got := notificationTypes(ns); !slices.Equal(got, []string{"parked:p", "resumed:p"}) || ns[1].By != "long-horizon-retry" || ns[1].Actor != actorBerth {

@@ -19,25 +19,12 @@ import (
 // (or already resuming) is ErrNotParked and changes nothing: resume is
 // idempotent.
 func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, actor, reason string) error {
-	s, err := e.sub(sub)
+	s, r, p, done, err := e.lockParked(ctx, sub, aggregateType, aggregateID)
 	if err != nil {
 		return err
 	}
-	r, release, err := s.current()
-	if err != nil {
-		return err
-	}
-	defer release()
+	defer done()
 	k := aggKey{aggregateType, aggregateID}
-	p, err := r.ownerOf(ctx, k)
-	if err != nil {
-		return err
-	}
-	unlock, err := s.keys.lockCtx(ctx, k)
-	if err != nil {
-		return fmt.Errorf("%w: %s of %q is being retried: %v", ErrBusy, k, sub, err)
-	}
-	defer unlock()
 	now := e.clock.Now()
 	var rec *ledger.Record
 	err = r.withCheckpoint(ctx, p, 0, func(tx ledger.Tx) error {
@@ -50,7 +37,7 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 		if err := tx.PutParked(rec); err != nil {
 			return err
 		}
-		return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: s.name,
+		return tx.Notify(ledger.Notification{Type: ledger.NotifyResumed, Time: now, Subscription: s.name,
 			AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actor, By: actorKind(actor), Reason: reason})
 	})
 	if err != nil {
@@ -74,25 +61,12 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 // version, else ErrBadVersion). Recorded in the history and notified
 // ("skipped") like Resume; ErrNotParked when the aggregate is not parked.
 func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, actor, reason string) error {
-	s, err := e.sub(sub)
+	s, r, p, done, err := e.lockParked(ctx, sub, aggregateType, aggregateID)
 	if err != nil {
 		return err
 	}
-	r, release, err := s.current()
-	if err != nil {
-		return err
-	}
-	defer release()
+	defer done()
 	k := aggKey{aggregateType, aggregateID}
-	p, err := r.ownerOf(ctx, k)
-	if err != nil {
-		return err
-	}
-	unlock, err := s.keys.lockCtx(ctx, k)
-	if err != nil {
-		return fmt.Errorf("%w: %s of %q is being retried: %v", ErrBusy, k, sub, err)
-	}
-	defer unlock()
 	head, err := e.events.Version(ctx, aggregateType, aggregateID)
 	if err != nil {
 		return err
@@ -124,7 +98,7 @@ func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID strin
 		if err := tx.PutParked(rec); err != nil {
 			return err
 		}
-		return tx.Notify(ledger.Notification{Type: NotifySkipped, Time: now, Subscription: s.name,
+		return tx.Notify(ledger.Notification{Type: ledger.NotifySkipped, Time: now, Subscription: s.name,
 			AggregateType: k.typ, AggregateID: k.id, Version: through, Actor: actor, By: actorKind(actor), Reason: reason})
 	})
 	if err != nil {
@@ -167,6 +141,32 @@ func parkedRecord(tx ledger.Tx, sub string, k aggKey) (*ledger.Record, error) {
 		return nil, fmt.Errorf("%w: %s of %q is already resuming", ErrNotParked, k, sub)
 	}
 	return rec, nil
+}
+
+// lockParked is the opening of an operator's resume or skip of a parked
+// aggregate: the subscription, its current run, and the aggregate's
+// partition, which this host must own, with the aggregate's key held
+// (ErrBusy while a long-horizon retry holds it past ctx). done releases
+// the key and the run.
+func (e *Engine) lockParked(ctx context.Context, sub, aggregateType, aggregateID string) (s *subscription, r *run, p *partition, done func(), err error) {
+	if s, err = e.sub(sub); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	r, release, err := s.current()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	k := aggKey{aggregateType, aggregateID}
+	if p, err = r.ownerOf(ctx, k); err != nil {
+		release()
+		return nil, nil, nil, nil, err
+	}
+	unlock, err := s.keys.lockCtx(ctx, k)
+	if err != nil {
+		release()
+		return nil, nil, nil, nil, fmt.Errorf("%w: %s of %q is being retried: %v", ErrBusy, k, sub, err)
+	}
+	return s, r, p, func() { unlock(); release() }, nil
 }
 
 // Parked returns a subscription's record of a parked aggregate;

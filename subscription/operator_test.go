@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -82,7 +83,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 		t.Fatalf("second parked retry after %v", d)
 	}
 	rec.waitHandled(t, "p", 4)
-	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "p") })
 	e.append("Order", "p")
 	rec.waitHandled(t, "p", 5)
 	e.waitIdle(sub)
@@ -92,7 +93,7 @@ func TestLongHorizonRetryResumesInOrder(t *testing.T) {
 	if got := notificationTypes(e.notifications()); !slices.Equal(got, []string{"parked:p", "resumed:p"}) {
 		t.Fatalf("notifications %v", got)
 	}
-	eventuallyNil(t, func() error { return e.checkpointAt(sub, 7) })
+	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, 7) })
 }
 
 // When the long-horizon retries are spent the aggregate waits for an
@@ -135,13 +136,13 @@ func TestRetriesSpentThenOperatorResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 3)
-	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "p") })
 	if got := rec.handled("p"); !slices.Equal(got, seq(1, 3)) {
 		t.Fatalf("handled %v", got)
 	}
 	ns := e.notifications()
 	last := ns[len(ns)-1]
-	if last.Type != NotifyResumed || last.Actor != "alice" || last.By != "operator" || last.Reason != "fixed the buyer table" || !last.Time.Equal(t0.Add(time.Hour+3*time.Minute)) {
+	if last.Type != ledger.NotifyResumed || last.Actor != "alice" || last.By != "operator" || last.Reason != "fixed the buyer table" || !last.Time.Equal(t0.Add(time.Hour+3*time.Minute)) {
 		t.Fatalf("notification %+v", last)
 	}
 	before := e.snapshot(sub)
@@ -205,7 +206,7 @@ func TestSkip(t *testing.T) {
 	}
 	e.waitRecord(sub, "Order", "all", func(*ledger.Record) bool { return true })
 	e.waitRecord(sub, "Order", "part", func(*ledger.Record) bool { return true })
-	eventuallyNil(t, func() error { return e.checkpointAt(sub, 7) })
+	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, 7) })
 	broken.Store(false)
 	ctx := context.Background()
 	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, "alice", "bad import"); err != nil {
@@ -215,7 +216,7 @@ func TestSkip(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "part", 1)
-	eventuallyNil(t, func() error { return e.recordGone("Order", "all", "part") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "all", "part") })
 	e.append("Order", "all")
 	e.append("Order", "part")
 	rec.waitHandled(t, "all", 1)
@@ -338,7 +339,7 @@ func TestPauseUnpauseReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if n := e.otherNotes(); len(n) != 5 {
 			return fmt.Errorf("notified %v, want 5 with the end of the pause", n)
 		}

@@ -12,7 +12,7 @@ import (
 // Options configure an Engine. Zero values take the defaults named.
 type Options struct {
 	// Partitions is the number of partitions per subscription; an aggregate
-	// belongs to partition FNV-1a(type, 0, id) mod Partitions. Default 16.
+	// belongs to partition FNV-1a(type, 0, id) mod Partitions. Default [DefaultPartitions].
 	// Each partition keeps its own checkpoint. Changing it between starts
 	// loses nothing: a subscription started with another count than its
 	// checkpoints were written for starts every partition from the lowest of
@@ -25,7 +25,7 @@ type Options struct {
 	// a single host, which owns every partition and never fences.
 	Host string
 	// Concurrency is the number of aggregates a partition handles at once.
-	// Default 4.
+	// Default [DefaultConcurrency].
 	Concurrency int
 	// Retry is the host's default retry layer ([subscription.retry]) over
 	// retry.Defaults().
@@ -41,14 +41,15 @@ type Options struct {
 	Classifier *retry.Classifier
 	// CheckpointEvery and CheckpointInterval batch checkpoint writes: one
 	// write per CheckpointEvery finished commits or per CheckpointInterval,
-	// whichever comes first. Defaults 100 and 200 ms.
+	// whichever comes first. Defaults [DefaultCheckpointEvery] and
+	// [DefaultCheckpointInterval].
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
 	// ReadBatch is how many commits the reader asks the log for at once.
-	// Default 256.
+	// Default [DefaultReadBatch].
 	ReadBatch int
 	// MaxInFlight bounds the commits read but not finished per subscription;
-	// the reader waits for room. Default 8192.
+	// the reader waits for room. Default [DefaultMaxInFlight].
 	MaxInFlight int
 	// Clock is the source of time for every wait of the failure model.
 	// Default clock.Real().
@@ -61,7 +62,8 @@ type Options struct {
 	// StartTimeout bounds each try of a subscription's start (reading the
 	// log's head and its checkpoints and parks). StartBackoff is the wait
 	// after its first failed try, doubled after each failed try up to
-	// StartBackoffMax (startretry.go). Defaults 30 s, 500 ms and 30 s.
+	// StartBackoffMax (startretry.go). Defaults [DefaultStartTimeout],
+	// [DefaultStartBackoff] and [DefaultStartBackoffMax].
 	StartTimeout    time.Duration
 	StartBackoff    time.Duration
 	StartBackoffMax time.Duration
@@ -84,6 +86,16 @@ const (
 	// defaults of Options.CheckpointEvery and CheckpointInterval.
 	DefaultCheckpointEvery    = 100
 	DefaultCheckpointInterval = 200 * time.Millisecond
+	// DefaultReadBatch and DefaultMaxInFlight are the defaults of
+	// Options.ReadBatch and MaxInFlight.
+	DefaultReadBatch   = 256
+	DefaultMaxInFlight = 8192
+	// DefaultStartTimeout, DefaultStartBackoff and DefaultStartBackoffMax
+	// are the defaults of Options.StartTimeout, StartBackoff and
+	// StartBackoffMax.
+	DefaultStartTimeout    = 30 * time.Second
+	DefaultStartBackoff    = 500 * time.Millisecond
+	DefaultStartBackoffMax = 30 * time.Second
 )
 
 func (o *Options) defaults() {
@@ -109,10 +121,10 @@ func (o *Options) defaults() {
 		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.ReadBatch <= 0 {
-		o.ReadBatch = 256
+		o.ReadBatch = DefaultReadBatch
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 8192
+		o.MaxInFlight = DefaultMaxInFlight
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real()
@@ -124,13 +136,13 @@ func (o *Options) defaults() {
 		o.Jitter = randFloat
 	}
 	if o.StartTimeout <= 0 {
-		o.StartTimeout = 30 * time.Second
+		o.StartTimeout = DefaultStartTimeout
 	}
 	if o.StartBackoff <= 0 {
-		o.StartBackoff = 500 * time.Millisecond
+		o.StartBackoff = DefaultStartBackoff
 	}
 	if o.StartBackoffMax <= 0 {
-		o.StartBackoffMax = 30 * time.Second
+		o.StartBackoffMax = DefaultStartBackoffMax
 	}
 	o.StartBackoffMax = max(o.StartBackoffMax, o.StartBackoff)
 }

@@ -187,7 +187,7 @@ func (r *run) tryRevertPark(p *partition, rv parkRevert) error {
 			if err := put(tx); err != nil {
 				return err
 			}
-			return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: r.s.name,
+			return tx.Notify(ledger.Notification{Type: ledger.NotifyResumed, Time: now, Subscription: r.s.name,
 				AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actorOutage, By: byOutage, Reason: reason})
 		})
 	})

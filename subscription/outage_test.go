@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"
 )
@@ -77,12 +77,12 @@ func startOutage(t *testing.T, maxAttempts int, down *atomic.Bool, buggy ...stri
 	for _, id := range []string{"a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	checkfor.Eventually(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	for _, id := range []string{"a", "b"} {
 		if n := len(rec.of(id)); n != 1 {
 			t.Fatalf("%s called %d times before the pause, want 1", id, n)
 		}
-		eventuallyNil(t, func() error { return e.budgetCounts(id, 0) })
+		checkfor.Eventually(t, func() error { return e.budgetCounts(id, 0) })
 	}
 	return e, rec
 }
@@ -188,8 +188,8 @@ func TestOutageKeepsChargesItDidNotCount(t *testing.T) {
 	for _, id := range []string{"own", "a", "b", "c"} {
 		e.append("Order", id)
 	}
-	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
-	eventuallyNil(t, func() error { return errors.Join(e.budgetCounts("a", 0), e.budgetCounts("b", 0)) })
+	checkfor.Eventually(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	checkfor.Eventually(t, func() error { return errors.Join(e.budgetCounts("a", 0), e.budgetCounts("b", 0)) })
 	if n := e.storedFailures("own"); n != 1 {
 		t.Fatalf("own's budget counts %d failures, want 1", n)
 	}
@@ -219,8 +219,8 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	rec.clock = e.clock
 	e.start()
 	e.append("Order", "a")
-	eventuallyNil(t, func() error { return rec.attempted("a", 1) })
-	eventuallyNil(t, func() error { return e.budgetCounts("a", 1) })
+	checkfor.Eventually(t, func() error { return rec.attempted("a", 1) })
+	checkfor.Eventually(t, func() error { return e.budgetCounts("a", 1) })
 	e.advance() // a's backoff: its second attempt starts and waits
 	// In flight before b and c fail, or the outage would refund a in its backoff.
 	select {
@@ -230,13 +230,13 @@ func TestOutageRefundsAnAttemptInFlight(t *testing.T) {
 	}
 	e.append("Order", "b")
 	e.append("Order", "c")
-	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
-	eventuallyNil(t, func() error { return e.budgetCounts("b", 0) })
+	checkfor.Eventually(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	checkfor.Eventually(t, func() error { return e.budgetCounts("b", 0) })
 	if n := e.storedFailures("a"); n != 1 {
 		t.Fatalf("a's budget counts %d failures while its attempt is in flight, want 1", n)
 	}
 	unblock()
-	eventuallyNil(t, func() error { return e.budgetCounts("a", 0) })
+	checkfor.Eventually(t, func() error { return e.budgetCounts("a", 0) })
 	down.Store(false)
 	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"a": 1, "b": 1, "c": 1}) })
 	if st := e.status(sub); len(st.Parked) != 0 {
@@ -260,16 +260,16 @@ func parkBeforeOutage(t *testing.T, down *atomic.Bool, buggy ...string) (*env, *
 	down.Store(true)
 	e.start()
 	e.append("Order", "a")
-	eventuallyNil(t, func() error { return rec.attempted("a", 1) })
+	checkfor.Eventually(t, func() error { return rec.attempted("a", 1) })
 	e.advance() // 200ms
-	eventuallyNil(t, func() error { return rec.attempted("a", 2) })
+	checkfor.Eventually(t, func() error { return rec.attempted("a", 2) })
 	e.advance() // 400ms
 	e.waitRecord(sub, "Order", "a", func(r *ledger.Record) bool { return r.State == ledger.StateRetrying })
 	e.append("Order", "a")
 	e.append("Order", "b")
-	eventuallyNil(t, func() error { return rec.attempted("b", 1) })
+	checkfor.Eventually(t, func() error { return rec.attempted("b", 1) })
 	e.append("Order", "c")
-	eventuallyNil(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
+	checkfor.Eventually(t, func() error { return e.stateOf(sub, StateSystemicPaused) })
 	return e, rec
 }
 
@@ -292,7 +292,7 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 	}
 	// The schedule in memory is dropped just after the resume is committed
 	// (the ledger's group commit may answer the resume a moment later).
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if at, ok := e.scheduled(sub, "Order", "a"); ok {
 			return fmt.Errorf("a's long-horizon retry still scheduled at %v after the host resumed it", at)
 		}
@@ -315,7 +315,7 @@ func TestOutageRevertsAParkItsFailuresRevealed(t *testing.T) {
 	if calls := rec.of("a"); len(calls) != 5 || calls[3].Attempt != 4 || !calls[3].OK {
 		t.Fatalf("a's calls %+v, want the fourth (attempt 4) to succeed", calls)
 	}
-	eventuallyNil(t, func() error { return e.recordGone("Order", "a") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "a") })
 	if st := e.waitIdle(sub); len(st.Parked) != 0 {
 		t.Fatalf("parked %+v", st.Parked)
 	}
@@ -378,7 +378,7 @@ func TestOutageLeavesAnOlderParkParked(t *testing.T) {
 	}
 	down.Store(false)
 	e.driveUntil(func() error { return rec.handledTimes(map[string]int{"b": 1, "c": 1, "d": 1}) })
-	eventuallyNil(t, func() error { return e.recordGone("Order", "b", "c") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "b", "c") })
 	if r := e.record(sub, "Order", "a"); r == nil || r.State != ledger.StateWaiting || len(rec.of("a")) != 1 {
 		t.Fatalf("a's record %+v after %d calls, want it parked, untouched", r, len(rec.of("a")))
 	}

@@ -175,7 +175,9 @@ func (s *subscription) startParkedRetry(k aggKey) {
 // stopped at, with the parked attempt timeout. A success resumes the
 // aggregate after that event; a failure schedules the next retry, or, when
 // they are spent, leaves the aggregate waiting for an operator and says so
-// in the outbox.
+// in the outbox. It reads the record (dueRecord), makes the attempt
+// (retryAttempt, through the one attempt step) and records what it came
+// to (retrySucceeded, retryFailed).
 func (r *run) parkedRetry(k aggKey) {
 	defer r.wg.Done()
 	p := r.livePartition(k)
@@ -194,6 +196,42 @@ func (r *run) parkedRetry(k aggKey) {
 	}
 	unlock := r.s.keys.lock(k)
 	defer unlock()
+	rec, cur := r.dueRecord(p, k)
+	if rec == nil {
+		return
+	}
+	tr := r.e.trace.deliver(ctx, r.s.name, p.idx, eventlog.Commit{AggregateType: k.typ, AggregateID: k.id, Version: rec.Version}, -1, recordKey(rec), true)
+	o := outcomeCancelled
+	defer func() { tr.end(o) }()
+	r.e.trace.restore(recordKey(rec), rec.Traceparent) // the link across a restart
+	s := r.retryAttempt(p, tr, cur, k, rec)
+	if !s.counted {
+		// Stopped mid-attempt, or cut short by the host (the module warming
+		// up): not counted; due again after a restart, or as soon as the
+		// host is ready.
+		if s.ready != nil && ctx.Err() == nil {
+			_ = r.awaitHost(ctx, s.ready, k.String(), s.f)
+		}
+		r.e.sched.add(r.s.name, k, rec.NextRetry)
+		return
+	}
+	r.e.obs.retried(r.s.name, s.f)
+	rec.Attempts++
+	rec.ParkedRetries++
+	if s.f == nil {
+		o = r.retrySucceeded(p, k, rec, s.end)
+		return
+	}
+	o = r.retryFailed(p, cur, k, rec, &s)
+}
+
+// dueRecord reads the record of parked aggregate k and returns it, with
+// the subscription's current settings, when a long-horizon retry is due
+// now; else nil, having done what the record asks instead: nothing (it
+// is not retrying), schedule it for when it is due, or turn it over to an
+// operator.
+func (r *run) dueRecord(p *partition, k aggKey) (*ledger.Record, *resolved) {
+	ctx := p.ctx
 	var rec *ledger.Record
 	err := r.e.store.View(ctx, func(tx ledger.Tx) error {
 		var err error
@@ -205,11 +243,11 @@ func (r *run) parkedRetry(k aggKey) {
 			r.e.logger.Error("parked retry: reading the record failed", "subscription", r.s.name, "aggregate", k.String(), "err", err)
 			r.e.sched.add(r.s.name, k, r.e.clock.Now().Add(time.Minute))
 		}
-		return
+		return nil, nil
 	}
 	now := r.e.clock.Now()
 	if rec.State != ledger.StateRetrying {
-		return
+		return nil, nil
 	}
 	if r.e.storeRefuses() != nil {
 		// Neither an attempt's outcome nor turning the record over to an
@@ -220,7 +258,7 @@ func (r *run) parkedRetry(k aggKey) {
 			due = rec.NextRetry
 		}
 		r.e.sched.add(r.s.name, k, due)
-		return
+		return nil, nil
 	}
 	cur := r.s.cur.Load()
 	if parkedUnrecoverable(rec) && !cur.parked.RetriesUnrecoverable() {
@@ -229,94 +267,79 @@ func (r *run) parkedRetry(k aggKey) {
 		// attempt.
 		note := waitForOperator(rec, now, ledger.WaitUnrecoverable, r.s.name, k)
 		r.storeRetry(p, rec, note, nil, k, now)
-		return
+		return nil, nil
 	}
 	if rec.NextRetry.After(now) {
 		r.e.sched.add(r.s.name, k, rec.NextRetry)
-		return
+		return nil, nil
 	}
-	tr := r.e.trace.deliver(ctx, r.s.name, p.idx, eventlog.Commit{AggregateType: k.typ, AggregateID: k.id, Version: rec.Version}, -1, recordKey(rec), true)
-	o := outcomeCancelled
-	defer func() { tr.end(o) }()
-	r.e.trace.restore(recordKey(rec), rec.Traceparent) // the link across a restart
-	actx := tr.attempt(ctx, rec.Attempts+1)
-	var f *retry.Failure
-	var called bool // the handler was called: an attempt the metrics count
-	var appended, start time.Time
+	return rec, cur
+}
+
+// retryAttempt reads the event rec stopped at from the aggregate's stream
+// and makes the attempt at it. An event that cannot be read is a failed
+// attempt that called nothing (the attempt metrics do not count it).
+func (r *run) retryAttempt(p *partition, tr *deliveryTrace, cur *resolved, k aggKey, rec *ledger.Record) step {
+	ctx := p.ctx
 	commits, err := r.e.events.ReadAggregate(ctx, k.typ, k.id, rec.Version, 1)
+	var unread *retry.Failure
+	var c eventlog.Commit
 	switch {
 	case ctx.Err() != nil:
-		r.e.sched.add(r.s.name, k, rec.NextRetry)
-		return
+		return step{}
 	case err != nil:
-		f = &retry.Failure{Message: fmt.Sprintf("reading the aggregate's stream: %v", err)}
+		unread = &retry.Failure{Message: fmt.Sprintf("reading the aggregate's stream: %v", err)}
 	case len(commits) == 0 || commits[0].Version != rec.Version || int(rec.Index) >= len(commits[0].Events):
-		f = &retry.Failure{Message: fmt.Sprintf("event %d of version %d is not in the log", rec.Index, rec.Version)}
+		unread = &retry.Failure{Message: fmt.Sprintf("event %d of version %d is not in the log", rec.Index, rec.Version)}
 	default:
-		c := commits[0]
+		c = commits[0]
 		tr.event(c.Events[rec.Index].Type)
-		called, appended, start = true, c.Time, r.e.clock.Now()
-		f = r.invoke(actx, cur.spec.Invoker, Delivery{
-			Subscription: r.s.name, Handler: cur.spec.Handler,
-			InvocationKey: recordKey(rec),
-			Attempt:       rec.Attempts + 1, Commit: c, Index: int(rec.Index), Timeout: cur.parked.Timeout,
-		})
 	}
-	if ready := retry.AwaitsHost(f); ready != nil && ctx.Err() == nil {
-		// Cut short by the host (the module warming up): not counted; due
-		// again as soon as the host is ready.
-		if r.awaitHost(ctx, ready, k.String(), f) == nil {
-			r.e.sched.add(r.s.name, k, rec.NextRetry)
-			return
+	return r.attempt(ctx, tr, cur, Delivery{
+		Subscription: r.s.name, Handler: cur.spec.Handler, InvocationKey: recordKey(rec),
+		Attempt: rec.Attempts + 1, Commit: c, Index: int(rec.Index), Timeout: cur.parked.Timeout,
+	}, unread, true)
+}
+
+// retrySucceeded records a long-horizon retry that handled the event:
+// the record resumes after it, with the "resumed" notification, and the
+// aggregate's held events are replayed.
+func (r *run) retrySucceeded(p *partition, k aggKey, rec *ledger.Record, now time.Time) outcome {
+	rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
+	rec.Index++ // resume after the event the retry handled
+	rec.InvocationKey = eventKey(r.s.name, k, rec.Version, rec.Index)
+	rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version})
+	rec.AddHistory(ledger.Entry{Time: now, Action: "resumed", Version: rec.Version, Actor: actorBerth,
+		Reason: fmt.Sprintf("long-horizon retry %d succeeded", rec.ParkedRetries)})
+	err := r.withCheckpoint(p.ctx, p, 0, func(tx ledger.Tx) error {
+		if err := tx.PutParked(rec); err != nil {
+			return err
 		}
+		return tx.Notify(ledger.Notification{Type: ledger.NotifyResumed, Time: now, Subscription: r.s.name,
+			AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actorBerth, By: byLongHorizon,
+			Reason: "long-horizon retry succeeded"})
+	})
+	if err != nil {
+		// The handler ran; the record still says retrying. Retry the
+		// whole step soon: at least once is the contract.
+		r.retryLater(p, k, now, err)
+		return outcomeHandled
 	}
-	if ctx.Err() != nil {
-		// Stopped mid-attempt: not counted; due again after a restart.
-		r.e.sched.add(r.s.name, k, rec.NextRetry)
-		return
-	}
-	now = r.e.clock.Now()
-	r.e.obs.retried(r.s.name, f)
-	pol := cur.policy
-	var d retry.Decision
-	if f != nil {
-		d = retry.Classify(f, &pol, cur.classifier)
-	}
-	if called {
-		r.e.obs.attempt(r.s.name, f, d, &pol, appended, start, now, true)
-	}
-	rec.Attempts++
-	rec.ParkedRetries++
-	if f == nil {
-		o = outcomeHandled
-		rec.State, rec.NextRetry, rec.WaitReason = ledger.StateResuming, time.Time{}, ""
-		rec.Index++ // resume after the event the retry handled
-		rec.InvocationKey = eventKey(r.s.name, k, rec.Version, rec.Index)
-		rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version})
-		rec.AddHistory(ledger.Entry{Time: now, Action: "resumed", Version: rec.Version, Actor: actorBerth,
-			Reason: fmt.Sprintf("long-horizon retry %d succeeded", rec.ParkedRetries)})
-		err := r.withCheckpoint(ctx, p, 0, func(tx ledger.Tx) error {
-			if err := tx.PutParked(rec); err != nil {
-				return err
-			}
-			return tx.Notify(ledger.Notification{Type: NotifyResumed, Time: now, Subscription: r.s.name,
-				AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Actor: actorBerth, By: byLongHorizon,
-				Reason: "long-horizon retry succeeded"})
-		})
-		if err != nil {
-			// The handler ran; the record still says retrying. Retry the
-			// whole step soon: at least once is the contract.
-			r.retryLater(p, k, now, err)
-			return
-		}
-		r.e.obs.resolved(r.s.name, "resume", actorBerth, rec.FirstFailure, now)
-		r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String(),
-			"retry", rec.ParkedRetries)
-		r.beginReplay(p, k, rec.Version, int(rec.Index), rec.InvocationKey)
-		return
-	}
+	r.e.obs.resolved(r.s.name, "resume", actorBerth, rec.FirstFailure, now)
+	r.e.logger.Info("parked aggregate resumed by its long-horizon retry", "subscription", r.s.name, "aggregate", k.String(),
+		"retry", rec.ParkedRetries)
+	r.beginReplay(p, k, rec.Version, int(rec.Index), rec.InvocationKey)
+	return outcomeHandled
+}
+
+// retryFailed records a long-horizon retry that failed: the next retry
+// is scheduled, or, when they are spent or the failure is unrecoverable,
+// the record waits for an operator and the outbox says so. It returns
+// outcomeParked when the aggregate now waits for an operator.
+func (r *run) retryFailed(p *partition, cur *resolved, k aggKey, rec *ledger.Record, s *step) outcome {
+	f, d, now := s.f, s.d, s.end
+	o := outcomeCancelled
 	info := errorInfo(f, d)
-	tr.fail(f, d)
 	rec.Error, rec.LastFailure = info, now
 	rec.AddHistory(ledger.Entry{Time: now, Action: "retry", Attempt: rec.Attempts, Version: rec.Version, Error: &info})
 	var note *ledger.Notification
@@ -335,12 +358,13 @@ func (r *run) parkedRetry(k aggKey) {
 	}
 	rec.Traceparent = r.e.trace.traceparent(recordKey(rec))
 	if !r.storeRetry(p, rec, note, f.Capsule, k, now) {
-		return
+		return o
 	}
 	r.logLongRetryFailed(k, rec, next, note != nil)
 	if ok {
 		r.e.sched.add(r.s.name, k, next)
 	}
+	return o
 }
 
 // waitForOperator turns a retrying record into one waiting for an operator
@@ -354,7 +378,7 @@ func waitForOperator(rec *ledger.Record, now time.Time, why, sub string, k aggKe
 	}
 	rec.AddHistory(ledger.Entry{Time: now, Action: action, Version: rec.Version, Reason: waitText(why)})
 	info := rec.Error
-	return &ledger.Notification{Type: NotifyRetriesSpent, Time: now, Subscription: sub,
+	return &ledger.Notification{Type: ledger.NotifyRetriesSpent, Time: now, Subscription: sub,
 		AggregateType: k.typ, AggregateID: k.id, Version: rec.Version, Error: &info, Reason: waitText(why)}
 }
 

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"strconv"
 	"testing"
@@ -105,7 +106,7 @@ func TestPartitionCheckpointsSurviveACrash(t *testing.T) {
 	}
 	head := uint64(2 + 2*3*(parts-1))
 	var cps []uint64
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		cps, _, _ = e.partitionCheckpoints(parts)
 		for p, cp := range cps {
 			if p != 2 && cp != head+1 || p == 2 && cp != 2 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func TestPauseUntil(t *testing.T) {
 		t.Fatalf("a minute before its end: %s", st.State)
 	}
 	clock.Advance(time.Minute)
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if st, _ := e.Status(ctx, "S.h"); st.State != StateRunning {
 			return fmt.Errorf("S.h %s until %v, want the pause ended", st.State, st.PausedUntil)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"testing"
 
@@ -57,7 +58,7 @@ func TestResetHook(t *testing.T) {
 			}
 			rec.waitHandled(t, "a", max(2, len(tc.wantSeen)))
 			e.append("Order", "a")
-			eventuallyNil(t, func() error {
+			checkfor.Eventually(t, func() error {
 				if got := rec.handled("a"); !slices.Contains(got, 3) {
 					return fmt.Errorf("a handled %v, want version 3", got)
 				}

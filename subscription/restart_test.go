@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,7 @@ func TestRestartWhileParked(t *testing.T) {
 		t.Fatalf("parked retry after %v", d)
 	}
 	rec.waitHandled(t, "p", 3)
-	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "p") })
 	if got := rec.handled("p"); !slices.Equal(got, seq(1, 3)) {
 		t.Fatalf("handled %v", got)
 	}
@@ -150,7 +151,7 @@ func TestRestartMidReplay(t *testing.T) {
 	e.blockUntil(1) // version 3's first attempt failed; in its backoff
 	e.restart()
 	rec.waitHandled(t, "p", 7) // 1, 2 before; 1..5 again after the restart
-	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "p") })
 	e.append("Order", "p")
 	rec.waitHandled(t, "p", 8)
 	if got := rec.handled("p"); !slices.Equal(got, []uint64{1, 2, 1, 2, 3, 4, 5, 6}) {
@@ -183,7 +184,7 @@ func TestRestartAfterSkip(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 1)
-	eventuallyNil(t, func() error { return e.recordGone("Order", "p") })
+	checkfor.Eventually(t, func() error { return e.recordGone("Order", "p") })
 	if got := rec.handled("p"); !slices.Equal(got, []uint64{3}) {
 		t.Fatalf("handled %v", got)
 	}
@@ -271,7 +272,7 @@ func TestHandledEventLeavesNoBudget(t *testing.T) {
 	e.append("Order", "o")
 	e.advance()
 	rec.waitHandled(t, "o", 1)
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		err := e.store.View(context.Background(), func(tx ledger.Tx) error {
 			_, err := tx.Meta(sub, budgetKey(aggKey{"Order", "o"}))
 			return err

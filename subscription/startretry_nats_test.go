@@ -9,8 +9,8 @@ import (
 
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/eventlog/jetstream"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/nats-io/nats.go"
 )
 

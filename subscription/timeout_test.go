@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -65,10 +66,10 @@ func TestTimedOutAttemptIsATimeout(t *testing.T) {
 			e.clock = clock
 			e.start()
 			e.append("Order", "slow")
-			eventuallyNil(t, func() error { return callsMade(inv.calls.Load(), 1) })
+			checkfor.Eventually(t, func() error { return callsMade(inv.calls.Load(), 1) })
 			clock.Advance(time.Second) // the attempt's deadline
 			e.advance()                // the backoff
-			eventuallyNil(t, func() error { return callsMade(inv.calls.Load(), 2) })
+			checkfor.Eventually(t, func() error { return callsMade(inv.calls.Load(), 2) })
 			clock.Advance(time.Second)
 			r := e.waitRecord(sub, "Order", "slow", func(*ledger.Record) bool { return true })
 			if r.Attempts != 2 || r.Error.Kind != "timeout" || !slices.Equal(r.Error.Classes, []string{retry.ClassTimeout}) {
@@ -122,7 +123,7 @@ func TestUnrecoverableTimeoutParksOnFirstTimeout(t *testing.T) {
 				e.clock = clock
 				e.start()
 				e.append("Order", "slow")
-				eventuallyNil(t, func() error { return callsMade(inv.calls.Load(), 1) })
+				checkfor.Eventually(t, func() error { return callsMade(inv.calls.Load(), 1) })
 				clock.Advance(time.Second)
 				r := e.waitRecord(sub, "Order", "slow", func(*ledger.Record) bool { return true })
 				if r.Attempts != 1 || r.Error.Kind != "timeout" || !slices.Equal(r.Error.Classes, []string{retry.ClassTimeout}) {
@@ -148,13 +149,13 @@ func TestParkedRetryTimeoutIsATimeout(t *testing.T) {
 	e.clock = clock
 	e.start()
 	e.append("Order", "slow")
-	eventuallyNil(t, func() error { return callsMade(inv.calls.Load(), 1) })
+	checkfor.Eventually(t, func() error { return callsMade(inv.calls.Load(), 1) })
 	clock.Advance(time.Second)
 	e.waitRecord(sub, "Order", "slow", func(*ledger.Record) bool { return true })
 	if d := e.advance(); d != time.Minute {
 		t.Fatalf("first retry after %v", d)
 	}
-	eventuallyNil(t, func() error { return callsMade(inv.calls.Load(), 2) })
+	checkfor.Eventually(t, func() error { return callsMade(inv.calls.Load(), 2) })
 	clock.Advance(5 * time.Second)
 	r := e.waitRecord(sub, "Order", "slow", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
 	last := r.History[len(r.History)-1]
@@ -191,7 +192,7 @@ func TestCancelledAttemptIsNotCounted(t *testing.T) {
 			e.clock = clock
 			e.start()
 			e.append("Order", "o")
-			eventuallyNil(t, func() error { return callsMade(calls.Load(), 1) })
+			checkfor.Eventually(t, func() error { return callsMade(calls.Load(), 1) })
 			slow.Store(false)
 			switch how {
 			case "shutdown":
@@ -201,8 +202,8 @@ func TestCancelledAttemptIsNotCounted(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventuallyNil(t, func() error { return callsMade(calls.Load(), 2) })
-			eventuallyNil(t, func() error { return e.checkpointAt(sub, 2) })
+			checkfor.Eventually(t, func() error { return callsMade(calls.Load(), 2) })
+			checkfor.Eventually(t, func() error { return e.checkpointAt(sub, 2) })
 			if cancelled.Load() != 1 {
 				t.Errorf("the attempt's context was not cancelled")
 			}

@@ -223,6 +223,7 @@ func (d *deliveryTrace) event(typ string) {
 		return
 	}
 	d.parent.SetAttributes(attribute.String(attrEventType, typ))
+	d.base = append(d.base, attribute.String(attrEventType, typ)) // for the attempt spans begun after
 	if d.cur != nil {
 		d.cur.SetAttributes(attribute.String(attrEventType, typ))
 	}

@@ -12,7 +12,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/otlptest"
+	"github.com/berthhq/berth/internal/testing/otlptest"
 	berthtracing "github.com/berthhq/berth/internal/tracing"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/retry"

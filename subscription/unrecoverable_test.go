@@ -81,7 +81,7 @@ func TestLongHorizonRetryStopsAtUnrecoverable(t *testing.T) {
 		t.Fatalf("record %+v (last entry %+v); want waiting for an operator as unrecoverable after one retry", r, last)
 	}
 	ns := e.notifications()
-	if got := notificationTypes(ns); !slices.Equal(got, []string{NotifyParked + ":p", NotifyRetriesSpent + ":p"}) {
+	if got := notificationTypes(ns); !slices.Equal(got, []string{ledger.NotifyParked + ":p", ledger.NotifyRetriesSpent + ":p"}) {
 		t.Fatalf("notifications %v", got)
 	}
 	if _, ok := e.scheduled(sub, "Order", "p"); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -113,7 +114,7 @@ func TestGuestThatSpinsIsChargedOnceCompiled(t *testing.T) {
 	}
 	clock.Advance(time.Second) // its deadline: charged
 	var sb storedBudget
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		var b []byte
 		err := e.store.View(context.Background(), func(tx ledger.Tx) error {
 			var err error

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/url"
 	"strings"
 	"testing"
@@ -49,7 +50,7 @@ func TestOddIDsEverywhere(t *testing.T) {
 	}
 	records := map[string]string{} // id -> its record as first parked
 	for _, id := range oddIDs {
-		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
+		checkfor.Within(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 		records[id] = string(h.must(200, "GET", parkedPath(id), nil).Body)
 	}
 	svc.set("ghost", behaviour{})
@@ -83,7 +84,7 @@ func TestOddIDsEverywhere(t *testing.T) {
 		} else {
 			h.must(202, "POST", parkedPath(id)+"/"+action, map[string]string{"reason": "odd id"})
 		}
-		eventuallyNil(t, 20*time.Second, func() error {
+		checkfor.Within(t, 20*time.Second, func() error {
 			return h.answers(parkedPath(id), 404)
 		})
 		if action == "resume" {
@@ -108,7 +109,7 @@ func TestOddIDsEverywhere(t *testing.T) {
 	svc.set("ghost", behaviour{Unknown: true})
 	for _, id := range ctrl {
 		h.appendShipped(t, id, "ghost")
-		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
+		checkfor.Within(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 		out, errOut, code := cli(t, h, "--json", "parked", "show", subName, "Order", id)
 		var rec parkedRecord
 		if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.AggregateID != id {
@@ -120,7 +121,7 @@ func TestOddIDsEverywhere(t *testing.T) {
 	}
 	h.must(202, "POST", parkedPath(ctrl[1])+"/skip", nil)
 	for _, id := range ctrl {
-		eventuallyNil(t, 20*time.Second, func() error {
+		checkfor.Within(t, 20*time.Second, func() error {
 			return h.answers(parkedPath(id), 404)
 		})
 	}

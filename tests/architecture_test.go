@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestEveryImportPointsDown reads the floors of docs/ARCHITECTURE.md and

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestAuditAndResolvedHistory(t *testing.T) {
 	dep.uploadNotifier(t, 201)
 	svc.set("ghost", behaviour{Unknown: true})
 	dep.appendShipped(t, "o/1", "ghost")
-	eventuallyNil(t, 20*time.Second, func() error { return root.answers(parkedPath("o/1"), 200) })
+	checkfor.Within(t, 20*time.Second, func() error { return root.answers(parkedPath("o/1"), 200) })
 	// The record says which module version failed.
 	if rec := root.must(200, "GET", parkedPath("o/1"), nil); !strings.Contains(string(rec.Body), `"module":"`+moduleName+` v1"`) {
 		t.Errorf("the parked record does not name the module version that failed: %s", rec.Body)
@@ -74,7 +75,7 @@ func TestAuditAndResolvedHistory(t *testing.T) {
 	}
 
 	// The resumed aggregate's record, after it left the ledger.
-	eventuallyNil(t, 20*time.Second, func() error { return root.answers(parkedPath("o/1"), 404) })
+	checkfor.Within(t, 20*time.Second, func() error { return root.answers(parkedPath("o/1"), 404) })
 	var resolved struct {
 		Records []struct {
 			AggregateID string `json:"aggregateId"`

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"mime"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestBadInput(t *testing.T) {
 		fmt.Fprintf(&b, "head %d checkpoint %d parked %v state %s", st.Head, st.Checkpoint, st.Parked, st.State)
 		return b.String()
 	}
-	eventuallyNil(t, 10*time.Second, func() error { return caughtUp(h.subscription(t)) })
+	checkfor.Within(t, 10*time.Second, func() error { return caughtUp(h.subscription(t)) })
 	want := snapshot()
 
 	const (

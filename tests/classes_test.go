@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"mime"
 	"slices"
 	"strings"
@@ -11,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -63,7 +64,7 @@ func (h *hostProc) waitJobParked(t *testing.T, id string) (classRecord, string) 
 	t.Helper()
 	var rec classRecord
 	var raw string
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		path := "/v1/subscriptions/" + classTreeSub + "/parked/Job/" + id
 		r := h.request("GET", path, nil)
 		if r.Status != 200 {

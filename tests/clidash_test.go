@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestDashIDsThroughTheCLI(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
+		checkfor.Within(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 	}
 	svc.set("ghost", behaviour{})
 
@@ -53,7 +54,7 @@ func TestDashIDsThroughTheCLI(t *testing.T) {
 			t.Errorf("host %s: exit %d\n%s%s", strings.Join(c.args, " "), code, out, errOut)
 			continue
 		}
-		eventuallyNil(t, 20*time.Second, func() error {
+		checkfor.Within(t, 20*time.Second, func() error {
 			return h.answers(parkedPath(c.id), 404)
 		})
 	}

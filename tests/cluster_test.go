@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // clusterLeaseTTL is the lease TTL of the three-host test: short, so that
@@ -68,7 +68,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	hosts[0].must(201, "PUT", "/v1/modules/order-summary", summary, "Content-Type", "application/wasm")
 	hosts[1].must(201, "PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm")
 	all := []string{"host-0", "host-1", "host-2"}
-	eventuallyNil(t, 30*time.Second, func() error { return allOwnedBy(hosts, subs, all...) })
+	checkfor.Within(t, 30*time.Second, func() error { return allOwnedBy(hosts, subs, all...) })
 
 	// Five orders park for good: the service does not know their buyer.
 	for i := range 5 {
@@ -92,7 +92,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		return ids
 	}
 	wantParked := []string{"lost-0", "lost-1", "lost-2", "lost-3", "lost-4"}
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		if got := parkedIDs(hosts[2]); !slices.Equal(got, wantParked) {
 			return fmt.Errorf("parked %v, want %v", got, wantParked)
 		}
@@ -106,13 +106,13 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	}
 	buyer := func(id string) string { return "buyer-" + id[len(id)-1:] }
 	load := startLoad(t, hosts, 6, ids, buyer)
-	eventuallyNil(t, 60*time.Second, func() error { return load.acked(300) })
+	checkfor.Within(t, 60*time.Second, func() error { return load.acked(300) })
 
 	// SIGKILL host-1 under load: the others own its partitions within 2x TTL.
 	load.dead[1].Store(true)
 	killed := time.Now()
 	hosts[1].Kill()
-	eventuallyNil(t, 2*clusterLeaseTTL+5*time.Second, func() error {
+	checkfor.Within(t, 2*clusterLeaseTTL+5*time.Second, func() error {
 		return allOwnedBy([]*hostProc{hosts[0], hosts[2]}, subs, "host-0", "host-2")
 	})
 	handover := time.Since(killed)
@@ -121,7 +121,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		t.Errorf("the killed host's partitions were owned again after %v, more than 2x the lease TTL %v", handover, clusterLeaseTTL)
 	}
 	before := load.ackCount()
-	eventuallyNil(t, 60*time.Second, func() error { return load.acked(before + 200) })
+	checkfor.Within(t, 60*time.Second, func() error { return load.acked(before + 200) })
 
 	// A NATS node goes — the one that leads the ledger's stream, the worst
 	// to lose: nothing changes but latency.
@@ -133,7 +133,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 		}
 	}
 	before = load.ackCount()
-	eventuallyNil(t, 60*time.Second, func() error { return load.acked(before + 200) })
+	checkfor.Within(t, 60*time.Second, func() error { return load.acked(before + 200) })
 	if v := hosts[2].owners(); !maps.EqualFunc(v, owned, slices.Equal) {
 		t.Errorf("ownership changed when a NATS node went: %v, was %v", v, owned)
 	}
@@ -210,7 +210,7 @@ func TestThreeHostsSurviveAHostAndANode(t *testing.T) {
 	for _, id := range wantParked {
 		svc.waitNotified(t, key(id, 1), 30*time.Second)
 	}
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		if got := parkedIDs(hosts[0]); len(got) != 0 {
 			return fmt.Errorf("%v still parked after the resume", got)
 		}

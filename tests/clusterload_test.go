@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/wasm/abi"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

@@ -2,13 +2,14 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // TestThreeHostsStartTogether: the README's walkthrough as a user runs it —
@@ -37,7 +38,7 @@ func TestThreeHostsStartTogether(t *testing.T) {
 	}
 	all := []string{"host-0", "host-1", "host-2"}
 	for i, h := range hosts {
-		eventuallyNil(t, 30*time.Second, func() error {
+		checkfor.Within(t, 30*time.Second, func() error {
 			r := h.request("GET", "/v1/cluster", nil)
 			var v clusterView
 			if r.Status != 200 {
@@ -52,11 +53,11 @@ func TestThreeHostsStartTogether(t *testing.T) {
 	}
 
 	hosts[2].uploadNotifier(t, 201)
-	eventuallyNil(t, 30*time.Second, func() error { return allOwnedBy(hosts, []string{subName}, all...) })
+	checkfor.Within(t, 30*time.Second, func() error { return allOwnedBy(hosts, []string{subName}, all...) })
 	for i := range 12 {
 		hosts[i%3].appendShipped(t, fmt.Sprintf("start-%02d", i), fmt.Sprintf("buyer-%d", i%4))
 	}
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		seen := map[string]bool{}
 		for _, c := range svc.callsOf("") {
 			if c.Status == http.StatusAccepted {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -86,7 +87,7 @@ func TestConsoleCluster(t *testing.T) {
 		t.Fatal("rendezvous gives every orders partition to h1; the test needs some elsewhere")
 	}
 	mailer, orders := `#cluster-subs tbody tr[data-name="mailer"]`, `#cluster-subs tbody tr[data-name="orders"]`
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		hosts, mailerUnowned, ordersUnowned, line := count("#cluster-hosts tbody tr"), text(mailer+" td.unowned-list"), count(orders+" .part.unowned"), text("#cluster-line")
 		if hosts != 3 || mailerUnowned != "none" || ordersUnowned != unclaimed || !strings.Contains(line, fmt.Sprintf("%d partitions unowned", unclaimed)) {
 			return fmt.Errorf("%d hosts, mailer unowned %q, %d of orders unowned (want 3, none, %d); the line %q", hosts, mailerUnowned, ordersUnowned, unclaimed, line)
@@ -117,7 +118,7 @@ func TestConsoleCluster(t *testing.T) {
 		t.Fatalf("unfold mailer: %v", err)
 	}
 	status := text("#status")
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		if now := text("#status"); now == status {
 			return fmt.Errorf("no refresh: the status line still reads %q", now)
 		}
@@ -137,7 +138,7 @@ func TestConsoleCluster(t *testing.T) {
 	// h3 dies without a goodbye: once its lease runs out it leaves the
 	// table and h1 and h2 own all of mailer.
 	h3.Conn.Close()
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		hosts, h3, mailerUnowned, ordersUnowned := count("#cluster-hosts tbody tr"), count(`#cluster-hosts tr[data-host="h3"]`), text(mailer+" td.unowned-list"), count(orders+" .part.unowned")
 		if want := notOn("orders", "h1", "h1", "h2"); hosts != 2 || h3 != 0 || mailerUnowned != "none" || ordersUnowned != want {
 			return fmt.Errorf("%d hosts (h3's rows %d), mailer unowned %q, %d of orders unowned; want 2 (0), none, %d", hosts, h3, mailerUnowned, ordersUnowned, want)
@@ -148,7 +149,7 @@ func TestConsoleCluster(t *testing.T) {
 	if err := h2.SetSubscriptions(t.Context(), []string{"mailer", "orders"}); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		if n := count("#cluster-subs .part.unowned"); n != 0 {
 			return fmt.Errorf("%d partitions shown unowned; the line %q", n, text("#cluster-line"))
 		}
@@ -159,7 +160,7 @@ func TestConsoleCluster(t *testing.T) {
 	// NATS goes down: the section says so, keeping its last tables greyed,
 	// and the rest of the page (this host's Badger parts) goes on as it was.
 	n.Shutdown()
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		line := text("#cluster-line")
 		return errors.Join(reads("the cluster line", line, "The cluster's state is unavailable"), reads("the cluster line", line, "NATS JetStream"),
 			reads("the cluster line", line, "cluster-unavailable"), reads("the cluster line", line, "what the host last answered"))

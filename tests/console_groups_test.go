@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/berthhq/berth/internal/testing/checkfor"
 )
 
 // TestConsoleGroups drives the ops console in headless Chromium: parks
@@ -26,7 +28,7 @@ func TestConsoleGroups(t *testing.T) {
 		svc.set(fmt.Sprintf("down-%d", i), behaviour{Fail: 1 << 30})
 		h.appendShipped(t, fmt.Sprintf("o-down-%d", i), fmt.Sprintf("down-%d", i))
 	}
-	eventuallyNil(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts, down) })
+	checkfor.Within(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts, down) })
 
 	ctx := newBrowser(t, 90*time.Second)
 	count := func(sel string) func() error {
@@ -53,7 +55,7 @@ func TestConsoleGroups(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(h.URL+"/console/")); err != nil {
 		t.Fatalf("open the console: %v", err)
 	}
-	eventuallyNil(t, 20*time.Second, rows("#groups-table tbody tr", 2))
+	checkfor.Within(t, 20*time.Second, rows("#groups-table tbody tr", 2))
 	first, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#groups-table tbody tr:first-child")))
 	if err != nil {
 		t.Fatal(err)
@@ -63,14 +65,14 @@ func TestConsoleGroups(t *testing.T) {
 			t.Errorf("the first group %q should show %q", first, want)
 		}
 	}
-	eventuallyNil(t, 20*time.Second, rows("#parked tbody tr[data-key]", ghosts+down))
+	checkfor.Within(t, 20*time.Second, rows("#parked tbody tr[data-key]", ghosts+down))
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#groups-table tbody tr:first-child button.records"))); err != nil {
 		t.Fatalf("click Records: %v", err)
 	}
-	eventuallyNil(t, 20*time.Second, rows("#parked tbody tr[data-key]", ghosts))
-	eventuallyNil(t, 5*time.Second, count(`#parked tbody tr[data-key*="o-ghost-"]`))
+	checkfor.Within(t, 20*time.Second, rows("#parked tbody tr[data-key]", ghosts))
+	checkfor.Within(t, 5*time.Second, count(`#parked tbody tr[data-key*="o-ghost-"]`))
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#f-group-clear"))); err != nil {
 		t.Fatalf("clear the group: %v", err)
 	}
-	eventuallyNil(t, 20*time.Second, rows("#parked tbody tr[data-key]", ghosts+down))
+	checkfor.Within(t, 20*time.Second, rows("#parked tbody tr[data-key]", ghosts+down))
 }

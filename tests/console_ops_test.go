@@ -3,6 +3,7 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	for i := 1; i <= parkedN; i++ {
 		h.appendShipped(t, fmt.Sprintf("o-p%02d", i), "ghost")
 	}
-	eventuallyNil(t, 60*time.Second, func() error {
+	checkfor.Within(t, 60*time.Second, func() error {
 		var page struct {
 			Records []parkedRecord `json:"records"`
 		}
@@ -113,7 +114,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 
 	// Without a token the page says to sign in, not that the host is down.
 	run("open the console", chromedp.Navigate(h.URL+"/console/"), chromedp.WaitVisible(chromedp.CSS("#banner")))
-	eventuallyNil(t, 10*time.Second, func() error { return reads("the banner", text("#banner"), "Sign in with a token") })
+	checkfor.Within(t, 10*time.Second, func() error { return reads("the banner", text("#banner"), "Sign in with a token") })
 	// A token an older console kept in local storage moves to session storage.
 	eval(`localStorage.setItem("berth-token", "` + adminToken + `"); "ok"`)
 	run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#parked tbody tr[data-id="o-p01"]`)))
@@ -125,7 +126,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	}
 	// A single host is one line in the Cluster section: it owns every
 	// partition; no hosts table, no grid.
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		if line := text("#cluster-line"); !strings.HasPrefix(line, "Single host ") {
 			return fmt.Errorf("the Cluster section reads %q, want its single-host line", line)
 		}
@@ -141,19 +142,19 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	// Paging: 25 a page, then the other 5; no fixed cap.
 	run("25 a page", chromedp.SetValue(chromedp.CSS("#f-limit"), "25"))
 	change("f-limit")
-	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "") })
+	checkfor.Within(t, 10*time.Second, func() error { return rowsAre(25, "") })
 	run("next page", chromedp.Click(chromedp.CSS("#next-page")))
-	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(5, "page 2") })
+	checkfor.Within(t, 10*time.Second, func() error { return rowsAre(5, "page 2") })
 	if eval(`String(document.getElementById("next-page").disabled)`) != "true" {
 		t.Error("next is enabled on the last page")
 	}
 	run("previous page", chromedp.Click(chromedp.CSS("#prev-page")))
-	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "page 1") })
+	checkfor.Within(t, 10*time.Second, func() error { return rowsAre(25, "page 1") })
 
 	// Filters go to the server: another aggregate type shows nothing.
 	run("filter by type", chromedp.SendKeys(chromedp.CSS("#f-type"), "Invoice"))
 	change("f-type")
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		if hidden := eval(`String(document.getElementById("parked-empty").hidden)`); hidden != "false" {
 			return fmt.Errorf("nothing of type Invoice, yet the empty-list line hidden: %s; %v", hidden, rowsAre(0, ""))
 		}
@@ -161,18 +162,18 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	})
 	eval(`document.getElementById("f-type").value = ""; "ok"`) // SetValue cannot set an empty value
 	change("f-type")
-	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "") })
+	checkfor.Within(t, 10*time.Second, func() error { return rowsAre(25, "") })
 	// By error class: one nobody has, then the notifier's parent class.
 	run("filter by class", chromedp.SendKeys(chromedp.CSS("#f-class"), "Downstream"))
 	change("f-class")
-	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(0, "") })
+	checkfor.Within(t, 10*time.Second, func() error { return rowsAre(0, "") })
 	// A class nobody declares is refused, and the list says so.
 	if msg := eval(`document.getElementById("parked-empty").textContent`); !strings.Contains(msg, "refused") || !strings.Contains(msg, "Downstream") {
 		t.Errorf("the empty list after filtering by Downstream says %q, want the refusal", msg)
 	}
 	eval(`document.getElementById("f-class").value = "Notification"; "ok"`)
 	change("f-class")
-	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(25, "") })
+	checkfor.Within(t, 10*time.Second, func() error { return rowsAre(25, "") })
 	eval(`document.getElementById("f-class").value = ""; "ok"`)
 	change("f-class")
 
@@ -202,11 +203,11 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	eval(`window.saved = null; HTMLAnchorElement.prototype.click = function () {
 		const a = this; fetch(a.href).then(r => r.text()).then(t => { window.saved = {name: a.download, text: t}; }); }; "ok"`)
 	run("download capsule", chromedp.Click(chromedp.CSS(row("o-p01")+" a.download-capsule")))
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		return reads("the status line", text("#status"), "Downloaded the capsule of Order o-p01")
 	})
 	want := h.must(200, "GET", parkedPath("o-p01")+"/capsule", nil).Body
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		got := eval(`window.saved ? window.saved.name + "\n" + window.saved.text : ""`)
 		if got != "capsule-"+subName+"-Order-o-p01.json\n"+string(want) {
 			return fmt.Errorf("the download saved %.200q; want the host's capsule as capsule-%s-Order-o-p01.json", got, subName)
@@ -216,7 +217,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 
 	// A resume that fails again says so.
 	run("resume o-p01", chromedp.Click(chromedp.CSS(row("o-p01")+" button.resume")))
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		return reads("the status line", text("#status"), "Order o-p01 was resumed but failed again: the notification service does not know buyer ghost")
 	})
 
@@ -228,7 +229,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	if msg := eval(`window.confirmed`); !strings.Contains(msg, "Skip Order o-p02: version 1 (1 commit) will not be handled") {
 		t.Errorf("the skip's confirmation reads %q", msg)
 	}
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		return h.answers(parkedPath("o-p02"), 404)
 	})
 
@@ -238,7 +239,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	change("f-class")
 	eval(`window.prompted = ""; window.prompt = m => { window.prompted = m; return "ghost is a test buyer"; }; "ok"`)
 	run("skip all", chromedp.Click(chromedp.CSS("#bulk-skip")))
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		if eval(`window.prompted`) == "" {
 			return fmt.Errorf("no prompt for the bulk skip yet; the status line reads %q", text("#status"))
 		}
@@ -247,11 +248,11 @@ func TestConsoleOperatorMorning(t *testing.T) {
 	if msg := eval(`window.prompted`); !strings.Contains(msg, "Skip 29 parked aggregates (class UnknownBuyer)") {
 		t.Errorf("the bulk skip asked %q; want the dry run's count, 29 (30 parked, one skipped), and the filter", msg)
 	}
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		s := text("#jobs tbody")
 		return errors.Join(reads("the jobs table", s, "29 of 29"), reads("the jobs table", s, "done"), reads("the jobs table", s, "ghost is a test buyer"))
 	})
-	eventuallyNil(t, 10*time.Second, func() error { return rowsAre(0, "") })
+	checkfor.Within(t, 10*time.Second, func() error { return rowsAre(0, "") })
 	if n := len(h.parked(t)); n != 0 {
 		t.Errorf("%d still parked after the bulk skip", n)
 	}
@@ -270,7 +271,7 @@ func TestConsoleOperatorMorning(t *testing.T) {
 
 	// The host goes away: the page says so and every action is off.
 	h.Stop()
-	eventuallyNil(t, 15*time.Second, func() error { return reads("the banner", text("#banner"), "Host unreachable since") })
+	checkfor.Within(t, 15*time.Second, func() error { return reads("the banner", text("#banner"), "Host unreachable since") })
 	if got := eval(`String([...document.querySelectorAll("button.action")].every(b => b.disabled)) + " " + document.querySelectorAll("button.action").length`); !strings.HasPrefix(got, "true ") || got == "true 0" {
 		t.Errorf("with the host down, action buttons disabled / count: %s", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,7 @@ func TestConsoleResume(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(row+" details.history summary")); err != nil {
 		t.Fatalf("unfold the history: %v", err)
 	}
-	eventuallyNil(t, 5*time.Second, func() error {
+	checkfor.Within(t, 5*time.Second, func() error {
 		return errors.Join(reads("the unfolded history", text(row+" details.history ol"), "parked after 1 attempt"),
 			reads("the unfolded detail", text(row+" details.history .detail"), "stopped at: OrderShipped"))
 	})
@@ -78,7 +79,7 @@ func TestConsoleResume(t *testing.T) {
 		t.Fatalf("type a reason: %v", err)
 	}
 	status := text("#status")
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		now := text("#status")
 		if now != status && strings.HasPrefix(now, "updated") {
 			if status != "" && strings.HasPrefix(status, "updated") {
@@ -106,7 +107,7 @@ func TestConsoleResume(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.WaitNotPresent(row)); err != nil {
 		t.Fatalf("the parked row should go away: %v", err)
 	}
-	eventuallyNil(t, 5*time.Second, func() error { return reads("the host's log", h.Stderr(), `reason="`+reason+`"`) })
+	checkfor.Within(t, 5*time.Second, func() error { return reads("the host's log", h.Stderr(), `reason="`+reason+`"`) })
 	if n := svc.notified(key("o-c1", 1)); n != 1 {
 		t.Errorf("o-c1 notified %d times, want 1", n)
 	}
@@ -130,7 +131,7 @@ func TestConsoleOddIDs(t *testing.T) {
 	}
 	records := map[string]string{}
 	for _, id := range []string{skipped, resumed, other} {
-		eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
+		checkfor.Within(t, 20*time.Second, func() error { return h.answers(parkedPath(id), 200) })
 		records[id] = string(h.must(200, "GET", parkedPath(id), nil).Body)
 	}
 	svc.set("ghost", behaviour{})
@@ -149,7 +150,7 @@ func TestConsoleOddIDs(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row(skipped)+" details.history summary"))); err != nil {
 		t.Fatalf("unfold the history: %v", err)
 	}
-	eventuallyNil(t, 5*time.Second, func() error {
+	checkfor.Within(t, 5*time.Second, func() error {
 		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row(skipped)+" details.history .detail")))
 		if err != nil {
 			return err
@@ -163,7 +164,7 @@ func TestConsoleOddIDs(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row(skipped)+" button.skip")), chromedp.WaitNotPresent(chromedp.CSS(row(skipped)))); err != nil {
 		t.Fatalf("skip %s in the console: %v", skipped, err)
 	}
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		return h.answers(parkedPath(skipped), 404)
 	})
 	for _, id := range []string{resumed, other} {

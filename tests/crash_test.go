@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestCrashRestart(t *testing.T) {
 		}
 		return n
 	}
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		if n := successes(); n < orders {
 			return fmt.Errorf("%d notifications before the crash, want %d", n, orders)
 		}

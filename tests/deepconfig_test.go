@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,7 @@ func TestDeepConfig(t *testing.T) {
 		}
 		h.Signal(syscall.SIGHUP)
 		refusals++
-		eventuallyNil(t, 10*time.Second, func() error {
+		checkfor.Within(t, 10*time.Second, func() error {
 			if n := strings.Count(h.Stderr(), "config reload refused"); n < refusals {
 				return fmt.Errorf("%s: the host logged %d refused reloads, want %d", name, n, refusals)
 			}

@@ -3,6 +3,7 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,7 +54,7 @@ func TestDiskReserveRefusesWrites(t *testing.T) {
 	h.uploadNotifier(t, 201)
 	h.appendShipped(t, "o-1", "ann")
 	h.appendShipped(t, "o-9", "nobody")
-	eventuallyNil(t, 10*time.Second, func() error { return svc.calledFor("ann", 1) })
+	checkfor.Within(t, 10*time.Second, func() error { return svc.calledFor("ann", 1) })
 	h.waitParked(t, "o-9", 10*time.Second)
 	if d := h.health(t); d.Status != "ok" || d.Disk == nil || !d.Disk.Writable || d.Disk.Reserve != 512<<20 {
 		t.Fatalf("healthz with the default reserve: %+v", d)
@@ -119,7 +120,7 @@ func TestDiskReserveRefusesWrites(t *testing.T) {
 	}
 	h.must(200, "GET", "/readyz", nil)
 	h.appendShipped(t, "o-2", "bob")
-	eventuallyNil(t, 10*time.Second, func() error { return svc.calledFor("bob", 1) })
+	checkfor.Within(t, 10*time.Second, func() error { return svc.calledFor("bob", 1) })
 	if n := len(svc.callsOf("ann")); n != 1 {
 		t.Errorf("ann notified %d times, want 1 (the refused reset replayed nothing)", n)
 	}
@@ -233,7 +234,7 @@ func TestShutdownBoundedWhenDataDirRemoved(t *testing.T) {
 	if err := os.RemoveAll(h.Data); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		r := h.must(200, "GET", "/healthz", nil)
 		var d healthDoc
 		r.JSON(t, &d)
@@ -269,7 +270,7 @@ func TestShutdownBoundedWhenDataDirRemoved(t *testing.T) {
 	if took < 2*time.Second || took > 10*time.Second {
 		t.Errorf("the shutdown took %s with a shutdown-timeout of 2s", took)
 	}
-	eventuallyNil(t, 5*time.Second, func() error {
+	checkfor.Within(t, 5*time.Second, func() error {
 		if s := h.Stderr(); len(errorLines(s)) == 0 {
 			return fmt.Errorf("no berth: line yet; the host's log: %q", s)
 		}

@@ -4,6 +4,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,21 +128,21 @@ func TestFullDiskRefusesBeforeCrash(t *testing.T) {
 	if len(events.Commits) != acked {
 		t.Errorf("after the restart: %d events, %d acknowledged", len(events.Commits), acked)
 	}
-	eventuallyNil(t, 10*time.Second, func() error { return healthIs(h.health(t), "ok") })
+	checkfor.Within(t, 10*time.Second, func() error { return healthIs(h.health(t), "ok") })
 	if r := appendBig(h, acked); r.Status != 201 {
 		t.Fatalf("append after space was freed: %s", r)
 	}
 
 	// And while it runs: fill again, then free, without a restart.
 	filler = fill(t, disk, 8<<20)
-	eventuallyNil(t, 10*time.Second, func() error { return healthIs(h.health(t), "disk low") })
+	checkfor.Within(t, 10*time.Second, func() error { return healthIs(h.health(t), "disk low") })
 	if r := appendBig(h, acked+1); r.Status != 507 {
 		t.Fatalf("append on the refilled disk: %s, want 507", r)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		if r := appendBig(h, acked+1); r.Status != 201 {
 			return fmt.Errorf("append once space was freed: %s", r)
 		}

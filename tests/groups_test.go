@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/internal/testing/checkfor"
 )
 
 // groupsConfig parks at once on each of the three causes of
@@ -121,7 +123,7 @@ events = ["group-opened", "group-grew"]
 		})
 	}
 	wg.Wait()
-	eventuallyNil(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts, down) })
+	checkfor.Within(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts, down) })
 	// One slow call at a time: calls that wait for an instance a slow one
 	// holds would time out waiting, another cause.
 	for i := range slow {
@@ -129,7 +131,7 @@ events = ["group-opened", "group-grew"]
 		h.appendShipped(t, "o-"+buyer, buyer)
 		h.waitParked(t, "o-"+buyer, 20*time.Second)
 	}
-	eventuallyNil(t, 10*time.Second, func() error { return groupsAre(h.groups(t), ghosts, down, slow) })
+	checkfor.Within(t, 10*time.Second, func() error { return groupsAre(h.groups(t), ghosts, down, slow) })
 	gs := h.groups(t)
 	for i, want := range []string{"the notification service does not know buyer {}",
 		"the notification service answered {}: Service Unavailable", ""} {
@@ -149,7 +151,7 @@ events = ["group-opened", "group-grew"]
 	}
 	wantHeard := []string{"group-opened " + gs[0].Group + " 1", "group-grew " + gs[0].Group + " 100",
 		"group-opened " + gs[1].Group + " 1", "group-opened " + gs[2].Group + " 1"}
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(heard) < len(wantHeard) {
@@ -166,7 +168,7 @@ events = ["group-opened", "group-grew"]
 
 	h.must(201, "POST", "/v1/jobs", map[string]any{"action": "skip", "reason": "the service was down",
 		"filter": map[string]string{"group": gs[1].Group}})
-	eventuallyNil(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts, slow) })
+	checkfor.Within(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts, slow) })
 	if st := h.subscription(t); st.Parked["waiting"]+st.Parked["retrying"] != ghosts+slow {
 		t.Errorf("after skipping the 503 group: parked %v, want %d", st.Parked, ghosts+slow)
 	}

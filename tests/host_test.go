@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -380,15 +380,8 @@ func (h *hostProc) parked(t testing.TB) []parkedRecord {
 func (h *hostProc) waitParked(t testing.TB, order string, within time.Duration) parkedRecord {
 	t.Helper()
 	var rec parkedRecord
-	eventuallyNil(t, within, func() error { return h.fetched(t, "/v1/subscriptions/"+subName+"/parked/Order/"+order, &rec) })
+	checkfor.Within(t, within, func() error { return h.fetched(t, "/v1/subscriptions/"+subName+"/parked/Order/"+order, &rec) })
 	return rec
-}
-
-// eventuallyNil polls check every 25ms until it returns nil, and fails t
-// with its last error once within has passed.
-func eventuallyNil(t testing.TB, within time.Duration, check func() error) {
-	t.Helper()
-	checkfor.Nil(t, within, 25*time.Millisecond, check)
 }
 
 // reads says what an element (what) reads until it holds want; nil then.
@@ -476,7 +469,7 @@ type subscriptionStatus struct {
 // holding its parked aggregates (a started host does so beside its start).
 func (h *hostProc) awaitHeld(t testing.TB) {
 	t.Helper()
-	eventuallyNil(t, 60*time.Second, func() error {
+	checkfor.Within(t, 60*time.Second, func() error {
 		for _, p := range h.subscription(t).Partitions {
 			if p.State == "holding" {
 				return fmt.Errorf("partition %d still holding its parked aggregates", p.Index)

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -85,7 +86,7 @@ func TestParkedBeforeTheUpgradeKeepsItsKey(t *testing.T) {
 	svc.set("ghost", behaviour{Unknown: true})
 	h.appendShippedTo(t, typ, id, "ghost")
 	var rec parkedRecord
-	eventuallyNil(t, 20*time.Second, func() error { return h.fetched(t, parkedPath, &rec) })
+	checkfor.Within(t, 20*time.Second, func() error { return h.fetched(t, parkedPath, &rec) })
 	newKey := abi.InvocationKey(subName, typ, id, 1, 0)
 	if rec.InvocationKey != newKey {
 		t.Errorf("the record shows key %q, want %q", rec.InvocationKey, newKey)

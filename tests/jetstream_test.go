@@ -2,13 +2,14 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -118,7 +119,7 @@ subject-prefix = "e2e.events"
 		t.Fatalf("an append during the outage: %s, want 503 with Retry-After", r)
 	}
 	srv.Restart()
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		r := h.request("POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o/6", "ownerId": "bob",
 			"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]int{"total": 2000}}}})
 		if r.Status != 201 {
@@ -128,7 +129,7 @@ subject-prefix = "e2e.events"
 	})
 	want["bob"] = buyerSummary{3, 1, 2600}
 	h.waitSummaries(t, want)
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		one.Unread = "" // absent when read
 		h.must(200, "GET", "/v1/subscriptions/"+name, nil).JSON(t, &one)
 		if one.Unread != "" {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestTheMorningFromTheCLI(t *testing.T) {
 	for i := range n {
 		h.appendShipped(t, fmt.Sprintf("o-%02d", i), "ghost")
 	}
-	eventuallyNil(t, 30*time.Second, func() error { return parkedWaiting(h.subscription(t), n) })
+	checkfor.Within(t, 30*time.Second, func() error { return parkedWaiting(h.subscription(t), n) })
 
 	out, errOut, code := h.berthIn(t, "", "parked", "list", "--class", "Notification", "--message", "GHOST", "--ndjson", "--limit", "5")
 	if code != 0 || strings.Count(out, "\n") != 5 || !strings.HasPrefix(out, `{"subscription":`) {
@@ -69,7 +70,7 @@ func TestTheMorningFromTheCLI(t *testing.T) {
 	if audit := h.cli(t, "audit", "--wide"); !strings.Contains(audit, "POST /v1/jobs") || !strings.Contains(audit, "job 1: resume of 12 matched") {
 		t.Errorf("audit:\n%s", audit)
 	}
-	eventuallyNil(t, 20*time.Second, func() error { return h.noneParked(t) })
+	checkfor.Within(t, 20*time.Second, func() error { return h.noneParked(t) })
 	if res := h.cli(t, "parked", "resolved", subName, "--wide"); strings.Count(res, "ghost imported") != n {
 		t.Errorf("parked resolved: want %d rows resumed for \"ghost imported\":\n%s", n, res)
 	}

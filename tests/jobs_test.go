@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	svc.set("ghost", behaviour{Unknown: true})
 	h.appendShippedMany(t, "o-%04d", n, "ghost")
 	h.appendShipped(t, "other", "alice") // not parked: not the job's
-	eventuallyNil(t, 60*time.Second, func() error { return parkedWaiting(h.subscription(t), n) })
+	checkfor.Within(t, 60*time.Second, func() error { return parkedWaiting(h.subscription(t), n) })
 
 	post := func(body string) response {
 		return h.request("POST", "/v1/jobs", []byte(body), "Content-Type", "application/json")
@@ -81,7 +82,7 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	if j.Matched != n || j.State != "running" || j.Rate != 200 {
 		t.Fatalf("the job: %+v", j)
 	}
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		if got := h.job(t, j.ID); got.Done < n/3 {
 			return fmt.Errorf("the job %s, %d of %d done, want a third", got.State, got.Done, n)
 		}
@@ -89,7 +90,7 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	})
 	h.Kill()
 	h = h.restart(t)
-	eventuallyNil(t, 60*time.Second, func() error {
+	checkfor.Within(t, 60*time.Second, func() error {
 		if got := h.job(t, j.ID); got.State != "done" {
 			return fmt.Errorf("the job %s after the restart, %d of %d done", got.State, got.Done, n)
 		}
@@ -107,7 +108,7 @@ func TestBulkResumeSurvivesACrash(t *testing.T) {
 	for i := range n {
 		svc.waitNotified(t, key(fmt.Sprintf("o-%04d", i), 1), 30*time.Second)
 	}
-	eventuallyNil(t, 30*time.Second, func() error { return h.noneParked(t) })
+	checkfor.Within(t, 30*time.Second, func() error { return h.noneParked(t) })
 	if c := svc.notified(key("other", 1)); c != 1 {
 		t.Errorf("the aggregate outside the job was notified %d times", c)
 	}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -44,7 +45,7 @@ func TestNewHostOverFilledCache(t *testing.T) {
 // background compile (tier-up) has filled the compilation cache.
 func waitCompiled(t testing.TB, h *hostProc) {
 	t.Helper()
-	eventuallyNil(t, 60*time.Second, func() error {
+	checkfor.Within(t, 60*time.Second, func() error {
 		return reads("GET /metrics", string(h.must(200, "GET", "/metrics", nil).Body),
 			`berth_sandbox_module_compiled{module="`+moduleName+`"} 1`)
 	})

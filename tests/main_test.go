@@ -1,7 +1,3 @@
-// Package tests holds Berth's end-to-end tests: they build the host binary and
-// the sample modules once, start the binary on temporary data directories and
-// drive it over HTTP, with a fake notification service standing in for the
-// ShipmentNotifier's remote system.
 package tests
 
 import (
@@ -11,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // Built once by TestMain.

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/retry"
 )
 
@@ -100,7 +101,7 @@ initial-backoff = "10ms"
 	// A successful call that grew its instance to 12 of 32 MiB, over 25 %:
 	// the instance is closed, not pooled.
 	appendEvent("grow-1", "Grow", map[string]int{"mib": 12})
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		if n := closed("memory"); n < 1 {
 			return fmt.Errorf("%v instances closed for their memory, want the grown one", n)
 		}
@@ -112,7 +113,7 @@ initial-backoff = "10ms"
 	// berth.MemoryExceeded, its instance is closed, and the aggregate parks.
 	appendEvent("hog-1", "Hog", map[string]any{})
 	var rec parkedRecord
-	eventuallyNil(t, 60*time.Second, func() error { return h.fetched(t, "/v1/subscriptions/Misbehaving.memoryHog/parked/Thing/hog-1", &rec) })
+	checkfor.Within(t, 60*time.Second, func() error { return h.fetched(t, "/v1/subscriptions/Misbehaving.memoryHog/parked/Thing/hog-1", &rec) })
 	if len(rec.Error.Classes) == 0 || rec.Error.Classes[0] != retry.ClassMemoryExceeded || rec.Attempts != 2 {
 		t.Errorf("parked record: classes %v after %d attempts, want berth.MemoryExceeded after 2", rec.Error.Classes, rec.Attempts)
 	}
@@ -126,13 +127,13 @@ initial-backoff = "10ms"
 	// pool shrinks to nothing, by an idle release.
 	idleBefore := closed("idle")
 	appendEvent("echo-1", "Echo", map[string]any{})
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		if lag := h.subscriptionLag(t, "Misbehaving.echo"); lag != 0 {
 			return fmt.Errorf("the echo %d events behind", lag)
 		}
 		return nil
 	})
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		idle := h.mustMetric(`berth_sandbox_instances{` + mod + `,state="idle"}`)
 		busy := h.mustMetric(`berth_sandbox_instances{` + mod + `,state="busy"}`)
 		if c := closed("idle"); idle != 0 || busy != 0 || c <= idleBefore {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // The host's /metrics, as an on-call reads it (docs/metrics.md), is checked
@@ -84,7 +85,7 @@ urls = [%q]
 stream = "E2E_METRICS"
 subject-prefix = "e2e.metrics"
 `, srv.URL()))
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		if !strings.Contains(h.scrape(t), "berth_cluster_owned_partitions{") {
 			return errors.New("no berth_cluster_owned_partitions in the scrape yet")
 		}
@@ -211,7 +212,7 @@ url = %q
 // which it lacked when it times out.
 func scrapeShows(t *testing.T, h *hostProc, within time.Duration, want ...string) {
 	t.Helper()
-	eventuallyNil(t, within, func() error {
+	checkfor.Within(t, within, func() error {
 		s := h.scrape(t)
 		for _, w := range want {
 			if !strings.Contains(s, w) {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/faultnet"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -115,13 +116,13 @@ func startFaultCluster(t *testing.T) (*faultCluster, *clusterLoad) {
 	// Two subscriptions, as the trial had: the projection's sorts first.
 	fc.hosts[0].must(201, "PUT", "/v1/modules/order-summary", summary, "Content-Type", "application/wasm")
 	fc.hosts[0].must(201, "PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm")
-	eventuallyNil(t, 30*time.Second, func() error { return allOwnedBy(fc.hosts, faultSubs, "host-0", "host-1", "host-2") })
+	checkfor.Within(t, 30*time.Second, func() error { return allOwnedBy(fc.hosts, faultSubs, "host-0", "host-1", "host-2") })
 	fc.ids = make([][]string, 4)
 	for i := range 24 {
 		fc.ids[i%4] = append(fc.ids[i%4], fmt.Sprintf("o-%02d", i))
 	}
 	load := startLoad(t, fc.hosts, 4, fc.ids, fc.buyer)
-	eventuallyNil(t, 30*time.Second, func() error { return load.acked(120) })
+	checkfor.Within(t, 30*time.Second, func() error { return load.acked(120) })
 	return fc, load
 }
 
@@ -172,7 +173,7 @@ func (fc *faultCluster) backlog(t *testing.T, i, perPartition int) {
 	}
 	wg.Wait()
 	// The host has read them and works through them.
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		for _, id := range ids {
 			if slices.IndexFunc(fc.svcs[i].callsOf(""), func(c call) bool { return c.Order == id }) < 0 {
 				return fmt.Errorf("no call for %s yet", id)
@@ -301,7 +302,7 @@ func firstClaimFrom(claims []claimEvent, host string, since time.Time) (claimEve
 func (fc *faultCluster) rejoin(t *testing.T, load *clusterLoad, i int, healAt time.Time) time.Duration {
 	t.Helper()
 	load.dead[i].Store(false)
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		if got := fc.readyz(i); got != 200 {
 			return fmt.Errorf("GET /readyz on host-%d after the fault: %d", i, got)
 		}
@@ -309,7 +310,7 @@ func (fc *faultCluster) rejoin(t *testing.T, load *clusterLoad, i int, healAt ti
 	})
 	healed := time.Since(healAt)
 	before := load.ackCount()
-	eventuallyNil(t, 30*time.Second, func() error { return load.acked(before + 60) })
+	checkfor.Within(t, 30*time.Second, func() error { return load.acked(before + 60) })
 	load.halt()
 	if len(load.refused) > 0 {
 		t.Errorf("appends answered neither 201 nor 503 with Retry-After: %q", load.refused)
@@ -338,14 +339,14 @@ func TestHostCutOffFromNATSStopsBeforeItsPartitionsMove(t *testing.T) {
 	cutAt := time.Now()
 	fc.cut(0)
 	// The fence: the host says it may no longer act, by its own clock.
-	eventuallyNil(t, faultLeaseTTL, func() error {
+	checkfor.Within(t, faultLeaseTTL, func() error {
 		if got := fc.readyz(0); got != 503 {
 			return fmt.Errorf("GET /readyz on the host cut off: %d, want 503", got)
 		}
 		return nil
 	})
 	fenced := time.Since(cutAt)
-	eventuallyNil(t, 2*faultLeaseTTL+10*time.Second, func() error {
+	checkfor.Within(t, 2*faultLeaseTTL+10*time.Second, func() error {
 		return allOwnedBy(fc.hosts[1:], subs, "host-1", "host-2")
 	})
 	moved := time.Since(cutAt)
@@ -390,7 +391,7 @@ func TestPausedHostCallsNothingForLostPartitions(t *testing.T) {
 	load.dead[0].Store(true)
 	stopAt := time.Now()
 	fc.hosts[0].Signal(syscall.SIGSTOP)
-	eventuallyNil(t, 2*faultLeaseTTL+10*time.Second, func() error {
+	checkfor.Within(t, 2*faultLeaseTTL+10*time.Second, func() error {
 		return allOwnedBy(fc.hosts[1:], subs, "host-1", "host-2")
 	})
 	// Paused for 2 TTLs in all, under load: less than an attempt's

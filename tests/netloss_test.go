@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/internal/testing/checkfor"
 )
 
 // afterUnsteadyLink checks the deployment once host-0's unsteady link
@@ -16,7 +18,7 @@ import (
 // partition was owned, and host-0's give-ups.
 func (fc *faultCluster) afterUnsteadyLink(t *testing.T, load *clusterLoad, healAt time.Time, faultFor time.Duration) (time.Duration, int) {
 	t.Helper()
-	eventuallyNil(t, 2*faultLeaseTTL+10*time.Second, func() error {
+	checkfor.Within(t, 2*faultLeaseTTL+10*time.Second, func() error {
 		if allOwnedBy(fc.hosts, faultSubs, "host-0", "host-1", "host-2") == nil {
 			return nil
 		}
@@ -25,7 +27,7 @@ func (fc *faultCluster) afterUnsteadyLink(t *testing.T, load *clusterLoad, healA
 	})
 	settled := time.Since(healAt)
 	before := load.ackCount()
-	eventuallyNil(t, 30*time.Second, func() error { return load.acked(before + 60) })
+	checkfor.Within(t, 30*time.Second, func() error { return load.acked(before + 60) })
 	load.halt()
 	if len(load.refused) > 0 {
 		t.Errorf("appends answered neither 201 nor 503 with Retry-After: %q", load.refused)

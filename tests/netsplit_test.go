@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/internal/testing/checkfor"
 )
 
 // splitOff cuts host i and NATS node n off from the rest together: the
@@ -35,7 +37,7 @@ func TestSplitWithAHostAndANodeOnTheMinority(t *testing.T) {
 	load.dead[0].Store(true)
 	cutAt := time.Now()
 	fc.splitOff(0, 0)
-	eventuallyNil(t, faultLeaseTTL, func() error {
+	checkfor.Within(t, faultLeaseTTL, func() error {
 		if got := fc.readyz(0); got != 503 {
 			return fmt.Errorf("GET /readyz on the host of the minority: %d, want 503", got)
 		}
@@ -44,12 +46,12 @@ func TestSplitWithAHostAndANodeOnTheMinority(t *testing.T) {
 	fenced := time.Since(cutAt)
 	// The majority may have to elect the membership bucket's leader first,
 	// 4-9 s, if n1 led it.
-	eventuallyNil(t, 2*faultLeaseTTL+15*time.Second, func() error {
+	checkfor.Within(t, 2*faultLeaseTTL+15*time.Second, func() error {
 		return allOwnedBy(fc.hosts[1:], subs, "host-1", "host-2")
 	})
 	moved := time.Since(cutAt)
 	before := load.ackCount()
-	eventuallyNil(t, 30*time.Second, func() error { return load.acked(before + 30) })
+	checkfor.Within(t, 30*time.Second, func() error { return load.acked(before + 30) })
 	if got := fc.readyz(0); got != 503 {
 		t.Errorf("GET /readyz on the host of the minority: %d, want 503", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestNewModuleBuildsAndRuns is the path of a handler author outside this
@@ -142,7 +143,7 @@ func runNewModule(t *testing.T, kind, name string, wasm []byte) {
 	}
 	h.must(201, "POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": "o-1", "ownerId": "buyer-42",
 		"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]any{"item": "sku-7", "total": 1999}}}})
-	eventuallyNil(t, 30*time.Second, seen)
+	checkfor.Within(t, 30*time.Second, seen)
 	if parked := h.parked(t); len(parked) != 0 {
 		t.Errorf("parked %+v", parked)
 	}

@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -221,7 +222,7 @@ func (n *notifier) notifiedLocked(key string) int {
 // waitNotified waits until key has been answered with success.
 func (n *notifier) waitNotified(t testing.TB, key string, within time.Duration) {
 	t.Helper()
-	eventuallyNil(t, within, func() error {
+	checkfor.Within(t, within, func() error {
 		if n.notified(key) == 0 {
 			n.mu.Lock()
 			defer n.mu.Unlock()

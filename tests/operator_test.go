@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestOperatorVerbs(t *testing.T) {
 	h.appendShipped(t, "o-s", "ghost")
 	svc.set("ghost", behaviour{})
 	h.must(202, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-s/skip", map[string]any{"reason": "cancelled orders", "throughVersion": 2})
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-s", 404)
 	})
 	h.appendShipped(t, "o-s", "ghost")
@@ -108,7 +109,7 @@ func TestCrashDuringResume(t *testing.T) {
 	t.Cleanup(func() { close(hold) })
 	svc.set("ghost", behaviour{HoldKey: key("o-r", 2), Hold: hold})
 	h.must(202, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-r/resume", map[string]string{"reason": "fixed"})
-	eventuallyNil(t, 10*time.Second, func() error { return arrivedAfter(svc, key("o-r", 2), 0) })
+	checkfor.Within(t, 10*time.Second, func() error { return arrivedAfter(svc, key("o-r", 2), 0) })
 	if r := h.request("GET", "/v1/subscriptions/"+subName+"/parked/Order/o-r", nil); r.Status != 200 {
 		t.Errorf("the resume finished with v2 unanswered (%d)", r.Status)
 	}
@@ -117,7 +118,7 @@ func TestCrashDuringResume(t *testing.T) {
 	svc.set("ghost", behaviour{})
 	h2 := h.restart(t)
 	svc.waitNotified(t, key("o-r", 3), 30*time.Second)
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		return h2.answers("/v1/subscriptions/"+subName+"/parked/Order/o-r", 404)
 	})
 	prev := 0
@@ -173,7 +174,7 @@ max-delay = "100ms"
 	// The next call for o-w (a long-horizon retry) is held unanswered.
 	svc.set("ghost", behaviour{HoldKey: key("o-w", 1), Hold: hold})
 	before := svc.arrived(key("o-w", 1))
-	eventuallyNil(t, 20*time.Second, func() error { return arrivedAfter(svc, key("o-w", 1), before) })
+	checkfor.Within(t, 20*time.Second, func() error { return arrivedAfter(svc, key("o-w", 1), before) })
 	rec := h.must(200, "GET", parkedPath("o-w"), nil).Body
 
 	start := time.Now()
@@ -192,7 +193,7 @@ max-delay = "100ms"
 	close(hold)
 	released = true
 	svc.waitNotified(t, key("o-w", 1), 20*time.Second)
-	eventuallyNil(t, 20*time.Second, func() error { return h.answers(parkedPath("o-w"), 404) })
+	checkfor.Within(t, 20*time.Second, func() error { return h.answers(parkedPath("o-w"), 404) })
 }
 
 // TestPauseUntilThroughTheCLI: `berth subs pause --for` pauses a

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"html/template"
 	"io"
 	"net/http"
@@ -103,7 +104,7 @@ func TestCrossOriginPageCannotDriveTheHost(t *testing.T) {
 	h.appendShipped(t, "o-x", "ghost")
 	svc.waitNotified(t, key("o-ok", 1), 20*time.Second)
 	h.waitParked(t, "o-x", 20*time.Second)
-	eventuallyNil(t, 10*time.Second, func() error { return caughtUp(h.subscription(t)) })
+	checkfor.Within(t, 10*time.Second, func() error { return caughtUp(h.subscription(t)) })
 	// A reload that went through would show: the file now says 250ms.
 	writeFile(t, h.Config, strings.Replace(hostConfig{NotifyURL: svc.URL(), Extra: fastRetry}.TOML(), `"100ms"`, `"250ms"`, 1))
 
@@ -175,7 +176,7 @@ func TestCrossOriginPageCannotDriveTheHost(t *testing.T) {
 			continue
 		}
 		re := regexp.MustCompile(`msg="refused a cross-origin request" method=POST path=` + regexp.QuoteMeta(w.Path) + ` `)
-		eventuallyNil(t, 10*time.Second, func() error {
+		checkfor.Within(t, 10*time.Second, func() error {
 			if n := len(re.FindAllString(h.Stderr(), -1)); n < 5 {
 				return fmt.Errorf("the host refused %d cross-origin POST %s, want 5", n, w.Path)
 			}
@@ -250,5 +251,5 @@ func TestCrossOriginPageCannotDriveTheHost(t *testing.T) {
 	if r := h.request("GET", parked, nil); r.Status != 404 {
 		t.Errorf("o-x after the console's Skip: %s, want it no longer parked", r)
 	}
-	eventuallyNil(t, 5*time.Second, func() error { return reads("the host's log", h.Stderr(), `reason="not needed"`) })
+	checkfor.Within(t, 5*time.Second, func() error { return reads("the host's log", h.Stderr(), `reason="not needed"`) })
 }

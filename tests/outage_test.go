@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -63,7 +64,7 @@ events = ["partition-paused", "partition-resumed"]
 	h.appendShipped(t, "o-2", "f-2")
 	h.appendShipped(t, "o-3", "f-3")
 
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		if recs := h.parked(t); len(recs) != 0 {
 			t.Fatalf("parked %+v: the failures that revealed the outage were charged", recs)
 		}
@@ -80,7 +81,7 @@ events = ["partition-paused", "partition-resumed"]
 	if !regexp.MustCompile(`partition paused: systemic failure.*3 aggregates`).MatchString(h.Stderr()) {
 		t.Errorf("the partition did not pause for the outage:\n%s", h.Stderr())
 	}
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(told) < 2 {
@@ -131,7 +132,7 @@ max-backoff = "1s"
 	}
 
 	var rec parkedRecord
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		r := h.must(200, "GET", "/v1/subscriptions/"+subName+"/parked/Order/o-1", nil)
 		r.JSON(t, &rec)
 		if rec.State != "resuming" {
@@ -145,7 +146,7 @@ max-backoff = "1s"
 	}
 	// The host's log reaches the test through a pipe: wait for the line
 	// rather than read it at once.
-	eventuallyNil(t, 5*time.Second, func() error {
+	checkfor.Within(t, 5*time.Second, func() error {
 		if s := h.Stderr(); !regexp.MustCompile(`partition paused: systemic failure.*3 aggregates`).MatchString(s) {
 			return fmt.Errorf("the log does not say the partition paused for the outage: %q", s)
 		}
@@ -157,7 +158,7 @@ max-backoff = "1s"
 	for _, b := range []string{"f-2", "f-3", "f-4"} {
 		svc.set(b, behaviour{})
 	}
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		for _, r := range h.parked(t) {
 			if r.State != "resuming" {
 				t.Fatalf("o-1 parked again %+v: its budget was not refunded", r)
@@ -174,5 +175,5 @@ max-backoff = "1s"
 	if want := []string{key("o-1", 1), key("o-1", 2)}; !slices.Equal(order, want) {
 		t.Errorf("o-1 notified %v, want %v", order, want)
 	}
-	eventuallyNil(t, 10*time.Second, func() error { return h.noneParked(t) })
+	checkfor.Within(t, 10*time.Second, func() error { return h.noneParked(t) })
 }

@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/powercut"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/powercut"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
 // The power-cut tests run the built host with its data directory on a
-// powercut mount (internal/powercut): what the host did not fsync is lost
+// powercut mount (internal/testing/powercut): what the host did not fsync is lost
 // at the cut, as on a machine that loses power. After each cut the host is
 // SIGKILLed, the mount comes back over the same disk, and the host must
 // start on the first try and keep everything it acknowledged.
@@ -134,7 +134,7 @@ func cutUnderLoad(t *testing.T, h *hostProc, pc *powercut.FS, svc *notifier, pla
 	cutAt := 60 + rng.IntN(240)
 	t.Logf("the cut comes after %d acknowledged appends", cutAt)
 	syncs, acks := pc.SyncsByDir(), load.ackCount()
-	eventuallyNil(t, 60*time.Second, func() error { return load.acked(cutAt) })
+	checkfor.Within(t, 60*time.Second, func() error { return load.acked(cutAt) })
 	var per []string
 	for dir, n := range pc.SyncsByDir() {
 		if n > syncs[dir] {
@@ -229,7 +229,7 @@ func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 		all = append(all, orders[g]...)
 	}
 	slices.Sort(all)
-	eventuallyNil(t, 30*time.Second, func() error { return parkedAre(parkedIDs(h), all) })
+	checkfor.Within(t, 30*time.Second, func() error { return parkedAre(parkedIDs(h), all) })
 
 	// The operator acts; each answer is the host's word that it is done.
 	svc.set("resumed", behaviour{})
@@ -259,7 +259,7 @@ func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 
 	// Parks not acted on are still parked; resumed and skipped ones are
 	// not parked again; the job finishes its three.
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		r := h2.request("GET", fmt.Sprintf("/v1/jobs/%d", job.ID), nil)
 		if r.Status == 404 {
 			t.Fatalf("the job acknowledged as %d is gone after the cut: %s", job.ID, r)
@@ -281,7 +281,7 @@ func TestPowerCutKeepsWhatTheOperatorWasToldWasDone(t *testing.T) {
 	}
 	// An aggregate leaves the ledger once it has rejoined live delivery,
 	// just after its last held-back event is notified.
-	eventuallyNil(t, 30*time.Second, func() error { return parkedAre(parkedIDs(h2), orders["held"]) })
+	checkfor.Within(t, 30*time.Second, func() error { return parkedAre(parkedIDs(h2), orders["held"]) })
 	for _, id := range append(slices.Clone(orders["resumed"]), orders["jobbed"]...) {
 		if svc.notified(key(id, 1)) == 0 {
 			t.Errorf("%s was resumed and its v1 never notified", id)

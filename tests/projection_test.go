@@ -3,11 +3,12 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // The order-summary projection through the built host: its read model over
@@ -36,7 +37,7 @@ func (h *hostProc) appendOrder(t testing.TB, order, buyer, typ string, total int
 // the projection has handled the whole log.
 func (h *hostProc) waitSummaries(t testing.TB, want map[string]buyerSummary) {
 	t.Helper()
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		var st subscriptionStatus
 		if r := h.request("GET", "/v1/subscriptions/"+summarySub, nil); r.Status != 200 || json.Unmarshal(r.Body, &st) != nil || st.Lag != 0 || st.Unread != "" {
 			return fmt.Errorf("the projection not caught up: %s", r)

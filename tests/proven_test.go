@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/internal/testing/checkfor"
 )
 
 // groupReplay is what `berth parked replay --group --json` prints.
@@ -61,7 +63,7 @@ func TestProvenResume(t *testing.T) {
 	for i := range down {
 		h.appendShipped(t, fmt.Sprintf("o-down-%d", i), fmt.Sprintf("down-%d", i))
 	}
-	eventuallyNil(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts, down) })
+	checkfor.Within(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts, down) })
 	gs := h.groups(t)
 
 	replay := func(group string) (groupReplay, int) {
@@ -92,7 +94,7 @@ func TestProvenResume(t *testing.T) {
 		buyer := fmt.Sprintf("ghost-%d", ghosts+i)
 		h.appendShipped(t, "o-"+buyer, buyer)
 	}
-	eventuallyNil(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts+later, down) })
+	checkfor.Within(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts+later, down) })
 
 	proven := moduleName + ":" + fixSHA
 	if _, errOut, code := h.berthIn(t, "", "jobs", "resume", "--group", gs[0].Group, "--proven-by", proven, "--reason", "fixed", "--yes"); code == 0 ||
@@ -105,7 +107,7 @@ func TestProvenResume(t *testing.T) {
 		t.Fatalf("the proven resume: exit %d\n%s%s", code, out, errOut)
 	}
 	// Exactly the unproven stay parked: the later ones, and the 503s.
-	eventuallyNil(t, 30*time.Second, func() error { return groupsAre(h.groups(t), down, later) })
+	checkfor.Within(t, 30*time.Second, func() error { return groupsAre(h.groups(t), down, later) })
 	var audit struct {
 		Entries []auditEntry `json:"entries"`
 	}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"mime"
 	"strings"
 	"syscall"
@@ -61,7 +62,7 @@ func TestReloadOverride(t *testing.T) {
 	// SIGHUP.
 	writeFile(t, h.Config, withRetry("max-attempts = 3"))
 	h.Signal(syscall.SIGHUP)
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		if v, src := maxAttempts(); v != 3 || src != "override" {
 			return fmt.Errorf("max-attempts %v from %q after SIGHUP, want 3 from override", v, src)
 		}
@@ -83,7 +84,7 @@ func TestReloadOverride(t *testing.T) {
 		t.Errorf("refused reload: detail %q should name max-atempts and berth.toml:%d", p.Detail, line)
 	}
 	h.Signal(syscall.SIGHUP)
-	eventuallyNil(t, 10*time.Second, func() error { return reads("the host's log", h.Stderr(), "config reload refused") })
+	checkfor.Within(t, 10*time.Second, func() error { return reads("the host's log", h.Stderr(), "config reload refused") })
 	if v, src := maxAttempts(); v != 3 || src != "override" {
 		t.Errorf("max-attempts after a refused reload: %v from %q, want 3 from override", v, src)
 	}
@@ -116,7 +117,7 @@ func TestReloadMidRetry(t *testing.T) {
 	h.uploadNotifier(t, 201)
 	svc.set("dave", behaviour{Fail: 1000})
 	h.appendShipped(t, "m-1", "dave")
-	eventuallyNil(t, 20*time.Second, func() error { return svc.calledFor("dave", 1) })
+	checkfor.Within(t, 20*time.Second, func() error { return svc.calledFor("dave", 1) })
 	writeFile(t, h.Config, hostConfig{NotifyURL: svc.URL(), Extra: retryBlock(2)}.TOML())
 	h.must(200, "POST", "/v1/config/reload", nil)
 	if len(svc.callsOf("dave")) != 1 {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/wasm/abi"
 )
 
@@ -179,7 +180,7 @@ func TestReplayTimeout(t *testing.T) {
 	h.uploadMisbehaving(t)
 	h.appendEvent(t, "Nap", "n-1", "SleepImpatiently")
 	const sub = "Misbehaving.impatientSleeper"
-	eventuallyNil(t, 20*time.Second, func() error { return h.answers("/v1/subscriptions/"+sub+"/parked/Nap/n-1/capsule", 200) })
+	checkfor.Within(t, 20*time.Second, func() error { return h.answers("/v1/subscriptions/"+sub+"/parked/Nap/n-1/capsule", 200) })
 	c, _ := h.capsuleOf(t, sub, "Nap", "n-1")
 	if c.Outcome.Kind != "timeout" {
 		t.Fatalf("capsule outcome %+v, want a timeout", c.Outcome)
@@ -200,7 +201,7 @@ max-attempts = 1
 	h.uploadMisbehaving(t)
 	h.appendEvent(t, "Dice", "d-1", "ClockRandom")
 	const sub = "Misbehaving.clockRandom"
-	eventuallyNil(t, 20*time.Second, func() error { return h.answers("/v1/subscriptions/"+sub+"/parked/Dice/d-1/capsule", 200) })
+	checkfor.Within(t, 20*time.Second, func() error { return h.answers("/v1/subscriptions/"+sub+"/parked/Dice/d-1/capsule", 200) })
 	c, _ := h.capsuleOf(t, sub, "Dice", "d-1")
 	if len(c.Random) == 0 || len(c.Clock.Walltime) == 0 {
 		t.Errorf("capsule: %d random bytes, %d wall clock readings", len(c.Random), len(c.Clock.Walltime))
@@ -222,10 +223,10 @@ func TestReplayAcrossHosts(t *testing.T) {
 	a := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: jetStreamConfig(srv.URL(), "REPLAY", "a")})
 	b := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: jetStreamConfig(srv.URL(), "REPLAY", "b")})
 	a.uploadNotifier(t, 201)
-	eventuallyNil(t, 10*time.Second, func() error { return b.answers("/v1/modules/"+moduleName, 200) })
+	checkfor.Within(t, 10*time.Second, func() error { return b.answers("/v1/modules/"+moduleName, 200) })
 	a.appendShipped(t, "o-3", "carol")
 	for _, h := range []*hostProc{a, b} {
-		eventuallyNil(t, 20*time.Second, func() error {
+		checkfor.Within(t, 20*time.Second, func() error {
 			return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-3/capsule", 200)
 		})
 	}

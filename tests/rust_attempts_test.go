@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // attemptReporter is the service the misbehaving module's attemptReporter
@@ -72,7 +73,7 @@ const reporterSub = "Misbehaving.attemptReporter"
 // numbers, and that every call had the event's one invocation key.
 func (r *attemptReporter) waitAttempts(t *testing.T, want []int) {
 	t.Helper()
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		if attempts, _ := r.seen(); len(attempts) < len(want) {
 			return fmt.Errorf("attempts %v, want %d calls", attempts, len(want))
 		}
@@ -97,7 +98,7 @@ func TestAttemptNumbers(t *testing.T) {
 	t.Run("after an operator's resume", func(t *testing.T) {
 		rep := newAttemptReporter(t, 2)
 		h := reporterHost(t, rep, "")
-		eventuallyNil(t, 20*time.Second, func() error {
+		checkfor.Within(t, 20*time.Second, func() error {
 			return h.answers("/v1/subscriptions/"+reporterSub+"/parked/Probe/p-1", 200)
 		})
 		h.must(202, "POST", "/v1/subscriptions/"+reporterSub+"/parked/Probe/p-1/resume", map[string]string{"reason": "fixed"})

@@ -3,10 +3,11 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestProjectionEndToEndRust runs samples/order-summary-rs, the OrderSummary
@@ -45,8 +46,8 @@ func TestSagaCompensatesRust(t *testing.T) {
 		h.must(201, "POST", "/v1/events", map[string]any{"aggregateType": "Order", "aggregateId": order,
 			"events": []map[string]any{{"type": "OrderPlaced", "data": map[string]any{"item": items[order], "quantity": 1}}}})
 	}
-	eventuallyNil(t, 30*time.Second, func() error { return svc.got("CancelOrder", 1) })
-	eventuallyNil(t, 30*time.Second, func() error { return svc.got("ReserveStock", 3) })
+	checkfor.Within(t, 30*time.Second, func() error { return svc.got("CancelOrder", 1) })
+	checkfor.Within(t, 30*time.Second, func() error { return svc.got("ReserveStock", 3) })
 
 	key := func(order string) string { return "OrderSaga.onOrderPlaced:Order/" + order + "@1:0" }
 	for _, c := range svc.of("ReserveStock") {

@@ -1,12 +1,13 @@
 package tests
 
 import (
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // rustNotifierWasm is samples/shipment-notifier-rs, the ShipmentNotifier
@@ -85,7 +86,7 @@ func TestSpecStoryRust(t *testing.T) {
 	if !slices.Equal(keys, []string{key("o-3", 1), key("o-3", 1), key("o-3", 2)}) {
 		t.Errorf("carol after resume: keys %v; want the parked key again, then v2", keys)
 	}
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-3", 404)
 	})
 	for _, k := range []string{key("o-1", 1), key("o-2", 1), key("o-3", 1), key("o-3", 2), key("o-4", 1), key("o-5", 1)} {

@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // commandService is a fake of the user's command service behind the
@@ -132,8 +133,8 @@ headers = { Authorization = "Bearer order-service-token" }
 		})
 	}
 
-	eventuallyNil(t, 30*time.Second, func() error { return svc.got("CancelOrder", 1) })
-	eventuallyNil(t, 30*time.Second, func() error { return svc.got("ReserveStock", 3) })
+	checkfor.Within(t, 30*time.Second, func() error { return svc.got("CancelOrder", 1) })
+	checkfor.Within(t, 30*time.Second, func() error { return svc.got("ReserveStock", 3) })
 
 	key := func(order string) string { return "OrderSaga.onOrderPlaced:Order/" + order + "@1:0" }
 	for _, c := range svc.of("ReserveStock") {

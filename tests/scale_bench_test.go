@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"os"
 	"strconv"
 	"strings"
@@ -50,7 +51,7 @@ func BenchmarkParkStorm(b *testing.B) {
 				cpu0 := processCPU(b, h.cmd.Process.Pid)
 				start = time.Now()
 				h.must(200, "POST", sub+"/unpause", nil)
-				eventuallyNil(b, 5*time.Minute, func() error {
+				checkfor.Within(b, 5*time.Minute, func() error {
 					if got := h.subscription(b).Parked["waiting"]; got < before+storm {
 						return fmt.Errorf("%d waiting, want %d", got, before+storm)
 					}
@@ -69,7 +70,7 @@ func BenchmarkParkStorm(b *testing.B) {
 				var j jobView
 				h.must(201, "POST", "/v1/jobs", map[string]any{"action": "resume", "reason": "ghost imported", "rate": 5000,
 					"filter": map[string]any{"subscriptions": []string{ledgertest.ScaleSubscription}, "message": "buyer ghost"}}).JSON(b, &j)
-				eventuallyNil(b, 5*time.Minute, func() error {
+				checkfor.Within(b, 5*time.Minute, func() error {
 					if j = h.job(b, j.ID); j.State != "done" {
 						return fmt.Errorf("job %s, %d done", j.State, j.Done)
 					}
@@ -80,7 +81,7 @@ func BenchmarkParkStorm(b *testing.B) {
 				}
 				b.ReportMetric(float64(j.Done)/j.Finished.Sub(j.Created).Seconds(), "resumes/s")
 				b.ReportMetric(processRSS(b, h.cmd.Process.Pid, "VmHWM"), "rss-peak-MiB")
-				eventuallyNil(b, 5*time.Minute, func() error {
+				checkfor.Within(b, 5*time.Minute, func() error {
 					if got := h.subscription(b).Parked["waiting"]; got != before {
 						return fmt.Errorf("%d waiting, want %d", got, before)
 					}

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -82,7 +83,7 @@ func TestHundredThousandParked(t *testing.T) {
 	// The resumes under way at the stop go on: their aggregates have no
 	// events, so each is resolved at once.
 	sub := ledgertest.ScaleSubscription
-	eventuallyNil(t, 60*time.Second, func() error {
+	checkfor.Within(t, 60*time.Second, func() error {
 		var st struct {
 			Parked     map[string]int `json:"parked"`
 			Partitions []struct {

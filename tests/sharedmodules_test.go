@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // jetStreamConfig is the [store] and [cluster] of host id on the JetStream
@@ -54,11 +55,11 @@ func TestModulesReachEveryHost(t *testing.T) {
 		return m.Version
 	}
 	a.must(201, "PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm")
-	eventuallyNil(t, 10*time.Second, func() error { return versionIs("b", version(b, moduleName), 1) })
+	checkfor.Within(t, 10*time.Second, func() error { return versionIs("b", version(b, moduleName), 1) })
 	b.must(200, "PUT", "/v1/modules/"+moduleName, summary, "Content-Type", "application/wasm")
-	eventuallyNil(t, 10*time.Second, func() error { return versionIs("a", version(a, moduleName), 2) })
+	checkfor.Within(t, 10*time.Second, func() error { return versionIs("a", version(a, moduleName), 2) })
 	a.must(200, "POST", "/v1/modules/"+moduleName+"/rollback", []byte(`{"version": 1}`), "Content-Type", "application/json")
-	eventuallyNil(t, 10*time.Second, func() error { return versionIs("b", version(b, moduleName), 3) })
+	checkfor.Within(t, 10*time.Second, func() error { return versionIs("b", version(b, moduleName), 3) })
 	var vs struct {
 		Versions []moduleVersion `json:"versions"`
 	}
@@ -72,7 +73,7 @@ func TestModulesReachEveryHost(t *testing.T) {
 		t.Errorf("a host started later has version %d, want 3", v)
 	}
 	b.must(204, "DELETE", "/v1/modules/"+moduleName, nil)
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		return errors.Join(versionIs("a", version(a, moduleName), 0), versionIs("c", version(c, moduleName), 0))
 	})
 }
@@ -163,7 +164,7 @@ func TestUploadsToTwoHostsAtOnce(t *testing.T) {
 		}
 		return u
 	}
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		ua, ub := current(a), current(b)
 		if ua.Version == 0 || ua != ub || bySHA[ua.Version] != ua.SHA256 {
 			return fmt.Errorf("a on %+v, b on %+v; uploads answered %v", ua, ub, bySHA)

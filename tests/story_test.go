@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func TestSpecStory(t *testing.T) {
 	if !slices.Equal(keys, []string{key("o-3", 1), key("o-3", 1), key("o-3", 2)}) || carol[1].Status >= 300 {
 		t.Errorf("carol after resume: keys %v (%+v); want the parked key again, then v2", keys, carol)
 	}
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-3", 404)
 	})
 	if list := h.parked(t); len(list) != 0 {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ timeout = "100ms"
 			"events": []map[string]any{{"type": "Crunch", "data": map[string]int{"n": 1_000_000}}},
 		})
 	}
-	eventuallyNil(t, 60*time.Second, func() error {
+	checkfor.Within(t, 60*time.Second, func() error {
 		if lag := h.subscriptionLag(t, "Misbehaving.cruncher"); lag != 0 {
 			return fmt.Errorf("the cruncher %d events behind", lag)
 		}

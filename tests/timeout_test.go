@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/webhook"
 )
@@ -61,7 +62,7 @@ func (h *hostProc) appendEvent(t *testing.T, typ, id, event string) {
 func (h *hostProc) waitTimeoutRecord(t *testing.T, sub, typ, id string) timeoutRecord {
 	t.Helper()
 	var rec timeoutRecord
-	eventuallyNil(t, 30*time.Second, func() error { return h.fetched(t, "/v1/subscriptions/"+sub+"/parked/"+typ+"/"+id, &rec) })
+	checkfor.Within(t, 30*time.Second, func() error { return h.fetched(t, "/v1/subscriptions/"+sub+"/parked/"+typ+"/"+id, &rec) })
 	return rec
 }
 
@@ -145,7 +146,7 @@ url = %q
 	checkTimeout(t, "sleeper", h.waitTimeoutRecord(t, "Misbehaving.sleeper", "Slow", "sleep-1"), 2)
 	// The sleeper's one long-horizon retry times out too.
 	var retried timeoutRecord
-	eventuallyNil(t, 30*time.Second, func() error {
+	checkfor.Within(t, 30*time.Second, func() error {
 		r := h.must(200, "GET", "/v1/subscriptions/Misbehaving.sleeper/parked/Slow/sleep-1", nil)
 		r.JSON(t, &retried)
 		if retried.State != "waiting" {
@@ -170,7 +171,7 @@ url = %q
 	checkTimeout(t, "impatientSleeper (the module's own unrecoverable list)",
 		h.waitTimeoutRecord(t, "Misbehaving.impatientSleeper", "Slow", "impatient-1"), 1)
 
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(hooked) != 4 {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"slices"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/berthhq/berth/internal/otlptest"
+	"github.com/berthhq/berth/internal/testing/otlptest"
 )
 
 // TestTracesReachTheCollectorAndTheService: the built host with [tracing]
@@ -38,7 +39,7 @@ func TestTracesReachTheCollectorAndTheService(t *testing.T) {
 	h.waitParked(t, "o-2", 20*time.Second)
 	// The service answered o-1's retry; the host has handled it once it
 	// says so (a stop before would cut the attempt short).
-	eventuallyNil(t, 20*time.Second, func() error {
+	checkfor.Within(t, 20*time.Second, func() error {
 		return reads("the host's log", h.Stderr(), "attempt succeeded after retries")
 	})
 	h.Stop() // a clean stop sends the spans still batched

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"testing"
 	"time"
 )
@@ -36,9 +37,12 @@ func BenchmarkUploadToFirstEvent(b *testing.B) {
 		order++
 		id := fmt.Sprintf("o-bench-%d", order) // a key of its own: the service counts each key's notifications
 		h.appendShipped(b, id, "alice")
-		for svc.notified(key(id, 1)) == 0 {
-			time.Sleep(200 * time.Microsecond)
-		}
+		checkfor.Nil(b, time.Minute, 200*time.Microsecond, func() error {
+			if svc.notified(key(id, 1)) == 0 {
+				return fmt.Errorf("%s not notified yet", id)
+			}
+			return nil
+		})
 		return put
 	}
 	var putTotal time.Duration

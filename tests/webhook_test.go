@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -118,25 +119,25 @@ events = ["skipped"]
 		}
 		return out
 	}
-	eventuallyNil(t, 10*time.Second, func() error { return told(events("all"), 2) }) // its group opened, and it parked
+	checkfor.Within(t, 10*time.Second, func() error { return told(events("all"), 2) }) // its group opened, and it parked
 
 	svc.set("ghost", behaviour{})
 	h.must(http.StatusAccepted, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-w1/resume", map[string]string{"reason": "ghost known"})
-	eventuallyNil(t, 10*time.Second, func() error { return told(events("all"), 3) })
+	checkfor.Within(t, 10*time.Second, func() error { return told(events("all"), 3) })
 
 	// Nothing else may come of o-w1. Once its replay is over (the record
 	// gone), the engine has nothing more to say of it; and a hook delivers
 	// the outbox in order, so once both hooks have been told of a later
 	// notification (o-w2 parked and skipped) each has decided on every
 	// notification of o-w1.
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		return h.answers("/v1/subscriptions/"+subName+"/parked/Order/o-w1", http.StatusNotFound)
 	})
 	svc.set("ghost2", behaviour{Unknown: true})
 	h.appendShipped(t, "o-w2", "ghost2")
 	h.waitParked(t, "o-w2", 20*time.Second)
 	h.must(http.StatusAccepted, "POST", "/v1/subscriptions/"+subName+"/parked/Order/o-w2/skip", map[string]string{"reason": "a later notification"})
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		if all, skips := events("all"), events("skips"); !slices.Contains(all, "all:skipped:o-w2") || !slices.Contains(skips, "skips:skipped:o-w2") {
 			return fmt.Errorf("the hooks told %v and %v, want both told of the skip of o-w2", all, skips)
 		}
@@ -146,7 +147,7 @@ events = ["skipped"]
 	sub := "/v1/subscriptions/" + subName
 	h.must(http.StatusOK, "POST", sub+"/pause", map[string]string{"reason": "the database migrates"})
 	h.must(http.StatusOK, "POST", sub+"/unpause", nil)
-	eventuallyNil(t, 10*time.Second, func() error {
+	checkfor.Within(t, 10*time.Second, func() error {
 		if ev := events("all"); len(ev) < 8 {
 			return fmt.Errorf("the hook told %v, want the pause and unpause too (8)", ev)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http"
 	"slices"
 	"strconv"
@@ -25,7 +26,7 @@ func TestDeliverSigned(t *testing.T) {
 	want := note(EventParked, "ShipmentNotifier.onOrderShipped", "o-1")
 	notify(t, s, want)
 	d.Wake()
-	eventuallyNil(t, func() error { return errors.Join(signed.countIs(1), plain.countIs(1)) })
+	checkfor.Eventually(t, func() error { return errors.Join(signed.countIs(1), plain.countIs(1)) })
 
 	got := signed.requests()[0]
 	if got.verr != nil {
@@ -72,7 +73,7 @@ func TestDeliverSigned(t *testing.T) {
 		t.Errorf("plain payload = %+v", unsigned.payload)
 	}
 
-	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
+	checkfor.Eventually(t, func() error { return outboxEmpty(t, s) })
 	if c := durableCursor(t, s, "ops"); c != 1 {
 		t.Errorf("durable cursor of ops = %d, want 1", c)
 	}
@@ -109,7 +110,7 @@ func TestFilters(t *testing.T) {
 	d.Wake()
 	// Once the outbox is acknowledged every hook has passed every
 	// notification, so the counts below are final.
-	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
+	checkfor.Eventually(t, func() error { return outboxEmpty(t, s) })
 	for _, c := range []struct {
 		rc   *receiver
 		want []string
@@ -139,9 +140,9 @@ func TestWake(t *testing.T) {
 	d, _ := start(t, s, opts)
 	notify(t, s, note(EventParked, "S", "1"))
 	d.Wake()
-	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 1) })
+	checkfor.Eventually(t, func() error { return cursorAt(t, s, "h", 1) })
 	w := workerOf(t, d, "h")
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if n, waiting := w.waitState(); waiting != time.Hour {
 			return fmt.Errorf("the hook in wait %d of %v, want it idle for its hour", n, waiting)
 		}
@@ -155,7 +156,7 @@ func TestWake(t *testing.T) {
 		t.Fatalf("after a notification alone: wait %d (%v), was %d (1h); %d requests, want 1", n, waiting, idle, rc.count())
 	}
 	d.Wake()
-	eventuallyNil(t, func() error { return rc.countIs(2) })
+	checkfor.Eventually(t, func() error { return rc.countIs(2) })
 }
 
 func TestNoHooksAcknowledgesEverything(t *testing.T) {
@@ -164,7 +165,7 @@ func TestNoHooksAcknowledgesEverything(t *testing.T) {
 	notify(t, s, note(EventParked, "S", "1"), note(EventSkipped, "S", "1"))
 	d, _ := start(t, s, testOptions(t, clock))
 	d.Wake()
-	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
+	checkfor.Eventually(t, func() error { return outboxEmpty(t, s) })
 	if st := d.Stats(); len(st) != 0 {
 		t.Errorf("stats = %+v", st)
 	}
@@ -178,7 +179,7 @@ func TestSetHooks(t *testing.T) {
 	d, _ := start(t, s, testOptions(t, clock, a.hook("a")))
 	notify(t, s, note(EventParked, "S", "1"))
 	d.Wake()
-	eventuallyNil(t, func() error { return errors.Join(a.countIs(1), outboxEmpty(t, s)) })
+	checkfor.Eventually(t, func() error { return errors.Join(a.countIs(1), outboxEmpty(t, s)) })
 
 	if err := d.SetHooks([]Hook{a.hook("a"), {Name: "a", URL: good.srv.URL}}); err == nil {
 		t.Fatal("a set with a name twice was taken")
@@ -193,7 +194,7 @@ func TestSetHooks(t *testing.T) {
 	}
 	notify(t, s, note(EventParked, "S", "2"))
 	d.Wake()
-	eventuallyNil(t, func() error { return cursorAt(t, s, "a", 2) })
+	checkfor.Eventually(t, func() error { return cursorAt(t, s, "a", 2) })
 	st := waitFailed(t, d, "b", 1)
 	if st.NextAttempt.IsZero() || bad.ids()[0] != "2" {
 		t.Fatalf("b: %+v, requests %v", st, bad.ids())
@@ -203,7 +204,7 @@ func TestSetHooks(t *testing.T) {
 	if err := d.SetHooks([]Hook{a.hook("a"), good.hook("b")}); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyNil(t, func() error { return statsHold(d, "b", func(st HookStats) bool { return st.Delivered == 1 }) })
+	checkfor.Eventually(t, func() error { return statsHold(d, "b", func(st HookStats) bool { return st.Delivered == 1 }) })
 	if st := statsOf(d, "b"); st.Delivered != 1 || st.FailedAttempts != 1 {
 		t.Errorf("b stats = %+v", st)
 	}
@@ -215,7 +216,7 @@ func TestSetHooks(t *testing.T) {
 	}
 	notify(t, s, note(EventSkipped, "S", "3"))
 	d.Wake()
-	eventuallyNil(t, func() error { return good.countIs(2) })
+	checkfor.Eventually(t, func() error { return good.countIs(2) })
 	waitStopped(t, wa) // nothing can be sent to a any more
 	if n := a.count(); n != 2 {
 		t.Fatalf("a told %d times, want nothing more than 2", n)
@@ -235,7 +236,7 @@ func TestSetHooks(t *testing.T) {
 	}
 	notify(t, s, note(EventSkipped, "S", "4"), note(EventParked, "S", "5"))
 	d.Wake()
-	eventuallyNil(t, func() error { return good.countIs(3) })
+	checkfor.Eventually(t, func() error { return good.countIs(3) })
 	if got := good.ids(); !slices.Equal(got, []string{"2", "3", "5"}) {
 		t.Errorf("b got %v", got)
 	}
@@ -272,7 +273,7 @@ func TestSetHooksConcurrently(t *testing.T) {
 	for i := range 20 {
 		notify(t, s, note(EventParked, "S", strconv.Itoa(i)))
 	}
-	eventuallyNil(t, func() error { return statsHold(d, "a", func(st HookStats) bool { return st.Delivered == 20 }) })
+	checkfor.Eventually(t, func() error { return statsHold(d, "a", func(st HookStats) bool { return st.Delivered == 20 }) })
 	close(stop)
 	wg.Wait()
 	if got := a.ids(); len(got) != 20 {
@@ -296,7 +297,7 @@ func TestRunAndClose(t *testing.T) {
 		t.Errorf("Run after its context ended = %v", err)
 	}
 	go func() { errc <- d.Run(context.Background()) }()
-	eventuallyNil(t, d.runStarted)
+	checkfor.Eventually(t, d.runStarted)
 	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestResumedSaysByWhom(t *testing.T) {
 	n.Error, n.Actor, n.By, n.Reason = nil, "berth", "long-horizon-retry", "long-horizon retry succeeded"
 	notify(t, s, n)
 	d.Wake()
-	eventuallyNil(t, func() error { return r.countIs(1) })
+	checkfor.Eventually(t, func() error { return r.countIs(1) })
 	var raw map[string]any
 	if err := json.Unmarshal(r.requests()[0].body, &raw); err != nil {
 		t.Fatal(err)

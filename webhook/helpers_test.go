@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -81,12 +81,6 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(k, v)
 	}
 	w.WriteHeader(a.status)
-}
-
-func (rc *receiver) setRespond(f func(r received, nth int) answer) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.respond = f
 }
 
 func (rc *receiver) requests() []received {
@@ -213,13 +207,6 @@ func start(t *testing.T, s ledger.Store, opts Options) (*Dispatcher, func()) {
 	return d, stop
 }
 
-// eventuallyNil waits (in short real steps, up to a deadline) until check
-// returns nil; a timeout reports check's last error.
-func eventuallyNil(t *testing.T, check func() error) {
-	t.Helper()
-	checkfor.Nil(t, 10*time.Second, time.Millisecond, check)
-}
-
 // outboxEmpty says what the outbox holds until it is empty; nil then.
 func outboxEmpty(t *testing.T, s ledger.Store) error {
 	if ns := queued(t, s); len(ns) != 0 {
@@ -276,7 +263,7 @@ func settles(t *testing.T, d *Dispatcher, name, what string, cond func() bool) {
 	t.Helper()
 	w := workerOf(t, d, name)
 	from, _ := w.waitState()
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if n, d := w.waitState(); n < from+2 {
 			return fmt.Errorf("%s began %d waits since the call (in one of %v), want 2", name, n-from, d)
 		}

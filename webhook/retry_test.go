@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -22,7 +23,7 @@ import (
 func waitFailed(t *testing.T, d *Dispatcher, name string, n int) HookStats {
 	t.Helper()
 	var st HookStats
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		st = statsOf(d, name)
 		if st.Attempts != n {
 			return fmt.Errorf("%s's stats %+v, want it failing %d times", name, st, n)
@@ -75,7 +76,7 @@ func TestRetryWithBackoff(t *testing.T) {
 	clock.Advance(3 * time.Second)
 	settles(t, d, "flaky", "no retry before the capped backoff", func() bool { return flaky.count() == 4 })
 	clock.Advance(time.Second)
-	eventuallyNil(t, func() error { return statsHold(d, "flaky", func(st HookStats) bool { return st.Delivered == 1 }) })
+	checkfor.Eventually(t, func() error { return statsHold(d, "flaky", func(st HookStats) bool { return st.Delivered == 1 }) })
 
 	if got := flaky.ids(); !slices.Equal(got, []string{"1", "1", "1", "1", "1"}) {
 		t.Errorf("attempts carried ids %v, want the same id each time", got)
@@ -84,7 +85,7 @@ func TestRetryWithBackoff(t *testing.T) {
 	if st.FailedAttempts != 4 || st.Dropped != 0 || st.Attempts != 0 || !st.NextAttempt.IsZero() || st.LastError != "" {
 		t.Errorf("stats = %+v", st)
 	}
-	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
+	checkfor.Eventually(t, func() error { return outboxEmpty(t, s) })
 }
 
 func TestDownHookDoesNotBlockOthers(t *testing.T) {
@@ -107,11 +108,11 @@ func TestDownHookDoesNotBlockOthers(t *testing.T) {
 	notify(t, s, note(EventParked, "S", "b"))
 	notify(t, s, note(EventSkipped, "S", "c"))
 	d.Wake()
-	eventuallyNil(t, func() error { return statsHold(d, "healthy", func(st HookStats) bool { return st.Cursor == 3 }) })
+	checkfor.Eventually(t, func() error { return statsHold(d, "healthy", func(st HookStats) bool { return st.Cursor == 3 }) })
 	if got := healthy.ids(); !slices.Equal(got, []string{"1", "2", "3"}) {
 		t.Errorf("healthy got %v", got)
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		return errors.Join(hang.countIs(1),
 			statsHold(d, "failing", func(st HookStats) bool { return st.Attempts == 1 }),
 			statsHold(d, "gone", func(st HookStats) bool { return st.Attempts == 1 }))
@@ -129,7 +130,7 @@ func TestDownHookDoesNotBlockOthers(t *testing.T) {
 		t.Errorf("20 notifications took %v while hooks are down", took)
 	}
 	d.Wake()
-	eventuallyNil(t, func() error { return statsHold(d, "healthy", func(st HookStats) bool { return st.Cursor == 23 }) })
+	checkfor.Eventually(t, func() error { return statsHold(d, "healthy", func(st HookStats) bool { return st.Cursor == 23 }) })
 
 	// The outbox keeps what the down hooks have not had.
 	if n := len(queued(t, s)); n != 23 {
@@ -164,9 +165,9 @@ func TestRestartResumesFromCursor(t *testing.T) {
 	d1, stop1 := start(t, s1, testOptions(t, clock, hooks...))
 	notify(t, s1, note(EventParked, "S", "1"), note(EventRetriesSpent, "S", "2"))
 	d1.Wake()
-	eventuallyNil(t, func() error { return a.countIs(2) })
+	checkfor.Eventually(t, func() error { return a.countIs(2) })
 	waitFailed(t, d1, "b", 1)
-	eventuallyNil(t, func() error { return cursorAt(t, s1, "a", 2) })
+	checkfor.Eventually(t, func() error { return cursorAt(t, s1, "a", 2) })
 	stop1()
 	if err := s1.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func TestRestartResumesFromCursor(t *testing.T) {
 	notify(t, s2, note(EventResumed, "S", "1"))
 	d2, _ := start(t, s2, testOptions(t, clock, hooks...))
 	d2.Wake()
-	eventuallyNil(t, func() error { return outboxEmpty(t, s2) })
+	checkfor.Eventually(t, func() error { return outboxEmpty(t, s2) })
 	settles(t, d2, "a", "nothing sent again to a", func() bool { return a.count() == 3 })
 	if got := a.ids(); !slices.Equal(got, []string{"1", "2", "3"}) {
 		t.Errorf("a got %v, want each notification once", got)
@@ -238,7 +239,7 @@ func TestRetryAfter(t *testing.T) {
 				settles(t, d, "h", "no retry before Retry-After", func() bool { return rc.count() == 1 })
 			}
 			clock.Advance(c.wait)
-			eventuallyNil(t, func() error { return statsHold(d, "h", func(st HookStats) bool { return st.Delivered == 1 }) })
+			checkfor.Eventually(t, func() error { return statsHold(d, "h", func(st HookStats) bool { return st.Delivered == 1 }) })
 		})
 	}
 }
@@ -264,7 +265,7 @@ func TestMaxAttemptsDrops(t *testing.T) {
 		waitFailed(t, d, "h", n)
 		clock.Advance(10 * time.Minute)
 	}
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		return statsHold(d, "h", func(st HookStats) bool { return st.Dropped == 1 && st.Delivered == 1 })
 	})
 	if got := rc.ids(); !slices.Equal(got, []string{"1", "1", "1", "2"}) {
@@ -282,5 +283,5 @@ func TestMaxAttemptsDrops(t *testing.T) {
 	if strings.Contains(out, rc.srv.URL) {
 		t.Errorf("the log holds the hook's URL:\n%s", out)
 	}
-	eventuallyNil(t, func() error { return outboxEmpty(t, s) })
+	checkfor.Eventually(t, func() error { return outboxEmpty(t, s) })
 }

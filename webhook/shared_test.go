@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"net/http"
 	"slices"
 	"testing"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -21,7 +22,7 @@ func runUntil(t *testing.T, d *Dispatcher) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- d.Run(ctx) }()
-	eventuallyNil(t, d.runStarted)
+	checkfor.Eventually(t, d.runStarted)
 	return func() {
 		cancel()
 		if err := <-errc; !errors.Is(err, context.Canceled) {
@@ -46,18 +47,18 @@ func TestRunAgainOnASharedLedger(t *testing.T) {
 
 	notify(t, s, note(EventParked, "S", "1"))
 	stopA := runUntil(t, a)
-	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 1) })
+	checkfor.Eventually(t, func() error { return cursorAt(t, s, "h", 1) })
 	stopA()
 
 	notify(t, s, note(EventParked, "S", "2"), note(EventParked, "S", "3"))
 	stopB := runUntil(t, b)
-	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 3) })
+	checkfor.Eventually(t, func() error { return cursorAt(t, s, "h", 3) })
 	stopB()
 
 	notify(t, s, note(EventResumed, "S", "1"))
 	stopA = runUntil(t, a)
 	defer stopA()
-	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 4) })
+	checkfor.Eventually(t, func() error { return cursorAt(t, s, "h", 4) })
 	settles(t, a, "h", "nothing sent again", func() bool { return rc.count() == 4 })
 	if got := rc.ids(); !slices.Equal(got, []string{"1", "2", "3", "4"}) {
 		t.Fatalf("deliveries %v, want each notification once", got)
@@ -99,11 +100,11 @@ func refusingOnce(t *testing.T) *receiver {
 func handOverMidStream(t *testing.T, s ledger.Store, clock *clock.Fake, rc *receiver, a *Dispatcher, aDone <-chan error, move func()) {
 	t.Helper()
 	notify(t, s, note(EventParked, "S", "1"), note(EventParked, "S", "2"), note(EventParked, "S", "3"))
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		return errors.Join(cursorAt(t, s, "h", 1), statsHold(a, "h", func(st HookStats) bool { return st.Attempts == 1 }))
 	})
 	move()
-	eventuallyNil(t, func() error { return cursorAt(t, s, "h", 3) })
+	checkfor.Eventually(t, func() error { return cursorAt(t, s, "h", 3) })
 	clock.Advance(2 * time.Second) // a's attempt at 2 is due
 	select {
 	case err := <-aDone:

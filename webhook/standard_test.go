@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,7 +90,7 @@ func TestDeliverStandardWebhooks(t *testing.T) {
 	d, _ := start(t, s, testOptions(t, clock, h, plain.hook("plain")))
 	notify(t, s, note(EventParked, "S.h", "o-1"))
 	d.Wake()
-	eventuallyNil(t, func() error {
+	checkfor.Eventually(t, func() error {
 		if a, b := rc.count(), plain.count(); a != 1 || b != 1 {
 			return fmt.Errorf("deliveries %d and %d, want one each", a, b)
 		}

@@ -1,7 +1,7 @@
 // Package wire holds the bodies of Berth's REST API (/v1) as Go types:
-// what the host sends and accepts, and what a client such as `host` the CLI
-// decodes. openapi.json describes the same documents; a test in package api
-// checks every type here against its schema of the same name.
+// what the host sends and accepts, and what a client such as the `berth`
+// CLI (cmd/host) decodes. openapi.json describes the same documents; a test
+// in package api checks every type here against its schema of the same name.
 //
 // The types are the API's own, not the host's: the ledger's records on disk,
 // the registry's modules and the engine's status have types of their own, and

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/cluster"
-	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/ledger"
 	"github.com/nats-io/nats.go"
 )

@@ -12,8 +12,8 @@ import (
 	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/cluster/clustertest"
 	"github.com/berthhq/berth/config"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // TestClusterSingle: `berth cluster` on the test's host, which is a single

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestNewRefusesWhatItCannotWrite: `berth new` says what is wrong with its

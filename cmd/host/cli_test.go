@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api/wire"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // The tests drive cli in-process against a real host: TestMain builds this

@@ -64,14 +64,26 @@ func serve(configPath, dataDir, listen string) int {
 		fmt.Fprintln(os.Stderr, "berth:", err)
 		return 1
 	}
+	reloads, quit := make(chan struct{}), make(chan struct{})
 	go func() {
-		for range hup {
-			if err := h.reload(); err != nil {
-				h.log.Error("config reload refused; the running configuration stays", "error", err)
+		defer close(reloads)
+		for {
+			select {
+			case <-hup:
+				if err := h.reload(); err != nil {
+					h.log.Error("config reload refused; the running configuration stays", "error", err)
+				}
+			case <-quit:
+				return
 			}
 		}
 	}()
 	err = h.run(ctx)
+	// No reload may race the parts' close: stop taking SIGHUP, and let a
+	// reload under way finish first.
+	signal.Stop(hup)
+	close(quit)
+	<-reloads
 	sctx, cancel := h.stopContext()
 	defer cancel()
 	if cerr := h.close(sctx); cerr != nil {
@@ -96,7 +108,7 @@ type host struct {
 	log        *slog.Logger
 	level      slog.LevelVar // log.level, applied again on reload
 
-	kit   *assembly.Host
+	parts *assembly.Host
 	api   *api.Server
 	ln    net.Listener
 	ready atomic.Bool
@@ -185,12 +197,12 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 // listener.
 func (h *host) open(cfg *config.Config) error {
 	metrics := api.NewMetrics()
-	kit, err := assembly.Open(context.Background(), cfg, assembly.Options{Logger: h.log, Observer: metrics.Observer()})
+	parts, err := assembly.Open(context.Background(), cfg, assembly.Options{Logger: h.log, Observer: metrics.Observer()})
 	if err != nil {
 		return fmt.Errorf("not starting: %w", err)
 	}
-	h.kit = kit
-	deps := api.DepsOf(kit)
+	h.parts = parts
+	deps := api.DepsOf(parts)
 	deps.Reload, deps.Logger, deps.Ready, deps.Metrics = h.reload, h.log, h.ready.Load, metrics
 	h.api = api.New(deps)
 	if h.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
@@ -202,7 +214,7 @@ func (h *host) open(cfg *config.Config) error {
 }
 
 // config returns the running configuration (the host's parts own it).
-func (h *host) config() *config.Config { return h.kit.Config() }
+func (h *host) config() *config.Config { return h.parts.Config() }
 
 // reload reads the config file again; a file that does not validate is
 // refused and the running configuration stays.
@@ -213,7 +225,7 @@ func (h *host) reload() error {
 	if err != nil {
 		return err
 	}
-	if err := h.kit.Reconfigure(next); err != nil {
+	if err := h.parts.Reconfigure(next); err != nil {
 		return err
 	}
 	h.level.Set(next.Log.SlogLevel())
@@ -249,8 +261,8 @@ func (h *host) stopContext() (context.Context, context.CancelFunc) {
 // close stops the host's parts in reverse order of open, within ctx (see
 // assembly.Host.Close); the API has stopped serving by then.
 func (h *host) close(ctx context.Context) error {
-	if h.kit == nil {
+	if h.parts == nil {
 		return nil
 	}
-	return h.kit.Close(ctx)
+	return h.parts.Close(ctx)
 }

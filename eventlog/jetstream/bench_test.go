@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // benchPayload is the ~100-byte event of eventlog's BenchmarkAppend.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 )

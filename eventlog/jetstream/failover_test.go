@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/checkfor"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // appendEventually appends r, retrying while the cluster elects a new

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // Two hosts — two logs on connections to different servers of an R3

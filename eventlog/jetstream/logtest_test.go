@@ -10,7 +10,7 @@ import (
 	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/eventlog/jetstream"
 	"github.com/berthhq/berth/eventlog/logtest"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/nats-io/nats.go"
 )
 

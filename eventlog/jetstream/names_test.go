@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 )
 
 // Ids and types holding what subjects cannot — slashes, dots, spaces,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/syncbuf"
+	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -161,9 +161,11 @@ func TestOpensAfterAPowerCut(t *testing.T) {
 	}
 	var again syncbuf.Buffer
 	s.Logger = slog.New(slog.NewTextHandler(&again, nil))
-	if db, err = Open(s); err != nil {
+	reopened, err := Open(s)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer reopened.Close(context.Background())
 	if strings.Contains(again.String(), "did not close") {
 		t.Errorf("a clean stop was reported as a crash: %s", again.String())
 	}

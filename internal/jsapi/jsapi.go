@@ -67,7 +67,7 @@ func Transient(err error) bool {
 		return true
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// An object store's read of an object's chunks that stalled
-		// ("read pipe: i/o timeout"): TestUploadsOnTwoHostsAtOnce, loaded.
+		// ("read pipe: i/o timeout") on a loaded machine.
 		return true
 	case errors.As(err, &apiErr):
 		return apiErr.ErrorCode == codeNoPeers || apiErr.ErrorCode == codeNotAvailable || apiErr.ErrorCode == codeNotLeader ||

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berthhq/berth/internal/clock"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -162,19 +163,40 @@ func TestAwaitLeaderWaitsForAStreamBeingCreated(t *testing.T) {
 }
 
 // TestRetryFollowsItsPolicy: the pauses grow from FirstPause to MaxPause,
-// on the Policy's Sleep; Attempts ends the tries with a GaveUp holding the
+// on the Policy's Clock; Attempts ends the tries with a GaveUp holding the
 // last error; retryable decides what is tried again, not Transient, and
 // an error op marks Permanent is returned at once.
 func TestRetryFollowsItsPolicy(t *testing.T) {
-	var pauses []time.Duration
-	p := Policy{FirstPause: 10 * time.Millisecond, MaxPause: 30 * time.Millisecond, Attempts: 4,
-		Sleep: func(_ context.Context, d time.Duration) bool { pauses = append(pauses, d); return true }}
+	fake := clock.NewFake(time.Unix(0, 0))
+	p := Policy{FirstPause: 10 * time.Millisecond, MaxPause: 30 * time.Millisecond, Attempts: 4, Clock: fake}
 	errAgain := errors.New("again")
 	tries := 0
-	_, err := Retry(t.Context(), p, func(err error) bool { return errors.Is(err, errAgain) }, func(context.Context) (int, error) {
-		tries++
-		return 0, errAgain
-	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := Retry(t.Context(), p, func(err error) bool { return errors.Is(err, errAgain) }, func(context.Context) (int, error) {
+			tries++
+			return 0, errAgain
+		})
+		done <- err
+	}()
+	// Each pause is a timer on the policy's clock: read it, then let it pass.
+	var pauses []time.Duration
+	wait, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for range 3 {
+		if err := fake.BlockUntil(wait, 1); err != nil {
+			t.Fatalf("after %v: no pause on the clock: %v", pauses, err)
+		}
+		d, _ := fake.NextFire()
+		pauses = append(pauses, d)
+		fake.Advance(d)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Retry did not end after its 4 tries")
+	}
 	var gaveUp *GaveUp
 	if !errors.As(err, &gaveUp) || !errors.Is(err, errAgain) || gaveUp.Tries != 4 || tries != 4 {
 		t.Fatalf("after %d tries: %v; want 4 tries and a GaveUp with the last error", tries, err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/berthhq/berth/internal/clock"
 )
 
 // Timeouts and pauses of the requests to NATS, each named once here.
@@ -71,9 +73,10 @@ type Policy struct {
 	// time allows.
 	Attempts int
 
-	// Sleep waits d, or until ctx ends (then false): a test's clock.
-	// Default (nil): a real-time timer.
-	Sleep func(ctx context.Context, d time.Duration) bool
+	// Clock times the pauses between tries (a test's clock.Fake). Default
+	// (nil): clock.Real(). The tries' own bounds are the requests' timeouts
+	// to NATS, in real time.
+	Clock clock.Clock
 }
 
 // Opening is the policy of a request NATS may leave unanswered for good — a
@@ -87,7 +90,7 @@ func Opening(perTry time.Duration) Policy {
 
 // Every is the policy of a loop that asks again after the same pause every
 // time, until its context ends (connecting to servers still starting, a
-// watch that failed): set PerTry, Attempts or Sleep on it as needed.
+// watch that failed): set PerTry, Attempts or Clock on it as needed.
 func Every(pause time.Duration) Policy {
 	return Policy{FirstPause: pause, MaxPause: pause, Within: UntilDone}
 }
@@ -132,7 +135,7 @@ func Retry[T any](ctx context.Context, p Policy, retryable func(error) bool, op 
 		if err == nil || !retryable(err) {
 			return v, err
 		}
-		if ctx.Err() != nil || n == p.Attempts || !p.Sleep(ctx, pause) {
+		if ctx.Err() != nil || n == p.Attempts || clock.Sleep(ctx, p.Clock, pause) != nil {
 			return v, &GaveUp{Err: err, Tries: n, For: time.Since(start)}
 		}
 		try, pause = min(2*try, p.PerTry), min(2*pause, p.MaxPause)
@@ -195,20 +198,8 @@ func (p Policy) withDefaults() Policy {
 	if p.Within == 0 {
 		p.Within = DefaultWait
 	}
-	if p.Sleep == nil {
-		p.Sleep = sleep
+	if p.Clock == nil {
+		p.Clock = clock.Real()
 	}
 	return p
-}
-
-// sleep waits d of real time, or until ctx ends (then false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/ledgertest"
 )

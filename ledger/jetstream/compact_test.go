@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/jetstream"
 	"github.com/nats-io/nats.go"

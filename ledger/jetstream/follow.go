@@ -109,7 +109,7 @@ var errConsumerGap = errors.New("ledger/jetstream: the stream consumer skipped a
 // its pull subject's interest spreads over the routes — so the host's
 // server may answer the first pull "no responders"; the iterator then waited
 // two heartbeats for deliveries that could not come, while the other hosts
-// went on (and compacted past this one: TestCompactionConcurrent/R3). Told
+// went on (and compacted past this one). Told
 // of it, follow pulls again at once.
 func (s *Store) drain(ctx context.Context, cons jetstream.Consumer, delivered *uint64) error {
 	// mu orders the callbacks, the error handler and drain's return: once
@@ -237,7 +237,7 @@ func (s *Store) purgedPast(ctx context.Context, seq uint64) bool {
 // it, and after fillDelay, reading from the stream what is still lacking —
 // at once while the consumer has delivered nothing yet (delivering): one
 // just made may be unreachable for a while (drain), during which the
-// other hosts go on and may compact past this one (TestCompactionConcurrent).
+// other hosts go on and may compact past this one.
 func (s *Store) reach(ctx context.Context, seq uint64) error {
 	if s.delivering.Load() {
 		wctx, cancel := context.WithTimeout(ctx, fillDelay)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthhq/berth/internal/natstest"
+	"github.com/berthhq/berth/internal/testing/natstest"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/ledger/jetstream"
 	"github.com/dgraph-io/badger/v4"

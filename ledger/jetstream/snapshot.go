@@ -64,7 +64,7 @@ func snapshotsBefore(ctx context.Context, obs jetstream.ObjectStore, seq uint64)
 // snapshotStore returns the object store of the snapshots, creating it if
 // it is missing, once its stream has a leader: the first snapshot's put
 // to a store just made on an R3 cluster met "no responders" otherwise, and
-// every compaction failed alike (TestCompaction/R3).
+// every compaction failed alike.
 func (s *Store) snapshotStore(ctx context.Context) (jetstream.ObjectStore, error) {
 	bucket := snapshotBucket(s.opts.Stream)
 	obs, err := jsapi.Ensure(ctx, s.js, "OBJ_"+bucket, jsapi.RequestTimeout, func(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -175,7 +175,7 @@ func openSnapshot(ctx context.Context, js jetstream.JetStream, o Options, identi
 		return nil, meta, errNoSnapshot
 	}
 	// Asked again while NATS answers "no responders" and the like (a host
-	// restoring as a node of an R3 cluster settles: TestCompaction), under
+	// restoring while a node of an R3 cluster settles), under
 	// the caller's own context, which the object's reader keeps using.
 	r, err := jsapi.Retry(ctx, jsapi.Policy{Within: jsapi.UntilDone, Attempts: 8}, jsapi.Transient,
 		func(ctx context.Context) (jetstream.ObjectResult, error) { return obs.Get(ctx, names[len(names)-1]) })

@@ -40,7 +40,7 @@
 // not delivered within fillDelay reads what the cache lacks from the stream
 // by sequence. Losing the node that leads the stream (and JetStream) costs
 // an Update about two seconds at most (publishTimeout, for a publish sent
-// to the lost node; TestNodeLossLatency). Nothing is lost meanwhile.
+// to the lost node). Nothing is lost meanwhile.
 package jetstream
 
 import (

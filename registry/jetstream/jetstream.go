@@ -54,10 +54,9 @@ const DefaultTimeout = 10 * time.Second
 
 // Store is the module store in a JetStream object store. Each of its
 // requests is asked again while NATS cannot answer it (jsapi.Ask: a leader
-// election, a loaded server — TestUploadsOnTwoHostsAtOnce once answered an
-// upload "nats: timeout") within ctx, a REST write's deadline, each try
-// bounded by Options.Timeout. Every request asked that way is safe to send
-// twice: a put of the same object replaces it, a get reads.
+// election, a loaded server that answers an upload "nats: timeout") within
+// ctx, a REST write's deadline, each try bounded by Options.Timeout. Every
+// request asked that way is safe to send twice: a put of the same object replaces it, a get reads.
 type Store struct {
 	obj    jetstream.ObjectStore
 	claims jetstream.KeyValue // version numbers taken, "<name>.<version>"
@@ -235,7 +234,7 @@ func (s *Store) delete(ctx context.Context, name string) error {
 func (s *Store) list(ctx context.Context, prefix string) ([]*jetstream.ObjectInfo, error) {
 	// A list reads through a consumer placed on one of the stream's
 	// servers; one that is not ready never delivers, and a list without a
-	// deadline waited for ever (TestObjectStore/R3 hung once). Each try is
+	// deadline would wait for ever. Each try is
 	// bounded and asked again within ctx (30s when ctx has no deadline).
 	// A list that does not show this Store's own last writes yet is read
 	// again, for up to a second; another host's later write of the same

@@ -10,10 +10,10 @@ import (
 
 	"github.com/berthhq/berth/config"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/clock"
-	"github.com/berthhq/berth/internal/natstest"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/internal/testing/natstest"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/ledger"
 	"github.com/berthhq/berth/registry"
 	jsmodules "github.com/berthhq/berth/registry/jetstream"

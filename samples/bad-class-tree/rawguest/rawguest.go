@@ -5,6 +5,8 @@
 // succeeds.
 package rawguest
 
+//lint:file-ignore U1000 the functions are exported to the host by go:wasmexport.
+
 import (
 	"unsafe"
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/badgerdb"
-	"github.com/berthhq/berth/internal/powercut"
+	"github.com/berthhq/berth/internal/testing/powercut"
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/sys/unix"
 )

@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"encoding/hex"
 	"fmt"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -100,17 +101,14 @@ func (r *Receiver) Services() []string {
 // failing the test with what otherwise.
 func (r *Receiver) WaitFor(t testing.TB, what string, ok func([]*tracepb.Span) bool) []*tracepb.Span {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		spans := r.Spans()
-		if ok(spans) {
-			return spans
+	var spans []*tracepb.Span
+	checkfor.Nil(t, time.Minute, 20*time.Millisecond, func() error {
+		if spans = r.Spans(); !ok(spans) {
+			return fmt.Errorf("no %s among the %d spans received:\n%s", what, len(spans), Dump(spans))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s among the %d spans received:\n%s", what, len(spans), Dump(spans))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return spans
 }
 
 // Attr returns span's attribute key as a string ("" when absent).

@@ -15,7 +15,7 @@
 //     the dirty pages' writes followed by an fsync, so it is a sync too. A
 //     store into a mapped page sends nothing by itself; the kernel writes
 //     the dirty pages back when the mapping is unmapped (FUSE does so at
-//     munmap, TestSharedMappingWrites logs it) or whenever its writeback
+//     munmap) or whenever its writeback
 //     runs: plain writes, kept in memory, not synced.
 //   - Metadata operations — create, mkdir, rename, unlink, rmdir, link,
 //     symlink, chmod, chown, utimes, xattrs — reach the backing directory at
@@ -219,10 +219,7 @@ func (f *FS) mount() error {
 		return fmt.Errorf("backing directory: %w", err)
 	}
 	root.Dev = uint64(st.Dev)
-	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, fs: f}
-	}
-	rn := &node{LoopbackNode: fs.LoopbackNode{RootData: root}, fs: f}
+	rn := &node{LoopbackNode: &fs.LoopbackNode{RootData: root}, fs: f}
 	root.RootNode = rn
 	sec := time.Second
 	srv, err := fs.Mount(f.dir, rn, &fs.Options{

@@ -9,7 +9,7 @@ import (
 	"github.com/berthhq/berth/guest-sdk/berth"
 	"github.com/berthhq/berth/guest-sdk/berthtest"
 	"github.com/berthhq/berth/hostspec"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/sandbox"
 )
 

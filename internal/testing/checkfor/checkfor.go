@@ -30,3 +30,17 @@ func Nil(t testing.TB, within, interval time.Duration, check func() error) {
 		time.Sleep(interval)
 	}
 }
+
+// Eventually is Nil for a cheap check (memory, a local store): every 2 ms,
+// for up to 20 s, generous for a loaded machine.
+func Eventually(t testing.TB, check func() error) {
+	t.Helper()
+	Nil(t, 20*time.Second, 2*time.Millisecond, check)
+}
+
+// Within is Nil for a check that costs a round trip (an HTTP call to a
+// built host): every 25 ms, for up to within.
+func Within(t testing.TB, within time.Duration, check func() error) {
+	t.Helper()
+	Nil(t, within, 25*time.Millisecond, check)
+}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 )
 
 // TestNilReturnsOnceCheckSucceeds: the wait ends at the first nil, after

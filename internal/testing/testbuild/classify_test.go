@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 	"github.com/berthhq/berth/retry"
 	"github.com/berthhq/berth/wasm/abi"
 )

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
 	"github.com/berthhq/berth/internal/jsapi"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )

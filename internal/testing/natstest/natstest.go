@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/internal/checkfor"
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -184,8 +184,8 @@ func RunClusterWith(t testing.TB, size int, mutate func(*server.Options)) *Clust
 	}
 	// Each node's ports are chosen before any starts (every node routes to
 	// all); one taken by another process meanwhile fails a listen, and the
-	// cluster is started again on new ones ("server n2 not ready within
-	// 30s" under load, TestTwoHostsAppendAtOnce, was such a node).
+	// cluster is started again on new ones (under load, "server n2 not
+	// ready within 30s" was such a node).
 	c := &Cluster{}
 	for attempt := 1; ; attempt++ {
 		err := c.start(t, size, mutate)

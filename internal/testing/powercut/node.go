@@ -29,29 +29,35 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno   { return h.lf.Flush(
 // changes are kept until synced, and whose metadata changes are refused
 // after a cut.
 type node struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	fs *FS
 }
 
 var (
-	_ fs.NodeLookuper   = (*node)(nil)
-	_ fs.NodeOpener     = (*node)(nil)
-	_ fs.NodeCreater    = (*node)(nil)
-	_ fs.NodeReader     = (*node)(nil)
-	_ fs.NodeWriter     = (*node)(nil)
-	_ fs.NodeFsyncer    = (*node)(nil)
-	_ fs.NodeAllocater  = (*node)(nil)
-	_ fs.NodeGetattrer  = (*node)(nil)
-	_ fs.NodeSetattrer  = (*node)(nil)
-	_ fs.NodeMkdirer    = (*node)(nil)
-	_ fs.NodeMknoder    = (*node)(nil)
-	_ fs.NodeRmdirer    = (*node)(nil)
-	_ fs.NodeUnlinker   = (*node)(nil)
-	_ fs.NodeRenamer    = (*node)(nil)
-	_ fs.NodeLinker     = (*node)(nil)
-	_ fs.NodeSymlinker  = (*node)(nil)
-	_ fs.NodeSetxattrer = (*node)(nil)
+	_ fs.NodeLookuper    = (*node)(nil)
+	_ fs.NodeOpener      = (*node)(nil)
+	_ fs.NodeCreater     = (*node)(nil)
+	_ fs.NodeReader      = (*node)(nil)
+	_ fs.NodeWriter      = (*node)(nil)
+	_ fs.NodeFsyncer     = (*node)(nil)
+	_ fs.NodeAllocater   = (*node)(nil)
+	_ fs.NodeGetattrer   = (*node)(nil)
+	_ fs.NodeSetattrer   = (*node)(nil)
+	_ fs.NodeMkdirer     = (*node)(nil)
+	_ fs.NodeMknoder     = (*node)(nil)
+	_ fs.NodeRmdirer     = (*node)(nil)
+	_ fs.NodeUnlinker    = (*node)(nil)
+	_ fs.NodeRenamer     = (*node)(nil)
+	_ fs.NodeLinker      = (*node)(nil)
+	_ fs.NodeSymlinker   = (*node)(nil)
+	_ fs.NodeSetxattrer  = (*node)(nil)
+	_ fs.NodeWrapChilder = (*node)(nil)
 )
+
+// WrapChild makes every node the loopback creates under n one of ours.
+func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &node{LoopbackNode: ops.(*fs.LoopbackNode), fs: n.fs}
+}
 
 func (n *node) path() string {
 	return filepath.Join(n.RootData.Path, n.Path(n.Root()))

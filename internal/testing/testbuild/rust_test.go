@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/hostspec"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // rustCrates are the Rust crates of the repository whose own tests

@@ -6,7 +6,7 @@ import (
 
 	"github.com/berthhq/berth/guest-sdk/berthtest"
 	"github.com/berthhq/berth/hostspec"
-	"github.com/berthhq/berth/internal/testbuild"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // rustBuilds holds, by crate, a function that builds the crate's module
