@@ -32,6 +32,7 @@ var problemTypes = map[string]int{
 	"busy":                   http.StatusConflict,
 	"conflict":               http.StatusConflict,
 	"finished":               http.StatusConflict,
+	"not-deployed":           http.StatusConflict,
 	"version-conflict":       http.StatusConflict,
 	"too-large":              http.StatusRequestEntityTooLarge,
 	"unsupported-media-type": http.StatusUnsupportedMediaType,
