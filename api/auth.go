@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/berthhq/berth/config"
+	"github.com/berthhq/berth/subscription"
 	"github.com/labstack/echo/v4"
 )
 
@@ -47,4 +48,9 @@ func actor(c echo.Context) string {
 		return a
 	}
 	return "unknown"
+}
+
+// caller is the request's operator call's caller: its actor, and reason.
+func caller(c echo.Context, reason string) subscription.Caller {
+	return subscription.Caller{Actor: actor(c), Reason: reason}
 }

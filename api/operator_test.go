@@ -29,22 +29,22 @@ func (o *recordingOperator) note(call string) {
 	o.calls = append(o.calls, call)
 }
 
-func (o *recordingOperator) Pause(ctx context.Context, sub string) error {
+func (o *recordingOperator) Pause(ctx context.Context, sub string, by subscription.Caller) error {
 	o.note("pause")
-	return o.Operator.Pause(ctx, sub)
+	return o.Operator.Pause(ctx, sub, by)
 }
 
-func (o *recordingOperator) Unpause(ctx context.Context, sub string) error {
+func (o *recordingOperator) Unpause(ctx context.Context, sub string, by subscription.Caller) error {
 	o.note("unpause")
-	return o.Operator.Unpause(ctx, sub)
+	return o.Operator.Unpause(ctx, sub, by)
 }
 
-func (o *recordingOperator) Resume(ctx context.Context, sub, typ, id, actor, reason string) error {
+func (o *recordingOperator) Resume(ctx context.Context, sub, typ, id string, by subscription.Caller) error {
 	o.note("resume")
 	if o.unreachable {
 		return fmt.Errorf("%w: host h2 owns partition 3 of %q and did not answer in time", cluster.ErrUnreachable, sub)
 	}
-	return o.Operator.Resume(ctx, sub, typ, id, actor, reason)
+	return o.Operator.Resume(ctx, sub, typ, id, by)
 }
 
 // TestOperatorCalls: the operator calls go through Deps.Operator (reads stay

@@ -50,13 +50,13 @@ func (s *Server) pauseSubscription(c echo.Context) error {
 		return err
 	}
 	auditNote(c, auditReasonKey, "%s", req.Reason)
-	ctx := subscription.WithCaller(c.Request().Context(), actor(c), req.Reason)
+	ctx, by := c.Request().Context(), caller(c, req.Reason)
 	var err error
 	if req.Until != nil {
 		auditNote(c, auditDetailKey, "until %s", req.Until.UTC().Format(time.RFC3339))
-		err = s.deps.Operator.PauseUntil(ctx, c.Param("name"), *req.Until)
+		err = s.deps.Operator.PauseUntil(ctx, c.Param("name"), *req.Until, by)
 	} else {
-		err = s.deps.Operator.Pause(ctx, c.Param("name"))
+		err = s.deps.Operator.Pause(ctx, c.Param("name"), by)
 	}
 	if errors.Is(err, subscription.ErrBadUntil) {
 		return invalidRequest("until", "%v", err)
@@ -68,7 +68,7 @@ func (s *Server) pauseSubscription(c echo.Context) error {
 }
 
 func (s *Server) unpauseSubscription(c echo.Context) error {
-	if err := s.deps.Operator.Unpause(subscription.WithCaller(c.Request().Context(), actor(c), ""), c.Param("name")); err != nil {
+	if err := s.deps.Operator.Unpause(c.Request().Context(), c.Param("name"), caller(c, "")); err != nil {
 		return s.engineError(c, err)
 	}
 	return s.getSubscription(c)
@@ -82,8 +82,7 @@ func (s *Server) resetSubscription(c echo.Context) error {
 	if req.Position == nil {
 		return fieldProblem("invalid-request", "position", "position is required: 1 replays from the beginning, head+1 skips to the end")
 	}
-	ctx := subscription.WithCaller(c.Request().Context(), actor(c), "")
-	if err := s.deps.Operator.Reset(ctx, c.Param("name"), *req.Position); err != nil {
+	if err := s.deps.Operator.Reset(c.Request().Context(), c.Param("name"), *req.Position, caller(c, "")); err != nil {
 		return s.engineError(c, err)
 	}
 	auditNote(c, auditDetailKey, "to position %d", *req.Position)
@@ -234,7 +233,7 @@ func (s *Server) resumeParked(c echo.Context) error {
 	auditNote(c, auditReasonKey, "%s", req.Reason)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
-	if err := s.deps.Operator.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), actor(c), req.Reason); err != nil {
+	if err := s.deps.Operator.Resume(ctx, c.Param("name"), c.Param("type"), c.Param("id"), caller(c, req.Reason)); err != nil {
 		// Resuming is repeatable: a record already resuming is no 404.
 		if rec, perr := s.deps.Engine.Parked(ctx, c.Param("name"), c.Param("type"), c.Param("id")); errors.Is(err, subscription.ErrNotParked) &&
 			perr == nil && rec.State == ledger.StateResuming {
@@ -253,7 +252,7 @@ func (s *Server) skipParked(c echo.Context) error {
 	auditNote(c, auditReasonKey, "%s", req.Reason)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.operatorWait())
 	defer cancel()
-	if err := s.deps.Operator.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, actor(c), req.Reason); err != nil {
+	if err := s.deps.Operator.Skip(ctx, c.Param("name"), c.Param("type"), c.Param("id"), req.ThroughVersion, caller(c, req.Reason)); err != nil {
 		return s.engineError(c, err)
 	}
 	return c.JSON(http.StatusAccepted, wire.Status{Status: wire.StatusSkipped})

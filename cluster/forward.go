@@ -100,20 +100,20 @@ func (f *Forwarder) Subscriptions() []string { return f.eng.Subscriptions() }
 
 // Resume resumes a parked aggregate wherever its partition is owned, as
 // subscription.Engine.Resume does on a single host.
-func (f *Forwarder) Resume(ctx context.Context, sub, aggregateType, aggregateID, actor, reason string) error {
-	c := opCall{Op: opResume, Subscription: sub, AggregateType: aggregateType, AggregateID: aggregateID, Actor: actor, Reason: reason}
+func (f *Forwarder) Resume(ctx context.Context, sub, aggregateType, aggregateID string, by subscription.Caller) error {
+	c := opCall{Op: opResume, Subscription: sub, AggregateType: aggregateType, AggregateID: aggregateID, Actor: by.Actor, Reason: by.Reason}
 	return f.onOwner(ctx, c, func(ctx context.Context) error {
-		return f.eng.Resume(ctx, sub, aggregateType, aggregateID, actor, reason)
+		return f.eng.Resume(ctx, sub, aggregateType, aggregateID, by)
 	})
 }
 
 // Skip skips a parked aggregate's held events wherever its partition is
 // owned, as subscription.Engine.Skip does on a single host.
-func (f *Forwarder) Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, actor, reason string) error {
+func (f *Forwarder) Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, by subscription.Caller) error {
 	c := opCall{Op: opSkip, Subscription: sub, AggregateType: aggregateType, AggregateID: aggregateID,
-		Through: throughVersion, Actor: actor, Reason: reason}
+		Through: throughVersion, Actor: by.Actor, Reason: by.Reason}
 	return f.onOwner(ctx, c, func(ctx context.Context) error {
-		return f.eng.Skip(ctx, sub, aggregateType, aggregateID, throughVersion, actor, reason)
+		return f.eng.Skip(ctx, sub, aggregateType, aggregateID, throughVersion, by)
 	})
 }
 

@@ -18,19 +18,19 @@ import (
 // Pause pauses a subscription on every host: stored in the ledger, applied
 // here, and applied by every host that owns a partition of it before Pause
 // returns. A host that starts later reads it from the ledger.
-func (f *Forwarder) Pause(ctx context.Context, sub string) error {
-	return f.everywhere(ctx, sub, func(ctx context.Context) error { return f.eng.Pause(ctx, sub) })
+func (f *Forwarder) Pause(ctx context.Context, sub string, by subscription.Caller) error {
+	return f.everywhere(ctx, sub, func(ctx context.Context) error { return f.eng.Pause(ctx, sub, by) })
 }
 
 // PauseUntil pauses a subscription on every host until the time given, as
 // Pause does; each host ends it on its own clock.
-func (f *Forwarder) PauseUntil(ctx context.Context, sub string, until time.Time) error {
-	return f.everywhere(ctx, sub, func(ctx context.Context) error { return f.eng.PauseUntil(ctx, sub, until) })
+func (f *Forwarder) PauseUntil(ctx context.Context, sub string, until time.Time, by subscription.Caller) error {
+	return f.everywhere(ctx, sub, func(ctx context.Context) error { return f.eng.PauseUntil(ctx, sub, until, by) })
 }
 
 // Unpause lets a paused subscription go on, on every host, as Pause does.
-func (f *Forwarder) Unpause(ctx context.Context, sub string) error {
-	return f.everywhere(ctx, sub, func(ctx context.Context) error { return f.eng.Unpause(ctx, sub) })
+func (f *Forwarder) Unpause(ctx context.Context, sub string, by subscription.Caller) error {
+	return f.everywhere(ctx, sub, func(ctx context.Context) error { return f.eng.Unpause(ctx, sub, by) })
 }
 
 // everywhere makes a change of the pause state: local stores and applies
@@ -76,7 +76,7 @@ func (f *Forwarder) everywhere(ctx context.Context, sub string, local func(conte
 // to Tries times. If an owner does not hold in time, nothing changes:
 // ErrUnconfirmed. A hold lasts twice the time left, so a host whose resetter
 // died goes on by itself.
-func (f *Forwarder) Reset(ctx context.Context, sub string, position uint64) error {
+func (f *Forwarder) Reset(ctx context.Context, sub string, position uint64, by subscription.Caller) error {
 	ctx, cancel := f.bound(ctx)
 	defer cancel()
 	id := f.c.Host() + "-" + nuid.Next()
@@ -104,7 +104,7 @@ func (f *Forwarder) Reset(ctx context.Context, sub string, position uint64) erro
 					ErrUnconfirmed, sub, missing)
 			}
 		}
-		err = f.eng.ResetHeld(ctx, sub, position, f.allHolding(sub, held))
+		err = f.eng.ResetHeld(ctx, sub, position, f.allHolding(sub, held), by)
 		var moved *notHolding
 		if !errors.As(err, &moved) {
 			return err

@@ -27,11 +27,11 @@ func TestResumeOnAnotherHost(t *testing.T) {
 		hs := e.hosts("A", "B")
 		a, b := hs[0], hs[1]
 		id := e.parkedOn(b)
-		if err := a.eng.Resume(t.Context(), opsSub, "Order", id, "ops", "fixed"); !errors.Is(err, subscription.ErrNotOwned) {
+		if err := a.eng.Resume(t.Context(), opsSub, "Order", id, subscription.Caller{Actor: "ops", Reason: "fixed"}); !errors.Is(err, subscription.ErrNotOwned) {
 			t.Fatalf("A's engine resumed an aggregate of B's: %v", err)
 		}
 		e.broken.Store(false)
-		if err := a.fwd.Resume(t.Context(), opsSub, "Order", id, "ops", "fixed"); err != nil {
+		if err := a.fwd.Resume(t.Context(), opsSub, "Order", id, subscription.Caller{Actor: "ops", Reason: "fixed"}); err != nil {
 			t.Fatalf("resume through A: %v", err)
 		}
 		e.waitHandled("B", id, 1, 2)
@@ -39,7 +39,7 @@ func TestResumeOnAnotherHost(t *testing.T) {
 			t.Fatalf("A handled %v", got)
 		}
 		// A resume again finds it resuming or resumed, as on one host.
-		if err := a.fwd.Resume(t.Context(), opsSub, "Order", id, "ops", "again"); !errors.Is(err, subscription.ErrNotParked) {
+		if err := a.fwd.Resume(t.Context(), opsSub, "Order", id, subscription.Caller{Actor: "ops", Reason: "again"}); !errors.Is(err, subscription.ErrNotParked) {
 			t.Fatalf("resume of a resumed aggregate: %v", err)
 		}
 	})
@@ -64,16 +64,16 @@ func TestForwardedErrors(t *testing.T) {
 			wantIs error
 		}{
 			{"skip past the head", func(o subscription.Operator) error {
-				return o.Skip(t.Context(), opsSub, "Order", parked, 9, "ops", "")
+				return o.Skip(t.Context(), opsSub, "Order", parked, 9, subscription.Caller{Actor: "ops", Reason: ""})
 			}, subscription.ErrBadVersion},
 			{"resume of an aggregate not parked", func(o subscription.Operator) error {
-				return o.Resume(t.Context(), opsSub, "Order", other, "ops", "")
+				return o.Resume(t.Context(), opsSub, "Order", other, subscription.Caller{Actor: "ops", Reason: ""})
 			}, subscription.ErrNotParked},
 			{"skip of an aggregate not parked", func(o subscription.Operator) error {
-				return o.Skip(t.Context(), opsSub, "Order", other, 0, "ops", "")
+				return o.Skip(t.Context(), opsSub, "Order", other, 0, subscription.Caller{Actor: "ops", Reason: ""})
 			}, subscription.ErrNotParked},
 			{"unknown subscription", func(o subscription.Operator) error {
-				return o.Resume(t.Context(), "ordres", "Order", parked, "ops", "")
+				return o.Resume(t.Context(), "ordres", "Order", parked, subscription.Caller{Actor: "ops", Reason: ""})
 			}, subscription.ErrUnknownSubscription},
 		}
 		for _, c := range cases {
@@ -109,7 +109,7 @@ func TestOwnerUnreachable(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		err := a.fwd.Resume(t.Context(), opsSub, "Order", id, "ops", "")
+		err := a.fwd.Resume(t.Context(), opsSub, "Order", id, subscription.Caller{Actor: "ops", Reason: ""})
 		if !errors.Is(err, ErrUnreachable) {
 			t.Fatalf("resume with its owner gone: %v", err)
 		}
@@ -131,7 +131,7 @@ func TestOwnerUnreachable(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
 		start = time.Now()
-		err = a.fwd.Resume(ctx, opsSub, "Order", id, "ops", "")
+		err = a.fwd.Resume(ctx, opsSub, "Order", id, subscription.Caller{Actor: "ops", Reason: ""})
 		if !errors.Is(err, ErrUnreachable) {
 			t.Fatalf("resume with its owner hanging: %v", err)
 		}
@@ -159,7 +159,7 @@ func TestPauseEverywhere(t *testing.T) {
 		e.append(id)
 		e.waitHandled("B", id, 1)
 
-		if err := a.fwd.Pause(t.Context(), opsSub); err != nil {
+		if err := a.fwd.Pause(t.Context(), opsSub, subscription.Caller{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, h := range hs {
@@ -175,7 +175,7 @@ func TestPauseEverywhere(t *testing.T) {
 		}
 
 		until := time.Now().Add(time.Hour).Truncate(time.Second)
-		if err := a.fwd.PauseUntil(t.Context(), opsSub, until); err != nil {
+		if err := a.fwd.PauseUntil(t.Context(), opsSub, until, subscription.Caller{}); err != nil {
 			t.Fatal(err)
 		}
 		if st := state(t, b); st.State != subscription.StatePaused || !st.PausedUntil.Equal(until) {
@@ -185,7 +185,7 @@ func TestPauseEverywhere(t *testing.T) {
 			t.Fatalf("B handled %v while paused", got)
 		}
 
-		if err := a.fwd.Unpause(t.Context(), opsSub); err != nil {
+		if err := a.fwd.Unpause(t.Context(), opsSub, subscription.Caller{}); err != nil {
 			t.Fatal(err)
 		}
 		if st := state(t, b); st.State != subscription.StateRunning {
@@ -240,7 +240,7 @@ func TestResetEverywhere(t *testing.T) {
 			return nil
 		})
 
-		if err := a.fwd.Reset(t.Context(), opsSub, 1); err != nil {
+		if err := a.fwd.Reset(t.Context(), opsSub, 1, subscription.Caller{}); err != nil {
 			t.Fatal(err)
 		}
 		if n := e.resets.Load(); n != 1 {
@@ -256,7 +256,7 @@ func TestResetEverywhere(t *testing.T) {
 			}
 		}
 
-		if err := a.fwd.Reset(t.Context(), opsSub, 99); !errors.Is(err, subscription.ErrBadPosition) {
+		if err := a.fwd.Reset(t.Context(), opsSub, 99, subscription.Caller{}); !errors.Is(err, subscription.ErrBadPosition) {
 			t.Fatalf("reset beyond the head: %v", err)
 		}
 	})
@@ -278,7 +278,7 @@ func TestResetRefusedWhenAnOwnerDoesNotHold(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
-		err := a.fwd.Reset(ctx, opsSub, 1)
+		err := a.fwd.Reset(ctx, opsSub, 1, subscription.Caller{})
 		if !errors.Is(err, ErrUnconfirmed) {
 			t.Fatalf("reset with a silent owner: %v", err)
 		}
@@ -303,7 +303,7 @@ func TestSkipOnAnotherHost(t *testing.T) {
 		a, b := hs[0], hs[1]
 		id := e.parkedOn(b)
 		e.broken.Store(false)
-		if err := a.fwd.Skip(t.Context(), opsSub, "Order", id, 1, "ops", "bad data"); err != nil {
+		if err := a.fwd.Skip(t.Context(), opsSub, "Order", id, 1, subscription.Caller{Actor: "ops", Reason: "bad data"}); err != nil {
 			t.Fatalf("skip through A: %v", err)
 		}
 		e.waitHandled("B", id, 2)

@@ -94,9 +94,9 @@ func (f *Forwarder) answer(r micro.Request) {
 func (f *Forwarder) apply(ctx context.Context, c opCall) error {
 	switch c.Op {
 	case opResume:
-		return f.eng.Resume(ctx, c.Subscription, c.AggregateType, c.AggregateID, c.Actor, c.Reason)
+		return f.eng.Resume(ctx, c.Subscription, c.AggregateType, c.AggregateID, subscription.Caller{Actor: c.Actor, Reason: c.Reason})
 	case opSkip:
-		return f.eng.Skip(ctx, c.Subscription, c.AggregateType, c.AggregateID, c.Through, c.Actor, c.Reason)
+		return f.eng.Skip(ctx, c.Subscription, c.AggregateType, c.AggregateID, c.Through, subscription.Caller{Actor: c.Actor, Reason: c.Reason})
 	case opRefreshPause:
 		return f.eng.RefreshPause(ctx, c.Subscription)
 	case opHold:

@@ -28,6 +28,7 @@ import (
 
 	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/ledger"
+	"github.com/berthhq/berth/subscription"
 )
 
 // Errors of the runner.
@@ -44,8 +45,8 @@ var (
 // Engine is what a job acts through: the subscription engine's single
 // resume and skip.
 type Engine interface {
-	Resume(ctx context.Context, sub, aggregateType, aggregateID, actor, reason string) error
-	Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, actor, reason string) error
+	Resume(ctx context.Context, sub, aggregateType, aggregateID string, by subscription.Caller) error
+	Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, by subscription.Caller) error
 	Subscriptions() []string
 }
 

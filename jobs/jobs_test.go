@@ -65,11 +65,11 @@ func (e *engine) act(ctx context.Context, what, sub, typ, id string) error {
 	return err
 }
 
-func (e *engine) Resume(ctx context.Context, sub, typ, id, actor, reason string) error {
+func (e *engine) Resume(ctx context.Context, sub, typ, id string, by subscription.Caller) error {
 	return e.act(ctx, "resume", sub, typ, id)
 }
 
-func (e *engine) Skip(ctx context.Context, sub, typ, id string, through uint64, actor, reason string) error {
+func (e *engine) Skip(ctx context.Context, sub, typ, id string, through uint64, by subscription.Caller) error {
 	return e.act(ctx, "skip", sub, typ, id)
 }
 

@@ -189,11 +189,11 @@ func (r *Runner) actAll(ctx context.Context, j *ledger.Job, recs []*ledger.Recor
 func (r *Runner) do(ctx context.Context, j *ledger.Job, rec *ledger.Record) error {
 	ictx, cancel := context.WithTimeout(ctx, r.opts.ItemTimeout())
 	defer cancel()
-	actor := "job " + strconv.FormatUint(j.ID, 10) + " (" + j.Actor + ")"
+	by := subscription.Caller{Actor: "job " + strconv.FormatUint(j.ID, 10) + " (" + j.Actor + ")", Reason: j.Reason}
 	if j.Action == ledger.JobResume {
-		return r.opts.Engine.Resume(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, actor, j.Reason)
+		return r.opts.Engine.Resume(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, by)
 	}
-	return r.opts.Engine.Skip(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, 0, actor, j.Reason)
+	return r.opts.Engine.Skip(ictx, rec.Subscription, rec.AggregateType, rec.AggregateID, 0, by)
 }
 
 // count counts what came of acting on rec.

@@ -135,7 +135,7 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 	// noop) stay paused, so that neither the appends nor the delivery share
 	// the machine with their reading of the log.
 	for _, sub := range info.Subscriptions {
-		if err := h.engine.Pause(ctx, sub); err != nil {
+		if err := h.engine.Pause(ctx, sub, subscription.Caller{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -154,7 +154,7 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 	}
 	b.ResetTimer()
 	start := time.Now()
-	if err := h.engine.Unpause(ctx, g.sub); err != nil {
+	if err := h.engine.Unpause(ctx, g.sub, subscription.Caller{}); err != nil {
 		b.Fatal(err)
 	}
 	for {

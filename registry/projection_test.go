@@ -231,7 +231,7 @@ func TestProjectionFailedCallAppliesNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.eng.Resume(ctx, summarySub, "Order", "cy-o1", "test", "summary fixed"); err != nil {
+	if err := e.eng.Resume(ctx, summarySub, "Order", "cy-o1", subscription.Caller{Actor: "test", Reason: "summary fixed"}); err != nil {
 		t.Fatal(err)
 	}
 	projEventually(t, func() error {
@@ -274,7 +274,7 @@ func TestProjectionResetRebuilds(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.eng.Reset(ctx, summarySub, 1); err != nil {
+	if err := e.eng.Reset(ctx, summarySub, 1, subscription.Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitCaughtUp()

@@ -79,7 +79,7 @@ func TestParkKeepsTheAttemptsCapsule(t *testing.T) {
 	}
 
 	fixed.Store(true)
-	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", Caller{Actor: "alice", Reason: "fixed"}); err != nil {
 		t.Fatal(err)
 	}
 	checkfor.Eventually(t, func() error { return e.recordGone("Order", "p") })
@@ -93,7 +93,7 @@ func TestParkKeepsTheAttemptsCapsule(t *testing.T) {
 		t.Fatal("r has no capsule before its resume")
 	}
 	unrecorded.Store(true)
-	if err := e.eng.Resume(context.Background(), sub, "Order", "r", "alice", "try again"); err != nil {
+	if err := e.eng.Resume(context.Background(), sub, "Order", "r", Caller{Actor: "alice", Reason: "try again"}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitRecord(sub, "Order", "r", func(r *ledger.Record) bool {

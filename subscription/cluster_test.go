@@ -358,7 +358,7 @@ func TestFencedPartitionStopsWithoutParkingOrCharging(t *testing.T) {
 	}
 	// An operator's call for the lost partition is refused here: its owner
 	// must be asked.
-	if err := a.Resume(context.Background(), sub, "Order", failing, "op", "x"); !errors.Is(err, ErrNotOwned) {
+	if err := a.Resume(context.Background(), sub, "Order", failing, Caller{Actor: "op", Reason: "x"}); !errors.Is(err, ErrNotOwned) {
 		t.Fatalf("resume on the fenced host: %v, want ErrNotOwned", err)
 	}
 }

@@ -88,7 +88,7 @@ func (e *Engine) Unhold(ctx context.Context, sub, id string) error {
 // Spec's OnReset in one transaction, in which guard runs first (its error
 // fails the reset and changes nothing). The runs start from there at the
 // last Unhold. An error if the subscription is not held.
-func (e *Engine) ResetHeld(ctx context.Context, sub string, position uint64, guard func(ledger.Tx) error) error {
+func (e *Engine) ResetHeld(ctx context.Context, sub string, position uint64, guard func(ledger.Tx) error, by Caller) error {
 	s, err := e.sub(sub)
 	if err != nil {
 		return err
@@ -101,5 +101,5 @@ func (e *Engine) ResetHeld(ctx context.Context, sub string, position uint64, gua
 	if len(s.holds) == 0 {
 		return fmt.Errorf("subscription %q: reset while not held: %w", s.name, ErrClosed)
 	}
-	return s.writeReset(ctx, position, guard)
+	return s.writeReset(ctx, position, guard, by)
 }

@@ -39,17 +39,17 @@ func TestHoldKeepsTheRunStopped(t *testing.T) {
 	if st, _ := eng.Status(ctx, sub); st.State != StateStopped {
 		t.Fatalf("held, told to own anew: %s", st.State)
 	}
-	if err := eng.Reset(ctx, sub, 1); !errors.Is(err, ErrClosed) {
+	if err := eng.Reset(ctx, sub, 1, Caller{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Reset of a held subscription: %v", err)
 	}
 	refuse := errors.New("an owner is not holding")
-	if err := eng.ResetHeld(ctx, sub, 1, func(ledger.Tx) error { return refuse }); !errors.Is(err, refuse) {
+	if err := eng.ResetHeld(ctx, sub, 1, func(ledger.Tx) error { return refuse }, Caller{}); !errors.Is(err, refuse) {
 		t.Fatalf("ResetHeld with a refusing guard: %v", err)
 	}
 	if cps, _, _ := e.partitionCheckpoints(2); slices.Contains(cps, 1) {
 		t.Fatalf("a refused reset moved checkpoints: %v", cps)
 	}
-	if err := eng.ResetHeld(ctx, sub, 1, func(ledger.Tx) error { return nil }); err != nil {
+	if err := eng.ResetHeld(ctx, sub, 1, func(ledger.Tx) error { return nil }, Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := eng.Unhold(ctx, sub, "r1"); err != nil {
@@ -66,7 +66,7 @@ func TestHoldKeepsTheRunStopped(t *testing.T) {
 	if st.State != StateRunning || len(st.Partitions) != 2 || st.Partitions[0].Epoch != 2 {
 		t.Fatalf("after the holds: %+v", st)
 	}
-	if err := eng.ResetHeld(ctx, sub, 1, nil); !errors.Is(err, ErrClosed) {
+	if err := eng.ResetHeld(ctx, sub, 1, nil, Caller{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("ResetHeld without a hold: %v", err)
 	}
 }
@@ -94,13 +94,13 @@ func TestPauseEndKeepsAnotherHostsPause(t *testing.T) {
 		return string(v)
 	}
 
-	if err := a.PauseUntil(ctx, sub, t0.Add(time.Hour)); err != nil {
+	if err := a.PauseUntil(ctx, sub, t0.Add(time.Hour), Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.RefreshPause(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Pause(ctx, sub); err != nil {
+	if err := a.Pause(ctx, sub, Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(2 * time.Hour)
@@ -120,7 +120,7 @@ func TestPauseEndKeepsAnotherHostsPause(t *testing.T) {
 	}
 
 	end := e.clock.Now().Add(time.Hour)
-	if err := a.PauseUntil(ctx, sub, end); err != nil {
+	if err := a.PauseUntil(ctx, sub, end, Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.RefreshPause(ctx, sub); err != nil {

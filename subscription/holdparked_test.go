@@ -54,7 +54,7 @@ func TestStartHoldsParkedBesideTheStart(t *testing.T) {
 	if err := eng.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Resume(context.Background(), sub, "Order", "z", "ops", "fixed"); err != nil {
+	if err := eng.Resume(context.Background(), sub, "Order", "z", Caller{Actor: "ops", Reason: "fixed"}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "z", 2)

@@ -95,7 +95,7 @@ func TestParkedRecordKeepsItsKey(t *testing.T) {
 	e.advance() // the first parked retry fails
 	e.waitRecord(sub, "Thing", "p", func(r *ledger.Record) bool { return r.ParkedRetries == 1 })
 	fail.Store(false)
-	if err := e.eng.Resume(context.Background(), sub, "Thing", "p", "alice", "fixed"); err != nil {
+	if err := e.eng.Resume(context.Background(), sub, "Thing", "p", Caller{Actor: "alice", Reason: "fixed"}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 2)
@@ -116,7 +116,7 @@ func TestRecordParkedBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 	old := sub + ":p@1:0"                               // the form the old version delivered the event with
 	next := abi.InvocationKey(sub, "Thing", "p", 2, 0)
 	resume := func(t *testing.T, e *env) {
-		if err := e.eng.Resume(context.Background(), sub, "Thing", "p", "alice", "fixed"); err != nil {
+		if err := e.eng.Resume(context.Background(), sub, "Thing", "p", Caller{Actor: "alice", Reason: "fixed"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestRecordParkedBeforeTheUpgradeKeepsTheOldKey(t *testing.T) {
 		}, 2, []string{first, old, next}},
 		{"skip", false, func(t *testing.T, e *env, fail *atomic.Bool) {
 			fail.Store(false)
-			if err := e.eng.Skip(context.Background(), sub, "Thing", "p", 1, "alice", "bad data"); err != nil {
+			if err := e.eng.Skip(context.Background(), sub, "Thing", "p", 1, Caller{Actor: "alice", Reason: "bad data"}); err != nil {
 				t.Fatal(err)
 			}
 		}, 1, []string{first, next}},

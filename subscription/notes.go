@@ -2,41 +2,32 @@ package subscription
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"time"
 
 	"github.com/berthhq/berth/ledger"
 )
 
-// caller is who made an operator's call and why, for its notification.
-type caller struct{ actor, reason string }
-
-type callerKey struct{}
-
-// WithCaller returns ctx carrying the actor and reason of an operator's
-// Pause, PauseUntil, Unpause or Reset: the notification the call queues
-// names them. The calls take them from the context rather than as
-// arguments so that a cluster forwards them unchanged.
-func WithCaller(ctx context.Context, actor, reason string) context.Context {
-	return context.WithValue(ctx, callerKey{}, caller{actor, reason})
-}
-
-func callerOf(ctx context.Context) caller {
-	c, _ := ctx.Value(callerKey{}).(caller)
-	return c
+// Caller is who made an operator's call and why. Every operator call
+// (Resume, Skip, Pause, PauseUntil, Unpause, Reset) takes one: the
+// record's history and the notification the call queues name them.
+type Caller struct {
+	// Actor names who called: the API's token name, or a bulk job
+	// ("job 7 (ops)").
+	Actor string
+	// Reason is the caller's reason, as given; may be empty.
+	Reason string
 }
 
 // notifyPauseChange queues the notification of a change of the stored
 // pause state from old to now, in tx; none when the state did not change (a
 // second pause, or another host of a cluster that found the change made).
-func notifyPauseChange(ctx context.Context, tx ledger.Tx, sub string, old, now []byte, at time.Time) error {
+func notifyPauseChange(by Caller, tx ledger.Tx, sub string, old, now []byte, at time.Time) error {
 	paused, until := parsePause(now)
 	if wasPaused, _ := parsePause(old); bytes.Equal(old, now) || (!paused && !wasPaused) {
 		return nil
 	}
-	c := callerOf(ctx)
-	n := ledger.Notification{Type: ledger.NotifySubscriptionUnpaused, Time: at, Subscription: sub, Actor: c.actor, Reason: c.reason}
+	n := ledger.Notification{Type: ledger.NotifySubscriptionUnpaused, Time: at, Subscription: sub, Actor: by.Actor, Reason: by.Reason}
 	if paused {
 		n.Type = ledger.NotifySubscriptionPaused
 		if !until.IsZero() {

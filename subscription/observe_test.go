@@ -74,7 +74,7 @@ func TestObserverToldOfAttemptsParkAndResume(t *testing.T) {
 	}
 	e.waitRecord(sub, "Order", "bad", func(*ledger.Record) bool { return true })
 	clk.Advance(time.Hour)
-	if err := eng.Resume(t.Context(), sub, "Order", "bad", "job 7 (ops)", "fixed"); err != nil {
+	if err := eng.Resume(t.Context(), sub, "Order", "bad", Caller{Actor: "job 7 (ops)", Reason: "fixed"}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "bad", 1)

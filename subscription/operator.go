@@ -18,7 +18,8 @@ import (
 // is queued in the same transaction. Resuming an aggregate that is not parked
 // (or already resuming) is ErrNotParked and changes nothing: resume is
 // idempotent.
-func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, actor, reason string) error {
+func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID string, by Caller) error {
+	actor, reason := by.Actor, by.Reason
 	s, r, p, done, err := e.lockParked(ctx, sub, aggregateType, aggregateID)
 	if err != nil {
 		return err
@@ -60,7 +61,8 @@ func (e *Engine) Resume(ctx context.Context, sub, aggregateType, aggregateID, ac
 // at least the version the aggregate stopped at and at most its current
 // version, else ErrBadVersion). Recorded in the history and notified
 // ("skipped") like Resume; ErrNotParked when the aggregate is not parked.
-func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, actor, reason string) error {
+func (e *Engine) Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, by Caller) error {
+	actor, reason := by.Actor, by.Reason
 	s, r, p, done, err := e.lockParked(ctx, sub, aggregateType, aggregateID)
 	if err != nil {
 		return err
@@ -192,19 +194,19 @@ func (e *Engine) Parked(ctx context.Context, sub, aggregateType, aggregateID str
 // running finish), parked retries wait too. The state is kept in the ledger,
 // so a paused subscription stays paused after a restart. Idempotent. A
 // change queues a "subscription-paused" notification in the same
-// transaction, naming ctx's caller ([WithCaller]); Unpause's is
+// transaction, naming the caller; Unpause's is
 // "subscription-unpaused", Reset's "subscription-reset".
-func (e *Engine) Pause(ctx context.Context, sub string) error {
-	return e.setPause(ctx, sub, true, time.Time{})
+func (e *Engine) Pause(ctx context.Context, sub string, by Caller) error {
+	return e.setPause(ctx, sub, true, time.Time{}, by)
 }
 
 // Unpause lets a paused subscription go on (also one paused until a time).
 // Idempotent.
-func (e *Engine) Unpause(ctx context.Context, sub string) error {
-	return e.setPause(ctx, sub, false, time.Time{})
+func (e *Engine) Unpause(ctx context.Context, sub string, by Caller) error {
+	return e.setPause(ctx, sub, false, time.Time{}, by)
 }
 
-func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until time.Time) error {
+func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until time.Time, by Caller) error {
 	s, err := e.sub(sub)
 	if err != nil {
 		return err
@@ -219,7 +221,7 @@ func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until ti
 		if err := tx.SetMeta(s.name, metaPaused, v); err != nil {
 			return err
 		}
-		return notifyPauseChange(ctx, tx, s.name, old, v, now)
+		return notifyPauseChange(by, tx, s.name, old, v, now)
 	}); err != nil {
 		return err
 	}
@@ -242,7 +244,7 @@ func (e *Engine) setPause(ctx context.Context, sub string, paused bool, until ti
 // the subscription on every host first (Hold, ResetHeld, Unhold). A
 // subscription whose start is being tried again (startretry.go) is reset
 // too, and starts from the new position.
-func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
+func (e *Engine) Reset(ctx context.Context, sub string, position uint64, by Caller) error {
 	s, err := e.sub(sub)
 	if err != nil {
 		return err
@@ -258,7 +260,7 @@ func (e *Engine) Reset(ctx context.Context, sub string, position uint64) error {
 	if err := s.stopLocked(ctx, false); err != nil {
 		return err
 	}
-	if err := s.writeReset(ctx, position, nil); err != nil {
+	if err := s.writeReset(ctx, position, nil, by); err != nil {
 		// Carry on from the old checkpoint rather than stay stopped.
 		s.startOrRetryLocked(context.WithoutCancel(ctx))
 		return err
@@ -286,7 +288,7 @@ func (e *Engine) checkReset(ctx context.Context, position uint64) error {
 // writeReset writes every partition's checkpoint at position with the
 // Spec's OnReset in one transaction, after guard (nil: none) let it; no run
 // of s may be running (s.life held).
-func (s *subscription) writeReset(ctx context.Context, position uint64, guard func(ledger.Tx) error) error {
+func (s *subscription) writeReset(ctx context.Context, position uint64, guard func(ledger.Tx) error, by Caller) error {
 	e := s.e
 	if err := e.store.Update(ctx, func(tx ledger.Tx) error {
 		if guard != nil {
@@ -302,9 +304,8 @@ func (s *subscription) writeReset(ctx context.Context, position uint64, guard fu
 		if err := setEveryCheckpoint(tx, s.name, e.opts.Partitions, position); err != nil {
 			return err
 		}
-		c := callerOf(ctx)
 		return tx.Notify(ledger.Notification{Type: ledger.NotifySubscriptionReset, Time: e.clock.Now(), Subscription: s.name,
-			Position: position, Actor: c.actor, Reason: c.reason})
+			Position: position, Actor: by.Actor, Reason: by.Reason})
 	}); err != nil {
 		return err
 	}

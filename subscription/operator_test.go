@@ -132,7 +132,7 @@ func TestRetriesSpentThenOperatorResume(t *testing.T) {
 	broken.Store(false)
 	e.append("Order", "p")
 	clock.Advance(time.Hour)
-	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed the buyer table"); err != nil {
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", Caller{Actor: "alice", Reason: "fixed the buyer table"}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 3)
@@ -146,7 +146,7 @@ func TestRetriesSpentThenOperatorResume(t *testing.T) {
 		t.Fatalf("notification %+v", last)
 	}
 	before := e.snapshot(sub)
-	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "bob", "again"); !errors.Is(err, ErrNotParked) {
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", Caller{Actor: "bob", Reason: "again"}); !errors.Is(err, ErrNotParked) {
 		t.Fatalf("second resume: %v", err)
 	}
 	if e.snapshot(sub) != before {
@@ -174,7 +174,7 @@ func TestResumeRecordedInHistory(t *testing.T) {
 	e.append("Order", "p")
 	e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true })
 	broken.Store(false)
-	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "deployed the fix"); err != nil {
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", Caller{Actor: "alice", Reason: "deployed the fix"}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.record(sub, "Order", "p")
@@ -183,7 +183,7 @@ func TestResumeRecordedInHistory(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 	// Resuming already: not parked.
-	if err := e.eng.Skip(context.Background(), sub, "Order", "p", 0, "bob", "x"); !errors.Is(err, ErrNotParked) {
+	if err := e.eng.Skip(context.Background(), sub, "Order", "p", 0, Caller{Actor: "bob", Reason: "x"}); !errors.Is(err, ErrNotParked) {
 		t.Fatalf("skip while resuming: %v", err)
 	}
 	unblock()
@@ -209,10 +209,10 @@ func TestSkip(t *testing.T) {
 	checkfor.Eventually(t, func() error { return e.checkpointAt(sub, 7) })
 	broken.Store(false)
 	ctx := context.Background()
-	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, "alice", "bad import"); err != nil {
+	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, Caller{Actor: "alice", Reason: "bad import"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.eng.Skip(ctx, sub, "Order", "part", 2, "alice", "versions 1-2 were test data"); err != nil {
+	if err := e.eng.Skip(ctx, sub, "Order", "part", 2, Caller{Actor: "alice", Reason: "versions 1-2 were test data"}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "part", 1)
@@ -237,7 +237,7 @@ func TestSkip(t *testing.T) {
 	}
 	// Skipping again: not parked, nothing changes.
 	before := e.snapshot(sub)
-	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, "alice", "again"); !errors.Is(err, ErrNotParked) {
+	if err := e.eng.Skip(ctx, sub, "Order", "all", 0, Caller{Actor: "alice", Reason: "again"}); !errors.Is(err, ErrNotParked) {
 		t.Fatalf("second skip: %v", err)
 	}
 	if e.snapshot(sub) != before {
@@ -264,15 +264,15 @@ func TestBadInputLeavesLedgerUnchanged(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"resume of an unknown subscription", e.eng.Resume(ctx, "No.such", "Order", "p", "a", "r"), ErrUnknownSubscription},
-		{"skip of an unknown subscription", e.eng.Skip(ctx, "No.such", "Order", "p", 0, "a", "r"), ErrUnknownSubscription},
-		{"pause of an unknown subscription", e.eng.Pause(ctx, "No.such"), ErrUnknownSubscription},
-		{"reset of an unknown subscription", e.eng.Reset(ctx, "No.such", 1), ErrUnknownSubscription},
-		{"resume of an unknown aggregate", e.eng.Resume(ctx, sub, "Order", "nope", "a", "r"), ErrNotParked},
-		{"resume of an unknown aggregate type", e.eng.Resume(ctx, sub, "Invoice", "p", "a", "r"), ErrNotParked},
-		{"skip of an unknown aggregate", e.eng.Skip(ctx, sub, "Order", "nope", 0, "a", "r"), ErrNotParked},
-		{"skip beyond the aggregate's version", e.eng.Skip(ctx, sub, "Order", "p", 9, "a", "r"), ErrBadVersion},
-		{"reset beyond the head", e.eng.Reset(ctx, sub, 99), ErrBadPosition},
+		{"resume of an unknown subscription", e.eng.Resume(ctx, "No.such", "Order", "p", Caller{Actor: "a", Reason: "r"}), ErrUnknownSubscription},
+		{"skip of an unknown subscription", e.eng.Skip(ctx, "No.such", "Order", "p", 0, Caller{Actor: "a", Reason: "r"}), ErrUnknownSubscription},
+		{"pause of an unknown subscription", e.eng.Pause(ctx, "No.such", Caller{}), ErrUnknownSubscription},
+		{"reset of an unknown subscription", e.eng.Reset(ctx, "No.such", 1, Caller{}), ErrUnknownSubscription},
+		{"resume of an unknown aggregate", e.eng.Resume(ctx, sub, "Order", "nope", Caller{Actor: "a", Reason: "r"}), ErrNotParked},
+		{"resume of an unknown aggregate type", e.eng.Resume(ctx, sub, "Invoice", "p", Caller{Actor: "a", Reason: "r"}), ErrNotParked},
+		{"skip of an unknown aggregate", e.eng.Skip(ctx, sub, "Order", "nope", 0, Caller{Actor: "a", Reason: "r"}), ErrNotParked},
+		{"skip beyond the aggregate's version", e.eng.Skip(ctx, sub, "Order", "p", 9, Caller{Actor: "a", Reason: "r"}), ErrBadVersion},
+		{"reset beyond the head", e.eng.Reset(ctx, sub, 99, Caller{}), ErrBadPosition},
 	}
 	for _, c := range cases {
 		if !errors.Is(c.err, c.want) {
@@ -302,11 +302,11 @@ func TestPauseUnpauseReset(t *testing.T) {
 	e := newEnv(t, Options{}, spec(sub, rec))
 	e.clock = clock
 	e.start()
-	ctx := WithCaller(context.Background(), "ops", "the database migrates")
+	ctx, by := context.Background(), Caller{Actor: "ops", Reason: "the database migrates"}
 	e.append("Order", "a")
 	rec.waitHandled(t, "a", 1)
 	for range 2 {
-		if err := e.eng.Pause(ctx, sub); err != nil {
+		if err := e.eng.Pause(ctx, sub, by); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -320,11 +320,11 @@ func TestPauseUnpauseReset(t *testing.T) {
 	if st := e.status(sub); st.State != StatePaused || len(rec.handled("a")) != 1 || st.Lag != 1 {
 		t.Fatalf("after restart: %+v, handled %v", st, rec.handled("a"))
 	}
-	if err := e.eng.Unpause(WithCaller(context.Background(), "ops", "migrated"), sub); err != nil {
+	if err := e.eng.Unpause(ctx, sub, Caller{Actor: "ops", Reason: "migrated"}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "a", 2)
-	if err := e.eng.Reset(WithCaller(context.Background(), "admin", "replay"), sub, 1); err != nil {
+	if err := e.eng.Reset(ctx, sub, 1, Caller{Actor: "admin", Reason: "replay"}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "a", 4)
@@ -335,7 +335,7 @@ func TestPauseUnpauseReset(t *testing.T) {
 		t.Fatalf("state %v", st.State)
 	}
 	until := clock.Now().Add(time.Hour)
-	if err := e.eng.PauseUntil(ctx, sub, until); err != nil {
+	if err := e.eng.PauseUntil(ctx, sub, until, by); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)
@@ -393,7 +393,7 @@ func TestResumeOfABusyAggregateIsErrBusy(t *testing.T) {
 	unlock := eng.subs[sub].keys.lock(aggKey{"Order", "o"})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err := eng.Resume(ctx, sub, "Order", "o", "ops", "try")
+	err := eng.Resume(ctx, sub, "Order", "o", Caller{Actor: "ops", Reason: "try"})
 	unlock()
 	if !errors.Is(err, ErrBusy) {
 		t.Fatalf("resume of a busy aggregate: %v, want ErrBusy", err)
@@ -401,7 +401,7 @@ func TestResumeOfABusyAggregateIsErrBusy(t *testing.T) {
 	if after := e.record(sub, "Order", "o"); after == nil || after.State != before.State || len(after.History) != len(before.History) {
 		t.Errorf("the record changed: %+v -> %+v", before, after)
 	}
-	if err := eng.Resume(context.Background(), sub, "Order", "o", "ops", "now free"); err != nil {
+	if err := eng.Resume(context.Background(), sub, "Order", "o", Caller{Actor: "ops", Reason: "now free"}); err != nil {
 		t.Fatalf("resume once free: %v", err)
 	}
 }

@@ -11,12 +11,12 @@ import (
 // host that owns the aggregate's partition, a pause, unpause or reset on
 // every host, and the caller sees the same result as on a single host.
 type Operator interface {
-	Resume(ctx context.Context, sub, aggregateType, aggregateID, actor, reason string) error
-	Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, actor, reason string) error
-	Pause(ctx context.Context, sub string) error
-	PauseUntil(ctx context.Context, sub string, until time.Time) error
-	Unpause(ctx context.Context, sub string) error
-	Reset(ctx context.Context, sub string, position uint64) error
+	Resume(ctx context.Context, sub, aggregateType, aggregateID string, by Caller) error
+	Skip(ctx context.Context, sub, aggregateType, aggregateID string, throughVersion uint64, by Caller) error
+	Pause(ctx context.Context, sub string, by Caller) error
+	PauseUntil(ctx context.Context, sub string, until time.Time, by Caller) error
+	Unpause(ctx context.Context, sub string, by Caller) error
+	Reset(ctx context.Context, sub string, position uint64, by Caller) error
 	// Subscriptions names the subscriptions the calls apply to.
 	Subscriptions() []string
 }

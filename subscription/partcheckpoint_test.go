@@ -238,7 +238,7 @@ func TestResetSetsEveryPartitionCheckpoint(t *testing.T) {
 	e.start()
 	e.waitIdle(sub)
 	e.restart()
-	if err := e.eng.Reset(context.Background(), sub, 4); err != nil {
+	if err := e.eng.Reset(context.Background(), sub, 4, Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitIdle(sub)

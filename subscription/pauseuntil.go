@@ -108,7 +108,7 @@ func (s *subscription) endPause(until time.Time) {
 		if err := tx.SetMeta(s.name, metaPaused, stored); err != nil {
 			return err
 		}
-		return notifyPauseChange(WithCaller(context.Background(), "", "the pause's until passed"), tx, s.name, v, stored, s.e.clock.Now())
+		return notifyPauseChange(Caller{Reason: "the pause's until passed"}, tx, s.name, v, stored, s.e.clock.Now())
 	})
 	if err != nil {
 		s.e.logger.Warn("the end of a pause could not be written; trying again in a second", "subscription", s.name, "error", err)
@@ -161,9 +161,9 @@ func (e *Engine) RefreshPause(ctx context.Context, sub string) error {
 // PauseUntil pauses a subscription as Pause does, until the time given: then
 // it goes on by itself (the end is kept in the ledger, so a restart keeps
 // it). Unpause ends it sooner; Pause makes it last until an Unpause.
-func (e *Engine) PauseUntil(ctx context.Context, sub string, until time.Time) error {
+func (e *Engine) PauseUntil(ctx context.Context, sub string, until time.Time, by Caller) error {
 	if !until.After(e.clock.Now()) {
 		return fmt.Errorf("%w: pause until %s, which is not in the future", ErrBadUntil, until.UTC().Format(time.RFC3339))
 	}
-	return e.setPause(ctx, sub, true, until)
+	return e.setPause(ctx, sub, true, until, by)
 }

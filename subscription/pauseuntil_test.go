@@ -43,10 +43,10 @@ func TestPauseUntil(t *testing.T) {
 	}
 	e, events, store := open()
 	until := clock.Now().Add(time.Hour)
-	if err := e.PauseUntil(ctx, "S.h", clock.Now()); !errors.Is(err, ErrBadUntil) {
+	if err := e.PauseUntil(ctx, "S.h", clock.Now(), Caller{}); !errors.Is(err, ErrBadUntil) {
 		t.Errorf("pause until now: %v, want ErrBadUntil", err)
 	}
-	if err := e.PauseUntil(ctx, "S.h", until); err != nil {
+	if err := e.PauseUntil(ctx, "S.h", until, Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := e.Status(ctx, "S.h")
@@ -78,19 +78,19 @@ func TestPauseUntil(t *testing.T) {
 		t.Errorf("running, yet paused until %v", st.PausedUntil)
 	}
 	// Unpause ends one sooner; Pause makes one last.
-	if err := e.PauseUntil(ctx, "S.h", clock.Now().Add(time.Hour)); err != nil {
+	if err := e.PauseUntil(ctx, "S.h", clock.Now().Add(time.Hour), Caller{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Unpause(ctx, "S.h"); err != nil {
+	if err := e.Unpause(ctx, "S.h", Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ = e.Status(ctx, "S.h"); st.State != StateRunning {
 		t.Errorf("after Unpause: %s", st.State)
 	}
-	if err := e.PauseUntil(ctx, "S.h", clock.Now().Add(time.Hour)); err != nil {
+	if err := e.PauseUntil(ctx, "S.h", clock.Now().Add(time.Hour), Caller{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Pause(ctx, "S.h"); err != nil {
+	if err := e.Pause(ctx, "S.h", Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Hour)

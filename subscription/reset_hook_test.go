@@ -49,7 +49,7 @@ func TestResetHook(t *testing.T) {
 			e.append("Order", "a")
 			e.append("Order", "a")
 			rec.waitHandled(t, "a", 2)
-			err := e.eng.Reset(ctx, sub, 1)
+			err := e.eng.Reset(ctx, sub, 1, Caller{})
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("Reset: %v, want %v", err, tc.wantErr)
 			}

@@ -144,7 +144,7 @@ func TestRestartMidReplay(t *testing.T) {
 		e.append("Order", "p")
 	}
 	broken.Store(false)
-	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", Caller{Actor: "alice", Reason: "fixed"}); err != nil {
 		t.Fatal(err)
 	}
 	recv(t, stall, "version 3's attempt cut off")
@@ -172,15 +172,15 @@ func TestRestartAfterSkip(t *testing.T) {
 		e.append("Order", "p")
 	}
 	e.waitRecord(sub, "Order", "p", func(*ledger.Record) bool { return true })
-	if err := e.eng.Pause(context.Background(), sub); err != nil {
+	if err := e.eng.Pause(context.Background(), sub, Caller{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.eng.Skip(context.Background(), sub, "Order", "p", 2, "alice", "test data"); err != nil {
+	if err := e.eng.Skip(context.Background(), sub, "Order", "p", 2, Caller{Actor: "alice", Reason: "test data"}); err != nil {
 		t.Fatal(err)
 	}
 	broken.Store(false)
 	e.restart() // the replay never ran: paused
-	if err := e.eng.Unpause(context.Background(), sub); err != nil {
+	if err := e.eng.Unpause(context.Background(), sub, Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 1)

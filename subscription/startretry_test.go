@@ -173,7 +173,7 @@ func TestHoldAndResetWhileStarting(t *testing.T) {
 	away.away.Store(false)
 	// Reset's own check of the position reads the head: the log answers
 	// it, and the start after the reset is the retry's.
-	if err := e.eng.Reset(context.Background(), sub, 1); err != nil {
+	if err := e.eng.Reset(context.Background(), sub, 1, Caller{}); err != nil {
 		t.Fatalf("reset while starting: %v", err)
 	}
 	rec.waitHandled(t, "a", 2) // delivered again from the reset's position

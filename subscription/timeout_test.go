@@ -198,7 +198,7 @@ func TestCancelledAttemptIsNotCounted(t *testing.T) {
 			case "shutdown":
 				e.restart()
 			case "reset":
-				if err := e.eng.Reset(context.Background(), sub, 1); err != nil {
+				if err := e.eng.Reset(context.Background(), sub, 1, Caller{}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -198,7 +198,7 @@ func tracerFor(t *testing.T) (*otlptest.Receiver, *berthtracing.Tracer) {
 // event is handled and sends the spans so far.
 func resumeAndFlush(t *testing.T, e *env, rec *recorder, tr *berthtracing.Tracer) {
 	t.Helper()
-	if err := e.eng.Resume(context.Background(), sub, "Order", "p", "alice", "fixed"); err != nil {
+	if err := e.eng.Resume(context.Background(), sub, "Order", "p", Caller{Actor: "alice", Reason: "fixed"}); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitHandled(t, "p", 1)
