@@ -85,7 +85,10 @@ type Store struct {
 	life   sync.RWMutex
 	closed bool
 
-	updateMu sync.Mutex // serialises Updates
+	// updating serialises Updates: a token, taken with the caller's
+	// context, so an Update behind a slow one (NATS out of reach) gives
+	// up by its own deadline rather than the slow one's.
+	updating chan struct{}
 
 	// applyMu is held while a message is applied; stopped (by Close) ends
 	// applying.
@@ -149,7 +152,8 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{
-		opts: o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(), identity: identity,
+		updating: make(chan struct{}, 1),
+		opts:     o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(), identity: identity,
 		applied: st.applied, floor: st.floor, advanced: make(chan struct{}), waiters: map[string]chan bool{},
 		compactDue: make(chan struct{}, 1),
 	}

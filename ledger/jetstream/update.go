@@ -44,8 +44,12 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.Tx) error) error {
 		return err
 	}
 	defer s.life.RUnlock()
-	s.updateMu.Lock()
-	defer s.updateMu.Unlock()
+	select {
+	case s.updating <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("ledger: an earlier update still holds the ledger (NATS slow or out of reach?): %w", ctx.Err())
+	}
+	defer func() { <-s.updating }()
 	if err := s.CheckWrite(); err != nil {
 		return err
 	}
