@@ -360,7 +360,12 @@ func (s *Store) Load(ctx context.Context, name string, version int) (registry.St
 	if err != nil {
 		return registry.StoredModule{}, nil, err
 	}
-	wasm, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, info.Name) })
+	// Its info was found, so "not found" now is a server behind the one
+	// that answered (an upload just made, hosts starting together): ask
+	// again, a few times, as for a transient fault.
+	notYet := func(err error) bool { return jsapi.Transient(err) || errors.Is(err, jetstream.ErrObjectNotFound) }
+	wasm, err := jsapi.Retry(ctx, jsapi.Policy{PerTry: s.timeout, Attempts: 8}, notYet,
+		func(ctx context.Context) ([]byte, error) { return s.obj.GetBytes(ctx, info.Name) })
 	if err != nil {
 		return registry.StoredModule{}, nil, fmt.Errorf("modules: %s v%d: %w", name, version, err)
 	}
