@@ -17,7 +17,9 @@ import (
 // says why; the slow one then commits.
 func TestUpdateGivesUpByItsOwnDeadline(t *testing.T) {
 	n := natstest.RunServer(t)
-	s := open(t, connect(t, n.URL()), optionsFor(t.Name(), 1))
+	o := optionsFor(t.Name(), 1)
+	o.Dir = t.TempDir()
+	s := open(t, connect(t, n.URL()), o)
 	t.Cleanup(func() { s.Close(context.Background()) })
 	inside, release := make(chan struct{}), make(chan struct{})
 	slow := make(chan error, 1)
