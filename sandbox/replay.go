@@ -158,11 +158,11 @@ type replayer struct {
 	match      *abi.CapsuleMatcher // over c.Calls
 	departures []departure
 
-	wall, nano      clockReplay
+	wall, nano clockReplay
 	// shift moves the monotonic readings of a call on a reused instance
 	// past the last one the instance gave (Replays): its clock never runs
 	// backwards, as a live instance's does not. 0 on a fresh instance.
-	shift int64
+	shift           int64
 	initWall        int64 // _initialize's fixed clocks, advancing 1 µs a reading
 	initNano        int64
 	rnd             []byte
