@@ -81,6 +81,21 @@ func (g *groupHook) waitHeard(t testing.TB, want []string) {
 	}
 }
 
+// setCauses has svc fail the buyers of the three causes of the group
+// tests: ghost-0… are unknown (404), down-0… answered 503, slow-0…
+// answered past the attempt's timeout.
+func setCauses(svc *notifier, ghosts, down, slow int) {
+	for i := range ghosts {
+		svc.set(fmt.Sprintf("ghost-%d", i), behaviour{Unknown: true})
+	}
+	for i := range down {
+		svc.set(fmt.Sprintf("down-%d", i), behaviour{Fail: 1 << 30})
+	}
+	for i := range slow {
+		svc.set(fmt.Sprintf("slow-%d", i), behaviour{Delay: 3 * time.Second})
+	}
+}
+
 // TestFailureGroupsOnThreeHosts: three built hosts on a three-node NATS
 // cluster share one ledger. Parks for three causes — unknown buyers of
 // varied ids, a service answering 503, one too slow — appended through
@@ -94,15 +109,7 @@ func TestFailureGroupsOnThreeHosts(t *testing.T) {
 	nc := natstest.RunCluster(t, 3)
 	hook := newGroupHook(t)
 	svc := newNotifier(t)
-	for i := range ghosts {
-		svc.set(fmt.Sprintf("ghost-%d", i), behaviour{Unknown: true})
-	}
-	for i := range down {
-		svc.set(fmt.Sprintf("down-%d", i), behaviour{Fail: 1 << 30})
-	}
-	for i := range slow {
-		svc.set(fmt.Sprintf("slow-%d", i), behaviour{Delay: 3 * time.Second})
-	}
+	setCauses(svc, ghosts, down, slow)
 	hosts := make([]*hostProc, 3)
 	for i := range hosts {
 		hosts[i] = newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: clusterConfig(nc.URLs(), i) + groupsConfig + hook.config()})

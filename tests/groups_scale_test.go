@@ -26,15 +26,7 @@ func TestThirtyThousandParksReadAsThreeGroups(t *testing.T) {
 	svc := newNotifier(t)
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: groupsConfig})
 	h.uploadNotifier(t, 201)
-	for i := range ghosts + 1 {
-		svc.set(fmt.Sprintf("ghost-%d", i), behaviour{Unknown: true})
-	}
-	for i := range down + 1 {
-		svc.set(fmt.Sprintf("down-%d", i), behaviour{Fail: 1 << 30})
-	}
-	for i := range slow + 1 {
-		svc.set(fmt.Sprintf("slow-%d", i), behaviour{Delay: 3 * time.Second})
-	}
+	setCauses(svc, ghosts+1, down+1, slow+1)
 	for i := range seen {
 		h.appendShipped(t, fmt.Sprintf("o-ghost-%d", i), fmt.Sprintf("ghost-%d", i))
 		h.appendShipped(t, fmt.Sprintf("o-down-%d", i), fmt.Sprintf("down-%d", i))

@@ -69,15 +69,7 @@ func TestFailureGroups(t *testing.T) {
 	svc := newNotifier(t)
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: groupsConfig + hook.config()})
 	h.uploadNotifier(t, 201)
-	for i := range ghosts {
-		svc.set(fmt.Sprintf("ghost-%d", i), behaviour{Unknown: true})
-	}
-	for i := range down {
-		svc.set(fmt.Sprintf("down-%d", i), behaviour{Fail: 1 << 30})
-	}
-	for i := range slow {
-		svc.set(fmt.Sprintf("slow-%d", i), behaviour{Delay: 3 * time.Second})
-	}
+	setCauses(svc, ghosts, down, slow)
 	var wg sync.WaitGroup
 	for _, c := range []struct {
 		buyer string

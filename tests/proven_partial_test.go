@@ -14,6 +14,21 @@ import (
 	"github.com/berthhq/berth/internal/testing/checkfor"
 )
 
+// fixedNotifier returns the fix's file (fixedNotifierWasm), its bytes and
+// their SHA-256 in hex.
+func fixedNotifier(t testing.TB) (path string, wasm []byte, sha string) {
+	t.Helper()
+	path, err := fixedNotifierWasm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wasm, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(wasm)
+	return path, wasm, hex.EncodeToString(sum[:])
+}
+
 // TestProvenResumeOfNinetyPercent: a fix that handles 90 % of a group
 // leaves exactly the other 10 % parked after the proven resume. The group
 // is 50 unknown buyers; 5 of the orders carry a payload past the
@@ -24,16 +39,7 @@ import (
 // and the 5 stay parked, by id.
 func TestProvenResumeOfNinetyPercent(t *testing.T) {
 	const handled, big = 45, 5
-	fix, err := fixedNotifierWasm()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixBytes, err := os.ReadFile(fix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(fixBytes)
-	fixSHA := hex.EncodeToString(sum[:])
+	fix, fixBytes, fixSHA := fixedNotifier(t)
 	svc := newNotifier(t)
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: groupsConfig + "\n[capsule]\nmax-bytes = \"8KiB\"\n"})
 	h.uploadNotifier(t, 201)
