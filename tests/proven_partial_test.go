@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +94,60 @@ func TestProvenResumeOfNinetyPercent(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestProvenJobStopsWhenTheFixIsRolledBack: a proven job acts only while
+// its candidate is the version deployed. Started once the fix is
+// deployed, at one aggregate a second, it stops when the old version is
+// pushed back: cancelled by the host, its stopped reason saying
+// not-deployed, what it resumed staying resumed and the rest parked.
+func TestProvenJobStopsWhenTheFixIsRolledBack(t *testing.T) {
+	const ghosts = 20 // 20 s of the job at 1/s: room for the rollback
+	fix, fixBytes, fixSHA := fixedNotifier(t)
+	svc := newNotifier(t)
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: groupsConfig})
+	h.uploadNotifier(t, 201)
+	setCauses(svc, ghosts, 0, 0)
+	h.appendShippedMany(t, "o-ghost-%d", ghosts, "ghost-0")
+	checkfor.Within(t, 30*time.Second, func() error { return groupsAre(h.groups(t), ghosts) })
+	group := h.groups(t)[0].Group
+	if out, errOut, code := h.berthIn(t, "", "parked", "replay", "--group", group, "--module", fix); code != 0 {
+		t.Fatalf("the fix on the group: exit %d\n%s%s", code, out, errOut)
+	}
+	h.must(200, "PUT", "/v1/modules/"+moduleName, fixBytes, "Content-Type", "application/wasm")
+	var j struct {
+		ID      uint64 `json:"id"`
+		State   string `json:"state"`
+		Done    int    `json:"done"`
+		Stopped string `json:"stopped"`
+	}
+	h.must(201, "POST", "/v1/jobs", map[string]any{"action": "resume", "reason": "fixed", "rate": 1,
+		"filter": map[string]any{"group": group, "proven": map[string]string{"module": moduleName, "sha256": fixSHA}}}).JSON(t, &j)
+	id := j.ID
+	get := func() {
+		h.must(200, "GET", fmt.Sprintf("/v1/jobs/%d", id), nil).JSON(t, &j)
+	}
+	checkfor.Within(t, 20*time.Second, func() error {
+		if get(); j.Done < 1 {
+			return fmt.Errorf("job %s, %d done", j.State, j.Done)
+		}
+		return nil
+	})
+	h.uploadNotifier(t, 200) // the old version, back
+	checkfor.Within(t, 20*time.Second, func() error {
+		if get(); j.State == "running" {
+			return fmt.Errorf("job running, %d done", j.Done)
+		}
+		return nil
+	})
+	if j.State != "cancelled" || j.Done < 1 || j.Done >= ghosts || !strings.HasPrefix(j.Stopped, "not-deployed: module "+moduleName+" is now sha256 ") {
+		t.Fatalf("the job after the rollback: %+v", j)
+	}
+	if err := groupsAre(h.groups(t), ghosts-j.Done); err != nil {
+		t.Errorf("after the stop, %d resumed: %v", j.Done, err)
+	}
+	out, _, _ := h.berthIn(t, "", "jobs", "show", strconv.FormatUint(id, 10))
+	if !strings.Contains(out, "stopped") || !strings.Contains(out, "not-deployed") {
+		t.Errorf("berth jobs show:\n%s", out)
+	}
 }
