@@ -92,7 +92,7 @@ func setCauses(svc *notifier, ghosts, down, slow int) {
 		svc.set(fmt.Sprintf("down-%d", i), behaviour{Fail: 1 << 30})
 	}
 	for i := range slow {
-		svc.set(fmt.Sprintf("slow-%d", i), behaviour{Delay: 3 * time.Second})
+		svc.set(fmt.Sprintf("slow-%d", i), behaviour{Delay: 5 * time.Second})
 	}
 }
 

@@ -15,13 +15,15 @@ import (
 // TestFailureGroups: an unknown buyer (404), a notification service that
 // answers 503, and one that answers past the attempt's timeout. The
 // module is compiled before it runs, so that no attempt times out on the
-// interpreter.
+// interpreter; the timeout, 2 s, leaves a loaded machine room to answer
+// the 404s and 503s (a call waits for an instance within it), and the
+// slow service answers after 5 s.
 const groupsConfig = `
 [sandbox]
 tier-up = false
 
 [subscriptions."ShipmentNotifier.onOrderShipped".retry]
-timeout = "1s"
+timeout = "2s"
 unrecoverable = ["Notification", "berth.Timeout"]
 `
 
