@@ -192,7 +192,8 @@ func toWireJobFilter(f ledger.JobFilter) wire.JobFilter {
 func toWireJob(j *ledger.Job) wire.Job {
 	out := wire.Job{ID: j.ID, Action: j.Action, State: string(j.State), Filter: toWireJobFilter(j.Filter), Actor: j.Actor,
 		Reason: j.Reason, Rate: j.Rate, Created: j.Created, Updated: j.Updated, Finished: j.Finished, Matched: j.Matched,
-		Done: j.Done, Failed: j.Failed, Gone: j.Gone, FailuresDropped: j.FailuresDropped, Failures: []wire.JobFailure{}}
+		Done: j.Done, Failed: j.Failed, Gone: j.Gone, FailuresDropped: j.FailuresDropped, Failures: []wire.JobFailure{},
+		Stopped: j.Stopped}
 	for _, f := range j.Failures {
 		out.Failures = append(out.Failures, wire.JobFailure{Time: f.Time, Subscription: f.Subscription,
 			AggregateType: f.AggregateType, AggregateID: f.AggregateID, Error: f.Error})

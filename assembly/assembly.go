@@ -217,7 +217,11 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 		return err
 	}
 	if h.Jobs, err = jobs.Open(ctx, jobs.Options{Ledger: h.Ledger, Engine: h.Operator, Clock: opts.Clock, Logger: h.log,
-		ItemTimeout: func() time.Duration { return h.Config().Server.OperatorWait.Std() }, Shared: h.Cluster != nil}); err != nil {
+		ItemTimeout: func() time.Duration { return h.Config().Server.OperatorWait.Std() }, Shared: h.Cluster != nil,
+		Deployed: func(name string) (string, bool) {
+			info, ok := h.Modules.Get(name)
+			return info.SHA256, ok
+		}}); err != nil {
 		return &OpenError{Part: "jobs", Err: err}
 	}
 	h.Hooks = webhook.New(h.Ledger, webhook.Options{Hooks: cfg.Hooks(), Logger: h.log})

@@ -69,6 +69,12 @@ type Options struct {
 	// (a single host): Open goes on with the jobs left running and Create
 	// starts its job; Serve is not needed.
 	Shared bool
+	// Deployed returns the SHA-256 of the module version deployed under
+	// name (false: none). A proven job (ledger.JobFilter.Proven) acts only
+	// while its candidate is the version deployed: it asks before each
+	// batch, and stops the job (cancelled, Stopped saying why) once the
+	// deployment moved away. Nil: no module is deployed.
+	Deployed func(module string) (sha256 string, ok bool)
 	// PollInterval is how often, with Shared, Serve looks in the ledger for
 	// jobs created or cancelled on other hosts, and Wait for a change
 	// another host made; on Clock. Default 1s.

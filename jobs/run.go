@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/berthhq/berth/internal/clock"
@@ -58,6 +59,8 @@ func (r *Runner) start(parent context.Context, j *ledger.Job, served *serving) {
 			// state: this goroutine's next write found it, or Serve's scan
 			// saw it first and stopped the goroutine.
 			r.opts.Logger.Info("job stopped: it was cancelled", "job", j.ID)
+			return
+		case errors.Is(err, errStopped):
 			return
 		case errors.Is(err, ledger.ErrFenced):
 			// Another host claimed the jobs duty: it goes on with the job
@@ -118,6 +121,9 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 			if err := r.pace(ctx, lim, len(batch)); err != nil {
 				return err
 			}
+			if why := r.notDeployed(j); why != "" {
+				return r.stopJob(ctx, j, fence, why)
+			}
 			j.InFlight = items(batch)
 			if err := r.save(ctx, j, fence); err != nil {
 				return err
@@ -151,6 +157,42 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 		"gone", j.Gone, "matched", j.Matched)
 	return nil
 }
+
+// notDeployed says why a proven job must not act now: its candidate is
+// not the module version deployed (its proof holds for those bytes only).
+// Empty when it may, or when the job is not proven.
+func (r *Runner) notDeployed(j *ledger.Job) string {
+	p := j.Filter.Proven
+	if p == nil {
+		return ""
+	}
+	var sha string
+	ok := false
+	if r.opts.Deployed != nil {
+		sha, ok = r.opts.Deployed(p.Module)
+	}
+	switch {
+	case !ok:
+		return fmt.Sprintf("not-deployed: module %s is no longer deployed, and the job is proven by its version sha256 %s only", p.Module, p.SHA256)
+	case !strings.EqualFold(sha, p.SHA256):
+		return fmt.Sprintf("not-deployed: module %s is now sha256 %s, and the job is proven by sha256 %s only; deploy it again and start a new job for what is left", p.Module, sha, p.SHA256)
+	}
+	return ""
+}
+
+// stopJob ends j as cancelled by the host itself, saying why, after the
+// batches it acted on: what it did stays done.
+func (r *Runner) stopJob(ctx context.Context, j *ledger.Job, fence ledger.DutyFence, why string) error {
+	j.State, j.Finished, j.Stopped = ledger.JobCancelled, r.opts.Clock.Now().UTC(), why
+	if err := r.save(ctx, j, fence); err != nil {
+		return err
+	}
+	r.opts.Logger.Warn("job stopped", "job", j.ID, "why", why, "done", j.Done, "matched", j.Matched)
+	return errStopped
+}
+
+// errStopped: the host stopped the job itself (stopJob), which is stored.
+var errStopped = errors.New("jobs: the job was stopped")
 
 // batchSize bounds the records a job acts on between two writes of its
 // progress.
@@ -296,6 +338,12 @@ func (r *Runner) settleInFlight(ctx context.Context, j *ledger.Job, fence ledger
 	if err != nil {
 		return err
 	}
+	if why := r.notDeployed(j); why != "" && len(todo) > 0 {
+		// Those acted on before the stop are done; the rest stay parked.
+		j.Done += len(j.InFlight) - len(todo)
+		j.InFlight = nil
+		return r.stopJob(ctx, j, fence, why)
+	}
 	if len(todo) > 0 {
 		if fence.Fenced() {
 			if err := r.save(ctx, j, fence); err != nil {
@@ -322,6 +370,9 @@ func finished(j *ledger.Job, actor string) ledger.Notification {
 	n := ledger.Notification{Type: ledger.NotifyJobFinished, Time: j.Finished, Job: strconv.FormatUint(j.ID, 10),
 		JobState: string(j.State), Actor: actor,
 		Reason: fmt.Sprintf("%s: %d done, %d failed, %d no longer parked, of %d matched", j.Action, j.Done, j.Failed, j.Gone, j.Matched)}
+	if j.Stopped != "" {
+		n.Reason += "; stopped by the host: " + j.Stopped
+	}
 	if len(j.Filter.Subscriptions) == 1 {
 		n.Subscription = j.Filter.Subscriptions[0]
 	}

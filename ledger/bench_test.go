@@ -37,7 +37,18 @@ func BenchmarkCheckpointWrite(b *testing.B) {
 
 // BenchmarkPark parks one new aggregate per op: PutParked (with a
 // one-entry history) + Notify + SetCheckpoint in one Update.
-func BenchmarkPark(b *testing.B) {
+func BenchmarkPark(b *testing.B) { benchPark(b, 0) }
+
+// BenchmarkParkInAGroup is BenchmarkPark as an incident parks: each
+// record fails a millisecond after the one before, so its group's last
+// failure moves with every park.
+//
+//	go test ./ledger -run '^$' -bench 'BenchmarkPark(InAGroup)?$' -benchmem
+func BenchmarkParkInAGroup(b *testing.B) { benchPark(b, time.Millisecond) }
+
+// benchPark parks one new aggregate per op, record i failing at
+// now + i*step.
+func benchPark(b *testing.B, step time.Duration) {
 	s := openBench(b)
 	ctx := context.Background()
 	now := time.Now().UTC()
@@ -45,18 +56,19 @@ func BenchmarkPark(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		id := fmt.Sprintf("o-%d", i)
+		at := now.Add(time.Duration(i) * step)
 		errInfo := ledger.ErrorInfo{Classes: []string{"IllegalStateException"}, Message: "The mail service is down.", Kind: "recoverable"}
 		r := &ledger.Record{
 			Subscription: "ShipmentNotifier.onOrderShipped", AggregateType: "order", AggregateID: id,
 			Version: 6, Position: uint64(i + 1), Error: errInfo, Attempts: 5,
-			FirstFailure: now, LastFailure: now, State: ledger.StateRetrying, NextRetry: now.Add(3 * time.Minute),
+			FirstFailure: at, LastFailure: at, State: ledger.StateRetrying, NextRetry: at.Add(3 * time.Minute),
 		}
-		r.AddHistory(ledger.Entry{Time: now, Action: "parked", Attempt: 5, Version: 6, Error: &errInfo})
+		r.AddHistory(ledger.Entry{Time: at, Action: "parked", Attempt: 5, Version: 6, Error: &errInfo})
 		err := s.Update(ctx, func(tx ledger.Tx) error {
 			if err := tx.PutParked(r); err != nil {
 				return err
 			}
-			if err := tx.Notify(ledger.Notification{Type: "parked", Time: now, Subscription: r.Subscription,
+			if err := tx.Notify(ledger.Notification{Type: "parked", Time: at, Subscription: r.Subscription,
 				AggregateType: "order", AggregateID: id, Version: 6, Error: &errInfo}); err != nil {
 				return err
 			}

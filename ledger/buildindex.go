@@ -92,7 +92,7 @@ func BuildIndex(ctx context.Context, s Store) error {
 				if err := t.index("BuildIndex", r.Subscription, r.AggregateType, r.AggregateID, s); err != nil {
 					return err
 				}
-				if err := t.joinGroup("BuildIndex", r, s, false); err != nil {
+				if err := t.joinGroup("BuildIndex", r, s, true, false); err != nil {
 					return err
 				}
 			}

@@ -3,7 +3,6 @@ package ledger
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,12 +18,14 @@ import (
 //	'l' lp(sub) 'u' lp(group NUL type) lp(state)      -> count(8)
 //	'l' lp(sub) 'v' lp(group) lp(module version)      -> count(8)
 //	'l' lp(sub) 'h' lp(group)                         -> the group's head, JSON
+//	'l' lp(sub) 'n' lp(group)                         -> its stats (groupstats.go)
 //
 // The head is what the group's records share (masked message, classes,
-// module), the span of their failures, and the largest threshold told
-// (group-opened, group-grew): it exists from the park that opens the group
-// to the change that leaves it empty, so one incident notifies once per
-// threshold however often its records change state.
+// module) and the largest threshold told (group-opened, group-grew); the
+// stats its total and the span of its failures. Both exist from the park
+// that opens the group to the change that leaves it empty, so one
+// incident notifies once per threshold however often its records change
+// state.
 const (
 	dimGroupType = 'u'
 	dimGroupMod  = 'v'
@@ -78,11 +79,13 @@ type GroupFilter struct {
 }
 
 type groupHead struct {
-	Message  string    `json:"message"`
-	Classes  []string  `json:"classes,omitempty"`
-	Module   string    `json:"module,omitempty"`
-	First    time.Time `json:"first"`
-	Last     time.Time `json:"last"`
+	Message string   `json:"message"`
+	Classes []string `json:"classes,omitempty"`
+	Module  string   `json:"module,omitempty"`
+	// First and Last are the span of failures as heads written before
+	// the group's stats (groupstats.go) kept it; the stats keep it now.
+	First    time.Time `json:"first,omitzero"`
+	Last     time.Time `json:"last,omitzero"`
 	Notified int       `json:"notified"` // the largest threshold told: 1 opened, 100 grew, …
 }
 
@@ -110,44 +113,61 @@ func (t *KVTx) groupHead(sub, group string) (*groupHead, error) {
 
 func allStates() []State { return []State{StateRetrying, StateWaiting, StateResuming} }
 
-// joinGroup keeps r's group's head after index counted r in it: it opens
-// the head if there is none, widens its span, and, when notify,
-// queues group-opened or group-grew on reaching a threshold not told yet.
-// BuildIndex joins without notifying: the groups of an older store are
-// not news.
-func (t *KVTx) joinGroup(op string, r *Record, s summary, notify bool) error {
+// joinGroup keeps r's group's stats and head after index counted r in
+// it. joined says r is new to the group (else it changed state in it):
+// the group's total counts it. The span of failures widens to r's. The
+// head is written when r opens the group and when the group reaches a
+// threshold not told yet; then, when notify, group-opened or group-grew
+// is queued. BuildIndex joins without notifying: the groups of an older
+// store are not news.
+func (t *KVTx) joinGroup(op string, r *Record, s summary, joined, notify bool) error {
 	if s.group == "" {
 		return nil
 	}
 	sub := r.Subscription
-	h, err := t.groupHead(sub, s.group)
-	opened := errors.Is(err, ErrNotFound)
-	if opened {
-		h = &groupHead{Message: MaskMessage(r.Error.Message), Classes: r.Error.Classes,
-			Module: ModuleName(r.Error.Module), First: r.FirstFailure, Last: r.LastFailure}
-	} else if err != nil {
-		return t.fail(op, err)
-	}
-	changed := opened
-	if !r.FirstFailure.IsZero() && (h.First.IsZero() || r.FirstFailure.Before(h.First)) {
-		h.First, changed = r.FirstFailure, true
-	}
-	if r.LastFailure.After(h.Last) {
-		h.Last, changed = r.LastFailure, true
-	}
-	n, err := t.tally(sub, dimGroup, s.group, allStates())
+	st, found, legacy, err := t.readGroupStats(sub, s.group)
 	if err != nil {
 		return t.fail(op, err)
 	}
+	opened := !found
+	changed := opened || legacy
+	if opened {
+		// index counted r: the count is what the group holds.
+		n, err := t.tally(sub, dimGroup, s.group, allStates())
+		if err != nil {
+			return t.fail(op, err)
+		}
+		st = groupStats{total: uint64(n)}
+	} else if joined && !legacy {
+		st.total, changed = st.total+1, true
+	}
+	if first := unixNano(r.FirstFailure); first != 0 && (st.first == 0 || first < st.first) {
+		st.first, changed = first, true
+	}
+	if last := unixNano(r.LastFailure); last > st.last {
+		st.last, changed = last, true
+	}
+	if changed {
+		if err := t.set(op, groupStatsKey(sub, s.group), st.encode()); err != nil {
+			return err
+		}
+	}
+	var h *groupHead
 	typ := ""
 	switch {
 	case opened:
-		h.Notified, typ = 1, NotifyGroupOpened
-	case GroupGrewAt(n) && n > h.Notified:
-		h.Notified, typ = n, NotifyGroupGrew
-	}
-	if !changed && typ == "" {
-		return nil // a change of state: the head holds
+		h = &groupHead{Message: MaskMessage(r.Error.Message), Classes: r.Error.Classes, Module: ModuleName(r.Error.Module), Notified: 1}
+		typ = NotifyGroupOpened
+	case joined && GroupGrewAt(int(st.total)):
+		if h, err = t.groupHead(sub, s.group); err != nil {
+			return t.fail(op, err)
+		}
+		if int(st.total) <= h.Notified {
+			return nil // told already: the group shrank and grew back
+		}
+		h.Notified, typ = int(st.total), NotifyGroupGrew
+	default:
+		return nil
 	}
 	v, err := json.Marshal(h)
 	if err != nil {
@@ -156,28 +176,41 @@ func (t *KVTx) joinGroup(op string, r *Record, s summary, notify bool) error {
 	if err := t.set(op, groupHeadKey(sub, s.group), v); err != nil {
 		return err
 	}
-	if typ == "" || !notify {
+	if !notify {
 		return nil
 	}
 	// About a group, not an aggregate: no aggregate is named, as for a
 	// partition's notifications.
 	// At the park's time, on the engine's clock.
-	return t.Notify(Notification{Type: typ, Time: r.LastFailure, Subscription: sub, Group: s.group, Count: n,
+	return t.Notify(Notification{Type: typ, Time: r.LastFailure, Subscription: sub, Group: s.group, Count: int(st.total),
 		Error: &ErrorInfo{Classes: h.Classes, Message: h.Message, Module: r.Error.Module, Kind: r.Error.Kind}})
 }
 
-// leaveGroup drops the head of the group of a record that left it (after
-// unindex uncounted it) once the group holds no record.
+// leaveGroup uncounts a record that left its group (after unindex
+// uncounted it), and drops the group's stats and head once it holds no
+// record.
 func (t *KVTx) leaveGroup(op, sub string, s summary) error {
 	if s.group == "" {
 		return nil
 	}
-	n, err := t.tally(sub, dimGroup, s.group, allStates())
+	st, found, legacy, err := t.readGroupStats(sub, s.group)
 	if err != nil {
 		return t.fail(op, err)
 	}
-	if n > 0 {
+	if !found {
 		return nil
+	}
+	if !legacy { // legacy: its total, from the counters, no longer counts the record
+		if st.total == 0 {
+			return t.fail(op, fmt.Errorf("group %q's total would go below 0", s.group))
+		}
+		st.total--
+	}
+	if st.total > 0 {
+		return t.set(op, groupStatsKey(sub, s.group), st.encode())
+	}
+	if err := t.delete(op, groupStatsKey(sub, s.group)); err != nil {
+		return err
 	}
 	return t.delete(op, groupHeadKey(sub, s.group))
 }
@@ -279,8 +312,12 @@ func (t *KVTx) groupsOf(sub string, f *GroupFilter) ([]Group, error) {
 		if err != nil || n == 0 {
 			return err == nil, err
 		}
+		first, last, err := t.spanOf(sub, fp, &h)
+		if err != nil {
+			return false, err
+		}
 		out = append(out, Group{Subscription: sub, Fingerprint: fp, Message: h.Message, Classes: h.Classes,
-			Module: h.Module, Count: n, FirstFailure: h.First, LastFailure: h.Last})
+			Module: h.Module, Count: n, FirstFailure: first, LastFailure: last})
 		return true, nil
 	})
 	return out, err

@@ -118,6 +118,10 @@ type Job struct {
 	// InFlightOne is the one record in flight as jobs written before
 	// batches keep it; a job that goes on settles it with InFlight.
 	InFlightOne *JobItem `json:"inFlight,omitempty"`
+	// Stopped says why the host ended the job itself, cancelled by no
+	// operator: a proven job whose candidate stopped being the module
+	// version deployed. Empty otherwise.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // JobItem names the record a job is acting on.

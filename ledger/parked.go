@@ -192,7 +192,7 @@ func (t *KVTx) PutParked(r *Record) error {
 	if err := t.index(op, r.Subscription, r.AggregateType, r.AggregateID, s); err != nil {
 		return err
 	}
-	if err := t.joinGroup(op, r, s, true); err != nil {
+	if err := t.joinGroup(op, r, s, !indexed || old.group != s.group, true); err != nil {
 		return err
 	}
 	if indexed && old.group != s.group {

@@ -52,6 +52,9 @@ type callState struct {
 
 	rec    recording // the call's attempt capsule arena (record.go)
 	replay *replayer // answers the call from a capsule in a replay; nil normally
+	// replayNano is the last monotonic reading a replay gave the guest,
+	// kept from one replay to the next on a reused instance (Replays).
+	replayNano int64
 }
 
 func (cs *callState) init(m *Module) { cs.mod, cs.wake = m, make(chan struct{}, 1) }

@@ -239,7 +239,7 @@ func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 		inst.m.sawMemory(inst, mem)
 	}
 	var now time.Time
-	keep := !broken && uint64(mem) < p.recycleBytes && !p.grown(inst, mem)
+	keep := !broken && p.reusable(inst, mem)
 	if keep {
 		now = end
 		if !p.realClock || now.IsZero() {
@@ -274,6 +274,13 @@ func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 	if !keep {
 		inst.close()
 	}
+}
+
+// reusable reports whether an instance whose memory after a call is mem
+// may serve another call, by its memory: below recycleBytes and not grown
+// past recycleGrowth. A group's replays (Replays) hold to it too.
+func (p *pool) reusable(inst *instance, mem uint32) bool {
+	return uint64(mem) < p.recycleBytes && !p.grown(inst, mem)
 }
 
 // grown reports whether an instance whose memory is now mem has grown past

@@ -133,6 +133,7 @@ func (cs *callState) nanotime() int64 {
 	var ns int64
 	if cs.replay != nil {
 		ns = cs.replay.nanotime(cs.ev == nil)
+		cs.replayNano = ns
 	} else {
 		ns = runtimeNanotime()
 	}

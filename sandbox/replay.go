@@ -28,6 +28,11 @@ import (
 // whichever is first; a recorded budget of 0 (none) leaves ctx as the only
 // bound, so give ctx one (`berth parked replay --max-time`).
 func (m *Module) Replay(ctx context.Context, c *abi.Capsule) (Replayed, error) {
+	return m.replay(ctx, c, nil)
+}
+
+// replay is Replay on an instance of rs (nil: a fresh one, closed after).
+func (m *Module) replay(ctx context.Context, c *abi.Capsule, rs *Replays) (Replayed, error) {
 	if err := c.Validate(); err != nil {
 		return Replayed{}, err
 	}
@@ -37,8 +42,12 @@ func (m *Module) Replay(ctx context.Context, c *abi.Capsule) (Replayed, error) {
 	start := time.Now()
 	var inst *instance
 	err := ctx.Err()
-	if err == nil {
+	switch {
+	case err != nil:
+	case rs == nil:
 		inst, err = m.makeInstance(ctx, time.Time{}, rp)
+	default:
+		inst, err = rs.take(ctx, rp)
 	}
 	if err != nil {
 		o := m.noInstance(ctx, start, time.Time{}, budget, "before it started", err)
@@ -53,7 +62,11 @@ func (m *Module) Replay(ctx context.Context, c *abi.Capsule) (Replayed, error) {
 	o := m.run(ctx, inst, &ev, Ports{}, own, budget)
 	o.Duration = time.Since(start)
 	inst.end()
-	inst.close()
+	if rs == nil {
+		inst.close()
+	} else {
+		rs.give(inst, o.Kind)
+	}
 	r := Replayed{Outcome: o, Capsule: o.Capsule}
 	r.Capsule.Subscription = c.Subscription
 	r.Capsule.Limits = c.Limits
@@ -145,7 +158,11 @@ type replayer struct {
 	match      *abi.CapsuleMatcher // over c.Calls
 	departures []departure
 
-	wall, nano      clockReplay
+	wall, nano clockReplay
+	// shift moves the monotonic readings of a call on a reused instance
+	// past the last one the instance gave (Replays): its clock never runs
+	// backwards, as a live instance's does not. 0 on a fresh instance.
+	shift           int64
 	initWall        int64 // _initialize's fixed clocks, advancing 1 µs a reading
 	initNano        int64
 	rnd             []byte
@@ -206,7 +223,21 @@ func (rp *replayer) nanotime(init bool) int64 {
 		rp.initNano += int64(time.Microsecond)
 		return rp.initNano
 	}
-	return rp.nano.next(rp.initNano)
+	return rp.nano.next(rp.initNano) + rp.shift
+}
+
+// after readies rp for a call on an instance whose monotonic clock last
+// read floor: the call's first reading (the first recorded, or where
+// _initialize's clock ended) comes after it, its readings moved as one
+// when needed (the differences between them are the recorded ones).
+func (rp *replayer) after(floor int64) {
+	first := rp.initNano
+	if len(rp.nano.readings) > 0 {
+		first = rp.nano.readings[0]
+	}
+	if first <= floor {
+		rp.shift = floor + int64(time.Microsecond) - first
+	}
 }
 
 // random fills p with the recorded random bytes, in order, then with the

@@ -1,11 +1,7 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -19,13 +15,15 @@ import (
 // TestFailureGroups: an unknown buyer (404), a notification service that
 // answers 503, and one that answers past the attempt's timeout. The
 // module is compiled before it runs, so that no attempt times out on the
-// interpreter.
+// interpreter; the timeout, 2 s, leaves a loaded machine room to answer
+// the 404s and 503s (a call waits for an instance within it), and the
+// slow service answers after 5 s.
 const groupsConfig = `
 [sandbox]
 tier-up = false
 
 [subscriptions."ShipmentNotifier.onOrderShipped".retry]
-timeout = "1s"
+timeout = "2s"
 unrecoverable = ["Notification", "berth.Timeout"]
 `
 
@@ -69,47 +67,11 @@ func groupsAre(gs []parkedGroup, want ...int) error {
 // with a group filter skips exactly that group's records.
 func TestFailureGroups(t *testing.T) {
 	const ghosts, down, slow = 100, 30, 5
-	// A delivery is at least once (one cut off by the SIGKILL comes
-	// again): the hook keeps one of each id, as a receiver does.
-	var (
-		mu    sync.Mutex
-		heard []string
-		ids   = map[string]bool{}
-	)
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var p struct {
-			ID    string `json:"id"`
-			Type  string `json:"type"`
-			Group string `json:"group"`
-			Count int    `json:"count"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		json.Unmarshal(body, &p)
-		mu.Lock()
-		if !ids[p.ID] {
-			ids[p.ID] = true
-			heard = append(heard, fmt.Sprintf("%s %s %d", p.Type, p.Group, p.Count))
-		}
-		mu.Unlock()
-	}))
-	defer hook.Close()
+	hook := newGroupHook(t)
 	svc := newNotifier(t)
-	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: groupsConfig + fmt.Sprintf(`
-[[webhooks]]
-name = "groups"
-url = %q
-events = ["group-opened", "group-grew"]
-`, hook.URL)})
+	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: groupsConfig + hook.config()})
 	h.uploadNotifier(t, 201)
-	for i := range ghosts {
-		svc.set(fmt.Sprintf("ghost-%d", i), behaviour{Unknown: true})
-	}
-	for i := range down {
-		svc.set(fmt.Sprintf("down-%d", i), behaviour{Fail: 1 << 30})
-	}
-	for i := range slow {
-		svc.set(fmt.Sprintf("slow-%d", i), behaviour{Delay: 3 * time.Second})
-	}
+	setCauses(svc, ghosts, down, slow)
 	var wg sync.WaitGroup
 	for _, c := range []struct {
 		buyer string
@@ -152,10 +114,8 @@ events = ["group-opened", "group-grew"]
 	wantHeard := []string{"group-opened " + gs[0].Group + " 1", "group-grew " + gs[0].Group + " 100",
 		"group-opened " + gs[1].Group + " 1", "group-opened " + gs[2].Group + " 1"}
 	checkfor.Within(t, 20*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(heard) < len(wantHeard) {
-			return fmt.Errorf("the hook heard %v, want %d deliveries", heard, len(wantHeard))
+		if n := len(hook.sorted()); n < len(wantHeard) {
+			return fmt.Errorf("the hook heard %v, want %d deliveries", hook.sorted(), len(wantHeard))
 		}
 		return nil
 	})
@@ -174,12 +134,5 @@ events = ["group-opened", "group-grew"]
 	}
 
 	// Every delivery is in: the ones before the kill, none for the skip.
-	mu.Lock()
-	got := slices.Clone(heard)
-	mu.Unlock()
-	slices.Sort(got)
-	slices.Sort(wantHeard)
-	if !slices.Equal(got, wantHeard) {
-		t.Errorf("the hook heard\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantHeard, "\n"))
-	}
+	hook.waitHeard(t, wantHeard)
 }

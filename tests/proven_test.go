@@ -1,11 +1,8 @@
 package tests
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -40,16 +37,7 @@ type groupReplay struct {
 // the proof.
 func TestProvenResume(t *testing.T) {
 	const ghosts, later, down = 40, 5, 10
-	fix, err := fixedNotifierWasm()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixBytes, err := os.ReadFile(fix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(fixBytes)
-	fixSHA := hex.EncodeToString(sum[:])
+	fix, fixBytes, fixSHA := fixedNotifier(t)
 	svc := newNotifier(t)
 	h := newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: groupsConfig})
 	h.uploadNotifier(t, 201)

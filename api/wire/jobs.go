@@ -86,6 +86,9 @@ type Job struct {
 	Gone            int          `json:"gone"`
 	Failures        []JobFailure `json:"failures"`
 	FailuresDropped int          `json:"failuresDropped,omitempty"` // failures past the 100 kept
+	// Stopped says why the host ended the job itself (state cancelled):
+	// a proven job whose candidate is no longer the version deployed.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // JobList is the answer of GET /v1/jobs, newest first.

@@ -233,6 +233,9 @@ func printJob(x *invocation, j wire.Job) error {
 	kv.add("job", "%d", j.ID)
 	kv.add("action", "%s", j.Action)
 	kv.add("state", "%s", j.State)
+	if j.Stopped != "" {
+		kv.add("stopped", "by the host: %s", j.Stopped)
+	}
 	kv.add("filter", "%s", describeJobFilter(j.Filter))
 	kv.add("by", "%s: %q", j.Actor, j.Reason)
 	kv.add("rate", "%v a second", j.Rate)

@@ -83,6 +83,7 @@ func testGroups(t *testing.T, open Opener) {
 		})
 	}
 	check("after the parks")
+	checkSpans(t, s, "after the parks", all, fps)
 	if got := groupNotes(t, s); !slices.Equal(got, []string{
 		"group-opened notify " + fps[0] + " 1", "group-grew notify " + fps[0] + " 100",
 		"group-opened notify " + fps[1] + " 1", "group-opened notify " + fps[2] + " 1",
@@ -108,6 +109,13 @@ func testGroups(t *testing.T, open Opener) {
 		return nil
 	})
 	check("after the changes")
+	checkSpans(t, s, "after the changes", all, fps)
+	// A record of the first group fails again, later, in the group: its
+	// last failure is the group's, exactly, though it joins no group.
+	again0 := all["cart/0-0011"]
+	again0.LastFailure = base().Add(time.Hour)
+	put(t, s, again0)
+	checkSpans(t, s, "after a later failure", all, fps)
 	// The third group empties, and opens anew.
 	update(t, s, func(tx ledger.Tx) error {
 		for k, r := range all {
@@ -281,6 +289,37 @@ func checkGroups(t *testing.T, tx ledger.Tx, when string, all map[string]*ledger
 			}
 		}
 	}
+}
+
+// checkSpans checks that each group of "notify" spans exactly the
+// failures of all's records in it (the one that left the first group
+// is none of its extremes).
+func checkSpans(t *testing.T, s ledger.Store, when string, all map[string]*ledger.Record, fps []string) {
+	t.Helper()
+	view(t, s, func(tx ledger.Tx) error {
+		gs, _, err := tx.GroupsParked(ledger.GroupFilter{Subscription: "notify"})
+		if err != nil {
+			return err
+		}
+		for _, g := range gs {
+			var first, last time.Time
+			for _, r := range all {
+				if ledger.Fingerprint(r) != g.Fingerprint || r.Subscription != "notify" {
+					continue
+				}
+				if first.IsZero() || r.FirstFailure.Before(first) {
+					first = r.FirstFailure
+				}
+				if r.LastFailure.After(last) {
+					last = r.LastFailure
+				}
+			}
+			if !g.FirstFailure.Equal(first) || !g.LastFailure.Equal(last) {
+				t.Errorf("%s: group %s spans %v – %v, want %v – %v", when, g.Fingerprint, g.FirstFailure, g.LastFailure, first, last)
+			}
+		}
+		return nil
+	})
 }
 
 // groupNotes lists the queued group notifications as "type sub group count".
