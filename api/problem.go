@@ -19,7 +19,7 @@ import (
 type Problem = wire.Problem
 
 func problem(status int, kind, detail string) *Problem {
-	return &Problem{Type: problemBase + kind, Title: http.StatusText(status), Status: status, Detail: detail}
+	return &Problem{Type: wire.ProblemBase + kind, Title: http.StatusText(status), Status: status, Detail: detail}
 }
 
 func badRequest(kind, format string, args ...any) *Problem {

@@ -7,11 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/berthhq/berth/api/wire"
 )
 
 // TestEveryProblemTypeIsCatalogued reads the server's sources for each
 // problem type it sends (through problem, badRequest, or a Problem
-// literal) and checks that problemTypes names it with the status it is
+// literal) and checks that wire's catalogue names it with the status it is
 // sent with, so that the catalogue is the one list of them.
 func TestEveryProblemTypeIsCatalogued(t *testing.T) {
 	uses := []*regexp.Regexp{
@@ -26,7 +28,7 @@ func TestEveryProblemTypeIsCatalogued(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || f == "problemtypes.go" {
+		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
 		src, err := os.ReadFile(f)
@@ -48,19 +50,19 @@ func TestEveryProblemTypeIsCatalogued(t *testing.T) {
 					status = atoi(m[2])
 				}
 				seen[kind] = true
-				want, ok := problemTypes[kind]
+				want, ok := wire.ProblemStatus(kind)
 				switch {
 				case !ok:
-					t.Errorf("%s sends problem type %q, which problemTypes does not name", f, kind)
+					t.Errorf("%s sends problem type %q, which the catalogue does not name", f, kind)
 				case status != 0 && status != want:
-					t.Errorf("%s sends %q with status %d; problemTypes says %d", f, kind, status, want)
+					t.Errorf("%s sends %q with status %d; the catalogue says %d", f, kind, status, want)
 				}
 			}
 		}
 	}
-	for kind := range problemTypes {
+	for _, kind := range wire.ProblemNames() {
 		if !seen[kind] {
-			t.Errorf("problemTypes names %q, which no source sends", kind)
+			t.Errorf("the catalogue names %q, which no source sends", kind)
 		}
 	}
 }
@@ -97,11 +99,11 @@ func TestOpenAPINamesEveryProblemType(t *testing.T) {
 	named := map[string]bool{}
 	for _, k := range strings.Split(string(m[1]), ", ") {
 		named[k] = true
-		if _, ok := problemTypes[k]; !ok {
-			t.Errorf("openapi.json names problem type %q, which problemTypes does not", k)
+		if _, ok := wire.ProblemStatus(k); !ok {
+			t.Errorf("openapi.json names problem type %q, which the catalogue does not", k)
 		}
 	}
-	for k := range problemTypes {
+	for _, k := range wire.ProblemNames() {
 		if !named[k] {
 			t.Errorf("openapi.json does not name problem type %q", k)
 		}

@@ -96,6 +96,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 				`berth.toml:2: server.max-module-size: "32MB": ambiguous unit "MB"`,
 				`berth.toml:3: server.max-body-size: -1: must not be negative`,
 			}},
+		{"server memory-limit too low", "[server]\nmemory-limit = \"64MiB\"\n",
+			[]string{`berth.toml:2: server.memory-limit: "64MiB": must be 0B (off) or at least 128MiB`}},
 		{"sandbox", "[sandbox]\nmax-instances = 0\nidle-timeout = 5\n",
 			[]string{
 				`berth.toml:2: sandbox.max-instances: 0: must be at least 1`,

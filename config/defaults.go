@@ -20,6 +20,7 @@ func Default() *Config {
 			ReadTimeout:     DefaultReadTimeout,
 			WriteTimeout:    DefaultWriteTimeout,
 			ShutdownTimeout: DefaultShutdownTimeout,
+			MemoryLimit:     DefaultHostMemoryLimit,
 			OperatorWait:    DefaultOperatorWait,
 			AllowedHosts:    []string{},
 		},
@@ -109,6 +110,9 @@ read-timeout = "30s"
 write-timeout = "1m"
 # How long a stopping host waits for requests, handlers and its stores' last writes; past it, it exits 1.
 shutdown-timeout = "15s"
+# Soft memory limit of the Go runtime (not compiled module code): near it the garbage collector runs more
+# often. Under a cgroup limit the host uses 90 % of it when lower; "0B" turns it off; GOMEMLIMIT wins.
+memory-limit = "512MiB"
 # How long a resume or skip waits for an aggregate a long-horizon retry is working on; then 409.
 operator-wait = "10s"
 # More names a request's Host may carry, beside the address served (loopback names on loopback), e.g. a

@@ -18,7 +18,11 @@ const (
 	DefaultReadTimeout     = retry.Duration(30e9)
 	DefaultWriteTimeout    = retry.Duration(60e9)
 	DefaultShutdownTimeout = retry.Duration(15e9)
-	DefaultOperatorWait    = retry.Duration(10e9)
+	DefaultHostMemoryLimit = 512 * MiB
+	// MinMemoryLimit is the least server.memory-limit other than 0: below
+	// it the collector would run all the time.
+	MinMemoryLimit      = 128 * MiB
+	DefaultOperatorWait = retry.Duration(10e9)
 )
 
 // ServerConfig is [server].
@@ -41,6 +45,12 @@ type ServerConfig struct {
 	// stores' last writes (flushing their memtables). Past it the host exits with status 1, naming what it
 	// could not flush; what was acknowledged is in the stores' write-ahead logs, replayed at the next start.
 	ShutdownTimeout retry.Duration `toml:"shutdown-timeout"`
+	// MemoryLimit is the host's soft memory limit (default 512MiB): what the Go runtime may hold (heap,
+	// stacks; not compiled module code, which lives outside it). Near it the garbage collector runs more
+	// often, so garbage does not pile up to twice the live heap in a burst; a live heap above it is never
+	// refused, the collector just uses up to half the CPU. Under a cgroup memory limit the host uses 90 %
+	// of that limit when it is lower. "0B" turns it off; a GOMEMLIMIT environment variable wins over it.
+	MemoryLimit Size `toml:"memory-limit"`
 	// OperatorWait bounds how long a resume or skip waits for an aggregate that a long-horizon retry is
 	// working on (default 10s); past it the call answers 409 and changes nothing.
 	OperatorWait retry.Duration `toml:"operator-wait"`
@@ -64,6 +74,9 @@ func (s ServerConfig) validate(p *problems, at keyPath) {
 	positiveDuration(p, at.key("write-timeout"), s.WriteTimeout)
 	positiveDuration(p, at.key("shutdown-timeout"), s.ShutdownTimeout)
 	positiveDuration(p, at.key("operator-wait"), s.OperatorWait)
+	if s.MemoryLimit < 0 || s.MemoryLimit > 0 && s.MemoryLimit < MinMemoryLimit {
+		p.add(at.key("memory-limit"), fmt.Sprintf("%q", s.MemoryLimit.String()), "must be 0B (off) or at least %s", MinMemoryLimit.String())
+	}
 	for i, h := range s.AllowedHosts {
 		if err := checkHost(h, false); err != nil {
 			p.add(at.key("allowed-hosts").at(i), fmt.Sprintf("%q", h), "%v", err)

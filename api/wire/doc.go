@@ -10,6 +10,9 @@
 // imports nothing of the host's (only the standard library), so that a Go
 // client can use it alone.
 //
+// The catalogue of problem types (ProblemStatus, ProblemNames) is here too:
+// the server sends only its types, and a client reads a problem by its type.
+//
 // Times are RFC 3339 with nanoseconds (time.Time's JSON); a field marked
 // omitempty or omitzero is left out when it is empty, which openapi.json
 // says by leaving it out of the schema's required list.

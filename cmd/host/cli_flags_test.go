@@ -118,6 +118,9 @@ func TestExitCodes(t *testing.T) {
 	problem := func(status int, detail string) *recorder {
 		return newRecorder(t, status, fmt.Sprintf(`{"type":"https://berth.dev/problems/x","title":%q,"status":%d,"detail":%q}`, http.StatusText(status), status, detail))
 	}
+	typed := func(status int, kind, detail string) *recorder {
+		return newRecorder(t, status, fmt.Sprintf(`{"type":"https://berth.dev/problems/%s","title":%q,"status":%d,"detail":%q}`, kind, http.StatusText(status), status, detail))
+	}
 	tests := []struct {
 		name   string
 		server string
@@ -131,6 +134,9 @@ func TestExitCodes(t *testing.T) {
 		{"usage", dead, []string{"subs", "pause"}, exitUsage, "want 1 argument(s), got 0"},
 		{"unreachable", dead, []string{"subs", "pause", "S"}, exitUnreachable, "cannot reach the server at http://" + dead},
 		{"not found", problem(404, `unknown subscription "S"`).srv.URL, []string{"subs", "pause", "S"}, exitNotFound, `Not Found (404): unknown subscription "S"`},
+		{"unavailable", typed(503, "nats-unavailable", "NATS did not answer within 2s").srv.URL, []string{"subs", "pause", "S"}, exitUnavailable, "Service Unavailable (503): NATS did not answer"},
+		{"a proxy's 503", newRecorder(t, 503, "upstream connect error").srv.URL, []string{"subs", "pause", "S"}, exitUnavailable, "Service Unavailable (503): upstream connect error"},
+		{"by its type, not its status", typed(502, "not-found", `unknown subscription "S"`).srv.URL, []string{"subs", "pause", "S"}, exitNotFound, `unknown subscription "S"`},
 		{"config has problems", dead, []string{"config", "check", writeTemp(t, "bad.toml", "[server]\nlisten = 7\n")}, exitFailed, "bad.toml:2: server.listen"},
 		{"config cannot be read", dead, []string{"config", "check", filepath.Join(t.TempDir(), "none.toml")}, exitUsage, "no such file"},
 	}
@@ -144,7 +150,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	// The codes are documented where a user looks.
 	_, out, _ := runCLI("", "help", "exit-codes")
-	for _, want := range []string{"0  done", "1  the server refused", "2  usage error", "3  cannot reach the server", "4  not found", "berth serve exits"} {
+	for _, want := range []string{"0  done", "1  the server refused", "2  usage error", "3  cannot reach the server", "4  not found", "5  unavailable for now", "berth serve exits"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("berth help exit-codes lacks %q:\n%s", want, out)
 		}

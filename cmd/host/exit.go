@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/berthhq/berth/api/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -17,6 +18,7 @@ const (
 	exitUsage       = 2 // bad verb, flag or argument; nothing was sent
 	exitUnreachable = 3 // no answer from the server
 	exitNotFound    = 4 // the server has no such module, subscription or parked aggregate (a 404)
+	exitUnavailable = 5 // the server cannot do it now (a 503); the same command may succeed later
 )
 
 // exitCodesHelp is the `berth help exit-codes` topic.
@@ -29,6 +31,9 @@ const exitCodesHelp = `Exit codes of the operator verbs, version and config chec
      nothing was sent
   3  cannot reach the server (down, wrong --server, or no answer within --timeout)
   4  not found: the server has no such module, subscription or parked aggregate (a 404)
+  5  unavailable for now: the server could not do it at this moment (a 503: its store or
+     NATS did not answer, it is not ready yet, its cluster lease lapsed); nothing was changed,
+     and the same command may succeed later (the problem's Retry-After says when to ask)
 
 berth serve exits 0 after a clean shutdown (SIGINT or SIGTERM), 1 when it cannot start
 (a bad configuration names the key and its line) or its shutdown did not finish, 2 for a
@@ -82,10 +87,7 @@ func (a *app) exit(cmd *cobra.Command, err error) int {
 		} else {
 			fmt.Fprintf(a.stderr, "%s: %v\n", path, pe)
 		}
-		if pe.Status == http.StatusNotFound {
-			return exitNotFound
-		}
-		return exitFailed
+		return exitFor(pe)
 	case errors.As(err, &re) && isUnreachable(err):
 		fmt.Fprintf(a.stderr, "%s: cannot reach the server at %s: %v\n", path, a.server, err)
 		return exitUnreachable
@@ -106,4 +108,22 @@ func (a *app) exit(cmd *cobra.Command, err error) int {
 		fmt.Fprintf(a.stderr, "usage: %s\n%q lists its flags\n", cmd.UseLine(), cmd.CommandPath()+" --help")
 	}
 	return exitUsage
+}
+
+// exitFor is the exit code of a problem answer, chosen by its type's
+// status in the API's catalogue (wire.ProblemStatus): what the server meant,
+// whatever a proxy on the way did to the status. An answer whose type the
+// catalogue does not name (a proxy's, an older server's) goes by its status.
+func exitFor(pe *problemError) int {
+	status := pe.Status
+	if s, ok := wire.ProblemStatus(wire.ProblemName(pe.Problem.Type)); ok {
+		status = s
+	}
+	switch status {
+	case http.StatusNotFound:
+		return exitNotFound
+	case http.StatusServiceUnavailable:
+		return exitUnavailable
+	}
+	return exitFailed
 }

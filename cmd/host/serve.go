@@ -159,6 +159,7 @@ func start(configPath, dataDir, listen string) (*host, error) {
 		h.log.Info("wrote the default configuration, every key commented: edit it, then send SIGHUP or restart", "file", configPath)
 	}
 	h.log.Info("configuration loaded", "file", configPath)
+	applyMemoryLimit(cfg, h.log)
 	if cfg.RequireLoopback() {
 		h.log.Warn("no auth tokens are configured: every request is allowed, so the server listens on loopback only; add [[auth.tokens]] to serve other hosts", "listen", cfg.Server.Listen)
 	}
@@ -229,6 +230,7 @@ func (h *host) reload() error {
 		return err
 	}
 	h.level.Set(next.Log.SlogLevel())
+	applyMemoryLimit(next, h.log)
 	return nil
 }
 
