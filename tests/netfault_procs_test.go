@@ -153,6 +153,36 @@ func (n *natsProc) clientIPs() []string {
 	return out
 }
 
+// leader returns the node leading stream, as n sees it ("" if unknown).
+func (n *natsProc) leader(stream string) string {
+	r, err := monitor.Get("http://" + n.ns.IP + ":8222/jsz?accounts=true&streams=true")
+	if err != nil {
+		return ""
+	}
+	defer r.Body.Close()
+	var v struct {
+		Accounts []struct {
+			Streams []struct {
+				Name    string `json:"name"`
+				Cluster struct {
+					Leader string `json:"leader"`
+				} `json:"cluster"`
+			} `json:"stream_detail"`
+		} `json:"account_details"`
+	}
+	if json.NewDecoder(r.Body).Decode(&v) != nil {
+		return ""
+	}
+	for _, a := range v.Accounts {
+		for _, s := range a.Streams {
+			if s.Name == stream {
+				return s.Cluster.Leader
+			}
+		}
+	}
+	return ""
+}
+
 // startHostIn starts a host with cfg in s, serving on s's address: off
 // loopback, so with an admin token the test's requests carry.
 func startHostIn(t *testing.T, s *netns.NS, cfg hostConfig) *hostProc {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/cluster"
+	"github.com/berthhq/berth/eventlog"
 	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/internal/testing/netns"
 )
@@ -38,21 +40,56 @@ func TestNetworkFaultsPauseFlap(t *testing.T) {
 	var woke time.Time
 	t.Run("pause", func(t *testing.T) { woke = fc.pause(t, load, 2) })
 	t.Run("flap", func(t *testing.T) { fc.flap(t, load, 0) })
-	// The attempt the paused host was in may land once after it woke: its
-	// request was under way when it stopped.
+	// The attempt each of the paused host's partitions was in may land
+	// once after it woke — its request was under way when it stopped — and
+	// the new owner makes it too, with the same invocation key.
 	fc.verify(t, load, func(s []strayCall) error {
-		var after []strayCall
+		perPartition := map[int]int{}
 		for _, c := range s {
 			if c.host != "host-2" || c.call.At.Before(woke) || !c.since.Before(woke) {
 				return fmt.Errorf("%v", s)
 			}
-			after = append(after, c)
-		}
-		if len(after) > 1 {
-			return fmt.Errorf("%d calls after waking for partitions another host claimed during the pause, want at most the one attempt under way: %v", len(after), after)
+			p := eventlog.PartitionOf("Order", c.call.Order, cluster.DefaultPartitions)
+			if perPartition[p]++; perPartition[p] > 1 {
+				return fmt.Errorf("host-2 called twice after waking for partition %d, claimed by another host during the pause, want at most the one attempt under way: %v", p, s)
+			}
+			if !slices.ContainsFunc(merged(fc.svcs).callsOf(""), func(o call) bool { return o.Key == c.call.Key && o.At != c.call.At }) {
+				return fmt.Errorf("%v: no other call with its invocation key", c)
+			}
 		}
 		return nil
 	})
+	woken := 0
+	for _, s := range fc.strays(fc.claims(t)) {
+		if s.host == "host-2" && !s.call.At.Before(woke) {
+			woken++
+		}
+	}
+	t.Logf("figure: pause: %d calls of host-2 arrived after the SIGCONT for partitions claimed during the pause", woken)
+}
+
+// settled waits until every host is ready and every partition owned by
+// the three, as before a fault: each fault of a run starts from a steady
+// deployment, whatever the one before left going.
+func (fc *faultCluster) settled(t *testing.T) {
+	t.Helper()
+	checkfor.Within(t, 60*time.Second, func() error {
+		for i := range fc.hosts {
+			if got := fc.readyz(i); got != 200 {
+				return fmt.Errorf("GET /readyz on host-%d: %d", i, got)
+			}
+		}
+		return allOwnedBy(fc.hosts, faultSubs, "host-0", "host-1", "host-2")
+	})
+}
+
+// allTermsEnded is termsEnded of every host.
+func (fc *faultCluster) allTermsEnded() []int {
+	var out []int
+	for i := range fc.hosts {
+		out = append(out, fc.termsEnded(i))
+	}
+	return out
 }
 
 // termsEnded counts host i's "lease term ended" lines so far.
@@ -117,6 +154,7 @@ func healedWithin(t *testing.T, fault string, healed time.Duration) {
 // cutOff cuts host i off from every NATS node, and heals it once the
 // others own its partitions.
 func (fc *faultCluster) cutOff(t *testing.T, load *clusterLoad, i int) {
+	fc.settled(t)
 	ended := fc.termsEnded(i)
 	load.dead[i].Store(true)
 	cutAt := time.Now()
@@ -150,6 +188,7 @@ func (fc *faultCluster) nodeOf(t *testing.T, i int) int {
 // other two, while every host still reaches it: host i moves to the
 // majority; after the heal every partition is owned by the three.
 func (fc *faultCluster) isolateNodeOf(t *testing.T, load *clusterLoad, i int) {
+	fc.settled(t)
 	n := fc.nodeOf(t, i)
 	var rest []*netns.NS
 	for k, node := range fc.nodes {
@@ -157,7 +196,8 @@ func (fc *faultCluster) isolateNodeOf(t *testing.T, load *clusterLoad, i int) {
 			rest = append(rest, node.ns)
 		}
 	}
-	ended := fc.termsEnded(i)
+	led := fc.nodes[n].leader("KV_FAULTS_MEMBERS")
+	ended := fc.allTermsEnded()
 	cutAt := time.Now()
 	fc.net.Cut(fc.nodes[n].ns, rest...)
 	var to int
@@ -177,8 +217,12 @@ func (fc *faultCluster) isolateNodeOf(t *testing.T, load *clusterLoad, i int) {
 	fc.net.HealAll()
 	healed := fc.rejoin(t, load, i, healAt)
 	healedWithin(t, "isolate", healed)
-	t.Logf("figure: isolate: host-%d moved from n%d (cut off from the other nodes) to n%d %v after the cut (lease TTL %v); host-%d ended %d terms; all owned by the three %v after the heal",
-		i, n, to, ms(moved), faultLeaseTTL, i, fc.termsEnded(i)-ended, ms(healed))
+	var gaveUp []int
+	for j, e := range fc.allTermsEnded() {
+		gaveUp = append(gaveUp, e-ended[j])
+	}
+	t.Logf("figure: isolate: host-%d moved from n%d (cut off from the other nodes; the membership bucket's leader %q) to n%d %v after the cut (lease TTL %v); terms ended by host-0, -1, -2: %v; all owned by the three %v after the heal",
+		i, n, led, to, ms(moved), faultLeaseTTL, gaveUp, ms(healed))
 }
 
 // splitOff cuts host i and the NATS node it is connected to off from the
@@ -186,6 +230,7 @@ func (fc *faultCluster) isolateNodeOf(t *testing.T, load *clusterLoad, i int) {
 // answers it, but nothing written through it can commit. The majority goes
 // on; the host stops by its own clock; after the heal it rejoins.
 func (fc *faultCluster) splitOff(t *testing.T, load *clusterLoad, i int) {
+	fc.settled(t)
 	n := fc.nodeOf(t, i)
 	node := fc.nodes[n].ns
 	var restNodes []*netns.NS
@@ -252,6 +297,7 @@ const maxGiveUps = 4
 // lossy makes host i's links to every NATS node lose pct % of their
 // packets each way for d.
 func (fc *faultCluster) lossy(t *testing.T, load *clusterLoad, i, pct int, d time.Duration) {
+	fc.settled(t)
 	ended := fc.termsEnded(i)
 	fc.net.Loss(fc.hostNS[i], pct, fc.natsNS()...)
 	time.Sleep(d)
@@ -264,6 +310,7 @@ func (fc *faultCluster) lossy(t *testing.T, load *clusterLoad, i, pct int, d tim
 // flap cuts host i's links to NATS for 2 s and heals them for 1 s, four
 // times over.
 func (fc *faultCluster) flap(t *testing.T, load *clusterLoad, i int) {
+	fc.settled(t)
 	ended := fc.termsEnded(i)
 	for range 4 {
 		fc.cut(i)
@@ -279,6 +326,7 @@ func (fc *faultCluster) flap(t *testing.T, load *clusterLoad, i int) {
 // commits wait behind them, and wakes it (SIGCONT); it returns when the
 // host woke.
 func (fc *faultCluster) pause(t *testing.T, load *clusterLoad, i int) time.Time {
+	fc.settled(t)
 	fc.backlog(t, i, 10)
 	load.dead[i].Store(true)
 	stopAt := time.Now()
@@ -286,9 +334,9 @@ func (fc *faultCluster) pause(t *testing.T, load *clusterLoad, i int) time.Time 
 	hs, ids := fc.others(i)
 	checkfor.Within(t, 2*faultLeaseTTL+10*time.Second, func() error { return allOwnedBy(hs, faultSubs, ids...) })
 	moved := time.Since(stopAt)
-	// Paused for 2 TTLs in all: less than an attempt's timeout (10 s), so
-	// that the call the host was in completes as it wakes, and its worker
-	// goes on to the next.
+	// Paused for 2 TTLs in all (12 s), past an attempt's timeout (10 s):
+	// the calls the host was in end as it wakes, answered or timed out,
+	// and its workers would go on to the next but for the fence.
 	time.Sleep(time.Until(stopAt.Add(2 * faultLeaseTTL)))
 	wakeAt := time.Now()
 	fc.hosts[i].Signal(syscall.SIGCONT)
@@ -326,7 +374,7 @@ func (fc *faultCluster) verify(t *testing.T, load *clusterLoad, allowed func([]s
 		evs := logs[a.id]
 		if a.version == 0 || int(a.version) > len(evs) || evs[a.version-1].N != a.n {
 			lost++
-			t.Errorf("acknowledged append %d of %s at version %d is not in the log (%d commits)", a.n, a.id, a.version, len(evs))
+			t.Errorf("acknowledged append %d of %s at version %d is not in the log (%d commits): %s", a.n, a.id, a.version, len(evs), whereIs(load, logs, a))
 		}
 	}
 	want := foldSummaries(logs, fc.buyer)
@@ -356,4 +404,32 @@ func (fc *faultCluster) verify(t *testing.T, load *clusterLoad, allowed func([]s
 		}
 	}
 	t.Logf("%d appends acknowledged, %d lost, %d sent again; %d calls", load.ackCount(), lost, load.retries.Load(), len(fc.calls.all))
+}
+
+// whereIs says where the log holds an acknowledged append, what it holds
+// at the version acknowledged, and which other acknowledgement names that
+// version.
+func whereIs(load *clusterLoad, logs map[string][]clusterEvent, a acked) string {
+	var b strings.Builder
+	found := false
+	for id, evs := range logs {
+		for v, e := range evs {
+			if e.N == a.n {
+				fmt.Fprintf(&b, "it is at %s@%d; ", id, v+1)
+				found = true
+			}
+		}
+	}
+	if !found {
+		b.WriteString("it is nowhere in the log; ")
+	}
+	if evs := logs[a.id]; a.version > 0 && int(a.version) <= len(evs) {
+		fmt.Fprintf(&b, "at %s@%d is append %d; ", a.id, a.version, evs[a.version-1].N)
+	}
+	for _, o := range load.acks {
+		if o.id == a.id && o.version == a.version && o.n != a.n {
+			fmt.Fprintf(&b, "append %d was acknowledged at the same version; ", o.n)
+		}
+	}
+	return b.String()
 }
