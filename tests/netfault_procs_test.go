@@ -26,6 +26,7 @@ import (
 	"github.com/berthhq/berth/internal/testing/netns"
 	"github.com/berthhq/berth/internal/testing/syncbuf"
 	"github.com/berthhq/berth/internal/testing/testbuild"
+	"github.com/nats-io/nats.go"
 )
 
 // natsServerBin builds nats-server (a module dependency) once, beside the
@@ -59,7 +60,7 @@ func (n *natsProc) URL() string { return "nats://" + n.ns.IP + ":4222" }
 // and waits until each says it is healthy. Servers ping their clients and
 // routes every second, as a deployment that wants a silent cut noticed in
 // seconds would set.
-func startNATSCluster(t *testing.T, spaces []*netns.NS) []*natsProc {
+func startNATSCluster(t testing.TB, spaces []*netns.NS) []*natsProc {
 	t.Helper()
 	bin, err := natsServerBin()
 	if err != nil {
@@ -183,9 +184,30 @@ func (n *natsProc) leader(stream string) string {
 	return ""
 }
 
+// leadOff has another node lead stream, if n does: the stream's leader
+// steps down until the one elected is not n.
+func (n *natsProc) leadOff(t testing.TB, stream string) {
+	t.Helper()
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	checkfor.Nil(t, 30*time.Second, 200*time.Millisecond, func() error {
+		l := n.leader(stream)
+		if l != "" && l != n.name {
+			return nil
+		}
+		if l == n.name {
+			nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, nil, 2*time.Second)
+		}
+		return fmt.Errorf("%s leads %s (leader %q)", n.name, stream, l)
+	})
+}
+
 // startHostIn starts a host with cfg in s, serving on s's address: off
 // loopback, so with an admin token the test's requests carry.
-func startHostIn(t *testing.T, s *netns.NS, cfg hostConfig) *hostProc {
+func startHostIn(t testing.TB, s *netns.NS, cfg hostConfig) *hostProc {
 	t.Helper()
 	cfg.Extra += "\n[[auth.tokens]]\nname = \"root\"\nrole = \"admin\"\ntoken = \"" + adminToken + "\"\n"
 	data := t.TempDir()
@@ -215,7 +237,7 @@ type spans struct {
 
 // newNotifierAt starts a notifier listening on addr (the bridge, for the
 // hosts in namespaces) that records each call's span as host's.
-func newNotifierAt(t *testing.T, addr string, host int, rec *spans) *notifier {
+func newNotifierAt(t testing.TB, addr string, host int, rec *spans) *notifier {
 	t.Helper()
 	n := &notifier{script: map[string]*behaviour{}, arrivals: map[string]int{}}
 	l, err := net.Listen("tcp", addr)

@@ -71,7 +71,7 @@ func TestNetworkFaultsPauseFlap(t *testing.T) {
 // settled waits until every host is ready and every partition owned by
 // the three, as before a fault: each fault of a run starts from a steady
 // deployment, whatever the one before left going.
-func (fc *faultCluster) settled(t *testing.T) {
+func (fc *faultCluster) settled(t testing.TB) {
 	t.Helper()
 	checkfor.Within(t, 60*time.Second, func() error {
 		for i := range fc.hosts {
@@ -184,19 +184,26 @@ func (fc *faultCluster) nodeOf(t *testing.T, i int) int {
 	return n
 }
 
+// membersStream is the membership bucket's stream.
+const membersStream = "KV_FAULTS_MEMBERS"
+
 // isolateNodeOf cuts the NATS node host i is connected to off from the
 // other two, while every host still reaches it: host i moves to the
-// majority; after the heal every partition is owned by the three.
+// majority; after the heal every partition is owned by the three. The
+// node does not lead the membership bucket when cut off: that node's loss
+// stalls every host's renewals until the majority elects a leader, which
+// BenchmarkBucketLeaderCutOff measures against the lease TTL.
 func (fc *faultCluster) isolateNodeOf(t *testing.T, load *clusterLoad, i int) {
 	fc.settled(t)
 	n := fc.nodeOf(t, i)
+	fc.nodes[n].leadOff(t, membersStream)
 	var rest []*netns.NS
 	for k, node := range fc.nodes {
 		if k != n {
 			rest = append(rest, node.ns)
 		}
 	}
-	led := fc.nodes[n].leader("KV_FAULTS_MEMBERS")
+	led := fc.nodes[n].leader(membersStream)
 	ended := fc.allTermsEnded()
 	cutAt := time.Now()
 	fc.net.Cut(fc.nodes[n].ns, rest...)
@@ -228,10 +235,12 @@ func (fc *faultCluster) isolateNodeOf(t *testing.T, load *clusterLoad, i int) {
 // splitOff cuts host i and the NATS node it is connected to off from the
 // other hosts and nodes together: the host reaches its node, and the node
 // answers it, but nothing written through it can commit. The majority goes
-// on; the host stops by its own clock; after the heal it rejoins.
+// on; the host stops by its own clock; after the heal it rejoins. As in
+// isolateNodeOf, the node does not lead the membership bucket.
 func (fc *faultCluster) splitOff(t *testing.T, load *clusterLoad, i int) {
 	fc.settled(t)
 	n := fc.nodeOf(t, i)
+	fc.nodes[n].leadOff(t, membersStream)
 	node := fc.nodes[n].ns
 	var restNodes []*netns.NS
 	for k, nd := range fc.nodes {
@@ -334,7 +343,7 @@ func (fc *faultCluster) pause(t *testing.T, load *clusterLoad, i int) time.Time 
 	hs, ids := fc.others(i)
 	checkfor.Within(t, 2*faultLeaseTTL+10*time.Second, func() error { return allOwnedBy(hs, faultSubs, ids...) })
 	moved := time.Since(stopAt)
-	// Paused for 2 TTLs in all (12 s), past an attempt's timeout (10 s):
+	// Paused for 2 TTLs in all (24 s), past an attempt's timeout (10 s):
 	// the calls the host was in end as it wakes, answered or timed out,
 	// and its workers would go on to the next but for the fence.
 	time.Sleep(time.Until(stopAt.Add(2 * faultLeaseTTL)))

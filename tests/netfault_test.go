@@ -28,11 +28,13 @@ import (
 // every claim of a partition is in the hosts' logs with its time, so each
 // call can be set against who owned its partition when it arrived.
 
-// faultLeaseTTL is the harness's lease TTL: short, so that a fault's
-// handover takes seconds, but as long as the trial's from outside (6 s),
-// since a heal's time is partly fixed (the NATS client's reconnect, a
-// Raft election on the node that rejoins), and 2 TTLs is its bound.
-const faultLeaseTTL = 6 * time.Second
+// faultLeaseTTL is the harness's lease TTL: 12 s, the least
+// docs/failure-model.md asks of a deployment. A heal's time is partly the
+// NATS cluster's: a node that rejoins after a split makes the majority's
+// Raft groups step down and elect again (up to 9 s in nats-server 2.15),
+// and at 6 s that cost the majority's hosts their terms too, and the
+// heal 12.4 s, more than the bound of 2 TTLs (docs/BENCHMARKS.md).
+const faultLeaseTTL = 12 * time.Second
 
 // faultCluster is the harness's deployment.
 type faultCluster struct {
@@ -46,7 +48,7 @@ type faultCluster struct {
 	buyer  func(string) string
 }
 
-func faultConfig(urls []string, i int) string {
+func faultConfig(urls []string, i int, ttl time.Duration) string {
 	var q []string
 	for _, u := range urls {
 		q = append(q, strconv.Quote(u))
@@ -70,13 +72,19 @@ lease-ttl = %q
 
 [subscription]
 concurrency = 1
-`, strings.Join(q, ", "), i, faultLeaseTTL.String())
+`, strings.Join(q, ", "), i, ttl.String())
 }
 
 // startFaultCluster starts the deployment with the reactor deployed and
 // every partition owned, and a steady load through every host; it skips
 // the test where network namespaces cannot be made.
 func startFaultCluster(t *testing.T) (*faultCluster, *clusterLoad) {
+	t.Helper()
+	return startFaultClusterTTL(t, faultLeaseTTL)
+}
+
+// startFaultClusterTTL is startFaultCluster with a lease TTL of ttl.
+func startFaultClusterTTL(t testing.TB, ttl time.Duration) (*faultCluster, *clusterLoad) {
 	t.Helper()
 	n := netns.New(t)
 	fc := &faultCluster{net: n, calls: &spans{}, buyer: func(id string) string { return "buyer-" + id[len(id)-1:] }}
@@ -95,7 +103,7 @@ func startFaultCluster(t *testing.T) (*faultCluster, *clusterLoad) {
 		svc := newNotifierAt(t, n.Gateway()+":0", i, fc.calls)
 		fc.svcs = append(fc.svcs, svc)
 		fc.slow(i, 20*time.Millisecond)
-		fc.hosts = append(fc.hosts, startHostIn(t, s, hostConfig{NotifyURL: svc.URL(), Extra: faultConfig(urls, i) + fastRetry}))
+		fc.hosts = append(fc.hosts, startHostIn(t, s, hostConfig{NotifyURL: svc.URL(), Extra: faultConfig(urls, i, ttl) + fastRetry}))
 	}
 	// Before the hosts stop at the test's end: heal every link and wake
 	// every host, whatever the test did.
