@@ -28,8 +28,9 @@ import (
 // every claim of a partition is in the hosts' logs with its time, so each
 // call can be set against who owned its partition when it arrived.
 
-// faultLeaseTTL is the harness's lease TTL: 12 s, the least
-// docs/failure-model.md asks of a deployment. A heal's time is partly the
+// faultLeaseTTL is the harness's lease TTL: 12 s; below it every host
+// drops its partitions whenever the membership bucket's leader is lost
+// (docs/failure-model.md). A heal's time is partly the
 // NATS cluster's: a node that rejoins after a split makes the majority's
 // Raft groups step down and elect again (up to 9 s in nats-server 2.15),
 // and at 6 s that cost the majority's hosts their terms too, and the
@@ -39,12 +40,12 @@ const faultLeaseTTL = 12 * time.Second
 // faultCluster is the harness's deployment.
 type faultCluster struct {
 	net    *netns.Net
-	hostNS []*netns.NS
+	hostNS []*netns.NS // host i's namespace
 	hosts  []*hostProc
-	svcs   []*notifier
-	calls  *spans
+	svcs   []*notifier // host i's service
+	calls  *spans      // every service's calls, with their host
 	nodes  []*natsProc
-	ids    [][]string
+	ids    [][]string // the load's aggregates, and a backlog's
 	buyer  func(string) string
 }
 
@@ -210,10 +211,7 @@ type claimEvent struct {
 	from      string
 }
 
-var (
-	claimedRE = regexp.MustCompile(`(?m)^time=(\S+) .*msg="cluster: claimed" .*subscription=(\S+) partition=(\d+) .*from=(\S*)`)
-	leaseGoRE = regexp.MustCompile(`(?m)^time=(\S+) .*msg="(?:lease fence: [^"]*|cluster: lease term ended; giving up partitions)"`)
-)
+var claimedRE = regexp.MustCompile(`(?m)^time=(\S+) .*msg="cluster: claimed" .*subscription=(\S+) partition=(\d+) .*from=(\S*)`)
 
 // claims returns the reactor's claims in the hosts' logs, by time.
 func (fc *faultCluster) claims(t *testing.T) []claimEvent {
