@@ -229,7 +229,7 @@ func (c *Cluster) loop(ctx context.Context, w jetstream.KeyWatcher) {
 // it delivers nothing. Its consumer may live on a NATS node cut off from
 // the others; the client does not always notice, and a host that follows
 // a stalled watch neither sees a host's key expire (it never claims that
-// host's partitions) nor a host join (TestSplitWithAHostAndANodeOnTheMinority).
+// host's partitions) nor a host join (TestNetworkFaultsCutIsolateSplitLoss/split).
 func (c *Cluster) watchStalled(heard time.Time) bool {
 	return c.opts.Clock.Now().Sub(heard) > c.opts.LeaseTTL && c.lease.lastRenewed().After(heard)
 }
@@ -286,7 +286,7 @@ func (c *Cluster) apply(live map[string]liveMember, e jetstream.KeyValueEntry) b
 // transaction checks h@e is still the owner. A verdict kept from an
 // earlier subscription's reconcile may predate a claim h made since, in a
 // term of a new key: taken on it, this host claimed partitions h had just
-// claimed and was working on (TestFlappingLinkNeitherThrashesNorRefusesAppends,
+// claimed and was working on (TestNetworkFaultsPauseFlap/flap,
 // calls of host-0 0.3-0.5 s after another host's claim).
 func (c *Cluster) reconcileAll(term context.Context, o *ownership, live map[string]liveMember, subs []string) {
 	hosts := append(slices.Collect(maps.Keys(live)), c.opts.Host)

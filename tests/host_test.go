@@ -68,9 +68,16 @@ func startHostArgs(t testing.TB, data, configPath string, args ...string) *hostP
 // spawned one after another, then awaited.
 func spawnHost(t testing.TB, data, configPath string, args ...string) *hostProc {
 	t.Helper()
+	return spawnCmd(t, data, configPath, exec.Command(hostBin, args...))
+}
+
+// spawnCmd is spawnHost with the command that runs the binary (in a
+// network namespace, say).
+func spawnCmd(t testing.TB, data, configPath string, cmd *exec.Cmd) *hostProc {
+	t.Helper()
 	h := &hostProc{t: t, Data: data, Config: configPath, stderr: &syncbuf.Buffer{}, done: make(chan struct{}),
 		serving: make(chan string, 1)}
-	h.cmd = exec.Command(hostBin, args...)
+	h.cmd = cmd
 	pr, pw := io.Pipe()
 	h.cmd.Stderr = pw
 	h.cmd.Stdout = h.stderr

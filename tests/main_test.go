@@ -13,6 +13,7 @@ import (
 // Built once by TestMain.
 var (
 	hostBin      string // the host binary
+	buildDir     string // where TestMain built it; removed after the tests
 	notifierWasm []byte // samples/shipment-notifier
 	noABIWasm    []byte // samples/no-abi: WebAssembly without the Berth exports
 	wrongABIWasm []byte // samples/wrong-abi: reports an ABI version the host does not speak
@@ -30,6 +31,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	buildDir = dir
 	if err := build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "tests: build:", err)
 		return 1

@@ -14,42 +14,42 @@ import (
 
 	"github.com/berthhq/berth/cluster"
 	"github.com/berthhq/berth/eventlog"
-	"github.com/berthhq/berth/internal/faultnet"
-	"github.com/berthhq/berth/internal/testing/natstest"
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/berthhq/berth/internal/testing/netns"
 )
 
 // The network-fault harness (issue 31): three built hosts on a three-node
-// NATS cluster, each host reaching each node through a proxy of its own
-// (internal/faultnet) that the test cuts and heals — a TCP-level model of
-// dropped packets, chosen over network namespaces because it needs no
-// root, no iptables (absent from the CI image) and no nats-server
-// processes, and costs seconds, while it cuts exactly the path a fault
-// cuts: a host from NATS, with its REST API and the service it calls still
-// reachable. The NATS nodes advertise no client URLs, so a host knows the
-// nodes only through its proxies; the nodes' routes to each other go
-// through proxies too (natstest.RunClusterRouted), to cut a node off. Each
-// host calls a service of its own (a
-// notifier per host), so every call says which host made it; every claim
-// of a partition is in the hosts' logs with its time, so each call can be
-// set against who owned its partition when it arrived.
+// NATS cluster of nats-server processes, each process in a network
+// namespace of its own on one bridge (internal/testing/netns); the test
+// cuts and heals the links between them with packet filters inside the
+// namespaces — silent drops, as a pulled cable or a firewall's DROP — or
+// makes them lossy. The test itself reaches every host's REST API all along
+// (from the root namespace), and each host calls a service of its own on
+// the bridge (a notifier per host), so every call says which host made it;
+// every claim of a partition is in the hosts' logs with its time, so each
+// call can be set against who owned its partition when it arrived.
 
-// faultLeaseTTL is the harness's lease TTL: short, so that a fault's
-// handover takes seconds.
-const faultLeaseTTL = 4 * time.Second
+// faultLeaseTTL is the harness's lease TTL: 12 s; below it every host
+// drops its partitions whenever the membership bucket's leader is lost
+// (docs/failure-model.md). A heal's time is partly the
+// NATS cluster's: a node that rejoins after a split makes the majority's
+// Raft groups step down and elect again (up to 9 s in nats-server 2.15),
+// and at 6 s that cost the majority's hosts their terms too, and the
+// heal 12.4 s, more than the bound of 2 TTLs (docs/BENCHMARKS.md).
+const faultLeaseTTL = 12 * time.Second
 
 // faultCluster is the harness's deployment.
 type faultCluster struct {
-	hosts   []*hostProc
-	svcs    []*notifier
-	proxies [][]*faultnet.Proxy // per host, one per NATS node
-	routes  *natstest.Routes    // between the NATS nodes
-	nodes   []*natstest.Node
-	ids     [][]string
-	buyer   func(string) string
+	net    *netns.Net
+	hostNS []*netns.NS // host i's namespace
+	hosts  []*hostProc
+	svcs   []*notifier // host i's service
+	calls  *spans      // every service's calls, with their host
+	nodes  []*natsProc
+	ids    [][]string // the load's aggregates, and a backlog's
+	buyer  func(string) string
 }
 
-func faultConfig(urls []string, i int) string {
+func faultConfig(urls []string, i int, ttl time.Duration) string {
 	var q []string
 	for _, u := range urls {
 		q = append(q, strconv.Quote(u))
@@ -73,41 +73,46 @@ lease-ttl = %q
 
 [subscription]
 concurrency = 1
-`, strings.Join(q, ", "), i, faultLeaseTTL.String())
+`, strings.Join(q, ", "), i, ttl.String())
 }
 
 // startFaultCluster starts the deployment with the reactor deployed and
-// every partition owned, and a steady load through every host.
+// every partition owned, and a steady load through every host; it skips
+// the test where network namespaces cannot be made.
 func startFaultCluster(t *testing.T) (*faultCluster, *clusterLoad) {
 	t.Helper()
-	nc, routes := natstest.RunClusterRouted(t, 3, func(o *server.Options) { o.Cluster.NoAdvertise = true })
-	fc := &faultCluster{routes: routes, nodes: nc.Nodes, buyer: func(id string) string { return "buyer-" + id[len(id)-1:] }}
+	return startFaultClusterTTL(t, faultLeaseTTL)
+}
+
+// startFaultClusterTTL is startFaultCluster with a lease TTL of ttl.
+func startFaultClusterTTL(t testing.TB, ttl time.Duration) (*faultCluster, *clusterLoad) {
+	t.Helper()
+	n := netns.New(t)
+	fc := &faultCluster{net: n, calls: &spans{}, buyer: func(id string) string { return "buyer-" + id[len(id)-1:] }}
+	var nodeNS []*netns.NS
 	for i := range 3 {
-		var urls []string
-		var ps []*faultnet.Proxy
-		for _, n := range nc.Nodes {
-			p, err := faultnet.Listen(strings.TrimPrefix(n.URL(), "nats://"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Close) // after the hosts stopped
-			ps = append(ps, p)
-			urls = append(urls, "nats://"+p.Addr())
-		}
-		svc := newNotifier(t)
+		nodeNS = append(nodeNS, n.Add(fmt.Sprint("n", i)))
+	}
+	fc.nodes = startNATSCluster(t, nodeNS)
+	var urls []string
+	for _, node := range fc.nodes {
+		urls = append(urls, node.URL())
+	}
+	for i := range 3 {
+		s := n.Add(fmt.Sprint("h", i))
+		fc.hostNS = append(fc.hostNS, s)
+		svc := newNotifierAt(t, n.Gateway()+":0", i, fc.calls)
 		fc.svcs = append(fc.svcs, svc)
 		fc.slow(i, 20*time.Millisecond)
-		fc.proxies = append(fc.proxies, ps)
-		fc.hosts = append(fc.hosts, newHost(t, hostConfig{NotifyURL: svc.URL(), Extra: faultConfig(urls, i) + fastRetry}))
+		fc.hosts = append(fc.hosts, startHostIn(t, s, hostConfig{NotifyURL: svc.URL(), Extra: faultConfig(urls, i, ttl) + fastRetry}))
 	}
 	// Before the hosts stop at the test's end: heal every link and wake
 	// every host, whatever the test did.
 	t.Cleanup(func() {
-		for i, h := range fc.hosts {
+		for _, h := range fc.hosts {
 			h.cmd.Process.Signal(syscall.SIGCONT)
-			fc.heal(i)
 		}
-		fc.routes.Heal()
+		n.HealAll()
 	})
 	summary, err := orderSummaryWasm()
 	if err != nil {
@@ -161,6 +166,7 @@ func (fc *faultCluster) backlog(t *testing.T, i, perPartition int) {
 	if len(ids) == 0 {
 		t.Fatalf("%s owns no partition of %s: %v", host, subName, owners)
 	}
+	fc.ids = append(fc.ids, ids) // read back and checked with the load's
 	fc.slow(i, 300*time.Millisecond)
 	via := fc.hosts[(i+1)%len(fc.hosts)]
 	var wg sync.WaitGroup
@@ -183,17 +189,19 @@ func (fc *faultCluster) backlog(t *testing.T, i, perPartition int) {
 	})
 }
 
-func (fc *faultCluster) cut(i int) {
-	for _, p := range fc.proxies[i] {
-		p.Cut()
+// natsNS are the NATS nodes' namespaces.
+func (fc *faultCluster) natsNS() []*netns.NS {
+	var out []*netns.NS
+	for _, n := range fc.nodes {
+		out = append(out, n.ns)
 	}
+	return out
 }
 
-func (fc *faultCluster) heal(i int) {
-	for _, p := range fc.proxies[i] {
-		p.Heal()
-	}
-}
+// cut drops every packet between host i and every NATS node.
+func (fc *faultCluster) cut(i int) { fc.net.Cut(fc.hostNS[i], fc.natsNS()...) }
+
+func (fc *faultCluster) heal(i int) { fc.net.Heal(fc.hostNS[i], fc.natsNS()...) }
 
 // claimEvent is a "cluster: claimed" line of a host's log.
 type claimEvent struct {
@@ -203,10 +211,7 @@ type claimEvent struct {
 	from      string
 }
 
-var (
-	claimedRE = regexp.MustCompile(`(?m)^time=(\S+) .*msg="cluster: claimed" .*subscription=(\S+) partition=(\d+) .*from=(\S*)`)
-	leaseGoRE = regexp.MustCompile(`(?m)^time=(\S+) .*msg="(?:lease fence: [^"]*|cluster: lease term ended; giving up partitions)"`)
-)
+var claimedRE = regexp.MustCompile(`(?m)^time=(\S+) .*msg="cluster: claimed" .*subscription=(\S+) partition=(\d+) .*from=(\S*)`)
 
 // claims returns the reactor's claims in the hosts' logs, by time.
 func (fc *faultCluster) claims(t *testing.T) []claimEvent {
@@ -298,7 +303,7 @@ func firstClaimFrom(claims []claimEvent, host string, since time.Time) (claimEve
 
 // rejoin waits, once host i's fault ended at healAt, until it is ready
 // again and the three hosts own every partition; then it lets the load run
-// a little more and stops it. It returns how long the rejoin took.
+// a little more. It returns how long the rejoin took.
 func (fc *faultCluster) rejoin(t *testing.T, load *clusterLoad, i int, healAt time.Time) time.Duration {
 	t.Helper()
 	load.dead[i].Store(false)
@@ -310,11 +315,7 @@ func (fc *faultCluster) rejoin(t *testing.T, load *clusterLoad, i int, healAt ti
 	})
 	healed := time.Since(healAt)
 	before := load.ackCount()
-	checkfor.Within(t, 30*time.Second, func() error { return load.acked(before + 60) })
-	load.halt()
-	if len(load.refused) > 0 {
-		t.Errorf("appends answered neither 201 nor 503 with Retry-After: %q", load.refused)
-	}
+	checkfor.Within(t, 30*time.Second, func() error { return load.acked(before + 30) })
 	return healed
 }
 
@@ -325,127 +326,3 @@ func (fc *faultCluster) readyz(i int) int {
 	}
 	return r.Status
 }
-
-// TestHostCutOffFromNATSStopsBeforeItsPartitionsMove: a host cut off from
-// every NATS node under load stops calling its handler before any other
-// host claims one of its partitions — no call of any host arrives for a
-// partition another host claimed last — says so at /readyz, and after the
-// heal rejoins by itself: every partition is owned again by the three.
-func TestHostCutOffFromNATSStopsBeforeItsPartitionsMove(t *testing.T) {
-	fc, load := startFaultCluster(t)
-	subs := faultSubs
-
-	load.dead[0].Store(true)
-	cutAt := time.Now()
-	fc.cut(0)
-	// The fence: the host says it may no longer act, by its own clock.
-	checkfor.Within(t, faultLeaseTTL, func() error {
-		if got := fc.readyz(0); got != 503 {
-			return fmt.Errorf("GET /readyz on the host cut off: %d, want 503", got)
-		}
-		return nil
-	})
-	fenced := time.Since(cutAt)
-	checkfor.Within(t, 2*faultLeaseTTL+10*time.Second, func() error {
-		return allOwnedBy(fc.hosts[1:], subs, "host-1", "host-2")
-	})
-	moved := time.Since(cutAt)
-	if got := fc.readyz(0); got != 503 {
-		t.Errorf("GET /readyz on the host cut off: %d, want 503", got)
-	}
-
-	// Healed at once: the host's own stopping may still be under way.
-	healAt := time.Now()
-	fc.heal(0)
-	healed := fc.rejoin(t, load, 0, healAt)
-
-	claims := fc.claims(t)
-	if s := fc.strays(claims); len(s) > 0 {
-		t.Errorf("%d calls for partitions another host had claimed:\n%v", len(s), s)
-	}
-	stopped := fc.lastCall(0, healAt).Sub(cutAt)
-	first, ok := firstClaimFrom(claims, "host-0", cutAt)
-	if !ok {
-		t.Fatalf("no partition of host-0 claimed by another host after the cut")
-	}
-	if m := leaseGoRE.FindString(fc.hosts[0].Stderr()); m == "" {
-		t.Errorf("host-0 did not log that it stopped acting")
-	}
-	if fenced >= first.at.Sub(cutAt) {
-		t.Errorf("host-0 said it stopped %v after the cut, after another host's claim %v after it", fenced, first.at.Sub(cutAt))
-	}
-	t.Logf("cut: host-0 fenced (readyz 503) %v after the cut; its last call %v after the cut, the first claim of its partitions by another host %v after it (lease TTL %v); all owned by the others %v after the cut; healed (ready, all owned by the three) %v after the heal",
-		fenced.Round(time.Millisecond), stopped.Round(time.Millisecond), first.at.Sub(cutAt).Round(time.Millisecond), faultLeaseTTL,
-		moved.Round(time.Millisecond), healed.Round(time.Millisecond))
-}
-
-// TestPausedHostCallsNothingForLostPartitions: a host stopped (SIGSTOP)
-// for 2 lease TTLs while its attempts run and commits wait behind them,
-// then woken (SIGCONT), starts no call for a partition another host
-// claimed meanwhile, and rejoins by itself.
-func TestPausedHostCallsNothingForLostPartitions(t *testing.T) {
-	fc, load := startFaultCluster(t)
-	subs := faultSubs
-
-	fc.backlog(t, 0, 10)
-	load.dead[0].Store(true)
-	stopAt := time.Now()
-	fc.hosts[0].Signal(syscall.SIGSTOP)
-	checkfor.Within(t, 2*faultLeaseTTL+10*time.Second, func() error {
-		return allOwnedBy(fc.hosts[1:], subs, "host-1", "host-2")
-	})
-	// Paused for 2 TTLs in all, under load: less than an attempt's
-	// timeout (10 s), so that the call the host was in completes as it
-	// wakes, and its worker goes on to the next.
-	time.Sleep(time.Until(stopAt.Add(2 * faultLeaseTTL)))
-	wakeAt := time.Now()
-	fc.hosts[0].Signal(syscall.SIGCONT)
-	healed := fc.rejoin(t, load, 0, wakeAt)
-
-	claims := fc.claims(t)
-	var woke, bad []strayCall
-	for _, s := range fc.strays(claims) {
-		if s.host == "host-0" && s.call.At.After(wakeAt) && s.since.Before(wakeAt) {
-			woke = append(woke, s)
-			continue
-		}
-		bad = append(bad, s)
-	}
-	if len(bad) > 0 {
-		t.Errorf("%d calls for partitions another host had claimed:\n%v", len(bad), bad)
-	}
-	// The service answers each call 300 ms after it arrives, so the calls
-	// the host was in when it stopped had arrived already; only an
-	// attempt stopped between its start and its request (a few
-	// milliseconds of those 300) may arrive now. Without the lease fence
-	// every worker that had a commit queued called for it on waking
-	// (5 here, one per partition; the trial saw 30–43).
-	if len(woke) > 1 {
-		t.Errorf("%d calls after waking for partitions another host claimed during the pause, want at most the one attempt under way:\n%v", len(woke), woke)
-	}
-	t.Logf("pause: %d calls of host-0 arrived after the SIGCONT for partitions claimed during the pause; rejoined (ready, all owned by the three) %v after the SIGCONT (lease TTL %v, paused %v)",
-		len(woke), healed.Round(time.Millisecond), faultLeaseTTL, wakeAt.Sub(stopAt).Round(time.Millisecond))
-}
-
-// TestFlappingLinkNeitherThrashesNorRefusesAppends: a host whose link to
-// NATS is cut for 3.5 s and back for 1 s, four times over, under load: no
-// call of any host for a partition another host claimed, at most four
-// give-ups of its partitions (three rejoins a minute, then it stays out),
-// every append answered 201 or 503 with Retry-After, and every partition
-// owned once the link holds.
-func TestFlappingLinkNeitherThrashesNorRefusesAppends(t *testing.T) {
-	fc, load := startFaultCluster(t)
-	for range 4 {
-		fc.cut(0)
-		time.Sleep(3500 * time.Millisecond)
-		fc.heal(0)
-		time.Sleep(time.Second)
-	}
-	settled, giveUps := fc.afterUnsteadyLink(t, load, time.Now(), 18*time.Second)
-	t.Logf("flap: host-0 gave its partitions up %d times; every partition owned %v after the last heal; %d appends acknowledged, %d sent again",
-		giveUps, settled.Round(time.Millisecond), load.ackCount(), load.retries.Load())
-}
-
-// maxGiveUps bounds a flapping host's give-ups within a minute: a term
-// per rejoin (cluster: three a minute) and the first.
-const maxGiveUps = 4

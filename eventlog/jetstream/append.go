@@ -43,7 +43,7 @@ func (l *Log) Append(ctx context.Context, req eventlog.AppendRequest) (eventlog.
 	}
 
 	subj := subjectOf(l.opts.Prefix, req.AggregateType, req.AggregateID)
-	id := nuid.Next() // one per commit: a re-sent publish is a duplicate of its first
+	id := newMsgID() // one per commit: a re-sent publish is a duplicate of its first
 	current := l.opts.Replicas == 1
 	for {
 		last, version, err := l.lastCommit(ctx, subj, req.AggregateType, req.AggregateID, current)
@@ -73,10 +73,39 @@ func (l *Log) Append(ctx context.Context, req eventlog.AppendRequest) (eventlog.
 		case err != nil:
 			return eventlog.Commit{}, l.fail(ctx, "append", err)
 		}
+		if pos <= last {
+			// A duplicate: a fresh commit lands after last. An earlier try
+			// of this commit was stored at pos and its answer lost without
+			// a sign it may have landed (a connection dropped under it, say);
+			// the refusal of its repeat sent this loop to read again and to
+			// build on it. Its version is the stored one, not version+1.
+			v, err := l.versionAt(ctx, subj, pos, id, req)
+			if err != nil {
+				return eventlog.Commit{}, l.fail(ctx, "append", err)
+			}
+			c.Version = v
+		}
 		c.Position = pos
 		l.raise(pos)
 		return c, nil
 	}
+}
+
+// newMsgID gives each commit its Nats-Msg-Id (a test sets its own).
+var newMsgID = nuid.Next
+
+// versionAt returns the version of the commit stored at pos, which must be
+// the one published with Nats-Msg-Id id.
+func (l *Log) versionAt(ctx context.Context, subj string, pos uint64, id string, req eventlog.AppendRequest) (uint64, error) {
+	m, ok, err := l.next(ctx, subj, pos, true)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok || m.seq != pos || m.msgID != id:
+		return 0, fmt.Errorf("the stream answered a publish as a duplicate of position %d, which does not hold it", pos)
+	}
+	stored, err := l.decode(m, req.AggregateType, req.AggregateID)
+	return stored.Version, err
 }
 
 // AppendMany appends reqs as Append does, each on its own: the stream

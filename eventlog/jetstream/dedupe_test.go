@@ -80,3 +80,51 @@ func TestRepeatAfterLostAckIsStoredOnce(t *testing.T) {
 		})
 	}
 }
+
+// An Append whose earlier try was stored, its answer lost without a sign
+// it may have landed, reads the aggregate again after the repeat is
+// refused, finds its own commit last and publishes on top of it with the
+// same Nats-Msg-Id: the stream answers a duplicate, at the first try's
+// position, and the Append answers that commit's version — not the one
+// it computed on top of it (found by the network-fault tests: an append
+// through a lossy link acknowledged at version 81 and stored at 80).
+func TestAppendAnsweredAsADuplicateGivesTheStoredVersion(t *testing.T) {
+	nc, err := nats.Connect(natstest.RunServer(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := Open(ctx, nc, Options{Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+
+	req := eventlog.AppendRequest{AggregateType: "order", AggregateID: "o-1", ExpectedVersion: eventlog.AnyVersion,
+		Events: []eventlog.Event{{Type: "Placed", Payload: []byte(`{}`)}}}
+	if _, err := l.Append(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	// The earlier try of the next commit: stored at version 2, position
+	// 2, its acknowledgement thrown away.
+	id := nuid.Next()
+	c := eventlog.Commit{AggregateType: "order", AggregateID: "o-1", Version: 2, Time: time.Now().UTC(), Events: req.Events}
+	subj := subjectOf(l.opts.Prefix, c.AggregateType, c.AggregateID)
+	if _, err := nc.RequestMsg(commitMsg(l.opts.Stream, subj, id, eventlog.AppendCommit(nil, &c), 1), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	defer func(old func() string) { newMsgID = old }(newMsgID)
+	newMsgID = func() string { return id }
+	got, err := l.Append(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 2 || got.Position != 2 {
+		t.Errorf("Append answered version %d at position %d; the commit is stored at version 2, position 2", got.Version, got.Position)
+	}
+	if cs, err := l.Read(ctx, 0, 0); err != nil || len(cs) != 2 {
+		t.Fatalf("Read = %d commits, %v; want 2", len(cs), err)
+	}
+}

@@ -6,20 +6,16 @@
 // learns of it only from its own timeouts. Heal lets everything held pass
 // again, as TCP's retransmissions would once the link is back.
 //
-// Lossy models a link that loses packets, which TCP turns into delay: a
-// share of what passes is held for a retransmission timeout first, longer
-// for each loss in a row, the stream's order kept.
-//
-// The faults are at the TCP level of one path: cutting every proxy of a
-// host to every NATS node cuts the host off from NATS while its REST API
-// and the services it calls stay reachable. Only tests import it.
+// The faults are at the TCP level of one path, in-process: the cluster
+// package's tests cut an in-process NATS node's routes with it
+// (natstest.RunClusterRouted). The end-to-end fault tests, on processes,
+// cut and slow real links in network namespaces (internal/testing/netns).
+// Only tests import it.
 package faultnet
 
 import (
-	"math/rand/v2"
 	"net"
 	"sync"
-	"time"
 )
 
 // Proxy forwards the connections made to Addr to a target address.
@@ -32,8 +28,6 @@ type Proxy struct {
 	healed chan struct{} // closed by Heal; nil while not cut
 	closed bool
 	done   chan struct{} // closed by Close
-	loss   float64       // Lossy's
-	rto    time.Duration
 	conns  map[net.Conn]struct{}
 	wg     sync.WaitGroup
 }
@@ -92,41 +86,6 @@ func (p *Proxy) Close() {
 	p.mu.Unlock()
 	p.ln.Close()
 	p.wg.Wait()
-}
-
-// Lossy makes the link lose a share loss (0 to 1) of its packets, as TCP
-// sees it: each piece of a stream read is, with probability loss, held
-// for rto before it passes, then again with the same probability for
-// twice as long, and so on (TCP's retransmission back-off, capped at 64
-// rto); what follows waits behind it, as TCP delivers in order. Lossy(0,
-// 0) ends it.
-func (p *Proxy) Lossy(loss float64, rto time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.loss, p.rto = loss, rto
-}
-
-// lost waits for the retransmissions of one piece a lossy link lost;
-// false once the proxy is closed.
-func (p *Proxy) lost() bool {
-	p.mu.Lock()
-	loss, rto := p.loss, p.rto
-	p.mu.Unlock()
-	var d time.Duration
-	for k := 0; loss > 0 && rand.Float64() < loss; k++ {
-		d += rto << min(k, 6)
-	}
-	if d == 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.done:
-		return false
-	}
 }
 
 // pass waits while the proxy is cut; false once it is closed.
@@ -209,7 +168,7 @@ func (p *Proxy) pump(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if !p.pass() || (n > 0 && !p.lost()) {
+		if !p.pass() {
 			return
 		}
 		if n > 0 {
