@@ -81,7 +81,7 @@ func (m *Module) makeInstance(ctx context.Context, deadline time.Time, rp *repla
 		own = deadline
 	}
 	ictx := experimental.WithMemoryAllocator(inst.begin(ctx, nil, Ports{}, own), memoryAllocator{hint: m.memoryHint(),
-		limit: uint64(m.cfg.MemoryLimitPages) * wasmPageSize, refused: &inst.cs.refusedGrow})
+		limit: uint64(m.cfg.MemoryLimitPages) * wasmPageSize, refused: &inst.cs.refusedGrow, step: &m.growStep})
 	mod, err := t.rt.r.InstantiateModule(ictx, c.cm, cfg)
 	inst.finish()
 	expired := inst.cs.expired.Load()

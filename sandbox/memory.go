@@ -18,8 +18,12 @@ import (
 // into a slice a little larger: several copies in each instance's life,
 // paid inside calls, and garbage for the collector. The pool closes an
 // instance once its memory reached RecycleGrowth times its size when made
-// (pool.put), so room for that much is all an instance needs for its
-// whole life: one allocation, the same peak as before. hint is zero until
+// (pool.put), so room for that much and for the one growth that crosses
+// it is all an instance needs for its whole life: one allocation, the same
+// peak as before. (A Go guest grows by 512 KiB at a time: without room for
+// that step, the growth that got an instance recycled copied its whole
+// memory first, a few ms of every ~10,000 no-op calls' CPU, issue 32.)
+// hint is zero until
 // an instance of the module has been seen to grow after its _initialize
 // (a guest whose memory stays as it is made, as a Rust guest's does, keeps
 // no room it never uses) and when the pool does not recycle for growth.
@@ -33,6 +37,7 @@ import (
 type memoryAllocator struct {
 	hint, limit uint64
 	refused     *atomic.Uint64
+	step        *atomic.Uint64 // the module's largest growth seen (nil: not kept)
 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -41,7 +46,7 @@ func (a memoryAllocator) Allocate(capBytes, maxBytes uint64) experimental.Linear
 	if a.limit > 0 { // 0: wazero's maximum alone
 		limit = min(limit, a.limit)
 	}
-	return &linearMemory{buf: make([]byte, 0, min(max(capBytes, a.hint), limit)), max: limit, refused: a.refused}
+	return &linearMemory{buf: make([]byte, 0, min(max(capBytes, a.hint), limit)), max: limit, refused: a.refused, step: a.step}
 }
 
 // linearMemory is one instance's memory: grown in place while its capacity
@@ -50,6 +55,7 @@ type linearMemory struct {
 	buf     []byte
 	max     uint64
 	refused *atomic.Uint64
+	step    *atomic.Uint64
 }
 
 // Reallocate implements experimental.LinearMemory. Memory only grows, and
@@ -58,6 +64,13 @@ type linearMemory struct {
 // the limit (checkMemories): it is never refused, as wazero cannot take a
 // refusal there.
 func (l *linearMemory) Reallocate(size uint64) []byte {
+	if l.step != nil && len(l.buf) > 0 && size > uint64(len(l.buf)) {
+		// A growth (not the first call, which makes the minimum): a few
+		// times in an instance's life.
+		if grow := size - uint64(len(l.buf)); grow > l.step.Load() {
+			l.step.Store(grow) // a lost race keeps a smaller step: a copy, never a fault
+		}
+	}
 	if size <= uint64(cap(l.buf)) {
 		l.buf = l.buf[:size]
 		return l.buf
@@ -79,13 +92,14 @@ func (l *linearMemory) Free() { l.buf = nil }
 
 // memoryHint is the room to make for a new instance's memory: what the
 // pool lets an instance grow to before it replaces it, from the size of
-// the module's last fresh instance, in whole pages.
+// the module's last fresh instance, in whole pages, and the largest growth
+// seen, for the one that crosses it.
 func (m *Module) memoryHint() uint64 {
 	fresh, growth := m.freshBytes.Load(), m.pool.recycleGrowth
 	if fresh == 0 || growth <= 0 || !m.grows.Load() {
 		return 0
 	}
-	return (uint64(float64(fresh)*growth) + wasmPageSize - 1) / wasmPageSize * wasmPageSize
+	return (uint64(float64(fresh)*growth)+wasmPageSize-1)/wasmPageSize*wasmPageSize + m.growStep.Load()
 }
 
 // sawMemory notes the memory an instance of m holds after a call: once

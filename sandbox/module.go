@@ -73,6 +73,10 @@ type Module struct {
 	// once one of them grew after it (sawMemory).
 	freshBytes atomic.Uint64
 	grows      atomic.Bool
+	// growStep is the largest single growth of an instance's memory seen
+	// (linearMemory.Reallocate): the room past the recycling size that
+	// memoryHint leaves, for the growth that crosses it.
+	growStep atomic.Uint64
 	// instanceBytes is the linear memory of the live instances, each as of
 	// its last call (sawMemory) or its making.
 	instanceBytes atomic.Int64
