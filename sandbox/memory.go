@@ -38,6 +38,10 @@ type memoryAllocator struct {
 	hint, limit uint64
 	refused     *atomic.Uint64
 	step        *atomic.Uint64 // the module's largest growth seen (nil: not kept)
+	// spare is the module's spare memory (nil: none kept), and made, when
+	// set, is told the memory made (the instance's, for keepSpare).
+	spare *atomic.Pointer[spareMemory]
+	made  **linearMemory
 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -46,7 +50,64 @@ func (a memoryAllocator) Allocate(capBytes, maxBytes uint64) experimental.Linear
 	if a.limit > 0 { // 0: wazero's maximum alone
 		limit = min(limit, a.limit)
 	}
-	return &linearMemory{buf: make([]byte, 0, min(max(capBytes, a.hint), limit)), max: limit, refused: a.refused, step: a.step}
+	want := min(max(capBytes, a.hint), limit)
+	var buf []byte
+	if a.spare != nil {
+		if sp := a.spare.Swap(nil); sp != nil && uint64(cap(sp.buf)) >= want && uint64(cap(sp.buf)) <= limit {
+			clear(sp.buf) // what its last instance used; the rest was never written
+			buf = sp.buf[:0]
+		}
+	}
+	if buf == nil {
+		buf = make([]byte, 0, want)
+	}
+	lm := &linearMemory{buf: buf, max: limit, refused: a.refused, step: a.step}
+	if a.made != nil {
+		*a.made = lm
+	}
+	return lm
+}
+
+// spareMemory is the linear memory of an instance the pool replaced for
+// its growth, kept for the module's next instance (Module.spare).
+//
+// A busy Go guest's instance is replaced every few thousand calls
+// (RecycleGrowth), and a new memory of ~5 MiB cost its zeroing and a page
+// fault for each of its pages, the data segments' copy into it too: about
+// half of an instance's making, a large part of what a no-op call costs
+// the engine beyond wazero's own call (issue 32). The spare's pages are
+// the process's already; it is zeroed up to what its instance used (past
+// that, nothing wrote to it). buf's length is that use. Kept for the next
+// instance only: the janitor drops one that waited a whole round
+// (dropSpare), so an idle module holds none.
+type spareMemory struct {
+	buf  []byte
+	seen atomic.Bool // the janitor has seen it once
+}
+
+// keepSpare keeps inst's linear memory as the module's spare. Only for an
+// instance no call runs on, closed next, on the loop guard: under
+// close-on-done wazero may close an instance from its own goroutine.
+func (m *Module) keepSpare(inst *instance) {
+	if inst.mem == nil || inst.tier.rt.key.closeOnDone || m.closed.Load() {
+		return
+	}
+	buf := inst.mem.buf
+	inst.mem.buf = nil // the instance is closed next: nothing reads it
+	inst.mem = nil
+	if buf != nil {
+		m.spare.Store(&spareMemory{buf: buf})
+	}
+}
+
+// dropSpare drops the module's spare memory if the janitor saw it at its
+// last round too (or at once, when now), and reports whether it did.
+func (m *Module) dropSpare(now bool) bool {
+	sp := m.spare.Load()
+	if sp == nil || (!now && !sp.seen.Swap(true)) {
+		return false
+	}
+	return m.spare.CompareAndSwap(sp, nil)
 }
 
 // linearMemory is one instance's memory: grown in place while its capacity

@@ -89,6 +89,49 @@ func TestMemoryHintLeavesRoomForTheLastGrowth(t *testing.T) {
 	}
 }
 
+// TestSpareMemoryServesTheNextInstance: the memory of an instance replaced
+// for its growth is the next memory made, zeroed; one too small is not
+// used; the janitor drops a spare it has seen at two rounds, not at one.
+func TestSpareMemoryServesTheNextInstance(t *testing.T) {
+	var spare atomic.Pointer[spareMemory]
+	used := make([]byte, 6*wasmPageSize, 8*wasmPageSize)
+	for i := range used {
+		used[i] = 0xAB
+	}
+	spare.Store(&spareMemory{buf: used})
+	var made *linearMemory
+	lm := memoryAllocator{hint: 7 * wasmPageSize, spare: &spare, made: &made}.Allocate(wasmPageSize, 64*wasmPageSize).(*linearMemory)
+	if made != lm {
+		t.Error("the allocator did not tell which memory it made")
+	}
+	if spare.Load() != nil {
+		t.Error("the spare was not taken")
+	}
+	b := lm.Reallocate(8 * wasmPageSize)
+	if &b[0] != &used[0] {
+		t.Fatal("the new memory is not the spare's")
+	}
+	if bytes.ContainsFunc(b, func(r rune) bool { return r != 0 }) {
+		t.Error("the spare was not zeroed")
+	}
+
+	small := &spareMemory{buf: make([]byte, wasmPageSize, 2*wasmPageSize)}
+	spare.Store(small)
+	lm = memoryAllocator{hint: 7 * wasmPageSize, spare: &spare}.Allocate(wasmPageSize, 64*wasmPageSize).(*linearMemory)
+	if cap(lm.buf) < 7*wasmPageSize {
+		t.Errorf("a memory of %d bytes' room, want the hint's %d", cap(lm.buf), 7*wasmPageSize)
+	}
+
+	m := &Module{}
+	m.spare.Store(&spareMemory{buf: make([]byte, 1)})
+	if m.dropSpare(false) || m.spare.Load() == nil {
+		t.Error("a spare was dropped at the first round that saw it")
+	}
+	if !m.dropSpare(false) || m.spare.Load() != nil {
+		t.Error("a spare seen at two rounds was kept")
+	}
+}
+
 // TestLoadChecksDeclaredMemoryAgainstTheLimit: the memory limit is the
 // allocator's, so a memory whose declared minimum or maximum is past it is
 // refused when the module starts, as wazero refused it when the limit was
