@@ -34,6 +34,7 @@ type instance struct {
 	cancel  context.CancelFunc // the context of a close-on-done call, if it has one
 	stack   [2]uint64
 	scratch []byte
+	mem     *linearMemory // its linear memory (Module.keepSpare)
 }
 
 // newInstance instantiates the module on its current tier, running the guest's _initialize
@@ -81,7 +82,8 @@ func (m *Module) makeInstance(ctx context.Context, deadline time.Time, rp *repla
 		own = deadline
 	}
 	ictx := experimental.WithMemoryAllocator(inst.begin(ctx, nil, Ports{}, own), memoryAllocator{hint: m.memoryHint(),
-		limit: uint64(m.cfg.MemoryLimitPages) * wasmPageSize, refused: &inst.cs.refusedGrow})
+		limit: uint64(m.cfg.MemoryLimitPages) * wasmPageSize, refused: &inst.cs.refusedGrow, step: &m.growStep,
+		spare: &m.spare, made: &inst.mem})
 	mod, err := t.rt.r.InstantiateModule(ictx, c.cm, cfg)
 	inst.finish()
 	expired := inst.cs.expired.Load()

@@ -18,8 +18,12 @@ import (
 // into a slice a little larger: several copies in each instance's life,
 // paid inside calls, and garbage for the collector. The pool closes an
 // instance once its memory reached RecycleGrowth times its size when made
-// (pool.put), so room for that much is all an instance needs for its
-// whole life: one allocation, the same peak as before. hint is zero until
+// (pool.put), so room for that much and for the one growth that crosses
+// it is all an instance needs for its whole life: one allocation, the same
+// peak as before. (A Go guest grows by 512 KiB at a time: without room for
+// that step, the growth that got an instance recycled copied its whole
+// memory first, a few ms of every ~10,000 no-op calls' CPU, issue 32.)
+// hint is zero until
 // an instance of the module has been seen to grow after its _initialize
 // (a guest whose memory stays as it is made, as a Rust guest's does, keeps
 // no room it never uses) and when the pool does not recycle for growth.
@@ -33,6 +37,11 @@ import (
 type memoryAllocator struct {
 	hint, limit uint64
 	refused     *atomic.Uint64
+	step        *atomic.Uint64 // the module's largest growth seen (nil: not kept)
+	// spare is the module's spare memory (nil: none kept), and made, when
+	// set, is told the memory made (the instance's, for keepSpare).
+	spare *atomic.Pointer[spareMemory]
+	made  **linearMemory
 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -41,7 +50,64 @@ func (a memoryAllocator) Allocate(capBytes, maxBytes uint64) experimental.Linear
 	if a.limit > 0 { // 0: wazero's maximum alone
 		limit = min(limit, a.limit)
 	}
-	return &linearMemory{buf: make([]byte, 0, min(max(capBytes, a.hint), limit)), max: limit, refused: a.refused}
+	want := min(max(capBytes, a.hint), limit)
+	var buf []byte
+	if a.spare != nil {
+		if sp := a.spare.Swap(nil); sp != nil && uint64(cap(sp.buf)) >= want && uint64(cap(sp.buf)) <= limit {
+			clear(sp.buf) // what its last instance used; the rest was never written
+			buf = sp.buf[:0]
+		}
+	}
+	if buf == nil {
+		buf = make([]byte, 0, want)
+	}
+	lm := &linearMemory{buf: buf, max: limit, refused: a.refused, step: a.step}
+	if a.made != nil {
+		*a.made = lm
+	}
+	return lm
+}
+
+// spareMemory is the linear memory of an instance the pool replaced for
+// its growth, kept for the module's next instance (Module.spare).
+//
+// A busy Go guest's instance is replaced every few thousand calls
+// (RecycleGrowth), and a new memory of ~5 MiB cost its zeroing and a page
+// fault for each of its pages, the data segments' copy into it too: about
+// half of an instance's making, a large part of what a no-op call costs
+// the engine beyond wazero's own call (issue 32). The spare's pages are
+// the process's already; it is zeroed up to what its instance used (past
+// that, nothing wrote to it). buf's length is that use. Kept for the next
+// instance only: the janitor drops one that waited a whole round
+// (dropSpare), so an idle module holds none.
+type spareMemory struct {
+	buf  []byte
+	seen atomic.Bool // the janitor has seen it once
+}
+
+// keepSpare keeps inst's linear memory as the module's spare. Only for an
+// instance no call runs on, closed next, on the loop guard: under
+// close-on-done wazero may close an instance from its own goroutine.
+func (m *Module) keepSpare(inst *instance) {
+	if inst.mem == nil || inst.tier.rt.key.closeOnDone || m.closed.Load() {
+		return
+	}
+	buf := inst.mem.buf
+	inst.mem.buf = nil // the instance is closed next: nothing reads it
+	inst.mem = nil
+	if buf != nil {
+		m.spare.Store(&spareMemory{buf: buf})
+	}
+}
+
+// dropSpare drops the module's spare memory if the janitor saw it at its
+// last round too (or at once, when now), and reports whether it did.
+func (m *Module) dropSpare(now bool) bool {
+	sp := m.spare.Load()
+	if sp == nil || (!now && !sp.seen.Swap(true)) {
+		return false
+	}
+	return m.spare.CompareAndSwap(sp, nil)
 }
 
 // linearMemory is one instance's memory: grown in place while its capacity
@@ -50,6 +116,7 @@ type linearMemory struct {
 	buf     []byte
 	max     uint64
 	refused *atomic.Uint64
+	step    *atomic.Uint64
 }
 
 // Reallocate implements experimental.LinearMemory. Memory only grows, and
@@ -58,6 +125,13 @@ type linearMemory struct {
 // the limit (checkMemories): it is never refused, as wazero cannot take a
 // refusal there.
 func (l *linearMemory) Reallocate(size uint64) []byte {
+	if l.step != nil && len(l.buf) > 0 && size > uint64(len(l.buf)) {
+		// A growth (not the first call, which makes the minimum): a few
+		// times in an instance's life.
+		if grow := size - uint64(len(l.buf)); grow > l.step.Load() {
+			l.step.Store(grow) // a lost race keeps a smaller step: a copy, never a fault
+		}
+	}
 	if size <= uint64(cap(l.buf)) {
 		l.buf = l.buf[:size]
 		return l.buf
@@ -79,13 +153,14 @@ func (l *linearMemory) Free() { l.buf = nil }
 
 // memoryHint is the room to make for a new instance's memory: what the
 // pool lets an instance grow to before it replaces it, from the size of
-// the module's last fresh instance, in whole pages.
+// the module's last fresh instance, in whole pages, and the largest growth
+// seen, for the one that crosses it.
 func (m *Module) memoryHint() uint64 {
 	fresh, growth := m.freshBytes.Load(), m.pool.recycleGrowth
 	if fresh == 0 || growth <= 0 || !m.grows.Load() {
 		return 0
 	}
-	return (uint64(float64(fresh)*growth) + wasmPageSize - 1) / wasmPageSize * wasmPageSize
+	return (uint64(float64(fresh)*growth)+wasmPageSize-1)/wasmPageSize*wasmPageSize + m.growStep.Load()
 }
 
 // sawMemory notes the memory an instance of m holds after a call: once

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +53,82 @@ func TestMemoryHint(t *testing.T) {
 	m.pool.put(inst, false)
 	if h := m.memoryHint(); h < uint64(float64(fresh)*m.pool.recycleGrowth) || h%wasmPageSize != 0 {
 		t.Errorf("hint %d once an instance grew from %d bytes, want whole pages for %.2f times that", h, fresh, m.pool.recycleGrowth)
+	}
+}
+
+// TestMemoryHintLeavesRoomForTheLastGrowth: the largest growth a memory
+// made is remembered, not its first making, and the hint leaves room for
+// one more such step past the recycling size, so that the growth that gets
+// an instance replaced does not copy its whole memory first.
+func TestMemoryHintLeavesRoomForTheLastGrowth(t *testing.T) {
+	var step atomic.Uint64
+	lm := memoryAllocator{step: &step}.Allocate(wasmPageSize, 64*wasmPageSize).(*linearMemory)
+	lm.Reallocate(10 * wasmPageSize) // its minimum: not a growth
+	if got := step.Load(); got != 0 {
+		t.Fatalf("step %d after the memory was made, want 0", got)
+	}
+	lm.Reallocate(12 * wasmPageSize)
+	lm.Reallocate(20 * wasmPageSize)
+	lm.Reallocate(21 * wasmPageSize)
+	if got := step.Load(); got != 8*wasmPageSize {
+		t.Errorf("step %d, want the largest growth, %d", got, 8*wasmPageSize)
+	}
+
+	m := load(t, newSandbox(t, Config{MaxInstances: 1}), "samples/bench", ModuleConfig{})
+	inst, err := m.pool.acquire(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.sawMemory(inst, inst.newBytes+wasmPageSize)
+	m.pool.put(inst, false)
+	m.growStep.Store(0) // its _initialize grew it too
+	before := m.memoryHint()
+	m.growStep.Store(8 * wasmPageSize)
+	if got := m.memoryHint(); got != before+8*wasmPageSize {
+		t.Errorf("hint %d with a step of 8 pages, want %d", got, before+8*wasmPageSize)
+	}
+}
+
+// TestSpareMemoryServesTheNextInstance: the memory of an instance replaced
+// for its growth is the next memory made, zeroed; one too small is not
+// used; the janitor drops a spare it has seen at two rounds, not at one.
+func TestSpareMemoryServesTheNextInstance(t *testing.T) {
+	var spare atomic.Pointer[spareMemory]
+	used := make([]byte, 6*wasmPageSize, 8*wasmPageSize)
+	for i := range used {
+		used[i] = 0xAB
+	}
+	spare.Store(&spareMemory{buf: used})
+	var made *linearMemory
+	lm := memoryAllocator{hint: 7 * wasmPageSize, spare: &spare, made: &made}.Allocate(wasmPageSize, 64*wasmPageSize).(*linearMemory)
+	if made != lm {
+		t.Error("the allocator did not tell which memory it made")
+	}
+	if spare.Load() != nil {
+		t.Error("the spare was not taken")
+	}
+	b := lm.Reallocate(8 * wasmPageSize)
+	if &b[0] != &used[0] {
+		t.Fatal("the new memory is not the spare's")
+	}
+	if bytes.ContainsFunc(b, func(r rune) bool { return r != 0 }) {
+		t.Error("the spare was not zeroed")
+	}
+
+	small := &spareMemory{buf: make([]byte, wasmPageSize, 2*wasmPageSize)}
+	spare.Store(small)
+	lm = memoryAllocator{hint: 7 * wasmPageSize, spare: &spare}.Allocate(wasmPageSize, 64*wasmPageSize).(*linearMemory)
+	if cap(lm.buf) < 7*wasmPageSize {
+		t.Errorf("a memory of %d bytes' room, want the hint's %d", cap(lm.buf), 7*wasmPageSize)
+	}
+
+	m := &Module{}
+	m.spare.Store(&spareMemory{buf: make([]byte, 1)})
+	if m.dropSpare(false) || m.spare.Load() == nil {
+		t.Error("a spare was dropped at the first round that saw it")
+	}
+	if !m.dropSpare(false) || m.spare.Load() != nil {
+		t.Error("a spare seen at two rounds was kept")
 	}
 }
 

@@ -73,6 +73,13 @@ type Module struct {
 	// once one of them grew after it (sawMemory).
 	freshBytes atomic.Uint64
 	grows      atomic.Bool
+	// growStep is the largest single growth of an instance's memory seen
+	// (linearMemory.Reallocate): the room past the recycling size that
+	// memoryHint leaves, for the growth that crosses it.
+	growStep atomic.Uint64
+	// spare is the memory of the last instance replaced for its growth,
+	// for the next one made (spareMemory); nil: none.
+	spare atomic.Pointer[spareMemory]
 	// instanceBytes is the linear memory of the live instances, each as of
 	// its last call (sawMemory) or its making.
 	instanceBytes atomic.Int64
@@ -342,6 +349,7 @@ func (m *Module) Close(context.Context) error {
 		<-m.warmDone
 	}
 	m.pool.close()
+	m.dropSpare(true)
 	if t := m.tier.Load(); t.interp != nil {
 		t.interp.release()
 	}

@@ -239,6 +239,7 @@ func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 		inst.m.sawMemory(inst, mem)
 	}
 	var now time.Time
+	var spare bool
 	keep := !broken && p.reusable(inst, mem)
 	if keep {
 		now = end
@@ -261,6 +262,9 @@ func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 		p.counts.failed++
 	case !keep:
 		p.counts.memory++
+		// Replaced for its growth, not for its size: its memory serves
+		// the next instance (spareMemory).
+		spare = uint64(mem) < p.recycleBytes
 	case p.stale(inst):
 		keep = false
 		p.counts.tierUp++
@@ -271,6 +275,9 @@ func (p *pool) putAt(inst *instance, broken bool, end time.Time) {
 	}
 	p.releaseLocked()
 	p.mu.Unlock()
+	if spare {
+		inst.m.keepSpare(inst)
+	}
 	if !keep {
 		inst.close()
 	}

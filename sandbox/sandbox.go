@@ -321,7 +321,11 @@ func (s *Sandbox) releaseIdle() {
 	cutoff := s.cfg.Clock.Now().Add(-s.cfg.IdleTimeout)
 	closed := 0
 	s.modules.Range(func(k, _ any) bool {
-		closed += k.(*Module).pool.releaseIdle(cutoff)
+		m := k.(*Module)
+		closed += m.pool.releaseIdle(cutoff)
+		if m.dropSpare(false) {
+			closed++
+		}
 		return true
 	})
 	if closed > 0 {

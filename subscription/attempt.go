@@ -189,10 +189,15 @@ func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) *retry.Failur
 // right before: the lease fence checks that reading rather than take
 // another (a read of the clock costs about 200 ns on a VM's clock source).
 func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Time) (f *retry.Failure) {
-	if err := r.e.awaitLease(ctx, now); err != nil {
-		return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: "not called: this host's cluster lease ran out"}
+	if !r.e.leaseValidAt(now) {
+		if err := r.e.awaitLease(ctx, now); err != nil {
+			return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: "not called: this host's cluster lease ran out"}
+		}
+		now = r.e.clock.Now() // it waited for a renewal: the attempt's time starts now
 	}
-	actx := newAttemptCtx(ctx, r.e.clock, d.Timeout)
+	// The attempt's deadline is from the same reading, not another one
+	// (issue 32: a clock read is a tenth of the engine's own work per call).
+	actx := newAttemptCtxAt(ctx, r.e.clock, now, d.Timeout)
 	defer actx.end()
 	func() {
 		defer func() {

@@ -65,7 +65,13 @@ const (
 // newAttemptCtx returns the context of an attempt that may run d from now on
 // clock c, under parent (the run's context).
 func newAttemptCtx(parent context.Context, c clock.Clock, d time.Duration) *attemptCtx {
-	return &attemptCtx{parent: parent, clock: c, deadline: c.Now().Add(d)}
+	return newAttemptCtxAt(parent, c, c.Now(), d)
+}
+
+// newAttemptCtxAt is newAttemptCtx for a caller that has just read c at
+// now.
+func newAttemptCtxAt(parent context.Context, c clock.Clock, now time.Time, d time.Duration) *attemptCtx {
+	return &attemptCtx{parent: parent, clock: c, deadline: now.Add(d)}
 }
 
 // Deadline reports the attempt's deadline on the engine's clock.
