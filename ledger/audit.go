@@ -24,7 +24,7 @@ func auditKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte{k
 func auditSeqKey() []byte        { return []byte("xaudit-seq") }
 
 // Audit implements [Operations.Audit].
-func (t *KVTx) Audit(e AuditEntry) error {
+func (t *kvTx) Audit(e AuditEntry) error {
 	const op = "Audit"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -51,7 +51,7 @@ func (t *KVTx) Audit(e AuditEntry) error {
 }
 
 // AuditLog implements [Operations.AuditLog].
-func (t *KVTx) AuditLog(after uint64, limit int) ([]AuditEntry, error) {
+func (t *kvTx) AuditLog(after uint64, limit int) ([]AuditEntry, error) {
 	if err := t.checkRead("AuditLog"); err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (t *KVTx) AuditLog(after uint64, limit int) ([]AuditEntry, error) {
 }
 
 // SweepAudit implements [Operations.SweepAudit].
-func (t *KVTx) SweepAudit(before time.Time, limit int) (bool, error) {
+func (t *kvTx) SweepAudit(before time.Time, limit int) (bool, error) {
 	const op = "SweepAudit"
 	if err := t.checkWrite(op); err != nil {
 		return false, err

@@ -239,7 +239,7 @@ func (s *Badger) run(txn *badger.Txn, p *pendingUpdate) (ok bool) {
 		p.err = err
 		return false
 	}
-	tx := NewKVTx(kvtx.Badger(txn), false)
+	tx := newKVTx(kvtx.Badger(txn), false)
 	defer func() {
 		if r := recover(); r != nil {
 			tx.End()
@@ -280,7 +280,7 @@ func (s *Badger) View(ctx context.Context, fn func(Tx) error) error {
 	defer s.life.RUnlock()
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
-	tx := NewKVTx(kvtx.Badger(txn), true)
+	tx := newKVTx(kvtx.Badger(txn), true)
 	err := fn(tx)
 	tx.End()
 	return err

@@ -21,7 +21,7 @@ const buildBatch = 500
 func BuildIndex(ctx context.Context, s Store) error {
 	marked := false
 	if err := s.View(ctx, func(tx Tx) error {
-		v, err := tx.(*KVTx).get(indexMarkKey())
+		v, err := tx.(*kvTx).get(indexMarkKey())
 		marked = err == nil && len(v) == 1 && v[0] >= indexVersion
 		if errors.Is(err, ErrNotFound) {
 			return nil
@@ -35,7 +35,7 @@ func BuildIndex(ctx context.Context, s Store) error {
 		var last []byte
 		done := false
 		err := s.Update(ctx, func(tx Tx) error {
-			t := tx.(*KVTx)
+			t := tx.(*kvTx)
 			last, done = nil, false
 			type rec struct {
 				k   []byte

@@ -26,7 +26,7 @@ func resolvedCapsuleKey(hk []byte) []byte {
 }
 
 // PutCapsule implements [ParkedRecords.PutCapsule].
-func (t *KVTx) PutCapsule(subscription, aggregateType, aggregateID string, capsule []byte) error {
+func (t *kvTx) PutCapsule(subscription, aggregateType, aggregateID string, capsule []byte) error {
 	const op = "PutCapsule"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -49,7 +49,7 @@ func (t *KVTx) PutCapsule(subscription, aggregateType, aggregateID string, capsu
 
 // deleteIfPresent deletes k if it holds a value: a delete of nothing would
 // still be written (a tombstone, a message's op).
-func (t *KVTx) deleteIfPresent(op string, k []byte) error {
+func (t *kvTx) deleteIfPresent(op string, k []byte) error {
 	if _, err := t.get(k); errors.Is(err, ErrNotFound) {
 		return nil
 	} else if err != nil {
@@ -59,7 +59,7 @@ func (t *KVTx) deleteIfPresent(op string, k []byte) error {
 }
 
 // Capsule implements [ParkedRecords.Capsule].
-func (t *KVTx) Capsule(subscription, aggregateType, aggregateID string) ([]byte, error) {
+func (t *kvTx) Capsule(subscription, aggregateType, aggregateID string) ([]byte, error) {
 	const op = "Capsule"
 	if err := t.checkRead(op); err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (t *KVTx) Capsule(subscription, aggregateType, aggregateID string) ([]byte,
 
 // capsule finds the capsule Capsule answers with: the live record's, or,
 // with no live record, that of the aggregate's latest resolved one.
-func (t *KVTx) capsule(sub, typ, id string) ([]byte, error) {
+func (t *kvTx) capsule(sub, typ, id string) ([]byte, error) {
 	_, err := t.get(recordKey(sub, typ, id))
 	switch {
 	case err == nil:
@@ -92,7 +92,7 @@ func (t *KVTx) capsule(sub, typ, id string) ([]byte, error) {
 
 // moveCapsule moves the aggregate's live capsule (if it has one) to its
 // resolved record under hk; DeleteParked calls it.
-func (t *KVTx) moveCapsule(op string, sub, typ, id string, hk []byte) error {
+func (t *kvTx) moveCapsule(op string, sub, typ, id string, hk []byte) error {
 	ck := capsuleKey(sub, typ, id)
 	v, err := t.get(ck)
 	switch {
@@ -110,6 +110,6 @@ func (t *KVTx) moveCapsule(op string, sub, typ, id string, hk []byte) error {
 // dropStaleCapsule deletes what is under r's capsule key when r is parked
 // anew: a capsule there belongs to an earlier record that a host without
 // capsules resolved, not to r.
-func (t *KVTx) dropStaleCapsule(op string, r *Record) error {
+func (t *kvTx) dropStaleCapsule(op string, r *Record) error {
 	return t.deleteIfPresent(op, capsuleKey(r.Subscription, r.AggregateType, r.AggregateID))
 }

@@ -36,7 +36,7 @@ type SubscriptionState interface {
 }
 
 // Checkpoint implements [SubscriptionState.Checkpoint].
-func (t *KVTx) Checkpoint(subscription string) (uint64, bool, error) {
+func (t *kvTx) Checkpoint(subscription string) (uint64, bool, error) {
 	if err := t.checkRead("Checkpoint"); err != nil {
 		return 0, false, err
 	}
@@ -48,7 +48,7 @@ func (t *KVTx) Checkpoint(subscription string) (uint64, bool, error) {
 }
 
 // SetCheckpoint implements [SubscriptionState.SetCheckpoint].
-func (t *KVTx) SetCheckpoint(subscription string, position uint64) error {
+func (t *kvTx) SetCheckpoint(subscription string, position uint64) error {
 	if err := t.checkWrite("SetCheckpoint"); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (t *KVTx) SetCheckpoint(subscription string, position uint64) error {
 }
 
 // PartitionCheckpoint implements [SubscriptionState.PartitionCheckpoint].
-func (t *KVTx) PartitionCheckpoint(subscription string, partition int) (uint64, bool, error) {
+func (t *kvTx) PartitionCheckpoint(subscription string, partition int) (uint64, bool, error) {
 	if err := t.checkRead("PartitionCheckpoint"); err != nil {
 		return 0, false, err
 	}
@@ -74,7 +74,7 @@ func (t *KVTx) PartitionCheckpoint(subscription string, partition int) (uint64, 
 }
 
 // SetPartitionCheckpoint implements [SubscriptionState.SetPartitionCheckpoint].
-func (t *KVTx) SetPartitionCheckpoint(subscription string, partition int, position uint64) error {
+func (t *kvTx) SetPartitionCheckpoint(subscription string, partition int, position uint64) error {
 	if err := t.checkWrite("SetPartitionCheckpoint"); err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (t *KVTx) SetPartitionCheckpoint(subscription string, partition int, positi
 }
 
 // Meta implements [SubscriptionState.Meta].
-func (t *KVTx) Meta(subscription, k string) ([]byte, error) {
+func (t *kvTx) Meta(subscription, k string) ([]byte, error) {
 	if err := t.checkRead("Meta"); err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (t *KVTx) Meta(subscription, k string) ([]byte, error) {
 }
 
 // SetMeta implements [SubscriptionState.SetMeta].
-func (t *KVTx) SetMeta(subscription, k string, value []byte) error {
+func (t *kvTx) SetMeta(subscription, k string, value []byte) error {
 	if err := t.checkWrite("SetMeta"); err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (t *KVTx) SetMeta(subscription, k string, value []byte) error {
 }
 
 // DeleteMeta implements [SubscriptionState.DeleteMeta].
-func (t *KVTx) DeleteMeta(subscription, k string) error {
+func (t *kvTx) DeleteMeta(subscription, k string) error {
 	if err := t.checkWrite("DeleteMeta"); err != nil {
 		return err
 	}

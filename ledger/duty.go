@@ -38,14 +38,14 @@ func (f DutyFence) Fenced() bool { return f.Duty != "" }
 func dutyKey(duty string) []byte { return key(kindDuty, duty) }
 
 // DutyHolder implements [Claims.DutyHolder].
-func (t *KVTx) DutyHolder(duty string) (string, uint64, error) {
+func (t *kvTx) DutyHolder(duty string) (string, uint64, error) {
 	if err := t.checkRead("DutyHolder"); err != nil {
 		return "", 0, err
 	}
 	return t.dutyHolder(duty)
 }
 
-func (t *KVTx) dutyHolder(duty string) (string, uint64, error) {
+func (t *kvTx) dutyHolder(duty string) (string, uint64, error) {
 	v, err := t.get(dutyKey(duty))
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -59,7 +59,7 @@ func (t *KVTx) dutyHolder(duty string) (string, uint64, error) {
 }
 
 // ClaimDuty implements [Claims.ClaimDuty].
-func (t *KVTx) ClaimDuty(duty, host string, epoch uint64) error {
+func (t *kvTx) ClaimDuty(duty, host string, epoch uint64) error {
 	if err := t.checkWrite("ClaimDuty"); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (t *KVTx) ClaimDuty(duty, host string, epoch uint64) error {
 }
 
 // FenceDuty implements [Claims.FenceDuty].
-func (t *KVTx) FenceDuty(duty, host string, epoch uint64) error {
+func (t *kvTx) FenceDuty(duty, host string, epoch uint64) error {
 	if err := t.checkRead("FenceDuty"); err != nil {
 		return err
 	}

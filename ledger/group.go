@@ -99,7 +99,7 @@ func groupModuleKey(sub, group, module string) []byte {
 
 func groupTypeValue(group, aggType string) string { return group + "\x00" + aggType }
 
-func (t *KVTx) groupHead(sub, group string) (*groupHead, error) {
+func (t *kvTx) groupHead(sub, group string) (*groupHead, error) {
 	v, err := t.get(groupHeadKey(sub, group))
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func allStates() []State { return []State{StateRetrying, StateWaiting, StateResu
 // threshold not told yet; then, when notify, group-opened or group-grew
 // is queued. BuildIndex joins without notifying: the groups of an older
 // store are not news.
-func (t *KVTx) joinGroup(op string, r *Record, s summary, joined, notify bool) error {
+func (t *kvTx) joinGroup(op string, r *Record, s summary, joined, notify bool) error {
 	if s.group == "" {
 		return nil
 	}
@@ -189,7 +189,7 @@ func (t *KVTx) joinGroup(op string, r *Record, s summary, joined, notify bool) e
 // leaveGroup uncounts a record that left its group (after unindex
 // uncounted it), and drops the group's stats and head once it holds no
 // record.
-func (t *KVTx) leaveGroup(op, sub string, s summary) error {
+func (t *kvTx) leaveGroup(op, sub string, s summary) error {
 	if s.group == "" {
 		return nil
 	}
@@ -218,7 +218,7 @@ func (t *KVTx) leaveGroup(op, sub string, s summary) error {
 // GroupsParked implements [ParkedRecords.GroupsParked]: it reads the
 // heads of the groups of the subscriptions asked for and their counters,
 // not their records, so it costs a few reads a group.
-func (t *KVTx) GroupsParked(f GroupFilter) ([]Group, string, error) {
+func (t *kvTx) GroupsParked(f GroupFilter) ([]Group, string, error) {
 	if err := t.checkRead("GroupsParked"); err != nil {
 		return nil, "", err
 	}
@@ -270,7 +270,7 @@ func (t *KVTx) GroupsParked(f GroupFilter) ([]Group, string, error) {
 }
 
 // CountGroups implements [ParkedRecords.CountGroups].
-func (t *KVTx) CountGroups(subscription string) (int, error) {
+func (t *kvTx) CountGroups(subscription string) (int, error) {
 	if err := t.checkRead("CountGroups"); err != nil {
 		return 0, err
 	}
@@ -285,7 +285,7 @@ func (t *KVTx) CountGroups(subscription string) (int, error) {
 }
 
 // groupsOf lists the groups of sub passing f, with their counts.
-func (t *KVTx) groupsOf(sub string, f *GroupFilter) ([]Group, error) {
+func (t *kvTx) groupsOf(sub string, f *GroupFilter) ([]Group, error) {
 	var out []Group
 	prefix := append(key(kindTally, sub), dimGroupHead)
 	lower := strings.ToLower(f.Message)
@@ -332,7 +332,7 @@ func statesOfState(s State) []State {
 
 // fillGroups reads the module versions and a sample record of each
 // group of a page.
-func (t *KVTx) fillGroups(gs []Group) error {
+func (t *kvTx) fillGroups(gs []Group) error {
 	for i := range gs {
 		g := &gs[i]
 		g.Modules = map[string]int{}

@@ -127,13 +127,13 @@ func TestGroupOfAnEarlierHostGetsStats(t *testing.T) {
 			Error:        ErrorInfo{Classes: []string{"UnknownBuyer"}, Message: fmt.Sprintf("unknown buyer b-%d", j)},
 			FirstFailure: t0.Add(time.Duration(j) * time.Minute), LastFailure: t0.Add(time.Duration(j)*time.Minute + time.Second)}
 	}
-	update := func(fn func(tx *KVTx) error) {
+	update := func(fn func(tx *kvTx) error) {
 		t.Helper()
-		if err := s.Update(ctx, func(tx Tx) error { return fn(tx.(*KVTx)) }); err != nil {
+		if err := s.Update(ctx, func(tx Tx) error { return fn(tx.(*kvTx)) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	update(func(tx *KVTx) error {
+	update(func(tx *kvTx) error {
 		for j := range 98 {
 			if err := tx.PutParked(rec(j)); err != nil {
 				return err
@@ -143,7 +143,7 @@ func TestGroupOfAnEarlierHostGetsStats(t *testing.T) {
 	})
 	group := Fingerprint(rec(0))
 	// As an earlier host kept it: the span in the head, no stats.
-	update(func(tx *KVTx) error {
+	update(func(tx *kvTx) error {
 		h, err := tx.groupHead("sub", group)
 		if err != nil {
 			return err
@@ -172,11 +172,11 @@ func TestGroupOfAnEarlierHostGetsStats(t *testing.T) {
 		}
 	}
 	groupIs("as an earlier host left it", 98, rec(97).LastFailure)
-	update(func(tx *KVTx) error { return tx.DeleteParked("sub", "order", "o-050") })
-	update(func(tx *KVTx) error { return tx.PutParked(rec(98)) })
-	update(func(tx *KVTx) error { return tx.PutParked(rec(99)) })
+	update(func(tx *kvTx) error { return tx.DeleteParked("sub", "order", "o-050") })
+	update(func(tx *kvTx) error { return tx.PutParked(rec(98)) })
+	update(func(tx *kvTx) error { return tx.PutParked(rec(99)) })
 	groupIs("after a leave and two joins", 99, rec(99).LastFailure)
-	update(func(tx *KVTx) error { return tx.PutParked(rec(100)) })
+	update(func(tx *kvTx) error { return tx.PutParked(rec(100)) })
 	groupIs("at 100", 100, rec(100).LastFailure)
 	err = s.View(ctx, func(tx Tx) error {
 		ns, err := tx.Notifications(0, 0)

@@ -53,7 +53,7 @@ func fromUnixNano(ns int64) time.Time {
 // group has neither stats nor head (it holds no record). legacy says they
 // were made up from its head and counters (a group of an earlier host):
 // their total counts the records indexed so far in this transaction.
-func (t *KVTx) readGroupStats(sub, group string) (st groupStats, found, legacy bool, err error) {
+func (t *kvTx) readGroupStats(sub, group string) (st groupStats, found, legacy bool, err error) {
 	v, err := t.get(groupStatsKey(sub, group))
 	if err == nil {
 		if len(v) != 24 {
@@ -82,7 +82,7 @@ func (t *KVTx) readGroupStats(sub, group string) (st groupStats, found, legacy b
 
 // spanOf returns the span of a group's failures for GroupsParked: from
 // its stats, else (a group of an earlier host) from its head.
-func (t *KVTx) spanOf(sub, group string, h *groupHead) (first, last time.Time, err error) {
+func (t *kvTx) spanOf(sub, group string, h *groupHead) (first, last time.Time, err error) {
 	v, err := t.get(groupStatsKey(sub, group))
 	switch {
 	case errors.Is(err, ErrNotFound):

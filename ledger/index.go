@@ -298,7 +298,7 @@ func tallies(sub, aggType string, s summary) [][]byte {
 // summaryOf returns the summary of the stored record under (sub, type,
 // id): from its index entry, or from its JSON for a record written before
 // the index.
-func (t *KVTx) summaryOf(sub, aggType, aggID string) (summary, bool, error) {
+func (t *kvTx) summaryOf(sub, aggType, aggID string) (summary, bool, error) {
 	v, err := t.get(indexKey(sub, dimAll, nil, aggType, aggID))
 	if err == nil {
 		s, err := decodeSummary(v, true)
@@ -311,7 +311,7 @@ func (t *KVTx) summaryOf(sub, aggType, aggID string) (summary, bool, error) {
 }
 
 // unindex removes a record's entries and its counts.
-func (t *KVTx) unindex(op, sub, aggType, aggID string, s summary) error {
+func (t *kvTx) unindex(op, sub, aggType, aggID string, s summary) error {
 	for _, k := range entryKeys(sub, aggType, aggID, s) {
 		if err := t.delete(op, k); err != nil {
 			return err
@@ -326,7 +326,7 @@ func (t *KVTx) unindex(op, sub, aggType, aggID string, s summary) error {
 }
 
 // index writes a record's entries and counts it.
-func (t *KVTx) index(op, sub, aggType, aggID string, s summary) error {
+func (t *kvTx) index(op, sub, aggType, aggID string, s summary) error {
 	v := s.encode()
 	for _, k := range entryKeys(sub, aggType, aggID, s) {
 		if err := t.set(op, k, v); err != nil {
@@ -341,7 +341,7 @@ func (t *KVTx) index(op, sub, aggType, aggID string, s summary) error {
 	return nil
 }
 
-func (t *KVTx) addTally(op string, k []byte, delta int64) error {
+func (t *kvTx) addTally(op string, k []byte, delta int64) error {
 	n, _, err := t.getUint64(k)
 	if err != nil {
 		return t.fail(op, err)
@@ -356,7 +356,7 @@ func (t *KVTx) addTally(op string, k []byte, delta int64) error {
 	}
 }
 
-func (t *KVTx) tally(sub string, dim byte, val string, states []State) (int, error) {
+func (t *kvTx) tally(sub string, dim byte, val string, states []State) (int, error) {
 	n := 0
 	for _, st := range states {
 		c, _, err := t.getUint64(tallyKey(sub, dim, val, st))
@@ -370,7 +370,7 @@ func (t *KVTx) tally(sub string, dim byte, val string, states []State) (int, err
 
 // subscriptionsParked lists the subscriptions with parked records, in key
 // order, from the per-state counts.
-func (t *KVTx) subscriptionsParked() ([]string, error) {
+func (t *kvTx) subscriptionsParked() ([]string, error) {
 	var subs []string
 	err := t.scan([]byte{kindCount}, nil, func(k, _ []byte) (bool, error) {
 		parts, err := splitLP(k[1:])
@@ -426,7 +426,7 @@ type path struct {
 // plan picks the path of sub that f narrows most, by the counts of the
 // state, the aggregate type and the class it names, and the time window's
 // entries counted up to the best of those.
-func (t *KVTx) plan(sub string, f *Filter) (path, error) {
+func (t *kvTx) plan(sub string, f *Filter) (path, error) {
 	all := []State{StateRetrying, StateWaiting, StateResuming}
 	var (
 		best  path
@@ -502,7 +502,7 @@ func (t *KVTx) plan(sub string, f *Filter) (path, error) {
 	return best, nil
 }
 
-func (t *KVTx) stateCount(sub string, states []State) (int, error) {
+func (t *kvTx) stateCount(sub string, states []State) (int, error) {
 	n := 0
 	for _, st := range states {
 		c, _, err := t.getUint64(key(kindCount, sub, string(st)))
@@ -541,7 +541,7 @@ func timePath(sub string, f *Filter) path {
 }
 
 // countUpTo counts the keys of p, stopping at limit.
-func (t *KVTx) countUpTo(p path, limit int) (int, error) {
+func (t *kvTx) countUpTo(p path, limit int) (int, error) {
 	n := 0
 	it := t.txn.Iterate(p.prefix, false)
 	defer it.Close()
@@ -556,7 +556,7 @@ func (t *KVTx) countUpTo(p path, limit int) (int, error) {
 
 // walk calls fn with each entry of p from after on (exclusive; nil: from
 // the start), and the number examined so far, until fn returns false.
-func (t *KVTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) error {
+func (t *kvTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) error {
 	start := p.start
 	if after != nil {
 		if next := append(bytes.Clone(after), 0); bytes.Compare(next, start) > 0 {

@@ -189,7 +189,7 @@ func validJob(j *Job) error {
 }
 
 // CreateJob implements [Operations.CreateJob].
-func (t *KVTx) CreateJob(j *Job) error {
+func (t *kvTx) CreateJob(j *Job) error {
 	const op = "CreateJob"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -209,7 +209,7 @@ func (t *KVTx) CreateJob(j *Job) error {
 }
 
 // PutJob implements [Operations.PutJob].
-func (t *KVTx) PutJob(j *Job) error {
+func (t *kvTx) PutJob(j *Job) error {
 	const op = "PutJob"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -223,7 +223,7 @@ func (t *KVTx) PutJob(j *Job) error {
 	return t.putJob(op, j)
 }
 
-func (t *KVTx) putJob(op string, j *Job) error {
+func (t *kvTx) putJob(op string, j *Job) error {
 	v, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrInvalid, op, err)
@@ -232,7 +232,7 @@ func (t *KVTx) putJob(op string, j *Job) error {
 }
 
 // Job implements [Operations.Job].
-func (t *KVTx) Job(id uint64) (*Job, error) {
+func (t *kvTx) Job(id uint64) (*Job, error) {
 	if err := t.checkRead("Job"); err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (t *KVTx) Job(id uint64) (*Job, error) {
 }
 
 // ListJobs implements [Operations.ListJobs].
-func (t *KVTx) ListJobs(after uint64, limit int) ([]*Job, error) {
+func (t *kvTx) ListJobs(after uint64, limit int) ([]*Job, error) {
 	if err := t.checkRead("ListJobs"); err != nil {
 		return nil, err
 	}

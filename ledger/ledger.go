@@ -25,7 +25,7 @@
 // eventlog). A [Store] runs closures as transactions on a [Tx], which is
 // those roles together. [Open] keeps the ledger in Badger for one host;
 // ledger/jetstream keeps it in a JetStream stream shared by every host of a
-// deployment. Both run the same key layout through [KVTx], and
+// deployment. Both run the same key layout through one Tx ([OnKV]), and
 // ledger/ledgertest is the contract both pass. No Badger type leaves the
 // ledger's packages.
 package ledger

@@ -21,7 +21,7 @@ func limitOr(limit int) int {
 // the entries' summaries and reads the records of the matches. The cursor
 // is the URL-safe base64 of the last key looked at: a record key on the
 // path of every record (as Cursor makes), an index key on another path.
-func (t *KVTx) ListParked(f Filter) ([]*Record, string, error) {
+func (t *kvTx) ListParked(f Filter) ([]*Record, string, error) {
 	if err := t.checkRead("ListParked"); err != nil {
 		return nil, "", err
 	}
@@ -114,7 +114,7 @@ type listCursor struct {
 
 // listStart returns the subscriptions a listing walks, in key order, from
 // the cursor's on, and the cursor's path within the first.
-func (t *KVTx) listStart(f *Filter) ([]string, listCursor, error) {
+func (t *kvTx) listStart(f *Filter) ([]string, listCursor, error) {
 	var subs []string
 	if f.Subscription != "" {
 		subs = []string{f.Subscription}
@@ -167,7 +167,7 @@ func (t *KVTx) listStart(f *Filter) ([]string, listCursor, error) {
 // CountMatching implements [ParkedRecords.CountMatching]: from the
 // counters when the filter names no more than a state and a class or an
 // aggregate type, else by walking the narrowest path.
-func (t *KVTx) CountMatching(f Filter) (int, error) {
+func (t *kvTx) CountMatching(f Filter) (int, error) {
 	if err := t.checkRead("CountMatching"); err != nil {
 		return 0, err
 	}
@@ -241,7 +241,7 @@ func (t *KVTx) CountMatching(f Filter) (int, error) {
 }
 
 // OldestParked implements [ParkedRecords.OldestParked].
-func (t *KVTx) OldestParked(subscription string) (time.Time, bool, error) {
+func (t *kvTx) OldestParked(subscription string) (time.Time, bool, error) {
 	if err := t.checkRead("OldestParked"); err != nil {
 		return time.Time{}, false, err
 	}
@@ -262,7 +262,7 @@ func (t *KVTx) OldestParked(subscription string) (time.Time, bool, error) {
 }
 
 // ListParkedKeys implements [ParkedRecords.ListParkedKeys].
-func (t *KVTx) ListParkedKeys(subscription, after string, limit int) ([]ParkedKey, string, error) {
+func (t *kvTx) ListParkedKeys(subscription, after string, limit int) ([]ParkedKey, string, error) {
 	if err := t.checkRead("ListParkedKeys"); err != nil {
 		return nil, "", err
 	}

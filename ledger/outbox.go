@@ -28,7 +28,7 @@ type Outbox interface {
 }
 
 // Notify implements [Outbox.Notify].
-func (t *KVTx) Notify(n Notification) error {
+func (t *kvTx) Notify(n Notification) error {
 	const op = "Notify"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -55,7 +55,7 @@ func (t *KVTx) Notify(n Notification) error {
 }
 
 // Notifications implements [Outbox.Notifications].
-func (t *KVTx) Notifications(after uint64, limit int) ([]Notification, error) {
+func (t *kvTx) Notifications(after uint64, limit int) ([]Notification, error) {
 	if err := t.checkRead("Notifications"); err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (t *KVTx) Notifications(after uint64, limit int) ([]Notification, error) {
 }
 
 // AckNotifications implements [Outbox.AckNotifications].
-func (t *KVTx) AckNotifications(through uint64) error {
+func (t *kvTx) AckNotifications(through uint64) error {
 	const op = "AckNotifications"
 	if err := t.checkWrite(op); err != nil {
 		return err

@@ -45,7 +45,7 @@ type Claims interface {
 }
 
 // PartitionOwner implements [Claims.PartitionOwner].
-func (t *KVTx) PartitionOwner(subscription string, partition int) (string, uint64, error) {
+func (t *kvTx) PartitionOwner(subscription string, partition int) (string, uint64, error) {
 	if err := t.checkRead("PartitionOwner"); err != nil {
 		return "", 0, err
 	}
@@ -55,7 +55,7 @@ func (t *KVTx) PartitionOwner(subscription string, partition int) (string, uint6
 	return t.owner(subscription, partition)
 }
 
-func (t *KVTx) owner(subscription string, partition int) (string, uint64, error) {
+func (t *kvTx) owner(subscription string, partition int) (string, uint64, error) {
 	v, err := t.get(ownerKey(subscription, partition))
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -69,7 +69,7 @@ func (t *KVTx) owner(subscription string, partition int) (string, uint64, error)
 }
 
 // ClaimPartition implements [Claims.ClaimPartition].
-func (t *KVTx) ClaimPartition(subscription string, partition int, host string, epoch uint64) error {
+func (t *kvTx) ClaimPartition(subscription string, partition int, host string, epoch uint64) error {
 	if err := t.checkWrite("ClaimPartition"); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (t *KVTx) ClaimPartition(subscription string, partition int, host string, e
 }
 
 // Fence implements [Claims.Fence].
-func (t *KVTx) Fence(subscription string, partition int, host string, epoch uint64) error {
+func (t *kvTx) Fence(subscription string, partition int, host string, epoch uint64) error {
 	if err := t.checkRead("Fence"); err != nil {
 		return err
 	}

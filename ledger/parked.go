@@ -130,7 +130,7 @@ func validateRecord(r *Record) error {
 }
 
 // Parked implements [ParkedRecords.Parked].
-func (t *KVTx) Parked(subscription, aggregateType, aggregateID string) (*Record, error) {
+func (t *kvTx) Parked(subscription, aggregateType, aggregateID string) (*Record, error) {
 	if err := t.checkRead("Parked"); err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (t *KVTx) Parked(subscription, aggregateType, aggregateID string) (*Record,
 }
 
 // record reads and decodes the record under k.
-func (t *KVTx) record(k []byte) (*Record, error) {
+func (t *kvTx) record(k []byte) (*Record, error) {
 	v, err := t.get(k)
 	if err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func (t *KVTx) record(k []byte) (*Record, error) {
 
 // PutParked implements [ParkedRecords.PutParked].
 // The counts and the index entries (index.go) change with the record.
-func (t *KVTx) PutParked(r *Record) error {
+func (t *kvTx) PutParked(r *Record) error {
 	const op = "PutParked"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -204,7 +204,7 @@ func (t *KVTx) PutParked(r *Record) error {
 }
 
 // DeleteParked implements [ParkedRecords.DeleteParked].
-func (t *KVTx) DeleteParked(subscription, aggregateType, aggregateID string) error {
+func (t *kvTx) DeleteParked(subscription, aggregateType, aggregateID string) error {
 	const op = "DeleteParked"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -245,7 +245,7 @@ func (t *KVTx) DeleteParked(subscription, aggregateType, aggregateID string) err
 // stored returns the summary of the stored record of an aggregate, if
 // any, and whether it is indexed: a record written before the index (and
 // not yet indexed by BuildIndex) is summarised from its JSON.
-func (t *KVTx) stored(sub, aggType, aggID string) (s summary, found, indexed bool, err error) {
+func (t *kvTx) stored(sub, aggType, aggID string) (s summary, found, indexed bool, err error) {
 	if s, found, err = t.summaryOf(sub, aggType, aggID); err != nil || found {
 		return s, found, found, err
 	}
@@ -261,7 +261,7 @@ func (t *KVTx) stored(sub, aggType, aggID string) (s summary, found, indexed boo
 
 // addCount adds delta to the count of a subscription's records in state,
 // deleting the count when it reaches 0.
-func (t *KVTx) addCount(op, subscription string, state State, delta int) error {
+func (t *kvTx) addCount(op, subscription string, state State, delta int) error {
 	k := key(kindCount, subscription, string(state))
 	n, _, err := t.getUint64(k)
 	if err != nil {
@@ -278,7 +278,7 @@ func (t *KVTx) addCount(op, subscription string, state State, delta int) error {
 }
 
 // CountParked implements [ParkedRecords.CountParked].
-func (t *KVTx) CountParked(subscription string) (map[State]int, error) {
+func (t *kvTx) CountParked(subscription string) (map[State]int, error) {
 	if err := t.checkRead("CountParked"); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ type ProjectionEntry struct {
 
 // generation returns the current generation of the subscription's read
 // model (0 when it was never cleared).
-func (t *KVTx) generation(subscription string) (uint64, error) {
+func (t *kvTx) generation(subscription string) (uint64, error) {
 	g, _, err := t.getUint64(key(kindGeneration, subscription))
 	return g, err
 }
@@ -79,7 +79,7 @@ func appliedKey(subscription string, gen uint64, aggregateType, aggregateID stri
 }
 
 // projectionKey returns the store key of key in the current generation.
-func (t *KVTx) projectionKey(subscription, k string) ([]byte, error) {
+func (t *kvTx) projectionKey(subscription, k string) ([]byte, error) {
 	gen, err := t.generation(subscription)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (t *KVTx) projectionKey(subscription, k string) ([]byte, error) {
 }
 
 // ProjectionGet implements [ReadModels.ProjectionGet].
-func (t *KVTx) ProjectionGet(subscription, k string) ([]byte, error) {
+func (t *kvTx) ProjectionGet(subscription, k string) ([]byte, error) {
 	if err := t.checkRead("ProjectionGet"); err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (t *KVTx) ProjectionGet(subscription, k string) ([]byte, error) {
 }
 
 // ProjectionPut implements [ReadModels.ProjectionPut].
-func (t *KVTx) ProjectionPut(subscription, k string, value []byte) error {
+func (t *kvTx) ProjectionPut(subscription, k string, value []byte) error {
 	if err := t.checkWrite("ProjectionPut"); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (t *KVTx) ProjectionPut(subscription, k string, value []byte) error {
 }
 
 // ProjectionDelete implements [ReadModels.ProjectionDelete].
-func (t *KVTx) ProjectionDelete(subscription, k string) error {
+func (t *kvTx) ProjectionDelete(subscription, k string) error {
 	if err := t.checkWrite("ProjectionDelete"); err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (t *KVTx) ProjectionDelete(subscription, k string) error {
 }
 
 // ProjectionList implements [ReadModels.ProjectionList].
-func (t *KVTx) ProjectionList(subscription, prefix, after string, limit int) ([]ProjectionEntry, string, error) {
+func (t *kvTx) ProjectionList(subscription, prefix, after string, limit int) ([]ProjectionEntry, string, error) {
 	if err := t.checkRead("ProjectionList"); err != nil {
 		return nil, "", err
 	}
@@ -169,7 +169,7 @@ func (t *KVTx) ProjectionList(subscription, prefix, after string, limit int) ([]
 }
 
 // ClearProjection implements [ReadModels.ClearProjection].
-func (t *KVTx) ClearProjection(subscription string) error {
+func (t *kvTx) ClearProjection(subscription string) error {
 	if err := t.checkWrite("ClearProjection"); err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (t *KVTx) ClearProjection(subscription string) error {
 }
 
 // SweepProjections implements [ReadModels.SweepProjections].
-func (t *KVTx) SweepProjections(limit int) (bool, error) {
+func (t *kvTx) SweepProjections(limit int) (bool, error) {
 	if err := t.checkWrite("SweepProjections"); err != nil {
 		return false, err
 	}
@@ -232,7 +232,7 @@ func (t *KVTx) SweepProjections(limit int) (bool, error) {
 }
 
 // Applied implements [ReadModels.Applied].
-func (t *KVTx) Applied(subscription, aggregateType, aggregateID string) (uint64, uint32, bool, error) {
+func (t *kvTx) Applied(subscription, aggregateType, aggregateID string) (uint64, uint32, bool, error) {
 	if err := t.checkRead("Applied"); err != nil {
 		return 0, 0, false, err
 	}
@@ -254,7 +254,7 @@ func (t *KVTx) Applied(subscription, aggregateType, aggregateID string) (uint64,
 }
 
 // SetApplied implements [ReadModels.SetApplied].
-func (t *KVTx) SetApplied(subscription, aggregateType, aggregateID string, version uint64, index uint32) error {
+func (t *kvTx) SetApplied(subscription, aggregateType, aggregateID string, version uint64, index uint32) error {
 	if err := t.checkWrite("SetApplied"); err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func proofHandledKey(sub, group, sha, aggType, aggID string) []byte {
 }
 
 // PutProof implements [ParkedRecords.PutProof].
-func (t *KVTx) PutProof(p Proof, handled []ProofKey) error {
+func (t *kvTx) PutProof(p Proof, handled []ProofKey) error {
 	const op = "PutProof"
 	if err := t.checkWrite(op); err != nil {
 		return err
@@ -82,7 +82,7 @@ func (t *KVTx) PutProof(p Proof, handled []ProofKey) error {
 }
 
 // Proof implements [ParkedRecords.Proof].
-func (t *KVTx) Proof(subscription, group, sha256 string) (*Proof, error) {
+func (t *kvTx) Proof(subscription, group, sha256 string) (*Proof, error) {
 	if err := t.checkRead("Proof"); err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (t *KVTx) Proof(subscription, group, sha256 string) (*Proof, error) {
 
 // proven reports whether the proof of sha256 on group handled the
 // aggregate.
-func (t *KVTx) proven(sub, group, sha, aggType, aggID string) (bool, error) {
+func (t *kvTx) proven(sub, group, sha, aggType, aggID string) (bool, error) {
 	_, err := t.get(proofHandledKey(sub, group, sha, aggType, aggID))
 	if errors.Is(err, ErrNotFound) {
 		return false, nil

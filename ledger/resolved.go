@@ -47,7 +47,7 @@ func resolvedSeqKey() []byte { return []byte("xresolved-seq") }
 
 // keepResolved keeps the record stored as v (a record's JSON) among the
 // resolved ones and returns the key it is kept under; DeleteParked calls it.
-func (t *KVTx) keepResolved(op string, v []byte) ([]byte, error) {
+func (t *kvTx) keepResolved(op string, v []byte) ([]byte, error) {
 	var r Resolved
 	if err := json.Unmarshal(v, &r.Record); err != nil {
 		return nil, t.fail(op, fmt.Errorf("corrupt record: %w", err))
@@ -77,7 +77,7 @@ func (t *KVTx) keepResolved(op string, v []byte) ([]byte, error) {
 
 // ListResolved implements [ParkedRecords.ListResolved].
 // The cursor is the URL-safe base64 of the last record's key.
-func (t *KVTx) ListResolved(f ResolvedFilter) ([]*Resolved, string, error) {
+func (t *kvTx) ListResolved(f ResolvedFilter) ([]*Resolved, string, error) {
 	if err := t.checkRead("ListResolved"); err != nil {
 		return nil, "", err
 	}
@@ -131,7 +131,7 @@ func (t *KVTx) ListResolved(f ResolvedFilter) ([]*Resolved, string, error) {
 }
 
 // SweepResolved implements [ParkedRecords.SweepResolved].
-func (t *KVTx) SweepResolved(before time.Time, limit int) (bool, error) {
+func (t *kvTx) SweepResolved(before time.Time, limit int) (bool, error) {
 	const op = "SweepResolved"
 	if err := t.checkWrite(op); err != nil {
 		return false, err

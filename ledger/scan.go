@@ -4,7 +4,7 @@ package ledger
 // its value (valid only during the call), until fn returns false or an
 // error. The ledger's newer records (jobs, audit, resolved parks) read
 // through it alone.
-func (t *KVTx) scan(prefix, start []byte, fn func(k, v []byte) (bool, error)) error {
+func (t *kvTx) scan(prefix, start []byte, fn func(k, v []byte) (bool, error)) error {
 	it := t.txn.Iterate(prefix, true)
 	defer it.Close()
 	if len(start) < len(prefix) {

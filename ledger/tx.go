@@ -10,14 +10,13 @@ import (
 
 var errEnded = errors.New("ledger: transaction used after it ended")
 
-// KVTx is the one implementation of Tx, on an ordered key-value
+// kvTx is the one implementation of Tx, on an ordered key-value
 // transaction: it owns the key layout (keys.go) every role is kept in. Every
 // store of the ledger tree runs its transactions through it (the Badger
-// store, ledger/jetstream), so they agree to the byte; nothing else has a
-// use for it. Its methods are documented on the roles they implement. A
+// store, and ledger/jetstream through OnKV), so they agree to the byte. Its methods are documented on the roles they implement. A
 // failed write sets err, which End returns, so that the store fails the
 // commit even if the closure ignored the error.
-type KVTx struct {
+type kvTx struct {
 	txn      kvtx.Txn
 	readOnly bool
 	ended    bool
@@ -25,24 +24,34 @@ type KVTx struct {
 	bytes    int64 // keys and values written, for the space guard
 }
 
-var _ Tx = (*KVTx)(nil)
+var _ Tx = (*kvTx)(nil)
 
-// NewKVTx returns a Tx running on txn; readOnly makes its writes fail with
+// newKVTx returns a Tx running on txn; readOnly makes its writes fail with
 // ErrReadOnly (a View).
-func NewKVTx(txn kvtx.Txn, readOnly bool) *KVTx {
-	return &KVTx{txn: txn, readOnly: readOnly}
+func newKVTx(txn kvtx.Txn, readOnly bool) *kvTx {
+	return &kvTx{txn: txn, readOnly: readOnly}
+}
+
+// OnKV returns a Tx running on txn, for a store of the ledger tree (only
+// they can name a kvtx.Txn), and end, which ends it: later calls through
+// it fail, and end returns the bytes of keys and values it wrote and the
+// first write that failed (nil if none did), which must fail the commit.
+// readOnly makes its writes fail with ErrReadOnly (a View).
+func OnKV(txn kvtx.Txn, readOnly bool) (tx Tx, end func() (written int64, err error)) {
+	t := newKVTx(txn, readOnly)
+	return t, t.End
 }
 
 // End ends the transaction: later calls through it fail. It returns the
 // bytes of keys and values it wrote and the first write that failed (nil
 // if none did), which must fail the commit.
-func (t *KVTx) End() (written int64, err error) {
+func (t *kvTx) End() (written int64, err error) {
 	t.ended = true
 	return t.bytes, t.err
 }
 
 // checkWrite fails a write in a View or after the transaction ended.
-func (t *KVTx) checkWrite(op string) error {
+func (t *kvTx) checkWrite(op string) error {
 	switch {
 	case t.ended:
 		return fmt.Errorf("%s: %w", op, errEnded)
@@ -52,7 +61,7 @@ func (t *KVTx) checkWrite(op string) error {
 	return nil
 }
 
-func (t *KVTx) checkRead(op string) error {
+func (t *kvTx) checkRead(op string) error {
 	if t.ended {
 		return fmt.Errorf("%s: %w", op, errEnded)
 	}
@@ -60,7 +69,7 @@ func (t *KVTx) checkRead(op string) error {
 }
 
 // fail records a write error (the first one sticks) and returns it.
-func (t *KVTx) fail(op string, err error) error {
+func (t *kvTx) fail(op string, err error) error {
 	err = fmt.Errorf("ledger: %s: %w", op, mapErr(err))
 	if t.err == nil {
 		t.err = err
@@ -68,7 +77,7 @@ func (t *KVTx) fail(op string, err error) error {
 	return err
 }
 
-func (t *KVTx) set(op string, k, v []byte) error {
+func (t *kvTx) set(op string, k, v []byte) error {
 	if err := t.txn.Set(k, v); err != nil {
 		return t.fail(op, err)
 	}
@@ -76,7 +85,7 @@ func (t *KVTx) set(op string, k, v []byte) error {
 	return nil
 }
 
-func (t *KVTx) delete(op string, k []byte) error {
+func (t *kvTx) delete(op string, k []byte) error {
 	if err := t.txn.Delete(k); err != nil {
 		return t.fail(op, err)
 	}
@@ -98,7 +107,7 @@ func mapErr(err error) error {
 }
 
 // get returns a copy of the value under k, ErrNotFound if there is none.
-func (t *KVTx) get(k []byte) ([]byte, error) {
+func (t *kvTx) get(k []byte) ([]byte, error) {
 	v, err := t.txn.Get(k)
 	if err != nil {
 		return nil, mapErr(err)
@@ -107,7 +116,7 @@ func (t *KVTx) get(k []byte) ([]byte, error) {
 }
 
 // getUint64 reads an 8-byte number, 0 and false if none is stored.
-func (t *KVTx) getUint64(k []byte) (uint64, bool, error) {
+func (t *kvTx) getUint64(k []byte) (uint64, bool, error) {
 	v, err := t.get(k)
 	if errors.Is(err, ErrNotFound) {
 		return 0, false, nil
@@ -123,7 +132,7 @@ func (t *KVTx) getUint64(k []byte) (uint64, bool, error) {
 
 // keysWithPrefix returns copies of up to n (n < 0: all) keys starting with
 // prefix.
-func (t *KVTx) keysWithPrefix(prefix []byte, n int) [][]byte {
+func (t *kvTx) keysWithPrefix(prefix []byte, n int) [][]byte {
 	var out [][]byte
 	it := t.txn.Iterate(prefix, false)
 	defer it.Close()

@@ -141,7 +141,7 @@ func (p *Projections) applied(ctx context.Context, sub string, d *subscription.D
 // applyTx applies a successful call's writes with the event's mark in tx,
 // unless the event was applied already; errConflict, having written
 // nothing, when a key the call read from the store has changed since.
-func applyTx(tx ledger.Tx, sub string, kv *callKV, d *subscription.Delivery) error {
+func applyTx(tx ledger.ReadModels, sub string, kv *callKV, d *subscription.Delivery) error {
 	c := &d.Commit
 	v, i, ok, err := tx.Applied(sub, c.AggregateType, c.AggregateID)
 	if err != nil {

@@ -77,7 +77,7 @@ func (r *run) loadHints() *budgetHints {
 // ledger shared by several hosts each adds and removes its own aggregates'
 // names, and a transaction run again (optimistic concurrency) reads the list
 // afresh. r.budgets.mu held.
-func (r *run) writeHints(tx ledger.Tx, k string, add bool) error {
+func (r *run) writeHints(tx ledger.SubscriptionState, k string, add bool) error {
 	set := map[string]bool{}
 	b, err := tx.Meta(r.s.name, metaBudgets)
 	switch {

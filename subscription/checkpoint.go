@@ -170,7 +170,7 @@ func (r *run) flusher() {
 
 // raiseCheckpoint stores lw as partition's checkpoint unless the stored one
 // is past it already: the run's checkpoint writes commit in any order.
-func raiseCheckpoint(tx ledger.Tx, sub string, partition int, lw uint64) error {
+func raiseCheckpoint(tx ledger.SubscriptionState, sub string, partition int, lw uint64) error {
 	stored, ok, err := tx.PartitionCheckpoint(sub, partition)
 	if err != nil {
 		return err

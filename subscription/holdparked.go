@@ -78,7 +78,7 @@ func (r *run) begin() {
 // page by page; it returns the records of resumes under way, which the
 // caller restarts, and how many it held. It may run again after a failed
 // read: holding and scheduling are idempotent.
-func (r *run) holdParked(tx ledger.Tx) ([]*ledger.Record, int, error) {
+func (r *run) holdParked(tx ledger.ParkedRecords) ([]*ledger.Record, int, error) {
 	s, e := r.s, r.e
 	retriesUnrecoverable := s.cur.Load().parked.RetriesUnrecoverable()
 	var resumes []*ledger.Record

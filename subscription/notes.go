@@ -22,7 +22,7 @@ type Caller struct {
 // notifyPauseChange queues the notification of a change of the stored
 // pause state from old to now, in tx; none when the state did not change (a
 // second pause, or another host of a cluster that found the change made).
-func notifyPauseChange(by Caller, tx ledger.Tx, sub string, old, now []byte, at time.Time) error {
+func notifyPauseChange(by Caller, tx ledger.Outbox, sub string, old, now []byte, at time.Time) error {
 	paused, until := parsePause(now)
 	if wasPaused, _ := parsePause(old); bytes.Equal(old, now) || (!paused && !wasPaused) {
 		return nil
@@ -39,7 +39,7 @@ func notifyPauseChange(by Caller, tx ledger.Tx, sub string, old, now []byte, at 
 
 // storedPause reads the subscription's stored pause state in tx (nil when
 // none was ever written).
-func storedPause(tx ledger.Tx, sub string) ([]byte, error) {
+func storedPause(tx ledger.SubscriptionState, sub string) ([]byte, error) {
 	v, err := tx.Meta(sub, metaPaused)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil, nil

@@ -131,7 +131,7 @@ func (r *run) ownerOf(ctx context.Context, k aggKey) (*partition, error) {
 }
 
 // parkedRecord returns a record that an operator may resume or skip.
-func parkedRecord(tx ledger.Tx, sub string, k aggKey) (*ledger.Record, error) {
+func parkedRecord(tx ledger.ParkedRecords, sub string, k aggKey) (*ledger.Record, error) {
 	rec, err := tx.Parked(sub, k.typ, k.id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s of %q", ErrNotParked, k, sub)

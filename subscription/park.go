@@ -187,7 +187,7 @@ func waitText(why string) string {
 // written earlier in tx; nil (the invoker recorded none, or the failure
 // was the engine's own: the aggregate's stream unreadable) leaves the
 // capsule the record has, of an earlier attempt at the same event.
-func putCapsule(tx ledger.Tx, sub string, k aggKey, capsule []byte) error {
+func putCapsule(tx ledger.ParkedRecords, sub string, k aggKey, capsule []byte) error {
 	if len(capsule) == 0 {
 		return nil
 	}

@@ -39,7 +39,7 @@ type startPoints struct {
 // partition checkpoint says what was handled of it, and every partition
 // starts from the lowest of the stored ones (events between are delivered
 // again, none is lost); they are written so at once, with the new count.
-func (s *subscription) loadStartPoints(tx ledger.Tx, head uint64, owned map[int]uint64) (startPoints, error) {
+func (s *subscription) loadStartPoints(tx ledger.SubscriptionState, head uint64, owned map[int]uint64) (startPoints, error) {
 	sp := startPoints{parts: map[int]partStart{}}
 	n := s.e.opts.Partitions
 	cp, ok, err := tx.Checkpoint(s.name)
@@ -95,7 +95,7 @@ func (s *subscription) loadStartPoints(tx ledger.Tx, head uint64, owned map[int]
 
 // storedPartitions returns the partition count the subscription's
 // checkpoints were written for; 0 when none is stored.
-func storedPartitions(tx ledger.Tx, sub string) (int, error) {
+func storedPartitions(tx ledger.SubscriptionState, sub string) (int, error) {
 	v, err := tx.Meta(sub, metaPartitions)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return 0, nil
@@ -112,7 +112,7 @@ func storedPartitions(tx ledger.Tx, sub string) (int, error) {
 
 // partitionCheckpoint returns a partition's checkpoint, or fallback (the
 // subscription's) when it has none of its own.
-func partitionCheckpoint(tx ledger.Tx, sub string, partition int, fallback uint64) (uint64, error) {
+func partitionCheckpoint(tx ledger.SubscriptionState, sub string, partition int, fallback uint64) (uint64, error) {
 	pc, ok, err := tx.PartitionCheckpoint(sub, partition)
 	if err != nil || !ok {
 		return fallback, err
@@ -122,7 +122,7 @@ func partitionCheckpoint(tx ledger.Tx, sub string, partition int, fallback uint6
 
 // setEveryCheckpoint sets the subscription's checkpoint and that of each of
 // its n partitions to pos.
-func setEveryCheckpoint(tx ledger.Tx, sub string, n int, pos uint64) error {
+func setEveryCheckpoint(tx ledger.SubscriptionState, sub string, n int, pos uint64) error {
 	for i := range n {
 		if err := tx.SetPartitionCheckpoint(sub, i, pos); err != nil {
 			return err

@@ -69,9 +69,15 @@ func (d *Dispatcher) ack(ctx context.Context) error {
 	return nil
 }
 
+// ackReader is what ackRange reads: the outbox and the hooks' cursors.
+type ackReader interface {
+	ledger.Outbox
+	ledger.SubscriptionState
+}
+
 // ackRange returns the Seq of the oldest queued notification (0 when the
 // outbox is empty) and the Seq through which every hook is done.
-func (d *Dispatcher) ackRange(tx ledger.Tx) (oldest, target uint64, err error) {
+func (d *Dispatcher) ackRange(tx ackReader) (oldest, target uint64, err error) {
 	ns, err := tx.Notifications(0, 1)
 	if err != nil || len(ns) == 0 {
 		return 0, 0, err

@@ -250,9 +250,9 @@ func (s *Store) LocalView(ctx context.Context, fn func(ledger.Tx) error) error {
 func (s *Store) read(fn func(ledger.Tx) error) error {
 	txn := s.db.NewTransactionAt(s.appliedSeq(), false)
 	defer txn.Discard()
-	tx := ledger.NewKVTx(kvtx.Badger(txn), true)
+	tx, end := ledger.OnKV(kvtx.Badger(txn), true)
 	err := fn(tx)
-	tx.End()
+	end()
 	return err
 }
 

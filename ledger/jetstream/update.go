@@ -75,9 +75,9 @@ func (s *Store) attempt(ctx context.Context, fn func(ledger.Tx) error) (committe
 	txn := s.db.NewTransactionAt(snapshot, true)
 	defer txn.Discard()
 	rec := newRecorder(kvtx.Badger(txn))
-	tx := ledger.NewKVTx(rec, false)
+	tx, end := ledger.OnKV(rec, false)
 	err = fn(tx)
-	written, txErr := tx.End()
+	written, txErr := end()
 	switch {
 	case err != nil:
 		return false, err
