@@ -14,7 +14,10 @@ import (
 // onFakeClock starts hosts of ids on one fake clock with a 10 s lease (the
 // server's own TTL never passes in these tests), sharing "orders", and
 // waits until they own its partitions between them and wait for their
-// next renewals.
+// next renewals. The engines log the fake clock's time, which stands still
+// while partitions move, so assertNoOverlap cannot order their handovers
+// here; the fence and the ledger's epochs, which keep them apart, are
+// tested on the real clock.
 func onFakeClock(t *testing.T, ids ...string) (jetstream.KeyValue, *clock.Fake, *recordingStore, []*host) {
 	t.Helper()
 	n := natstest.RunServer(t)
@@ -117,7 +120,6 @@ func TestFlappingHostHoldsOutBesideAHealthyPeer(t *testing.T) {
 		}
 		return settled(t, st, hosts, orders, partitions)
 	})
-	assertNoOverlap(t, hosts, orders, partitions)
 }
 
 // TestAllHostsHeldOutRejoinWithinTwoTTLs: when every host has used up its
@@ -164,7 +166,6 @@ func TestAllHostsHeldOutRejoinWithinTwoTTLs(t *testing.T) {
 		advance(t, clk, time.Second, len(hosts), nil)
 		if nilWithin(time.Second, owned) == nil {
 			t.Logf("every partition owned %v after the fault: %d of %d hosts in a term", clk.Now().Sub(fault), countValid(hosts), len(hosts))
-			assertNoOverlap(t, hosts, orders, partitions)
 			return
 		}
 	}
