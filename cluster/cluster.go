@@ -88,6 +88,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 		&c.stats, opts.retryEvery())
 	// Nothing acts before the loop adopts the first term.
 	c.lease.fence = opts.Engine.SetLease
+	c.lease.others = c.anotherLive
 	c.lease.fence(opts.Clock.Now())
 	c.lease.reconnect = func(cause error) {
 		if nc.IsConnected() {
@@ -262,8 +263,11 @@ func (c *Cluster) apply(live map[string]liveMember, e jetstream.KeyValueEntry) b
 	host, self := e.Key(), e.Key() == c.opts.Host
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(live, host)
-		if self {
-			c.lease.kick() // the key expired under this host: renewing finds out at once
+		if self || c.lease.out.Load() {
+			// The key expired under this host: renewing finds out at once.
+			// Or another host went while this one holds itself out: it
+			// may be the last that could take the partitions (stayOut).
+			c.lease.kick()
 		}
 		return !self
 	}

@@ -101,6 +101,7 @@ func (c *Cluster) Duty(ctx context.Context, name string, fn DutyFunc) (*Duty, er
 		leased: make(chan struct{}), watched: make(chan struct{}), followed: make(chan struct{})}
 	info := memberInfo{Host: c.opts.Host, Address: c.opts.Address, Version: c.opts.Version, Started: c.opts.Clock.Now()}
 	d.lease = newLease(c.kv, dutyPrefix+name, &c.opts, info, &d.stats, c.opts.renewEvery())
+	d.lease.others = c.anotherLive // the hosts that stand by for the duty
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.cancel = cancel
 	// Watch before the first try: a key deleted in between is then seen.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthhq/berth/internal/clock"
@@ -56,13 +57,17 @@ type lease struct {
 	// another server (see run).
 	fence     func(until time.Time)
 	reconnect func(cause error)
-	nudge     chan struct{} // renew now (buffer 1)
-	changed   chan struct{} // a write was confirmed or a term ended (buffer 1)
+	// others, if set, reports whether another host is a live member, one
+	// that could take what this host gives up (see stayOut); unset, the
+	// host is taken to be alone and never holds itself out.
+	others  func(ctx context.Context) bool
+	out     atomic.Bool   // holding itself out now (read by the Cluster's loop)
+	nudge   chan struct{} // renew now (buffer 1)
+	changed chan struct{} // a write was confirmed or a term ended (buffer 1)
 
 	// Owned by the goroutine running run (and Open before it starts).
 	rev     uint64    // revision of the last confirmed write; 0: not a member
 	pending time.Time // send time of the earliest unconfirmed write; zero if none
-	holding bool      // staying out after too many ended terms (holdDown)
 
 	mu       sync.Mutex
 	info     memberInfo
@@ -331,6 +336,20 @@ func (l *lease) signal() {
 // or does not join — until it would be maxRejoins again, its partitions
 // with the others meanwhile: at most maxRejoins give-ups and reclaims a
 // minute, and the first.
+//
+// Staying out makes sense only while another host takes the partitions:
+// a host holds itself out only while another host is a live member
+// (others). A host that holds itself out stops renewing, so its key is gone
+// from the server within the margin of its term's end, and it counts for
+// no one: a lone host, or every host of the deployment after a fault that
+// ended all their terms (the bucket's leader lost again and again), joins
+// again at once — all of them together, not the lowest id first. That
+// cannot thrash: a host with a term is never held out, so hosts that
+// rejoined do not push each other out, and rendezvous hashing over the
+// same hosts gives each its own partitions back, where one host first
+// would take every partition and hand most of them back as the others
+// came. While holding out it asks again every renewal period, and at once
+// when the Cluster sees another member's key go.
 const (
 	maxRejoins   = 3
 	rejoinWindow = time.Minute
@@ -351,22 +370,32 @@ func (l *lease) holdDown(now time.Time) time.Duration {
 }
 
 // stayOut reports whether run should make no attempt now, and for how
-// long: while too many terms ended lately (holdDown) and no term is under
-// way, the host neither joins nor renews a key whose term ended.
-func (l *lease) stayOut() (time.Duration, bool) {
+// long: while too many terms ended lately (holdDown), no term is under way
+// and another host is a live member, the host neither joins nor renews a
+// key whose term ended.
+func (l *lease) stayOut(ctx context.Context) (time.Duration, bool) {
 	hold := l.holdDown(l.clock.Now())
-	if hold <= 0 || (l.rev != 0 && l.current() != nil) {
-		l.holding = false
+	if hold <= 0 || (l.rev != 0 && l.current() != nil) || !l.othersLive(ctx) {
+		l.out.Store(false)
 		return 0, false
 	}
-	if !l.holding {
-		l.holding = true
+	if !l.out.Swap(true) {
 		l.stats.holdDowns.Add(1)
 	}
 	// Not renewed any more, the key expires within a TTL, and the others
 	// claim what this host gave up.
 	l.rev, l.pending = 0, time.Time{}
-	return hold, true
+	return min(hold, l.renew), true
+}
+
+// othersLive asks others, within a renewal's time.
+func (l *lease) othersLive(ctx context.Context) bool {
+	if l.others == nil {
+		return false
+	}
+	actx, cancel := context.WithTimeout(ctx, l.try)
+	defer cancel()
+	return l.others(actx)
 }
 
 // run renews the lease every TTL/3 (a failed attempt again after a short
@@ -400,7 +429,7 @@ func (l *lease) run(ctx context.Context) {
 			return
 		}
 		var err error
-		if hold, out := l.stayOut(); out {
+		if hold, out := l.stayOut(ctx); out {
 			wait = hold
 			continue
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/berthhq/berth/internal/jsapi"
@@ -97,6 +99,29 @@ func openBucket(ctx context.Context, js jetstream.JetStream, o *Options) (jetstr
 // server has let its lease go.
 func (c *Cluster) memberGone(ctx context.Context, host string) (bool, error) {
 	return keyGone(ctx, c.nc, c.opts.Bucket, host)
+}
+
+// anotherLive reports whether a host other than this one is a live member
+// now: one this host's watcher has seen whose key the bucket's leader still
+// has (memberGone). A host holding itself out stops renewing, so its key is
+// gone within the margin of its term's end, and a live key is a host that
+// takes partitions; one held out whose key has not expired yet counts
+// until it has. An error counts as live: nothing can be joined through a
+// NATS that does not answer, and the lease asks again at its next period.
+// It is the lease's others (lease.stayOut).
+func (c *Cluster) anotherLive(ctx context.Context) bool {
+	c.mu.Lock()
+	hosts := slices.Sorted(maps.Keys(c.members))
+	c.mu.Unlock()
+	for _, h := range hosts {
+		if h == c.opts.Host {
+			continue
+		}
+		if gone, err := c.memberGone(ctx, h); err != nil || !gone {
+			return true
+		}
+	}
+	return false
 }
 
 // keyGone reads key's last entry in bucket from the leader of its stream

@@ -31,7 +31,7 @@ type Stats struct {
 	Reconnects uint64
 	// HoldDowns counts the times the host stayed out of the deployment
 	// after its lease terms ended too often within a minute (a flapping
-	// link).
+	// link) while another host was a live member.
 	HoldDowns uint64
 }
 
