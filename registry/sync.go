@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/berthhq/berth/internal/clock"
 )
 
 // Watch keeps this host's deployed modules in step with a store shared by
@@ -30,9 +28,6 @@ func (r *Registry) Watch(ctx context.Context) error {
 		<-stopped // a resync under way ends before Watch returns
 	}()
 	clk := r.opts.Clock
-	if clk == nil {
-		clk = clock.Real()
-	}
 	go func() {
 		defer close(stopped)
 		for {
