@@ -102,21 +102,19 @@ func (r *Registry) Sync(ctx context.Context, name string) error {
 	if !ok {
 		return nil
 	}
-	metas, err := w.CurrentVersions(ctx)
+	m, ok, err := w.CurrentVersion(ctx, name)
 	if err != nil {
 		return fmt.Errorf("registry: sync %s: %w", name, err)
 	}
-	for _, m := range metas {
-		if m.Name == name {
-			_, wasm, err := r.store.Load(ctx, name, m.Version)
-			if err != nil {
-				return fmt.Errorf("registry: sync %s: %w", name, err)
-			}
-			return r.deployStored(ctx, m, wasm)
-		}
+	if !ok {
+		r.undeployGone(ctx, name)
+		return nil
 	}
-	r.undeployGone(ctx, name)
-	return nil
+	_, wasm, err := r.store.Load(ctx, name, m.Version)
+	if err != nil {
+		return fmt.Errorf("registry: sync %s: %w", name, err)
+	}
+	return r.deployStored(ctx, m, wasm)
 }
 
 // undeployGone undeploys module name, which the shared store has no more.
