@@ -24,7 +24,7 @@ import (
 // the audit middleware wrote for every append before appends left the audit
 // log), so that one run gives the ratio.
 func BenchmarkAppendREST(b *testing.B) {
-	h, kit := benchHost(b, fmt.Sprintf("[server]\ndata-dir = %q\n", b.TempDir()))
+	h, asm := benchHost(b, fmt.Sprintf("[server]\ndata-dir = %q\n", b.TempDir()))
 	n := 0
 	appendOne := func(b *testing.B) {
 		n++
@@ -50,7 +50,7 @@ func BenchmarkAppendREST(b *testing.B) {
 			appendOne(b)
 			e := ledger.AuditEntry{Time: time.Now().UTC(), Actor: "anonymous", Action: "POST /v1/events", Status: 201,
 				Target: fmt.Sprintf("Order/o-%d", n), Detail: "version 1 at position 1, 1 events"}
-			if err := kit.Ledger.Update(context.Background(), func(tx ledger.Tx) error { return tx.Audit(e) }); err != nil {
+			if err := asm.Ledger.Update(context.Background(), func(tx ledger.Tx) error { return tx.Audit(e) }); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -143,12 +143,12 @@ func benchHost(b *testing.B, text string) (http.Handler, *assembly.Host) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kit, err := assembly.Open(b.Context(), cfg, assembly.Options{})
+	asm, err := assembly.Open(b.Context(), cfg, assembly.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { kit.Close(context.Background()) })
-	deps := DepsOf(kit)
+	b.Cleanup(func() { asm.Close(context.Background()) })
+	deps := DepsOf(asm)
 	deps.Logger = slog.New(slog.DiscardHandler)
-	return New(deps).Handler(), kit
+	return New(deps).Handler(), asm
 }

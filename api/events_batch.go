@@ -32,10 +32,10 @@ func (s *Server) appendBatch(c echo.Context) error {
 	}
 	switch {
 	case len(req.Appends) == 0:
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400, Detail: "appends must hold at least one append", Field: "appends"}
+		return fieldProblem("invalid-event", "appends", "appends must hold at least one append")
 	case len(req.Appends) > maxBatchAppends:
-		return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400,
-			Detail: "appends holds " + strconv.Itoa(len(req.Appends)) + " appends, more than " + strconv.Itoa(maxBatchAppends) + ": send them in several batches", Field: "appends"}
+		return fieldProblem("invalid-event", "appends",
+			"appends holds "+strconv.Itoa(len(req.Appends))+" appends, more than "+strconv.Itoa(maxBatchAppends)+": send them in several batches")
 	}
 	tp := appendTraceparent(c.Request().Header)
 	reqs := make([]eventlog.AppendRequest, len(req.Appends))
@@ -48,8 +48,7 @@ func (s *Server) appendBatch(c echo.Context) error {
 		// The log's own checks (name lengths, …), here, so that a malformed
 		// append refuses the batch before any of it is written.
 		if _, err := eventlog.NewCommit(ar); err != nil {
-			return &Problem{Type: "https://berth.dev/problems/invalid-event", Title: "Bad Request", Status: 400,
-				Detail: prefix[:len(prefix)-1] + ": " + err.Error(), Field: prefix[:len(prefix)-1]}
+			return fieldProblem("invalid-event", prefix[:len(prefix)-1], prefix[:len(prefix)-1]+": "+err.Error())
 		}
 		reqs[i] = ar
 	}

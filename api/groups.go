@@ -17,8 +17,7 @@ import (
 
 // invalidQuery is the 400 of a query parameter that is not understood.
 func invalidQuery(field, detail string) *Problem {
-	return &Problem{Type: "https://berth.dev/problems/invalid-query", Title: "Bad Request", Status: 400,
-		Detail: detail, Field: field}
+	return fieldProblem("invalid-query", field, detail)
 }
 
 // listGroups answers GET /v1/parked/groups: the failure groups of the

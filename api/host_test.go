@@ -71,7 +71,7 @@ func (b *buyers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type testHost struct {
 	t          *testing.T
 	api        *Server
-	kit        *assembly.Host
+	asm        *assembly.Host
 	cfg        hostConfig
 	configPath string
 	events     eventlog.Log
@@ -86,16 +86,16 @@ type testHost struct {
 // failing the test if the host refuses it.
 type hostConfig struct {
 	t   *testing.T
-	kit *assembly.Host
+	asm *assembly.Host
 }
 
 // Load returns the running configuration.
-func (c hostConfig) Load() *config.Config { return c.kit.Config() }
+func (c hostConfig) Load() *config.Config { return c.asm.Config() }
 
 // Store makes cfg the running configuration.
 func (c hostConfig) Store(cfg *config.Config) {
 	c.t.Helper()
-	if err := c.kit.Reconfigure(cfg); err != nil {
+	if err := c.asm.Reconfigure(cfg); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -171,17 +171,17 @@ func (h *testHost) start(dir, text string) {
 		logger = slog.Default()
 	}
 	metrics := NewMetrics()
-	if h.kit, err = assembly.Open(t.Context(), cfg, assembly.Options{Logger: logger, Observer: metrics.Observer()}); err != nil {
+	if h.asm, err = assembly.Open(t.Context(), cfg, assembly.Options{Logger: logger, Observer: metrics.Observer()}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		h.kit.Close(ctx)
+		h.asm.Close(ctx)
 	})
-	h.cfg = hostConfig{t: t, kit: h.kit}
-	h.events, h.ledger, h.engine, h.modules = h.kit.Events, h.kit.Ledger, h.kit.Engine, h.kit.Modules
-	deps := DepsOf(h.kit)
+	h.cfg = hostConfig{t: t, asm: h.asm}
+	h.events, h.ledger, h.engine, h.modules = h.asm.Events, h.asm.Ledger, h.asm.Engine, h.asm.Modules
+	deps := DepsOf(h.asm)
 	deps.Reload, deps.Logger, deps.Metrics = h.reload, logger, metrics
 	h.api = New(deps)
 }
@@ -193,7 +193,7 @@ func (h *testHost) reload() error {
 	if err != nil {
 		return err
 	}
-	return h.kit.Reconfigure(next)
+	return h.asm.Reconfigure(next)
 }
 
 // response is an answer of the API.

@@ -57,7 +57,7 @@ func TestOperatorCalls(t *testing.T) {
 		t.Fatalf("upload: %s", r)
 	}
 	op := &recordingOperator{Operator: h.engine}
-	h.api = New(Deps{Config: h.kit.Config, Modules: h.modules, Jobs: h.kit.Jobs, Log: h.events, Engine: h.engine,
+	h.api = New(Deps{Config: h.asm.Config, Modules: h.modules, Jobs: h.asm.Jobs, Log: h.events, Engine: h.engine,
 		Operator: op, Ledger: h.ledger})
 	sub := "/v1/subscriptions/" + notifierSub
 	if r := h.do(req{method: "POST", path: sub + "/pause"}); r.status != http.StatusOK || !strings.Contains(string(r.body), `"paused"`) {

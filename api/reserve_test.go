@@ -84,7 +84,7 @@ func TestDeleteModuleBelowReserve(t *testing.T) {
 	}
 	guard := belowReserve(t)
 	// The same parts, served with the free-space guard.
-	deps := DepsOf(h.kit)
+	deps := DepsOf(h.asm)
 	deps.Disk = guard
 	api := New(deps)
 	do := func(r req) response {

@@ -41,8 +41,11 @@ import (
 type Options struct {
 	// Logger receives the log of every part (default: discarded).
 	Logger *slog.Logger
-	// Clock is the engine's source of time for every wait of the failure model (default: real time);
-	// tests drive a clock.Fake.
+	// Clock is the host's one source of time (default: real time), handed to every part that times
+	// behaviour: the engine's waits of the failure model, the cluster's leases, jobs, retention, the
+	// registry's upload times and resync, webhook attempts and signatures, the disk guard's readings.
+	// The sandbox keeps real time on purpose: a guest's deadline is CPU the host really spends. Tests
+	// drive a clock.Fake.
 	Clock clock.Clock
 	// Jitter returns a number in [0, 1) for the engine's backpressure jitter (default: random); tests
 	// return 0 for waits they can predict.
@@ -199,7 +202,7 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 	}
 	if h.Modules, err = registry.Open(ctx, registry.Options{Dir: cfg.ModulesDir(), Store: store, Sandbox: h.Sandbox,
 		Engine: h.Engine, Settings: h.settings, Logger: h.log, Space: h.Disk, Projections: h.Projections,
-		Added: h.subscriptionsAdded}); err != nil {
+		Added: h.subscriptionsAdded, Clock: opts.Clock}); err != nil {
 		return &OpenError{Part: "modules", Err: err}
 	}
 	if h.NATS != nil {
@@ -224,7 +227,7 @@ func (h *Host) open(ctx context.Context, cfg *config.Config, opts Options) error
 		}}); err != nil {
 		return &OpenError{Part: "jobs", Err: err}
 	}
-	h.Hooks = webhook.New(h.Ledger, webhook.Options{Hooks: cfg.Hooks(), Logger: h.log})
+	h.Hooks = webhook.New(h.Ledger, webhook.Options{Hooks: cfg.Hooks(), Logger: h.log, Clock: opts.Clock})
 	if h.Cluster != nil {
 		return h.standForDuties(ctx, opts.Clock)
 	}

@@ -18,7 +18,7 @@ func openDisk(cfg *config.Config, opts Options) (*diskspace.Guard, error) {
 		return nil, err
 	}
 	do := cfg.DiskOptions()
-	do.Logger, do.Statfs = opts.Logger, opts.Statfs
+	do.Logger, do.Statfs, do.Clock = opts.Logger, opts.Statfs, opts.Clock
 	g, err := diskspace.New(data, do)
 	if err != nil {
 		return nil, err

@@ -83,12 +83,12 @@ func BenchmarkDeliverWasm(b *testing.B) {
 				ctx := context.Background()
 				cfg := benchConfig(b)
 				cfg.Store.Sync = mode
-				kit, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: cache})
+				asm, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: cache})
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer kit.Close(ctx)
-				benchDeliverWasm(b, g, wasm[g.kind], cfg, benchHost{events: kit.Events, sandbox: kit.Sandbox, engine: kit.Engine, modules: kit.Modules})
+				defer asm.Close(ctx)
+				benchDeliverWasm(b, g, wasm[g.kind], cfg, benchHost{events: asm.Events, sandbox: asm.Sandbox, engine: asm.Engine, modules: asm.Modules})
 			})
 		}
 	}

@@ -119,27 +119,27 @@ func TestProjectionBusyStoreRunsEachGuestOnce(t *testing.T) {
 	cfg.Subscription.CheckpointEvery = 1 << 20
 	cfg.Subscription.CheckpointInterval = retry.Duration(time.Hour)
 	calls := &callLog{msgs: map[string][]string{}}
-	kit, err := assembly.Open(ctx, cfg, assembly.Options{Logger: slog.New(calls)})
+	asm, err := assembly.Open(ctx, cfg, assembly.Options{Logger: slog.New(calls)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { kit.Close(context.Background()) })
-	if _, _, err := kit.Modules.Put(ctx, "each-event", wasm); err != nil {
+	t.Cleanup(func() { asm.Close(context.Background()) })
+	if _, _, err := asm.Modules.Put(ctx, "each-event", wasm); err != nil {
 		t.Fatal(err)
 	}
 
-	release := holdStore(t, kit.Ledger)
+	release := holdStore(t, asm.Ledger)
 	const events = 256 // over as many aggregates: every partition has more than 4
 	for i := range events {
-		if _, err := kit.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Thing", AggregateID: fmt.Sprint("t", i),
+		if _, err := asm.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Thing", AggregateID: fmt.Sprint("t", i),
 			ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "Happened"}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const concurrent = 16 * 4
-	projEventually(t, func() error { return waiting(kit.Projections, concurrent) })
+	projEventually(t, func() error { return waiting(asm.Projections, concurrent) })
 	release()
-	projEventually(t, func() error { return caughtUp(kit.Engine.Status(ctx, eachEventSub)) })
+	projEventually(t, func() error { return caughtUp(asm.Engine.Status(ctx, eachEventSub)) })
 
 	got := calls.snapshot()
 	if len(got) != events {
@@ -150,7 +150,7 @@ func TestProjectionBusyStoreRunsEachGuestOnce(t *testing.T) {
 			t.Errorf("%s: the guest ran %d times: %q, want once at attempt 1", key, len(msgs), msgs)
 		}
 	}
-	st, err := kit.Engine.Status(ctx, eachEventSub)
+	st, err := asm.Engine.Status(ctx, eachEventSub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestProjectionBusyStoreRunsEachGuestOnce(t *testing.T) {
 			t.Errorf("%d aggregates %s", n, state)
 		}
 	}
-	if err := kit.Ledger.View(ctx, func(tx ledger.Tx) error {
+	if err := asm.Ledger.View(ctx, func(tx ledger.Tx) error {
 		for key := range got {
 			if _, err := tx.ProjectionGet(eachEventSub, "event/"+key); err != nil {
 				t.Errorf("%s: %v", key, err)

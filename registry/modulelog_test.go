@@ -19,26 +19,26 @@ func TestModuleUploadAndLoadAreLogged(t *testing.T) {
 	cfg := config.Default()
 	cfg.Server.DataDir = t.TempDir()
 	open := func(buf *syncbuf.Buffer) *assembly.Host {
-		kit, err := assembly.Open(ctx, cfg, assembly.Options{Logger: slog.New(slog.NewJSONHandler(buf, nil))})
+		asm, err := assembly.Open(ctx, cfg, assembly.Options{Logger: slog.New(slog.NewJSONHandler(buf, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return kit
+		return asm
 	}
 	var first, second syncbuf.Buffer
-	kit := open(&first)
+	asm := open(&first)
 	wasm := bytesOf(t, notifierWasm)
-	if _, _, err := kit.Modules.Put(ctx, "m", wasm); err != nil {
+	if _, _, err := asm.Modules.Put(ctx, "m", wasm); err != nil {
 		t.Fatal(err)
 	}
 	// Another build: the bytes already current would change nothing.
-	if _, _, err := kit.Modules.Put(ctx, "m", testbuild.Rebuilt(wasm, "2")); err != nil {
+	if _, _, err := asm.Modules.Put(ctx, "m", testbuild.Rebuilt(wasm, "2")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kit.Modules.Rollback(ctx, "m", 1); err != nil {
+	if _, err := asm.Modules.Rollback(ctx, "m", 1); err != nil {
 		t.Fatal(err)
 	}
-	kit.Close(ctx)
+	asm.Close(ctx)
 	up := first.JSONLines("module uploaded")
 	if len(up) != 2 || up[0]["module"] != "m" || up[0]["version"] != 1.0 || up[1]["version"] != 2.0 ||
 		up[0]["processor"] != "ShipmentNotifier" || up[0]["level"] != "INFO" || up[0]["source"] != nil {
@@ -47,8 +47,8 @@ func TestModuleUploadAndLoadAreLogged(t *testing.T) {
 	if rb := first.JSONLines("module rolled back"); len(rb) != 1 || rb[0]["version"] != 3.0 {
 		t.Errorf("rollback lines %v", rb)
 	}
-	kit = open(&second)
-	defer kit.Close(ctx)
+	asm = open(&second)
+	defer asm.Close(ctx)
 	loaded := second.JSONLines("module loaded")
 	if len(loaded) != 1 || loaded[0]["module"] != "m" || loaded[0]["version"] != 3.0 ||
 		!strings.Contains(strings.Join(anyStrings(loaded[0]["subscriptions"]), ","), "ShipmentNotifier.onOrderShipped") {

@@ -38,4 +38,10 @@ type Watcher interface {
 	// CurrentVersions returns every module's current version without its
 	// bytes, for a look repeated in case the watch missed a change.
 	CurrentVersions(ctx context.Context) ([]StoredModule, error)
+	// CurrentVersion returns module name's current version without its
+	// bytes; false when the store has none. It reads that module's own
+	// record, so that a module is undeployed only on the store's word about
+	// it, never for missing from a listing (one read from a server behind the
+	// others can miss it).
+	CurrentVersion(ctx context.Context, name string) (StoredModule, bool, error)
 }

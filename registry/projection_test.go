@@ -41,7 +41,7 @@ type orderSummary struct {
 type projEnv struct {
 	t      *testing.T
 	cfg    *config.Config
-	kit    *assembly.Host
+	asm    *assembly.Host
 	events eventlog.Log
 	store  ledger.Store
 	eng    *subscription.Engine
@@ -79,15 +79,15 @@ func newProjEnv(t *testing.T, writers int) *projEnv {
 
 func (e *projEnv) open() {
 	e.t.Helper()
-	kit, err := assembly.Open(context.Background(), e.cfg, assembly.Options{})
+	asm, err := assembly.Open(context.Background(), e.cfg, assembly.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.kit, e.events, e.store, e.eng, e.reg, e.proj = kit, kit.Events, kit.Ledger, kit.Engine, kit.Modules, kit.Projections
+	e.asm, e.events, e.store, e.eng, e.reg, e.proj = asm, asm.Events, asm.Ledger, asm.Engine, asm.Modules, asm.Projections
 }
 
 func (e *projEnv) close() {
-	e.kit.Close(context.Background())
+	e.asm.Close(context.Background())
 }
 
 // crash closes everything and rewinds the durable checkpoint to the start,

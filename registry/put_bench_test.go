@@ -30,19 +30,19 @@ func BenchmarkPut(b *testing.B) {
 	open := func(b *testing.B, cache string) *assembly.Host {
 		cfg := config.Default()
 		cfg.Server.DataDir = b.TempDir()
-		kit, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: cache})
+		asm, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: cache})
 		if err != nil {
 			b.Fatal(err)
 		}
-		return kit
+		return asm
 	}
-	put := func(b *testing.B, kit *assembly.Host) {
-		if _, _, err := kit.Modules.Put(ctx, "each-event", wasm); err != nil {
+	put := func(b *testing.B, asm *assembly.Host) {
+		if _, _, err := asm.Modules.Put(ctx, "each-event", wasm); err != nil {
 			b.Fatal(err)
 		}
 	}
-	compiled := func(kit *assembly.Host) bool {
-		for _, m := range kit.Sandbox.Modules() {
+	compiled := func(asm *assembly.Host) bool {
+		for _, m := range asm.Sandbox.Modules() {
 			if m.Tier() != sandbox.TierCompiled {
 				return false
 			}
@@ -52,11 +52,11 @@ func BenchmarkPut(b *testing.B) {
 	b.Run("fresh", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			kit := open(b, b.TempDir())
+			asm := open(b, b.TempDir())
 			b.StartTimer()
-			put(b, kit)
+			put(b, asm)
 			b.StopTimer()
-			kit.Close(ctx)
+			asm.Close(ctx)
 			b.StartTimer()
 		}
 	})
@@ -75,20 +75,20 @@ func BenchmarkPut(b *testing.B) {
 		first.Close(ctx)
 		for b.Loop() {
 			b.StopTimer()
-			kit := open(b, cache)
+			asm := open(b, cache)
 			b.StartTimer()
-			put(b, kit)
+			put(b, asm)
 			b.StopTimer()
-			kit.Close(ctx)
+			asm.Close(ctx)
 			b.StartTimer()
 		}
 	})
 	b.Run("again", func(b *testing.B) {
-		kit := open(b, b.TempDir())
-		defer kit.Close(ctx)
-		put(b, kit)
+		asm := open(b, b.TempDir())
+		defer asm.Close(ctx)
+		put(b, asm)
 		for b.Loop() {
-			put(b, kit)
+			put(b, asm)
 		}
 	})
 }

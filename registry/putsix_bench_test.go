@@ -35,7 +35,7 @@ func BenchmarkPutSix(b *testing.B) {
 		b.StopTimer()
 		cfg := config.Default()
 		cfg.Server.DataDir = b.TempDir()
-		kit, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: b.TempDir()})
+		asm, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: b.TempDir()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func BenchmarkPutSix(b *testing.B) {
 		var took []time.Duration
 		for i, wasm := range wasms {
 			start := time.Now()
-			if _, _, err := kit.Modules.Put(ctx, fmt.Sprintf("m%d", i), wasm); err != nil {
+			if _, _, err := asm.Modules.Put(ctx, fmt.Sprintf("m%d", i), wasm); err != nil {
 				b.Fatalf("%s: %v", pkgs[i], err)
 			}
 			took = append(took, time.Since(start))
@@ -51,7 +51,7 @@ func BenchmarkPutSix(b *testing.B) {
 		b.StopTimer()
 		first, worst = took[0], max(took[1], took[2], took[3], took[4], took[5])
 		b.Logf("each upload: %v", took)
-		kit.Close(ctx)
+		asm.Close(ctx)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(first.Milliseconds()), "ms-first")

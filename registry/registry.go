@@ -56,8 +56,8 @@ type Options struct {
 	// Store keeps the modules' bytes and versions. Default (nil): files
 	// in Dir.
 	Store ModuleStore
-	// Clock times Watch's look at a shared store every resyncEvery.
-	// Default (nil): the wall clock.
+	// Clock tells when a version was uploaded and times Watch's look at a
+	// shared store every resyncEvery. Default (nil): the wall clock.
 	Clock clock.Clock
 	// Added, when set, is called after the registry added subscriptions to
 	// the engine (a module deployed here or on another host with a handler
@@ -111,6 +111,9 @@ type Info struct {
 func Open(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
 	}
 	if opts.Store == nil {
 		fs, err := NewFileStore(opts.Dir, opts.Space)
@@ -196,7 +199,7 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 		}
 	}
 	old := r.mods[name]
-	d := &deployed{StoredModule: StoredModule{Name: name, SHA256: mod.SHA256(), Size: len(wasm), Uploaded: time.Now().UTC(),
+	d := &deployed{StoredModule: StoredModule{Name: name, SHA256: mod.SHA256(), Size: len(wasm), Uploaded: r.opts.Clock.Now().UTC(),
 		RolledBackFrom: rolledBackFrom}, mod: mod}
 	if err := r.storeVersion(ctx, &d.StoredModule, wasm); err != nil {
 		mod.Close(ctx)

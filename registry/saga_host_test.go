@@ -126,19 +126,19 @@ func newSagaHost(t *testing.T, wasm []byte, cacheDir, toml string, clock clock.C
 	cfg.Subscription.Partitions = 2
 	cfg.Subscription.CheckpointInterval = retry.Duration(10 * time.Millisecond)
 	logger := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	kit, err := assembly.Open(ctx, cfg, assembly.Options{Logger: logger, Clock: clock, Jitter: func() float64 { return 0 },
+	asm, err := assembly.Open(ctx, cfg, assembly.Options{Logger: logger, Clock: clock, Jitter: func() float64 { return 0 },
 		WasmCacheDir: cacheDir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		kit.Close(ctx)
+		asm.Close(ctx)
 		if t.Failed() {
 			t.Logf("host log:\n%s", h.log.String())
 		}
 	})
-	h.events, h.engine = kit.Events, kit.Engine
-	info, _, err := kit.Modules.Put(ctx, "order-saga", wasm)
+	h.events, h.engine = asm.Events, asm.Engine
+	info, _, err := asm.Modules.Put(ctx, "order-saga", wasm)
 	if err != nil {
 		t.Fatal(err)
 	}

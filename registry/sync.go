@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/berthhq/berth/internal/clock"
 )
 
 // Watch keeps this host's deployed modules in step with a store shared by
@@ -30,9 +28,6 @@ func (r *Registry) Watch(ctx context.Context) error {
 		<-stopped // a resync under way ends before Watch returns
 	}()
 	clk := r.opts.Clock
-	if clk == nil {
-		clk = clock.Real()
-	}
 	go func() {
 		defer close(stopped)
 		for {
@@ -107,21 +102,19 @@ func (r *Registry) Sync(ctx context.Context, name string) error {
 	if !ok {
 		return nil
 	}
-	metas, err := w.CurrentVersions(ctx)
+	m, ok, err := w.CurrentVersion(ctx, name)
 	if err != nil {
 		return fmt.Errorf("registry: sync %s: %w", name, err)
 	}
-	for _, m := range metas {
-		if m.Name == name {
-			_, wasm, err := r.store.Load(ctx, name, m.Version)
-			if err != nil {
-				return fmt.Errorf("registry: sync %s: %w", name, err)
-			}
-			return r.deployStored(ctx, m, wasm)
-		}
+	if !ok {
+		r.undeployGone(ctx, name)
+		return nil
 	}
-	r.undeployGone(ctx, name)
-	return nil
+	_, wasm, err := r.store.Load(ctx, name, m.Version)
+	if err != nil {
+		return fmt.Errorf("registry: sync %s: %w", name, err)
+	}
+	return r.deployStored(ctx, m, wasm)
 }
 
 // undeployGone undeploys module name, which the shared store has no more.

@@ -23,7 +23,7 @@ var notifierWasm = sync.OnceValues(func() ([]byte, error) { return testbuild.Byt
 type versionEnv struct {
 	t   *testing.T
 	cfg *config.Config
-	kit *assembly.Host
+	asm *assembly.Host
 }
 
 func newVersionEnv(t *testing.T, keep int) *versionEnv {
@@ -33,26 +33,26 @@ func newVersionEnv(t *testing.T, keep int) *versionEnv {
 	cfg.Store.ModuleVersions = keep
 	e := &versionEnv{t: t, cfg: cfg}
 	e.open()
-	t.Cleanup(func() { e.kit.Close(context.Background()) })
+	t.Cleanup(func() { e.asm.Close(context.Background()) })
 	return e
 }
 
 func (e *versionEnv) open() {
 	e.t.Helper()
-	kit, err := assembly.Open(context.Background(), e.cfg, assembly.Options{})
+	asm, err := assembly.Open(context.Background(), e.cfg, assembly.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.kit = kit
+	e.asm = asm
 }
 
 func (e *versionEnv) reopen() {
 	e.t.Helper()
-	e.kit.Close(context.Background())
+	e.asm.Close(context.Background())
 	e.open()
 }
 
-func (e *versionEnv) reg() *registry.Registry { return e.kit.Modules }
+func (e *versionEnv) reg() *registry.Registry { return e.asm.Modules }
 
 func bytesOf(t *testing.T, build func() ([]byte, error)) []byte {
 	t.Helper()
@@ -176,7 +176,7 @@ func TestModuleStoredBeforeVersions(t *testing.T) {
 	if _, _, err := e.reg().Put(ctx, "m", a); err != nil {
 		t.Fatal(err)
 	}
-	e.kit.Close(ctx)
+	e.asm.Close(ctx)
 	// What an older host left: the current files only, without a version.
 	dir := e.cfg.ModulesDir()
 	if err := os.RemoveAll(filepath.Join(dir, "versions")); err != nil {

@@ -48,16 +48,16 @@ func TestConsoleCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit, err := assembly.Open(t.Context(), cfg, assembly.Options{})
+	asm, err := assembly.Open(t.Context(), cfg, assembly.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { kit.Close(context.Background()) }) // after the clusters' cleanups
-	h1 := clustertest.Join(t, n.URL(), "h1", kit.Ledger, "mailer", "orders").Cluster
-	h2 := clustertest.Join(t, n.URL(), "h2", kit.Ledger, "mailer").Cluster
-	h3 := clustertest.Join(t, n.URL(), "h3", kit.Ledger, "mailer")
-	deps := api.DepsOf(kit)
-	deps.Cluster = h1 // the view of the joined hosts, not kit's single host
+	t.Cleanup(func() { asm.Close(context.Background()) }) // after the clusters' cleanups
+	h1 := clustertest.Join(t, n.URL(), "h1", asm.Ledger, "mailer", "orders").Cluster
+	h2 := clustertest.Join(t, n.URL(), "h2", asm.Ledger, "mailer").Cluster
+	h3 := clustertest.Join(t, n.URL(), "h3", asm.Ledger, "mailer")
+	deps := api.DepsOf(asm)
+	deps.Cluster = h1 // the view of the joined hosts, not asm's single host
 	srv := httptest.NewServer(api.New(deps).Handler())
 	t.Cleanup(srv.Close)
 

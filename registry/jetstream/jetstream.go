@@ -345,6 +345,30 @@ func (s *Store) CurrentVersions(ctx context.Context) ([]registry.StoredModule, e
 	return metas, nil
 }
 
+// CurrentVersion returns module name's current version, read from its own
+// record; false when it was removed. A record the server that answered
+// does not have at all, not even as removed, is an error: that server is
+// behind the others (a direct get may be answered by any replica), and
+// the module must not be undeployed on its word.
+func (s *Store) CurrentVersion(ctx context.Context, name string) (registry.StoredModule, bool, error) {
+	m, ok, err := s.currentOf(ctx, name)
+	if err != nil || ok {
+		return m, ok, err
+	}
+	info, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
+		return s.obj.GetInfo(ctx, currentName(name), jetstream.GetObjectInfoShowDeleted())
+	})
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return registry.StoredModule{}, false, fmt.Errorf("modules: current %s: the server that answered has no record of it, not even its removal: asked again later", name)
+	case err != nil:
+		return registry.StoredModule{}, false, fmt.Errorf("modules: current %s: %w", name, err)
+	case info.Deleted:
+		return registry.StoredModule{}, false, nil
+	}
+	return registry.StoredModule{}, false, fmt.Errorf("modules: current %s: stored again while it was read: asked again later", name)
+}
+
 // Load returns a kept version and its bytes.
 func (s *Store) Load(ctx context.Context, name string, version int) (registry.StoredModule, []byte, error) {
 	info, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {

@@ -96,6 +96,14 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 	if vs, err := b.CurrentVersions(ctx); err != nil || len(vs) != 1 || vs[0].Name != "m" || vs[0].Version != 1 {
 		t.Errorf("b's current versions: %+v, %v; want m v1", vs, err)
 	}
+	if m, ok, err := b.CurrentVersion(ctx, "m"); err != nil || !ok || m.Version != 1 {
+		t.Errorf("b's current version of m: %+v, %v, %v; want v1", m, ok, err)
+	}
+	// A module no server has any record of is not "removed": a registry
+	// must not undeploy on a server's word that it never saw it.
+	if _, ok, err := b.CurrentVersion(ctx, "never-stored"); err == nil || ok {
+		t.Errorf("b's current version of a module never stored: %v, %v; want an error", ok, err)
+	}
 	mu.Lock()
 	before := len(seen)
 	mu.Unlock()
@@ -116,6 +124,9 @@ func TestWatchSeesAnotherHost(t *testing.T) {
 	}
 	if vs, err := b.CurrentVersions(ctx); err != nil || len(vs) != 0 {
 		t.Errorf("b's current versions after the removal: %+v, %v", vs, err)
+	}
+	if _, ok, err := b.CurrentVersion(ctx, "m"); err != nil || ok {
+		t.Errorf("b's current version of m after the removal: %v, %v; want removed", ok, err)
 	}
 }
 
