@@ -22,7 +22,7 @@ var rustCrates = []string{
 }
 
 // TestRustCrates runs each crate's native tests with cargo, so that the one
-// test command (go test ./... ./guest-sdk/... ./wasm/abi/...) covers the
+// test command (go test -timeout 25m ./... ./guest-sdk/... ./wasm/abi/...) covers the
 // Rust SDK too: its codec against the Go codec's golden vectors, its test
 // kit, and the samples' scenarios.
 func TestRustCrates(t *testing.T) {
