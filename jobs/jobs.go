@@ -111,8 +111,9 @@ type Runner struct {
 	items      itemCounters // what act did, for metrics (stats.go)
 }
 
-// pageSize is how many records a job reads from the ledger at once.
-const pageSize = 100
+// pageSize is how many records a job reads from the ledger at once: four
+// batches at the most, so that a page is not cut into a batch and a rest.
+const pageSize = 4 * batchSize
 
 // Open starts a runner and goes on with every job left running.
 func Open(ctx context.Context, opts Options) (*Runner, error) {
