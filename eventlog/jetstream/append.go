@@ -63,7 +63,7 @@ func (l *Log) Append(ctx context.Context, req eventlog.AppendRequest) (eventlog.
 			return eventlog.Commit{}, fmt.Errorf("%w: commit of %d events is %d bytes, more than the NATS server's max payload of %d bytes allows",
 				eventlog.ErrInvalid, len(c.Events), len(data), limit)
 		}
-		pos, err := l.publish(ctx, subj, id, data, last)
+		pos, dup, err := l.publish(ctx, subj, id, data, last)
 		switch {
 		case wrongLastSeq(err):
 			// Another append came first (or the first read was behind): read
@@ -73,12 +73,15 @@ func (l *Log) Append(ctx context.Context, req eventlog.AppendRequest) (eventlog.
 		case err != nil:
 			return eventlog.Commit{}, l.fail(ctx, "append", err)
 		}
-		if pos <= last {
-			// A duplicate: a fresh commit lands after last. An earlier try
-			// of this commit was stored at pos and its answer lost without
-			// a sign it may have landed (a connection dropped under it, say);
-			// the refusal of its repeat sent this loop to read again and to
-			// build on it. Its version is the stored one, not version+1.
+		if dup || pos <= last {
+			// A duplicate (the stream says so, or it is not after last): an
+			// earlier try of this commit was stored at pos and its answer
+			// lost without a sign it may have landed (a connection dropped
+			// under it, say); the refusal of its repeat sent this loop to
+			// read again and to build on it — on a read that may have been
+			// behind (a leader cut off from the others still answers), so
+			// pos can be past last too. Its version is the stored one, not
+			// version+1.
 			v, err := l.versionAt(ctx, subj, pos, id, req)
 			if err != nil {
 				return eventlog.Commit{}, l.fail(ctx, "append", err)
@@ -135,8 +138,9 @@ func (l *Log) lastCommit(ctx context.Context, subj, aggregateType, aggregateID s
 }
 
 // publish sends the commit expecting lastSeq to be the last sequence on its
-// subject and returns its position.
-func (l *Log) publish(ctx context.Context, subj, id string, data []byte, lastSeq uint64) (uint64, error) {
+// subject and returns its position, and whether the stream had it stored
+// already (a duplicate of an earlier try).
+func (l *Log) publish(ctx context.Context, subj, id string, data []byte, lastSeq uint64) (pos uint64, dup bool, err error) {
 	return l.deliver(ctx, commitMsg(l.opts.Stream, subj, id, data, lastSeq), lastSeq, false)
 }
 
@@ -162,12 +166,13 @@ func commitMsg(stream, subj, id string, data []byte, lastSeq uint64) *nats.Msg {
 // asks whether the first message stored after lastSeq on the subject is
 // this one — the only message that can follow lastSeq there while the
 // expectation holds — and returns its position if so.
-func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent bool) (uint64, error) {
+func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent bool) (pos uint64, dup bool, err error) {
 	id := msg.Header.Get(jetstream.MsgIDHeader)
-	pos, err := jsapi.Ask(ctx, l.opts.RequestTimeout, func(rctx context.Context) (uint64, error) {
+	pos, err = jsapi.Ask(ctx, l.opts.RequestTimeout, func(rctx context.Context) (uint64, error) {
 		ack, err := l.js.PublishMsg(rctx, msg)
 		switch {
 		case err == nil:
+			dup = ack.Duplicate
 			return ack.Sequence, nil
 		case resent && wrongLastSeq(err):
 			m, ok, gerr := l.next(ctx, msg.Subject, lastSeq+1, true)
@@ -175,6 +180,7 @@ func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent
 				return 0, fmt.Errorf("%w (a repeat of a publish whose acknowledgement was lost was refused, and looking for the first: %w)", err, gerr)
 			}
 			if ok && m.msgID == id {
+				dup = true
 				return m.seq, nil
 			}
 			return 0, err
@@ -184,9 +190,9 @@ func (l *Log) deliver(ctx context.Context, msg *nats.Msg, lastSeq uint64, resent
 		return 0, err
 	})
 	if err != nil && resent && jsapi.Transient(err) {
-		return 0, fmt.Errorf("%w (sent again until the caller's time ran out; the commit may or may not be stored)", err)
+		return 0, false, fmt.Errorf("%w (sent again until the caller's time ran out; the commit may or may not be stored)", err)
 	}
-	return pos, err
+	return pos, dup, err
 }
 
 // wrongLastSeq reports whether the stream refused a publish because the

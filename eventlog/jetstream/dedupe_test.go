@@ -60,15 +60,15 @@ func TestRepeatAfterLostAckIsStoredOnce(t *testing.T) {
 				}
 				return err
 			})
-			pos, err := l.deliver(ctx, msg, 0, true)
-			if err != nil || pos != 1 {
-				t.Fatalf("the repeat: position %d, %v; want 1", pos, err)
+			pos, dup, err := l.deliver(ctx, msg, 0, true)
+			if err != nil || pos != 1 || !dup {
+				t.Fatalf("the repeat: position %d, duplicate %v, %v; want 1, a duplicate", pos, dup, err)
 			}
 			other := commitMsg(l.opts.Stream, subj, nuid.Next(), eventlog.AppendCommit(nil, &c), 0)
-			if _, err := l.deliver(ctx, other, 0, false); !wrongLastSeq(err) {
+			if _, _, err := l.deliver(ctx, other, 0, false); !wrongLastSeq(err) {
 				t.Fatalf("another commit expecting the same last sequence: %v, want a wrong-last-sequence refusal", err)
 			}
-			if _, err := l.deliver(ctx, other, 0, true); !wrongLastSeq(err) {
+			if _, _, err := l.deliver(ctx, other, 0, true); !wrongLastSeq(err) {
 				t.Fatalf("another commit resent: %v, want a wrong-last-sequence refusal", err)
 			}
 			if h, err := l.Head(ctx); err != nil || h != 1 {
