@@ -346,28 +346,41 @@ func (s *Store) CurrentVersions(ctx context.Context) ([]registry.StoredModule, e
 }
 
 // CurrentVersion returns module name's current version, read from its own
-// record; false when it was removed. A record the server that answered
-// does not have at all, not even as removed, is an error: that server is
-// behind the others (a direct get may be answered by any replica), and
-// the module must not be undeployed on its word.
+// record; false when it was removed. A server may answer from behind the
+// others (a direct get may be answered by any replica): a record it does
+// not have at all, not even as removed, or has in another form than the
+// read before showed, is read again, a few times (about 3.5 s), and then
+// is an error — the module is never undeployed on such a server's word.
 func (s *Store) CurrentVersion(ctx context.Context, name string) (registry.StoredModule, bool, error) {
-	m, ok, err := s.currentOf(ctx, name)
-	if err != nil || ok {
-		return m, ok, err
+	type current struct {
+		m  registry.StoredModule
+		ok bool
 	}
-	info, err := jsapi.Ask(ctx, s.timeout, func(ctx context.Context) (*jetstream.ObjectInfo, error) {
-		return s.obj.GetInfo(ctx, currentName(name), jetstream.GetObjectInfoShowDeleted())
+	notYet := func(err error) bool { return jsapi.Transient(err) || errors.Is(err, errBehind) }
+	c, err := jsapi.Retry(ctx, jsapi.Policy{PerTry: s.timeout, Attempts: 8}, notYet, func(ctx context.Context) (current, error) {
+		m, ok, err := s.currentOf(ctx, name)
+		if err != nil || ok {
+			return current{m, ok}, err
+		}
+		info, err := s.obj.GetInfo(ctx, currentName(name), jetstream.GetObjectInfoShowDeleted())
+		switch {
+		case errors.Is(err, jetstream.ErrObjectNotFound):
+			return current{}, fmt.Errorf("%w: no record of it, not even its removal", errBehind)
+		case err != nil:
+			return current{}, err
+		case info.Deleted:
+			return current{}, nil
+		}
+		return current{}, fmt.Errorf("%w: its record was not found, then found", errBehind)
 	})
-	switch {
-	case errors.Is(err, jetstream.ErrObjectNotFound):
-		return registry.StoredModule{}, false, fmt.Errorf("modules: current %s: the server that answered has no record of it, not even its removal: asked again later", name)
-	case err != nil:
+	if err != nil {
 		return registry.StoredModule{}, false, fmt.Errorf("modules: current %s: %w", name, err)
-	case info.Deleted:
-		return registry.StoredModule{}, false, nil
 	}
-	return registry.StoredModule{}, false, fmt.Errorf("modules: current %s: stored again while it was read: asked again later", name)
+	return c.m, c.ok, nil
 }
+
+// errBehind: the server that answered is behind the others.
+var errBehind = errors.New("the server that answered is behind the others")
 
 // Load returns a kept version and its bytes.
 func (s *Store) Load(ctx context.Context, name string, version int) (registry.StoredModule, []byte, error) {
