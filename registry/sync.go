@@ -2,8 +2,11 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/berthhq/berth/internal/jsapi"
 )
 
 // Watch keeps this host's deployed modules in step with a store shared by
@@ -110,7 +113,14 @@ func (r *Registry) Sync(ctx context.Context, name string) error {
 		r.undeployGone(ctx, name)
 		return nil
 	}
-	_, wasm, err := r.store.Load(ctx, name, m.Version)
+	// The version is stored: the current record names it. A server behind
+	// the one that answered may not show it yet (hosts starting together),
+	// so "no such version" is asked again, a few times (about 3.5 s).
+	unknown := func(err error) bool { return errors.Is(err, ErrUnknownVersion) }
+	wasm, err := jsapi.Retry(ctx, jsapi.Policy{Attempts: 8}, unknown, func(ctx context.Context) ([]byte, error) {
+		_, wasm, err := r.store.Load(ctx, name, m.Version)
+		return wasm, err
+	})
 	if err != nil {
 		return fmt.Errorf("registry: sync %s: %w", name, err)
 	}
