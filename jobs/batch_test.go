@@ -2,16 +2,18 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/testing/checkfor"
 	"github.com/berthhq/berth/jobs"
 	"github.com/berthhq/berth/ledger"
 )
 
 // TestJobActsInBatches: at 1,000 records a second a job acts on 64
-// records between two writes of its progress, all of them, each once.
+// records at once, all of them, each once.
 func TestJobActsInBatches(t *testing.T) {
 	e := newEnv(t)
 	e.park("A.h", 150, "X")
@@ -32,6 +34,40 @@ func TestJobActsInBatches(t *testing.T) {
 	calls := e.eng.called()
 	if len(calls) != 150 || len(slices.Compact(slices.Sorted(slices.Values(calls)))) != 150 {
 		t.Errorf("%d calls, want 150 different ones", len(calls))
+	}
+}
+
+// TestJobWritesItsProgressBeforeItWaits: the progress of a batch is written
+// with the next batch's start, or before the job waits for its rate: a job
+// waiting shows every record it acted on, none in flight.
+func TestJobWritesItsProgressBeforeItWaits(t *testing.T) {
+	e := newEnv(t)
+	e.park("A.h", 200, "X")
+	ctx := context.Background()
+	r := e.open()
+	j, err := r.Create(ctx, jobs.Spec{Action: ledger.JobResume, Rate: 1000, Actor: "ops", Reason: "fixed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int{64, 128} {
+		e.waitCalls(want)
+		// The clock stands still, so the job waits for its next batch's pace.
+		checkfor.Nil(t, 10*time.Second, 10*time.Millisecond, func() error {
+			got, err := r.Get(ctx, j.ID)
+			if err != nil {
+				return err
+			}
+			if got.Done != want || got.InFlight != nil {
+				return fmt.Errorf("stored: %d done, %d in flight; want %d done, none in flight", got.Done, len(got.InFlight), want)
+			}
+			return nil
+		})
+		e.clock.Advance(100 * time.Millisecond)
+	}
+	e.waitCalls(192)
+	e.clock.Advance(100 * time.Millisecond)
+	if done, err := r.Wait(ctx, j.ID); err != nil || done.Done != 200 {
+		t.Fatalf("%+v, %v: want 200 done", done, err)
 	}
 }
 

@@ -80,12 +80,18 @@ func (r *Runner) start(parent context.Context, j *ledger.Job, served *serving) {
 }
 
 // run works through j's records from its cursor at its rate, in batches
-// of at most batchSize, writing its progress after each batch; every write
-// checks fence. A batch is put in flight, by a write, before it is acted
-// on: a host whose duty moved on is refused that write, so it does not
-// act. The actions of a batch run at once, so their ledger writes share
-// commits (and fsyncs).
-func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) error {
+// of at most batchSize; every write checks fence. A batch is put in flight,
+// by a write, before it is acted on: a host whose duty moved on is refused
+// that write, so it does not act. The actions of a batch run at once, so
+// their ledger writes share commits (and fsyncs).
+//
+// The write that puts a batch in flight also carries the progress of the
+// batch before it (its cursor and counts), so a batch costs one write of
+// the job rather than two. The progress is written on its own only when
+// the job waits for its rate or stops: what a reader of the
+// job sees never lags by more than one batch, and a batch in flight that
+// was acted on is counted by settleInFlight after a crash.
+func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) (err error) {
 	// As stored now: Serve's look at the ledger may be older than a cancel.
 	stored, err := r.Get(ctx, j.ID)
 	if err != nil {
@@ -102,6 +108,19 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 	if err := r.settleInFlight(ctx, j, fence); err != nil {
 		return err
 	}
+	unsaved := false // j holds progress its stored form lacks
+	defer func() {
+		if unsaved && ctx.Err() != nil {
+			// Stopped (a cancel, the host stopping) between two batches:
+			// the progress of the last is written before the goroutine
+			// ends, so a Cancel, which waits for that, writes on top of
+			// exact counts. A refusal changes nothing: settleInFlight
+			// counts the batch when the job goes on.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ItemTimeout())
+			defer cancel()
+			_ = r.save(wctx, j, fence)
+		}
+	}()
 	subs := subscriptionsOf(j.Filter)
 	for j.Cursor.Subscription < len(subs) {
 		sub := subs[j.Cursor.Subscription]
@@ -118,13 +137,21 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 		for len(page) > 0 {
 			batch := page[:min(burst, len(page))]
 			page = page[len(batch):]
-			if err := r.pace(ctx, lim, len(batch)); err != nil {
+			if err := r.pace(ctx, lim, len(batch), func() error {
+				if !unsaved {
+					return nil
+				}
+				unsaved = false
+				return r.save(ctx, j, fence)
+			}); err != nil {
 				return err
 			}
 			if why := r.notDeployed(j); why != "" {
+				unsaved = false
 				return r.stopJob(ctx, j, fence, why)
 			}
 			j.InFlight = items(batch)
+			unsaved = false
 			if err := r.save(ctx, j, fence); err != nil {
 				return err
 			}
@@ -135,9 +162,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 			last := batch[len(batch)-1]
 			j.InFlight = nil
 			j.Cursor.After = ledger.Cursor(last.Subscription, last.AggregateType, last.AggregateID)
-			if err := r.save(ctx, j, fence); err != nil {
-				return err
-			}
+			unsaved = true
 		}
 		switch {
 		case next == "":
@@ -147,9 +172,11 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 			// ledger.MaxScan, with no record in it).
 			j.Cursor.After = next
 		}
+		unsaved = true
 	}
 	now := r.opts.Clock.Now().UTC()
 	j.State, j.Finished = ledger.JobDone, now
+	unsaved = false
 	if err := r.save(ctx, j, fence); err != nil {
 		return err
 	}
@@ -206,11 +233,19 @@ func items(recs []*ledger.Record) []ledger.JobItem {
 	return out
 }
 
-// pace waits for the limiter to allow n records, on the runner's clock.
-func (r *Runner) pace(ctx context.Context, lim *rate.Limiter, n int) error {
+// pace waits for the limiter to allow n records, on the runner's clock;
+// before it waits it calls before (the job's progress is written then, not
+// left unsaved for the wait).
+func (r *Runner) pace(ctx context.Context, lim *rate.Limiter, n int, before func() error) error {
 	now := r.opts.Clock.Now()
-	d := lim.ReserveN(now, n).DelayFrom(now)
-	return clock.Sleep(ctx, r.opts.Clock, d)
+	until := now.Add(lim.ReserveN(now, n).DelayFrom(now))
+	if !until.After(now) {
+		return nil
+	}
+	if err := before(); err != nil {
+		return err
+	}
+	return clock.Sleep(ctx, r.opts.Clock, until.Sub(r.opts.Clock.Now()))
 }
 
 // actAll acts on every record of a batch at once and counts what came of
