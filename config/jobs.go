@@ -10,7 +10,7 @@ const (
 	// just came back. 100 a second is gentle on a service and resumes an incident's 100,000 parks in 17
 	// minutes (5 a second took five and a half hours).
 	DefaultJobRate = 100.0
-	// DefaultMaxJobRate is jobs.max-rate: the highest rate a job may ask for. A job acts on up to 64
+	// DefaultMaxJobRate is jobs.max-rate: the highest rate a job may ask for. A job acts on up to 256
 	// records at once, their ledger writes sharing commits, so a host reaches thousands a second.
 	DefaultMaxJobRate = 5000.0
 )

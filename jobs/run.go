@@ -221,9 +221,11 @@ func (r *Runner) stopJob(ctx context.Context, j *ledger.Job, fence ledger.DutyFe
 // errStopped: the host stopped the job itself (stopJob), which is stored.
 var errStopped = errors.New("jobs: the job was stopped")
 
-// batchSize bounds the records a job acts on between two writes of its
-// progress.
-const batchSize = 64
+// batchSize bounds the records a job acts on at once. The more at once,
+// the more of their writes (and their replays') share each fsync of the
+// ledger's single writer: at jobs.max-rate 256 resumed about twice as many
+// a second as 64 (docs/BENCHMARKS.md).
+const batchSize = 256
 
 func items(recs []*ledger.Record) []ledger.JobItem {
 	out := make([]ledger.JobItem, len(recs))
