@@ -202,7 +202,9 @@ func (h *Host) closeCluster(ctx context.Context) {
 	}
 	if h.Cluster != nil {
 		if err := h.Cluster.Close(ctx); err != nil {
-			h.log.Error("leave the cluster", "error", err)
+			// Its membership then lapses by itself within a lease TTL,
+			// and the others take its partitions over after that.
+			h.log.Warn("leave the cluster: the others wait out this host's lease", "error", err)
 		}
 	}
 }

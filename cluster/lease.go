@@ -474,9 +474,11 @@ func (l *lease) leave(ctx context.Context) error {
 	rev := l.rev
 	l.rev = 0
 	err := l.kv.Delete(ctx, l.key, jetstream.LastRevision(rev))
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		// A renewal cut short by the stop may have landed unconfirmed:
-		// delete that one if it is this incarnation's, never another's.
+	// A renewal cut short by the stop may have landed unconfirmed: delete
+	// that one if it is this incarnation's, never another's. The read may
+	// come from a server behind the others (an older revision), so it is
+	// asked again a few times.
+	for try := 0; try < 4 && errors.Is(err, jetstream.ErrKeyRevisionMismatch); try++ {
 		e, gerr := l.kv.Get(ctx, l.key)
 		if gerr != nil {
 			return nil // gone already
