@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/api/wire"
+	"github.com/berthhq/berth/internal/testing/testbuild"
 )
 
 // TestReuploadAnsweredFromItsHash: an upload of the running module's size
@@ -21,7 +22,7 @@ import (
 func TestReuploadAnsweredFromItsHash(t *testing.T) {
 	t.Parallel()
 	h := newHost(t, "")
-	wasm := notifier(t)
+	wasm := testbuild.Rebuilt(notifier(t), "a")
 	put := func(body []byte, want int) wire.ModuleInfo {
 		t.Helper()
 		r := h.do(req{method: "PUT", path: "/v1/modules/shipment-notifier", body: string(body), contentType: "application/wasm"})
@@ -44,7 +45,7 @@ func TestReuploadAnsweredFromItsHash(t *testing.T) {
 		t.Errorf("a re-upload broken off: detail %q", p.Detail)
 	}
 
-	other := sameSizeOther(t, wasm)
+	other := testbuild.Rebuilt(notifier(t), "b") // the same size
 	next := put(other, http.StatusOK)
 	sum := sha256.Sum256(other)
 	if next.Version != first.Version+1 || next.SHA256 != hex.EncodeToString(sum[:]) || next.Size != len(wasm) {
@@ -60,17 +61,3 @@ func TestReuploadAnsweredFromItsHash(t *testing.T) {
 }
 
 var errBroken = errors.New("connection reset mid-upload")
-
-// sameSizeOther is wasm with one byte of its go:buildid custom section
-// changed: another module of the same size, which loads as the first does
-// (a custom section's content is the producer's, never read).
-func sameSizeOther(t *testing.T, wasm []byte) []byte {
-	t.Helper()
-	i := bytes.Index(wasm, []byte("go:buildid"))
-	if i < 0 {
-		t.Fatal("the notifier has no go:buildid section")
-	}
-	other := bytes.Clone(wasm)
-	other[i+len("go:buildid")+4] ^= 0x01
-	return other
-}
