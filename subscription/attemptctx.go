@@ -74,6 +74,46 @@ func newAttemptCtxAt(parent context.Context, c clock.Clock, now time.Time, d tim
 	return &attemptCtx{parent: parent, clock: c, deadline: now.Add(d)}
 }
 
+// ContextFree is an Invoker that keeps no reference to an attempt's context
+// once Invoke has returned, save through what the context's Done gave it
+// (an HTTP call's goroutines, a derived context): its KeepsNoContext says
+// so. The engine then reuses the memory of an attempt's context whose Done
+// was never asked for, for a later attempt: the one allocation the engine
+// made a call. An invoker that does not say so gets a new context each
+// attempt, which it may keep (a native handler's goroutine polling Err sees
+// context.Canceled once the attempt ended).
+type ContextFree interface {
+	KeepsNoContext() bool
+}
+
+// keepsNoContext reports whether inv says it is ContextFree.
+func keepsNoContext(inv Invoker) bool {
+	cf, ok := inv.(ContextFree)
+	return ok && cf.KeepsNoContext()
+}
+
+// attemptCtxs are attempt contexts a ContextFree invoker gave back.
+var attemptCtxs = sync.Pool{New: func() any { return new(attemptCtx) }}
+
+// reusedAttemptCtxAt is newAttemptCtxAt on memory a past attempt gave back
+// (releaseAttemptCtx).
+func reusedAttemptCtxAt(parent context.Context, c clock.Clock, now time.Time, d time.Duration) *attemptCtx {
+	ac := attemptCtxs.Get().(*attemptCtx)
+	ac.parent, ac.clock, ac.deadline, ac.state = parent, c, now.Add(d), attemptRunning
+	return ac
+}
+
+// releaseAttemptCtx gives an ended attempt's context back for another
+// attempt, unless its Done was asked for: then a goroutine may hold its
+// channel, or a context derived from it, and it is left to them.
+func releaseAttemptCtx(ac *attemptCtx) {
+	if ac.lazy.Load() != nil {
+		return
+	}
+	ac.parent, ac.clock = nil, nil
+	attemptCtxs.Put(ac)
+}
+
 // Deadline reports the attempt's deadline on the engine's clock.
 func (c *attemptCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
