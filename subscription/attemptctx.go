@@ -39,8 +39,8 @@ type attemptCtx struct {
 	clock    clock.Clock
 	deadline time.Time
 
-	mu    sync.Mutex // orders state against the building of lazy
-	state attemptState
+	mu    sync.Mutex                  // orders state's changes against the building of lazy
+	state atomicState                 // changed under mu; Err's fast path reads it without
 	lazy  atomic.Pointer[attemptLazy] // set once, under mu
 }
 
@@ -54,7 +54,13 @@ type attemptLazy struct {
 }
 
 // attemptState is where an attempt's context stands.
-type attemptState uint8
+type attemptState uint32
+
+// atomicState is an attemptState read without the context's lock.
+type atomicState struct{ v atomic.Uint32 }
+
+func (a *atomicState) get() attemptState  { return attemptState(a.v.Load()) }
+func (a *atomicState) set(s attemptState) { a.v.Store(uint32(s)) }
 
 const (
 	attemptRunning attemptState = iota
@@ -99,7 +105,8 @@ var attemptCtxs = sync.Pool{New: func() any { return new(attemptCtx) }}
 // (releaseAttemptCtx).
 func reusedAttemptCtxAt(parent context.Context, c clock.Clock, now time.Time, d time.Duration) *attemptCtx {
 	ac := attemptCtxs.Get().(*attemptCtx)
-	ac.parent, ac.clock, ac.deadline, ac.state = parent, c, now.Add(d), attemptRunning
+	ac.parent, ac.clock, ac.deadline = parent, c, now.Add(d)
+	ac.state.set(attemptRunning)
 	return ac
 }
 
@@ -133,11 +140,11 @@ func (c *attemptCtx) Done() <-chan struct{} {
 	}
 	c.mu.Lock()
 	l := c.buildLocked()
-	due := c.state == attemptRunning && c.dueLocked()
+	due := c.state.get() == attemptRunning && c.dueLocked()
 	if due {
-		c.state = attemptExpired
+		c.state.set(attemptExpired)
 	}
-	ended := c.state == attemptEnded
+	ended := c.state.get() == attemptEnded
 	c.mu.Unlock()
 	switch {
 	case due:
@@ -152,22 +159,27 @@ func (c *attemptCtx) Done() <-chan struct{} {
 // expires the context if nothing has yet), the run's error when it was
 // cancelled first, context.Canceled once the attempt ended, else nil.
 func (c *attemptCtx) Err() error {
+	// While the attempt runs and nothing asked for Done, no lock: the
+	// sandbox and the engine ask three times a call.
+	if c.lazy.Load() == nil && c.state.get() == attemptRunning && c.parent.Err() == nil && !c.dueLocked() {
+		return nil
+	}
 	c.mu.Lock()
 	l := c.lazy.Load()
-	if c.state == attemptRunning {
+	if c.state.get() == attemptRunning {
 		if err := c.parentErr(l); err != nil {
 			c.mu.Unlock()
 			return err
 		}
 		if c.dueLocked() {
-			c.state = attemptExpired
+			c.state.set(attemptExpired)
 			l = c.buildLocked()
 			c.mu.Unlock()
 			l.cancel(ErrAttemptTimeout)
 			return context.DeadlineExceeded
 		}
 	}
-	state := c.state
+	state := c.state.get()
 	c.mu.Unlock()
 	switch state {
 	case attemptExpired:
@@ -191,7 +203,8 @@ func (c *attemptCtx) parentErr(l *attemptLazy) error {
 	return c.parent.Err()
 }
 
-// dueLocked reports whether the deadline has passed; c.mu held.
+// dueLocked reports whether the deadline has passed (c.mu held, or Err's
+// fast path: the deadline is set before the context is handed out).
 func (c *attemptCtx) dueLocked() bool { return clock.Until(c.clock, c.deadline) <= 0 }
 
 // buildLocked builds lazy if it is not built yet and returns it; c.mu held.
@@ -203,7 +216,7 @@ func (c *attemptCtx) buildLocked() *attemptLazy {
 	}
 	l := &attemptLazy{}
 	l.ctx, l.cancel = context.WithCancelCause(c.parent)
-	if c.state == attemptRunning {
+	if c.state.get() == attemptRunning {
 		if d := clock.Until(c.clock, c.deadline); d > 0 {
 			l.timer = c.clock.AfterFunc(d, c.expire)
 		}
@@ -217,11 +230,11 @@ func (c *attemptCtx) buildLocked() *attemptLazy {
 func (c *attemptCtx) expire() {
 	c.mu.Lock()
 	l := c.lazy.Load()
-	if c.state != attemptRunning || l.ctx.Err() != nil {
+	if c.state.get() != attemptRunning || l.ctx.Err() != nil {
 		c.mu.Unlock()
 		return
 	}
-	c.state = attemptExpired
+	c.state.set(attemptExpired)
 	c.mu.Unlock()
 	l.cancel(ErrAttemptTimeout)
 }
@@ -230,8 +243,8 @@ func (c *attemptCtx) expire() {
 // (unless its deadline ended it first), and its timer, if any, stops.
 func (c *attemptCtx) end() {
 	c.mu.Lock()
-	if c.state == attemptRunning {
-		c.state = attemptEnded
+	if c.state.get() == attemptRunning {
+		c.state.set(attemptEnded)
 	}
 	l := c.lazy.Load()
 	c.mu.Unlock()
@@ -249,7 +262,7 @@ func (c *attemptCtx) end() {
 func (c *attemptCtx) timedOut() bool {
 	c.Err()
 	c.mu.Lock()
-	expired := c.state == attemptExpired
+	expired := c.state.get() == attemptExpired
 	c.mu.Unlock()
 	return expired && c.parent.Err() == nil
 }
