@@ -197,8 +197,6 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 	// compile would start in the time this one is stored and subscribed,
 	// and be cancelled by the next upload.
 	defer r.opts.Sandbox.Foreground()()
-	staged := r.startStaging(name, wasm) // the durable write beside the Load (stage.go)
-	defer staged.discard()
 	mod, err := r.opts.Sandbox.Load(ctx, name, wasm, r.opts.Settings().Module(name))
 	if err != nil {
 		return Info{}, false, err
@@ -215,7 +213,7 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 	old := r.mods[name]
 	d := &deployed{StoredModule: StoredModule{Name: name, SHA256: mod.SHA256(), Size: len(wasm), Uploaded: r.opts.Clock.Now().UTC(),
 		RolledBackFrom: rolledBackFrom}, mod: mod}
-	if err := r.storeVersion(ctx, &d.StoredModule, staged, wasm); err != nil {
+	if err := r.storeVersion(ctx, &d.StoredModule, wasm); err != nil {
 		mod.Close(ctx)
 		return Info{}, false, fmt.Errorf("registry: store %s: %w", name, err)
 	}
@@ -234,7 +232,7 @@ func (r *Registry) put(ctx context.Context, name string, wasm []byte, rolledBack
 // as the current one. On a store shared by several hosts another host's
 // upload may take the number first (ErrVersionTaken): s takes the next one,
 // up to maxVersionTries times.
-func (r *Registry) storeVersion(ctx context.Context, s *StoredModule, staged *staging, wasm []byte) error {
+func (r *Registry) storeVersion(ctx context.Context, s *StoredModule, wasm []byte) error {
 	last, err := r.store.LastVersion(ctx, s.Name)
 	if err != nil {
 		return err
@@ -242,7 +240,7 @@ func (r *Registry) storeVersion(ctx context.Context, s *StoredModule, staged *st
 	for range maxVersionTries {
 		last++
 		s.Version = last
-		if err = staged.store(ctx, r.store, *s, wasm, r.keepVersions()); !errors.Is(err, ErrVersionTaken) {
+		if err = r.store.Store(ctx, *s, wasm, r.keepVersions()); !errors.Is(err, ErrVersionTaken) {
 			return err
 		}
 	}

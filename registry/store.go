@@ -59,20 +59,14 @@ func (fs fileStore) paths(name string) (wasm, meta string) {
 
 // Store keeps the version, then makes it current. A current version stored
 // before versions were kept is kept first, so that it can be rolled back to.
-func (fs fileStore) Store(ctx context.Context, s StoredModule, wasm []byte, keep int) error {
-	return fs.storeStaged(ctx, s, "", wasm, keep)
-}
-
-// storeStaged is Store with the bytes already written and fsynced to the
-// file staged by stage ("": none, write them now).
-func (fs fileStore) storeStaged(_ context.Context, s StoredModule, staged string, wasm []byte, keep int) error {
+func (fs fileStore) Store(_ context.Context, s StoredModule, wasm []byte, keep int) error {
 	if err := fs.space.Check(); err != nil {
 		return fmt.Errorf("registry: module %s not stored: %w", s.Name, err)
 	}
 	if err := fs.keepOldCurrent(s.Name, keep); err != nil {
 		return err
 	}
-	if err := fs.putVersion(s, staged, wasm, keep); err != nil {
+	if err := fs.putVersion(s, wasm, keep); err != nil {
 		return err
 	}
 	wasmPath, metaPath := fs.paths(s.Name)
@@ -84,9 +78,10 @@ func (fs fileStore) storeStaged(_ context.Context, s StoredModule, staged string
 	// file, not a second copy (3.4 MB written and fsynced once, not twice).
 	version, _ := fs.versionPaths(s.Name, s.Version)
 	if err := durable.Link(version, wasmPath); err != nil {
-		if err := fs.writeAccounted(wasmPath, wasm); err != nil {
+		if err := durable.WriteFile(wasmPath, wasm, 0o644); err != nil {
 			return err
 		}
+		fs.space.Wrote(int64(len(wasm)))
 	}
 	return durable.WriteFile(metaPath, meta, 0o644)
 }
@@ -108,7 +103,7 @@ func (fs fileStore) keepOldCurrent(name string, keep int) error {
 	if err != nil || !ok {
 		return err
 	}
-	return fs.putVersion(cur, "", wasm, keep)
+	return fs.putVersion(cur, wasm, keep)
 }
 
 // current reads name's current version, if any.

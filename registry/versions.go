@@ -43,9 +43,8 @@ func (fs fileStore) versionPaths(name string, version int) (wasm, meta string) {
 }
 
 // putVersion keeps s (its Version set) and its bytes, then removes the
-// oldest versions beyond keep. The bytes are the file staged by stage, if
-// not "".
-func (fs fileStore) putVersion(s StoredModule, staged string, wasm []byte, keep int) error {
+// oldest versions beyond keep.
+func (fs fileStore) putVersion(s StoredModule, wasm []byte, keep int) error {
 	if err := durable.MkdirAll(fs.versionDir(s.Name), 0o755); err != nil {
 		return err
 	}
@@ -54,44 +53,14 @@ func (fs fileStore) putVersion(s StoredModule, staged string, wasm []byte, keep 
 	if err != nil {
 		return err
 	}
-	if staged != "" {
-		err = durable.Commit(staged, wasmPath)
-	} else {
-		err = fs.writeAccounted(wasmPath, wasm)
-	}
-	if err != nil {
+	if err := durable.WriteFile(wasmPath, wasm, 0o644); err != nil {
 		return err
 	}
+	fs.space.Wrote(int64(len(wasm)))
 	if err := durable.WriteFile(metaPath, meta, 0o644); err != nil {
 		return err
 	}
 	return fs.prune(s.Name, keep)
-}
-
-// stage writes a module's bytes durably under a temporary name in its
-// versions' directory, before their version is numbered (see stager).
-func (fs fileStore) stage(name string, wasm []byte) (string, error) {
-	if err := fs.space.Check(); err != nil {
-		return "", fmt.Errorf("registry: module %s not stored: %w", name, err)
-	}
-	if err := durable.MkdirAll(fs.versionDir(name), 0o755); err != nil {
-		return "", err
-	}
-	staged, err := durable.Stage(fs.versionDir(name), wasm, 0o644)
-	if err == nil {
-		fs.space.Wrote(int64(len(wasm)))
-	}
-	return staged, err
-}
-
-// writeAccounted writes a module's bytes to path durably, and counts them
-// against the disk's reserve.
-func (fs fileStore) writeAccounted(path string, wasm []byte) error {
-	if err := durable.WriteFile(path, wasm, 0o644); err != nil {
-		return err
-	}
-	fs.space.Wrote(int64(len(wasm)))
-	return nil
 }
 
 // versionNumbers returns the numbers of the kept versions of name, oldest

@@ -20,59 +20,31 @@ import (
 // the file's bytes and its name are on disk. A file already at path is
 // replaced whole.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	tmp, err := Stage(filepath.Dir(path), data, perm)
-	if err != nil {
-		return err
-	}
-	if err := Commit(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// Stage is the first half of WriteFile, for a caller that learns the
-// file's name only later: it writes data with perm to a new temporary file
-// in dir (named .tmp-*) and fsyncs it, and returns its path, for Commit to
-// name. The caller removes it if it is never committed.
-func Stage(dir string, data []byte, perm os.FileMode) (string, error) {
+	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
-		return "", err
+		return err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.Remove(tmp.Name())
-		}
-	}()
+	defer os.Remove(tmp.Name()) // a no-op once renamed
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return "", err
+		return err
 	}
 	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
-		return "", err
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return "", fmt.Errorf("fsync %s: %w", tmp.Name(), err)
+		return fmt.Errorf("fsync %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	ok = true
-	return tmp.Name(), nil
-}
-
-// Commit names the file Stage wrote (in path's directory) path, durably:
-// when it returns nil, the name is on disk. A file already at path is
-// replaced whole.
-func Commit(staged, path string) error {
-	if err := os.Rename(staged, path); err != nil {
 		return err
 	}
-	return SyncDir(filepath.Dir(path))
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
 }
 
 // Link makes path a second name of the file from, replacing a file already

@@ -101,33 +101,3 @@ func TestLink(t *testing.T) {
 		t.Errorf("want only current.wasm in the directory, got %v", entries)
 	}
 }
-
-// TestStageThenCommit: Stage writes the bytes under a temporary name beside
-// the file to be; Commit gives them the file's name, replacing one there,
-// and leaves nothing else in the directory.
-func TestStageThenCommit(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "m.wasm")
-	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	staged, err := durable.Stage(dir, []byte("new bytes"), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := os.ReadFile(staged); err != nil || string(got) != "new bytes" || filepath.Dir(staged) != dir {
-		t.Fatalf("staged %s: %q, %v", staged, got, err)
-	}
-	if got, _ := os.ReadFile(path); string(got) != "old" {
-		t.Fatalf("before Commit the file holds %q; want the old bytes", got)
-	}
-	if err := durable.Commit(staged, path); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := os.ReadFile(path); err != nil || string(got) != "new bytes" {
-		t.Fatalf("after Commit: %q, %v", got, err)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("want only m.wasm in the directory, got %v", entries)
-	}
-}
