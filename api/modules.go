@@ -61,14 +61,14 @@ func (s *Server) readModule(c echo.Context, name string) (body []byte, unchanged
 	req := c.Request()
 	cur, known := s.deps.Modules.Get(name)
 	if !known || int64(cur.Size) != req.ContentLength {
-		if body, err = readBody(req.Body, nil, req.ContentLength); err != nil {
+		if body, err = readBody(c.Request().Body, nil, req.ContentLength); err != nil {
 			return nil, nil, bodyReadError(err)
 		}
 		return body, nil, nil
 	}
 	bp := reuploadBufs.Get().(*[]byte)
 	h := sha256.New()
-	body, err = readBody(io.TeeReader(req.Body, h), *bp, req.ContentLength)
+	body, err = readBody(io.TeeReader(c.Request().Body, h), *bp, req.ContentLength)
 	if err != nil {
 		reuploadBufs.Put(bp)
 		return nil, nil, bodyReadError(err)
