@@ -2,10 +2,12 @@ package api
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/berthhq/berth/api/wire"
 	"github.com/berthhq/berth/registry"
@@ -15,11 +17,15 @@ import (
 
 func (s *Server) putModule(c echo.Context) error {
 	name := c.Param("name")
-	body, err := readBody(c.Request().Body, c.Request().ContentLength) // capped at server.max-module-size (limitBody)
-	if err != nil {
-		return bodyReadError(err) // past the cap 413; a broken upload is the client's fault: 400; nothing stored
+	body, unchanged, err := s.readModule(c, name)
+	if err != nil || unchanged != nil {
+		return s.answerPut(c, unchanged, false, err)
 	}
 	info, created, err := s.deps.Modules.Put(c.Request().Context(), name, body)
+	return s.answerPut(c, &info, created, err)
+}
+
+func (s *Server) answerPut(c echo.Context, info *registry.Info, created bool, err error) error {
 	switch {
 	case errors.Is(err, registry.ErrInvalidName):
 		return badRequest("invalid-name", "%v", err)
@@ -39,21 +45,63 @@ func (s *Server) putModule(c echo.Context) error {
 	if created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, toWireModule(info))
+	return c.JSON(status, toWireModule(*info))
 }
 
-// readBody reads a request's body into one buffer of its announced length n
-// (limitBody refused a larger one than the route allows, and caps the
-// read), where io.ReadAll would grow and
-// copy a module's megabytes a dozen times.
-func readBody(body io.Reader, n int64) ([]byte, error) {
+// readModule reads an upload's body (capped at server.max-module-size by
+// limitBody) into one buffer of its announced length. The upload of the
+// bytes name runs now is answered from their hash, taken as they are read,
+// before anything else (unchanged is that version then). Only an upload of
+// the running module's size is hashed so, and read into a buffer reused
+// from the last upload that changed nothing: a new one cost most of such a
+// request in page faults. Bytes that do change something are the module's
+// from then on (the sandbox keeps them to compile again): their buffer is
+// not reused.
+func (s *Server) readModule(c echo.Context, name string) (body []byte, unchanged *registry.Info, err error) {
+	req := c.Request()
+	cur, known := s.deps.Modules.Get(name)
+	if !known || int64(cur.Size) != req.ContentLength {
+		if body, err = readBody(c.Request().Body, nil, req.ContentLength); err != nil {
+			return nil, nil, bodyReadError(err)
+		}
+		return body, nil, nil
+	}
+	bp := reuploadBufs.Get().(*[]byte)
+	h := sha256.New()
+	body, err = readBody(io.TeeReader(c.Request().Body, h), *bp, req.ContentLength)
+	if err != nil {
+		reuploadBufs.Put(bp)
+		return nil, nil, bodyReadError(err)
+	}
+	var sum [sha256.Size]byte
+	info, ok, err := s.deps.Modules.Unchanged(req.Context(), name, [sha256.Size]byte(h.Sum(sum[:0])))
+	if ok || err != nil {
+		*bp = body[:0]
+		reuploadBufs.Put(bp)
+		return nil, &info, err
+	}
+	return body, nil, nil
+}
+
+// reuploadBufs holds the buffers of uploads that changed nothing; a GC or
+// two drops them.
+var reuploadBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// readBody reads a request's body into buf (a new one if it has too
+// little room) of its announced length n (limitBody refused a larger one
+// than the route allows, and caps the read), where io.ReadAll would grow
+// and copy a module's megabytes a dozen times.
+func readBody(body io.Reader, buf []byte, n int64) ([]byte, error) {
 	if n <= 0 {
 		return io.ReadAll(body)
 	}
-	// ReadFrom grows a buffer with less than MinRead free: room for the EOF read too.
-	buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
-	_, err := buf.ReadFrom(body)
-	return buf.Bytes(), err
+	if int64(cap(buf)) < n+bytes.MinRead {
+		// ReadFrom grows a buffer with less than MinRead free: room for the EOF read too.
+		buf = make([]byte, 0, n+bytes.MinRead)
+	}
+	b := bytes.NewBuffer(buf[:0])
+	_, err := b.ReadFrom(body)
+	return b.Bytes(), err
 }
 
 func (s *Server) listModules(c echo.Context) error {

@@ -39,6 +39,13 @@ func (v versioned) Invoke(ctx context.Context, d subscription.Delivery) *retry.F
 	return f
 }
 
+// KeepsNoContext says whether the invoker versioned wraps keeps no
+// reference to an attempt's context past its call (subscription.ContextFree).
+func (v versioned) KeepsNoContext() bool {
+	cf, ok := v.inv.(subscription.ContextFree)
+	return ok && cf.KeepsNoContext()
+}
+
 // wasmInvoker runs one handler of a sandboxed module for the engine.
 type wasmInvoker struct {
 	mod     *sandbox.Module
@@ -56,6 +63,11 @@ func (w wasmInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry
 	_, f := call(ctx, w.mod, &env, d.Timeout, sandbox.Ports{}, w.stamp, d.Subscription)
 	return f
 }
+
+// KeepsNoContext: the sandbox holds an attempt's context for its call only
+// (callState.end drops it); what outlives a call (a host function's HTTP
+// request) holds it through its Done (subscription.ContextFree).
+func (wasmInvoker) KeepsNoContext() bool { return true }
 
 // envelope is the ABI envelope of a delivery for one handler.
 func envelope(d *subscription.Delivery, handler string) abi.Event {

@@ -161,10 +161,22 @@ func (r *Registry) current(ctx context.Context, name string, wasm []byte) (Info,
 	r.mu.Lock()
 	d, ok := r.mods[name]
 	r.mu.Unlock()
-	if !ok {
-		return Info{}, false, nil // a first upload is not hashed twice (the sandbox hashes it)
+	if !ok || d.Size != len(wasm) {
+		return Info{}, false, nil // a first upload is not hashed twice (the sandbox hashes it), nor bytes of another size
 	}
-	if sum := sha256.Sum256(wasm); d.SHA256 != hex.EncodeToString(sum[:]) {
+	return r.Unchanged(ctx, name, sha256.Sum256(wasm))
+}
+
+// Unchanged returns name's running version when its bytes have the SHA-256
+// sum and no later version is stored (by another host of a shared store,
+// not yet deployed here); ok is false otherwise. An upload whose sum its
+// reader took as it read answers from it, before anything else (Put does
+// the same from the bytes).
+func (r *Registry) Unchanged(ctx context.Context, name string, sum [sha256.Size]byte) (Info, bool, error) {
+	r.mu.Lock()
+	d, ok := r.mods[name]
+	r.mu.Unlock()
+	if !ok || d.SHA256 != hex.EncodeToString(sum[:]) {
 		return Info{}, false, nil
 	}
 	last, err := r.store.LastVersion(ctx, name)

@@ -197,7 +197,13 @@ func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Ti
 	}
 	// The attempt's deadline is from the same reading, not another one
 	// (issue 32: a clock read is a tenth of the engine's own work per call).
-	actx := newAttemptCtxAt(ctx, r.e.clock, now, d.Timeout)
+	var actx *attemptCtx
+	if keepsNoContext(inv) {
+		actx = reusedAttemptCtxAt(ctx, r.e.clock, now, d.Timeout)
+		defer releaseAttemptCtx(actx) // after end, below
+	} else {
+		actx = newAttemptCtxAt(ctx, r.e.clock, now, d.Timeout)
+	}
 	defer actx.end()
 	func() {
 		defer func() {

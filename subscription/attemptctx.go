@@ -39,8 +39,8 @@ type attemptCtx struct {
 	clock    clock.Clock
 	deadline time.Time
 
-	mu    sync.Mutex // orders state against the building of lazy
-	state attemptState
+	mu    sync.Mutex                  // orders state's changes against the building of lazy
+	state atomicState                 // changed under mu; Err's fast path reads it without
 	lazy  atomic.Pointer[attemptLazy] // set once, under mu
 }
 
@@ -54,7 +54,13 @@ type attemptLazy struct {
 }
 
 // attemptState is where an attempt's context stands.
-type attemptState uint8
+type attemptState uint32
+
+// atomicState is an attemptState read without the context's lock.
+type atomicState struct{ v atomic.Uint32 }
+
+func (a *atomicState) get() attemptState  { return attemptState(a.v.Load()) }
+func (a *atomicState) set(s attemptState) { a.v.Store(uint32(s)) }
 
 const (
 	attemptRunning attemptState = iota
@@ -72,6 +78,47 @@ func newAttemptCtx(parent context.Context, c clock.Clock, d time.Duration) *atte
 // now.
 func newAttemptCtxAt(parent context.Context, c clock.Clock, now time.Time, d time.Duration) *attemptCtx {
 	return &attemptCtx{parent: parent, clock: c, deadline: now.Add(d)}
+}
+
+// ContextFree is an Invoker that keeps no reference to an attempt's context
+// once Invoke has returned, save through what the context's Done gave it
+// (an HTTP call's goroutines, a derived context): its KeepsNoContext says
+// so. The engine then reuses the memory of an attempt's context whose Done
+// was never asked for, for a later attempt: the one allocation the engine
+// made a call. An invoker that does not say so gets a new context each
+// attempt, which it may keep (a native handler's goroutine polling Err sees
+// context.Canceled once the attempt ended).
+type ContextFree interface {
+	KeepsNoContext() bool
+}
+
+// keepsNoContext reports whether inv says it is ContextFree.
+func keepsNoContext(inv Invoker) bool {
+	cf, ok := inv.(ContextFree)
+	return ok && cf.KeepsNoContext()
+}
+
+// attemptCtxs are attempt contexts a ContextFree invoker gave back.
+var attemptCtxs = sync.Pool{New: func() any { return new(attemptCtx) }}
+
+// reusedAttemptCtxAt is newAttemptCtxAt on memory a past attempt gave back
+// (releaseAttemptCtx).
+func reusedAttemptCtxAt(parent context.Context, c clock.Clock, now time.Time, d time.Duration) *attemptCtx {
+	ac := attemptCtxs.Get().(*attemptCtx)
+	ac.parent, ac.clock, ac.deadline = parent, c, now.Add(d)
+	ac.state.set(attemptRunning)
+	return ac
+}
+
+// releaseAttemptCtx gives an ended attempt's context back for another
+// attempt, unless its Done was asked for: then a goroutine may hold its
+// channel, or a context derived from it, and it is left to them.
+func releaseAttemptCtx(ac *attemptCtx) {
+	if ac.lazy.Load() != nil {
+		return
+	}
+	ac.parent, ac.clock = nil, nil
+	attemptCtxs.Put(ac)
 }
 
 // Deadline reports the attempt's deadline on the engine's clock.
@@ -93,11 +140,11 @@ func (c *attemptCtx) Done() <-chan struct{} {
 	}
 	c.mu.Lock()
 	l := c.buildLocked()
-	due := c.state == attemptRunning && c.dueLocked()
+	due := c.state.get() == attemptRunning && c.dueLocked()
 	if due {
-		c.state = attemptExpired
+		c.state.set(attemptExpired)
 	}
-	ended := c.state == attemptEnded
+	ended := c.state.get() == attemptEnded
 	c.mu.Unlock()
 	switch {
 	case due:
@@ -112,22 +159,27 @@ func (c *attemptCtx) Done() <-chan struct{} {
 // expires the context if nothing has yet), the run's error when it was
 // cancelled first, context.Canceled once the attempt ended, else nil.
 func (c *attemptCtx) Err() error {
+	// While the attempt runs and nothing asked for Done, no lock: the
+	// sandbox and the engine ask three times a call.
+	if c.lazy.Load() == nil && c.state.get() == attemptRunning && c.parent.Err() == nil && !c.dueLocked() {
+		return nil
+	}
 	c.mu.Lock()
 	l := c.lazy.Load()
-	if c.state == attemptRunning {
+	if c.state.get() == attemptRunning {
 		if err := c.parentErr(l); err != nil {
 			c.mu.Unlock()
 			return err
 		}
 		if c.dueLocked() {
-			c.state = attemptExpired
+			c.state.set(attemptExpired)
 			l = c.buildLocked()
 			c.mu.Unlock()
 			l.cancel(ErrAttemptTimeout)
 			return context.DeadlineExceeded
 		}
 	}
-	state := c.state
+	state := c.state.get()
 	c.mu.Unlock()
 	switch state {
 	case attemptExpired:
@@ -151,7 +203,8 @@ func (c *attemptCtx) parentErr(l *attemptLazy) error {
 	return c.parent.Err()
 }
 
-// dueLocked reports whether the deadline has passed; c.mu held.
+// dueLocked reports whether the deadline has passed (c.mu held, or Err's
+// fast path: the deadline is set before the context is handed out).
 func (c *attemptCtx) dueLocked() bool { return clock.Until(c.clock, c.deadline) <= 0 }
 
 // buildLocked builds lazy if it is not built yet and returns it; c.mu held.
@@ -163,7 +216,7 @@ func (c *attemptCtx) buildLocked() *attemptLazy {
 	}
 	l := &attemptLazy{}
 	l.ctx, l.cancel = context.WithCancelCause(c.parent)
-	if c.state == attemptRunning {
+	if c.state.get() == attemptRunning {
 		if d := clock.Until(c.clock, c.deadline); d > 0 {
 			l.timer = c.clock.AfterFunc(d, c.expire)
 		}
@@ -177,11 +230,11 @@ func (c *attemptCtx) buildLocked() *attemptLazy {
 func (c *attemptCtx) expire() {
 	c.mu.Lock()
 	l := c.lazy.Load()
-	if c.state != attemptRunning || l.ctx.Err() != nil {
+	if c.state.get() != attemptRunning || l.ctx.Err() != nil {
 		c.mu.Unlock()
 		return
 	}
-	c.state = attemptExpired
+	c.state.set(attemptExpired)
 	c.mu.Unlock()
 	l.cancel(ErrAttemptTimeout)
 }
@@ -190,8 +243,8 @@ func (c *attemptCtx) expire() {
 // (unless its deadline ended it first), and its timer, if any, stops.
 func (c *attemptCtx) end() {
 	c.mu.Lock()
-	if c.state == attemptRunning {
-		c.state = attemptEnded
+	if c.state.get() == attemptRunning {
+		c.state.set(attemptEnded)
 	}
 	l := c.lazy.Load()
 	c.mu.Unlock()
@@ -209,7 +262,7 @@ func (c *attemptCtx) end() {
 func (c *attemptCtx) timedOut() bool {
 	c.Err()
 	c.mu.Lock()
-	expired := c.state == attemptExpired
+	expired := c.state.get() == attemptExpired
 	c.mu.Unlock()
 	return expired && c.parent.Err() == nil
 }
