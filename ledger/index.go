@@ -25,6 +25,8 @@ import (
 //	'l' lp(sub) dim lp(value) lp(state)      -> count(8): per class ('c'), aggregate type ('t') and group ('g') and state
 //	'l' lp(sub) 'v' lp(group) lp(module)     -> count(8): a group's records per module version (group.go)
 //	'l' lp(sub) 'h' lp(group)                -> the group's head (group.go)
+//	'l' lp(sub) 'y' lp(class NUL type) lp(state) -> count(8): per class and aggregate type (counters.go)
+//	'l' lp(sub) 'b' level bucket(8) lp(state) -> count(8): per time bucket of first failure (counters.go)
 //	'x' "parked-index"                        -> indexVersion once every record is indexed
 //
 // A path keeps one record at one place for as long as the filter's value
@@ -47,10 +49,14 @@ const (
 	// were added at its end, where a host that does not know them stops
 	// reading: an entry without them is of a host before groups.
 	summaryVer = 1
+	// summaryCounted ends a summary whose record is in the counters of
+	// counters.go; a host before them stops reading at the module.
+	summaryCounted = 1
 
 	// indexVersion is what BuildIndex writes once every record is indexed:
-	// 2 once every record is also in its failure group.
-	indexVersion = 2
+	// 2 once every record is also in its failure group, 3 once it is also
+	// in the counters per class and type and per time bucket.
+	indexVersion = 3
 )
 
 func indexMarkKey() []byte { return []byte("xparked-index") }
@@ -71,13 +77,18 @@ type summary struct {
 	// group is the record's Fingerprint and module its module version
 	// (empty in a summary written before groups).
 	group, module string
+	// counted: the record is in the counters per class and aggregate
+	// type and per time bucket (counters.go). A summary written before
+	// them says false, so its record is taken out of only the counters
+	// it was put in.
+	counted bool
 }
 
 func summarize(r *Record) summary {
 	return summary{state: r.State, first: r.FirstFailure, next: r.NextRetry,
 		unrecoverable: r.Error.Class == "unrecoverable" || (r.Error.Class == "" && r.Error.Kind == "unrecoverable"),
 		message:       strings.ToLower(r.Error.Message), classes: r.Error.Classes,
-		group: Fingerprint(r), module: r.Error.Module}
+		group: Fingerprint(r), module: r.Error.Module, counted: true}
 }
 
 var stateByte = map[State]byte{StateRetrying: 'r', StateWaiting: 'w', StateResuming: 's'}
@@ -128,7 +139,11 @@ func (s summary) encode() []byte {
 		return b
 	}
 	b = appendLP(b, s.group)
-	return appendLP(b, s.module)
+	b = appendLP(b, s.module)
+	if s.counted {
+		b = append(b, summaryCounted)
+	}
+	return b
 }
 
 var errBadSummary = errors.New("ledger: malformed index entry")
@@ -170,9 +185,10 @@ func decodeSummary(v []byte, full bool) (summary, error) {
 	if s.group, rest, ok = cutLP(rest); !ok {
 		return s, errBadSummary
 	}
-	if s.module, _, ok = cutLP(rest); !ok {
+	if s.module, rest, ok = cutLP(rest); !ok {
 		return s, errBadSummary
 	}
+	s.counted = len(rest) > 0 && rest[0] == summaryCounted
 	return s, nil
 }
 
@@ -290,6 +306,9 @@ func tallies(sub, aggType string, s summary) [][]byte {
 	if s.group != "" {
 		ks = append(ks, tallyKey(sub, dimGroup, s.group, s.state), groupModuleKey(sub, s.group, s.module),
 			tallyKey(sub, dimGroupType, groupTypeValue(s.group, aggType), s.state))
+	}
+	if s.counted {
+		ks = append(ks, countedTallies(sub, aggType, s)...)
 	}
 	return ks
 }

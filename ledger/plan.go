@@ -16,8 +16,8 @@ type path struct {
 }
 
 // plan picks the path of sub that f narrows most, by the counts of the
-// state, the aggregate type and the class it names, and the time window's
-// entries counted up to the best of those.
+// state, the aggregate type, the class and the group it names, and of the
+// time window's entries (counters.go's buckets).
 func (t *kvTx) plan(sub string, f *Filter) (path, error) {
 	all := []State{StateRetrying, StateWaiting, StateResuming}
 	var (
@@ -56,7 +56,7 @@ func (t *kvTx) plan(sub string, f *Filter) (path, error) {
 		consider(headPath(indexHead(sub, dimState, []byte(f.State)), f.AggregateType), n)
 	}
 	if f.Class != "" {
-		n, err := t.tally(sub, dimClass, f.Class, statesOf(f))
+		n, err := t.classCount(sub, f)
 		if err != nil {
 			return path{}, err
 		}
@@ -80,12 +80,12 @@ func (t *kvTx) plan(sub string, f *Filter) (path, error) {
 		consider(headPath(indexHead(sub, dimGroup, []byte(f.Group)), f.AggregateType), n)
 	}
 	if !f.KeyOrder && (!f.FailedAfter.IsZero() || !f.FailedBefore.IsZero()) {
-		p := timePath(sub, f)
-		n, err := t.countUpTo(p, bestN)
+		lo, hi := windowStamps(f)
+		n, err := t.countWindow(sub, lo, hi, allStates())
 		if err != nil {
 			return path{}, err
 		}
-		consider(p, n)
+		consider(timePath(sub, f), n)
 	}
 	if bestN == 0 {
 		// A count that is exact says nothing matches: walk nothing.
@@ -132,20 +132,6 @@ func timePath(sub string, f *Filter) path {
 	return p
 }
 
-// countUpTo counts the keys of p, stopping at limit.
-func (t *kvTx) countUpTo(p path, limit int) (int, error) {
-	n := 0
-	it := t.txn.Iterate(p.prefix, false)
-	defer it.Close()
-	for it.Seek(p.start); it.Valid() && n < limit; it.Next() {
-		if p.end != nil && bytes.Compare(it.Key(), p.end) >= 0 {
-			break
-		}
-		n++
-	}
-	return n, nil
-}
-
 // walk calls fn with each entry of p from after on (exclusive; nil: from
 // the start), and the number examined so far, until fn returns false.
 func (t *kvTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) error {
@@ -170,4 +156,13 @@ func (t *kvTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) er
 		}
 	}
 	return nil
+}
+
+// classCount counts sub's records in f's class (and aggregate type, if
+// f names one) and state.
+func (t *kvTx) classCount(sub string, f *Filter) (int, error) {
+	if f.AggregateType != "" {
+		return t.tally(sub, dimClassType, classTypeValue(f.Class, f.AggregateType), statesOf(f))
+	}
+	return t.tally(sub, dimClass, f.Class, statesOf(f))
 }
