@@ -154,7 +154,9 @@ func (t *kvTx) sumBuckets(sub string, level byte, first, last uint64, states []S
 func (t *kvTx) countEntries(sub string, lo, hi uint64, states []State) (int, error) {
 	head := indexHead(sub, dimFirst, nil)
 	end := binary.BigEndian.AppendUint64(bytes.Clone(head), hi)
-	it := t.txn.Iterate(head, len(states) < 3)
+	// Values are read only for a state, and only in the range: an
+	// iterator that prefetches reads past its end.
+	it := t.txn.Iterate(head, false)
 	defer it.Close()
 	n := 0
 	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(head), lo)); it.Valid(); it.Next() {

@@ -115,6 +115,12 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 			sub := ScaleSubscription
 			window := ledger.Filter{Subscription: sub, FailedAfter: ScaleStart.Add(time.Duration(n/2) * time.Second),
 				FailedBefore: ScaleStart.Add(time.Duration(n/2+n/100) * time.Second)}
+			// A window of at least 1,000 records: a full page of carts
+			// (one in ten) at every size.
+			wide := window
+			wide.AggregateType, wide.FailedBefore = "cart", ScaleStart.Add(time.Duration(n/2+max(n/100, 1000))*time.Second)
+			waiting := window
+			waiting.State = ledger.StateWaiting
 			reads := []struct {
 				name string
 				fn   func(tx ledger.Tx) (int, error)
@@ -125,6 +131,7 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 				{"list/message-1%", list(ledger.Filter{Subscription: sub, Message: "NEEDLE"})},
 				{"list/window-1%", list(window)},
 				{"list/type+window", list(ledger.Filter{Subscription: sub, AggregateType: "cart", FailedAfter: window.FailedAfter, FailedBefore: window.FailedBefore})},
+				{"list/type+window-page", list(wide)},
 				{"list/class-none", list(ledger.Filter{Subscription: sub, Class: "Nobody"})},
 				{"list/disjoint", list(ledger.Filter{Subscription: sub, Class: "UnknownBuyer", State: ledger.StateRetrying})},
 				{"list/message-none", list(ledger.Filter{Subscription: sub, Message: "no such words"})},
@@ -132,6 +139,7 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 				{"count/state", count(ledger.Filter{Subscription: sub, State: ledger.StateWaiting})},
 				{"count/class+type", count(ledger.Filter{Subscription: sub, Class: "Rare", AggregateType: "order"})},
 				{"count/window-1%", count(window)},
+				{"count/window+state", count(waiting)},
 				{"oldest", func(tx ledger.Tx) (int, error) {
 					_, ok, err := tx.OldestParked(sub)
 					if !ok {
