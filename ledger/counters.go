@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/berthhq/berth/ledger/internal/kvtx"
 )
 
 // Counters that answer the counts the per-class, per-type and per-group
@@ -81,32 +83,56 @@ func windowStamps(f *Filter) (lo, hi uint64) {
 // countWindow counts sub's records in states whose first failure is in
 // [lo, hi), from the time buckets.
 func (t *kvTx) countWindow(sub string, lo, hi uint64, states []State) (int, error) {
-	return t.countStamps(sub, lo, hi, states, 0)
+	w := windowCount{t: t, sub: sub, states: states, all: len(states) == 3}
+	defer w.close()
+	return w.count(lo, hi, 0)
 }
 
-// countStamps counts [lo, hi) with the buckets of level i and finer: the
-// whole buckets of level i inside it, and its ends at the next level.
-func (t *kvTx) countStamps(sub string, lo, hi uint64, states []State, i int) (int, error) {
+// windowCount is one window's count. Its two iterators, over sub's
+// buckets and over its time path, are made once and sought for each
+// range: making one costs more than a seek, the more the store holds.
+type windowCount struct {
+	t        *kvTx
+	sub      string
+	states   []State
+	all      bool // states is every state (statesOf gives one or all three)
+	buckets  kvtx.Iterator
+	entries  kvtx.Iterator
+	bucketsH []byte
+	entriesH []byte
+}
+
+func (w *windowCount) close() {
+	for _, it := range []kvtx.Iterator{w.buckets, w.entries} {
+		if it != nil {
+			it.Close()
+		}
+	}
+}
+
+// count counts [lo, hi) with the buckets of level i and finer: the whole
+// buckets of level i inside it, and its ends at the next level.
+func (w *windowCount) count(lo, hi uint64, i int) (int, error) {
 	if lo >= hi {
 		return 0, nil
 	}
 	if i == len(bucketLevels) {
-		return t.countEntries(sub, lo, hi, states)
+		return w.countEntries(lo, hi)
 	}
-	w := bucketLevels[i].width
-	first, last := lo/w, hi/w
-	if lo%w != 0 {
+	width := bucketLevels[i].width
+	first, last := lo/width, hi/width
+	if lo%width != 0 {
 		first++
 	}
 	if first >= last {
-		return t.countStamps(sub, lo, hi, states, i+1)
+		return w.count(lo, hi, i+1)
 	}
-	n, err := t.sumBuckets(sub, bucketLevels[i].level, first, last, states)
+	n, err := w.sumBuckets(bucketLevels[i].level, first, last)
 	if err != nil {
 		return 0, err
 	}
-	for _, end := range [][2]uint64{{lo, first * w}, {last * w, hi}} {
-		m, err := t.countStamps(sub, end[0], end[1], states, i+1)
+	for _, end := range [][2]uint64{{lo, first * width}, {last * width, hi}} {
+		m, err := w.count(end[0], end[1], i+1)
 		if err != nil {
 			return 0, err
 		}
@@ -116,24 +142,26 @@ func (t *kvTx) countStamps(sub string, lo, hi uint64, states []State, i int) (in
 }
 
 // sumBuckets adds the counters of level's buckets [first, last) in states.
-func (t *kvTx) sumBuckets(sub string, level byte, first, last uint64, states []State) (int, error) {
-	head := bucketHead(sub, level)
+func (w *windowCount) sumBuckets(level byte, first, last uint64) (int, error) {
+	if w.buckets == nil {
+		w.bucketsH = append(key(kindTally, w.sub), dimBucket)
+		w.buckets = w.t.txn.Iterate(w.bucketsH, false)
+	}
+	head := append(bytes.Clone(w.bucketsH), level)
 	end := binary.BigEndian.AppendUint64(bytes.Clone(head), last)
-	it := t.txn.Iterate(head, false)
-	defer it.Close()
+	it := w.buckets
 	n := 0
-	// states is one state or all three (statesOf): all need no check.
 	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(head), first)); it.Valid(); it.Next() {
 		k := it.Key()
 		if bytes.Compare(k, end) >= 0 {
 			break
 		}
-		if len(states) < 3 {
+		if !w.all {
 			st, _, ok := cutLP(k[len(head)+8:])
 			if !ok {
 				return 0, fmt.Errorf("%w: bucket %q", errBadKey, k)
 			}
-			if !hasState(states, State(st)) {
+			if !hasState(w.states, State(st)) {
 				continue
 			}
 		}
@@ -151,19 +179,21 @@ func (t *kvTx) sumBuckets(sub string, level byte, first, last uint64, states []S
 
 // countEntries counts the entries of sub's time path in [lo, hi) whose
 // record is in states: what is left of a window finer than a second.
-func (t *kvTx) countEntries(sub string, lo, hi uint64, states []State) (int, error) {
-	head := indexHead(sub, dimFirst, nil)
-	end := binary.BigEndian.AppendUint64(bytes.Clone(head), hi)
-	// Values are read only for a state, and only in the range: an
-	// iterator that prefetches reads past its end.
-	it := t.txn.Iterate(head, false)
-	defer it.Close()
+func (w *windowCount) countEntries(lo, hi uint64) (int, error) {
+	if w.entries == nil {
+		// Values are read only for a state, and only in the range: an
+		// iterator that prefetches reads past its end.
+		w.entriesH = indexHead(w.sub, dimFirst, nil)
+		w.entries = w.t.txn.Iterate(w.entriesH, false)
+	}
+	end := binary.BigEndian.AppendUint64(bytes.Clone(w.entriesH), hi)
+	it := w.entries
 	n := 0
-	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(head), lo)); it.Valid(); it.Next() {
+	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(w.entriesH), lo)); it.Valid(); it.Next() {
 		if bytes.Compare(it.Key(), end) >= 0 {
 			break
 		}
-		if len(states) < 3 {
+		if !w.all {
 			v, err := it.Value()
 			if err != nil {
 				return 0, err
@@ -172,7 +202,7 @@ func (t *kvTx) countEntries(sub string, lo, hi uint64, states []State) (int, err
 			if err != nil {
 				return 0, err
 			}
-			if !hasState(states, s.state) {
+			if !hasState(w.states, s.state) {
 				continue
 			}
 		}
