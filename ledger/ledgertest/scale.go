@@ -101,7 +101,8 @@ func ScaleSizes(b *testing.B) []int {
 // records parked, for each of ScaleSizes, on the stores open gives (one
 // fresh store per size, filled through the ledger's API in transactions of
 // batch). Each operation's cost should not depend on N (a walk over every
-// record, "keys/all", aside).
+// record, "keys/all", aside); cpu-µs/op is its CPU time, apart from its
+// waits for a core on a loaded machine.
 func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch int) {
 	ctx := context.Background()
 	for _, n := range ScaleSizes(b) {
@@ -155,6 +156,7 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 			for _, op := range reads {
 				b.Run(op.name, func(b *testing.B) {
 					b.ReportAllocs()
+					defer reportCPU(b, cpuTime())
 					for b.Loop() {
 						if err := s.View(ctx, func(tx ledger.Tx) error {
 							_, err := op.fn(tx)
@@ -167,6 +169,7 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 			}
 			b.Run("park", func(b *testing.B) {
 				i := n
+				defer reportCPU(b, cpuTime())
 				for b.Loop() {
 					if err := Fill(ctx, s, i, i+1, n, 1); err != nil {
 						b.Fatal(err)
@@ -194,6 +197,13 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 			})
 		})
 	}
+}
+
+// reportCPU reports the process's CPU time per op since start, as
+// cpu-µs/op: on a machine shared with other work, what an op costs apart
+// from its waits for a core.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e3, "cpu-µs/op")
 }
 
 func list(f ledger.Filter) func(tx ledger.Tx) (int, error) {
