@@ -25,6 +25,12 @@ import (
 // the entries of the sub-second ends walked on the time path: a few
 // dozen counter reads and walks of a second's records, however many the
 // window holds.
+//
+// A summary says whether its record is counted here (index.go), so a
+// store indexed before them is counted by BuildIndex (version 3) while
+// its host changes records. A host of an earlier version sharing a
+// JetStream ledger does not keep them: a record it changes keeps its old
+// counts here, as with the group counters before.
 const (
 	dimClassType = 'y'
 	dimBucket    = 'b'
