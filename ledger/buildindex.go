@@ -128,16 +128,5 @@ func BuildIndex(ctx context.Context, s Store) error {
 // summary s, in them, and marks its entries counted.
 func (t *kvTx) countIn(op, sub, aggType, aggID string, s summary) error {
 	s.counted = true
-	v := s.encode()
-	for _, k := range entryKeys(sub, aggType, aggID, s) {
-		if err := t.set(op, k, v); err != nil {
-			return err
-		}
-	}
-	for _, k := range countedTallies(sub, aggType, s) {
-		if err := t.addTally(op, k, +1); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.writeEntries(op, sub, aggType, aggID, s, countedTallies(sub, aggType, s))
 }

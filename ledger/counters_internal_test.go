@@ -46,39 +46,20 @@ func TestBuildIndexCountsAStoreOfVersion2(t *testing.T) {
 		}
 	}
 	// Make it a store of version 2.
-	err = s.db.Update(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		var del [][]byte
-		set := map[string][]byte{}
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().KeyCopy(nil)
-			switch k[0] {
-			case kindTally:
-				if _, rest, _ := cutLP(k[1:]); rest[0] == dimClassType || rest[0] == dimBucket {
-					del = append(del, k)
-				}
-			case kindIndex:
-				v, _ := it.Item().ValueCopy(nil)
-				sm, err := decodeSummary(v, true)
-				if err != nil || !sm.counted {
-					return fmt.Errorf("entry %q: counted %v, %v", k, sm.counted, err)
-				}
-				sm.counted = false
-				set[string(k)] = sm.encode()
+	err = rewriteStore(s, 2, func(k, v []byte) ([]byte, bool, error) {
+		switch k[0] {
+		case kindTally:
+			_, rest, _ := cutLP(k[1:])
+			return nil, rest[0] == dimClassType || rest[0] == dimBucket, nil
+		case kindIndex:
+			sm, err := decodeSummary(v, true)
+			if err != nil || !sm.counted {
+				return nil, false, fmt.Errorf("entry %q: counted %v, %v", k, sm.counted, err)
 			}
+			sm.counted = false
+			return sm.encode(), false, nil
 		}
-		for _, k := range del {
-			if err := txn.Delete(k); err != nil {
-				return err
-			}
-		}
-		for k, v := range set {
-			if err := txn.Set([]byte(k), v); err != nil {
-				return err
-			}
-		}
-		return txn.Set(indexMarkKey(), []byte{2})
+		return nil, false, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -144,4 +125,43 @@ func TestBuildIndexCountsAStoreOfVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rewriteStore makes s a store of an earlier host marked mark: edit is
+// given every key and value, and says to delete the key, or to set it to
+// a value other than nil.
+func rewriteStore(s *Badger, mark byte, edit func(k, v []byte) (set []byte, del bool, err error)) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		var del [][]byte
+		set := map[string][]byte{}
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().KeyCopy(nil)
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			nv, d, err := edit(k, v)
+			switch {
+			case err != nil:
+				return err
+			case d:
+				del = append(del, k)
+			case nv != nil:
+				set[string(k)] = nv
+			}
+		}
+		for _, k := range del {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		for k, v := range set {
+			if err := txn.Set([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return txn.Set(indexMarkKey(), []byte{mark})
+	})
 }

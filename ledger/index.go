@@ -345,13 +345,19 @@ func (t *kvTx) unindex(op, sub, aggType, aggID string, s summary) error {
 
 // index writes a record's entries and counts it.
 func (t *kvTx) index(op, sub, aggType, aggID string, s summary) error {
+	return t.writeEntries(op, sub, aggType, aggID, s, tallies(sub, aggType, s))
+}
+
+// writeEntries writes a record's entries with summary s and adds it to
+// the counters under counts.
+func (t *kvTx) writeEntries(op, sub, aggType, aggID string, s summary, counts [][]byte) error {
 	v := s.encode()
 	for _, k := range entryKeys(sub, aggType, aggID, s) {
 		if err := t.set(op, k, v); err != nil {
 			return err
 		}
 	}
-	for _, k := range tallies(sub, aggType, s) {
+	for _, k := range counts {
 		if err := t.addTally(op, k, +1); err != nil {
 			return err
 		}
