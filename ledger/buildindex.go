@@ -13,7 +13,8 @@ const buildBatch = 500
 
 // BuildIndex indexes the parked records of a store written before the
 // index (or by a host that did not keep it), or before the index kept
-// failure groups (its entries are rewritten), in transactions
+// failure groups (its entries are rewritten), or before the counters per
+// class and type and per time bucket (counted from the summaries), in transactions
 // of a few hundred records, then marks the store indexed. A marked store costs one
 // read. It may run on several hosts of a shared store at once: a record
 // already indexed is passed over. Open runs it; ledger/jetstream's Open
@@ -38,9 +39,9 @@ func BuildIndex(ctx context.Context, s Store) error {
 			t := tx.(*kvTx)
 			last, done = nil, false
 			type rec struct {
-				k   []byte
-				r   *Record
-				old *summary // its entries written before groups
+				r                   *Record  // nil: indexed with its group, not yet counted
+				old                 *summary // its entries as they are, if any
+				sub, aggType, aggID string
 			}
 			var todo []rec
 			start := []byte{kindRecord}
@@ -64,7 +65,12 @@ func BuildIndex(ctx context.Context, s Store) error {
 					if err != nil {
 						return false, fmt.Errorf("%w: of record %q", err, k)
 					}
-					if s.group != "" {
+					switch {
+					case s.counted:
+						return true, nil
+					case s.group != "":
+						// Its summary has all it needs.
+						todo = append(todo, rec{old: &s, sub: sub, aggType: aggType, aggID: aggID})
 						return true, nil
 					}
 					old = &s
@@ -75,7 +81,7 @@ func BuildIndex(ctx context.Context, s Store) error {
 				if err := json.Unmarshal(v, r); err != nil {
 					return false, fmt.Errorf("corrupt record %q: %w", k, err)
 				}
-				todo = append(todo, rec{k, r, old})
+				todo = append(todo, rec{r: r, old: old})
 				return true, nil
 			})
 			if err != nil {
@@ -83,6 +89,12 @@ func BuildIndex(ctx context.Context, s Store) error {
 			}
 			for _, x := range todo {
 				r := x.r
+				if r == nil {
+					if err := t.countIn("BuildIndex", x.sub, x.aggType, x.aggID, *x.old); err != nil {
+						return err
+					}
+					continue
+				}
 				if x.old != nil {
 					if err := t.unindex("BuildIndex", r.Subscription, r.AggregateType, r.AggregateID, *x.old); err != nil {
 						return err
@@ -110,4 +122,11 @@ func BuildIndex(ctx context.Context, s Store) error {
 		}
 		after = last
 	}
+}
+
+// countIn puts a record indexed before the counters of counters.go, with
+// summary s, in them, and marks its entries counted.
+func (t *kvTx) countIn(op, sub, aggType, aggID string, s summary) error {
+	s.counted = true
+	return t.writeEntries(op, sub, aggType, aggID, s, countedTallies(sub, aggType, s))
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // TestBuildIndexAddsGroups: a store indexed before failure groups (its
@@ -39,45 +37,25 @@ func TestBuildIndexAddsGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make it a store of the index before groups.
-	err = s.db.Update(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		var del [][]byte
-		set := map[string][]byte{}
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().KeyCopy(nil)
-			switch k[0] {
-			case kindNotice:
-				del = append(del, k)
-			case kindTally:
-				if _, rest, _ := cutLP(k[1:]); rest[0] != dimClass && rest[0] != dimType {
-					del = append(del, k)
-				}
-			case kindIndex:
-				if _, dim, _, _, _, _ := indexKeyParts(k); dim == dimGroup {
-					del = append(del, k)
-					continue
-				}
-				v, _ := it.Item().ValueCopy(nil)
-				sm, err := decodeSummary(v, true)
-				if err != nil {
-					return err
-				}
-				sm.group = ""
-				set[string(k)] = sm.encode()
+	err = rewriteStore(s, 1, func(k, v []byte) ([]byte, bool, error) {
+		switch k[0] {
+		case kindNotice:
+			return nil, true, nil
+		case kindTally:
+			_, rest, _ := cutLP(k[1:])
+			return nil, rest[0] != dimClass && rest[0] != dimType, nil
+		case kindIndex:
+			if _, dim, _, _, _, _ := indexKeyParts(k); dim == dimGroup {
+				return nil, true, nil
 			}
-		}
-		for _, k := range del {
-			if err := txn.Delete(k); err != nil {
-				return err
+			sm, err := decodeSummary(v, true)
+			if err != nil {
+				return nil, false, err
 			}
+			sm.group = ""
+			return sm.encode(), false, nil
 		}
-		for k, v := range set {
-			if err := txn.Set([]byte(k), v); err != nil {
-				return err
-			}
-		}
-		return txn.Set(indexMarkKey(), []byte{1})
+		return nil, false, nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,6 +25,8 @@ import (
 //	'l' lp(sub) dim lp(value) lp(state)      -> count(8): per class ('c'), aggregate type ('t') and group ('g') and state
 //	'l' lp(sub) 'v' lp(group) lp(module)     -> count(8): a group's records per module version (group.go)
 //	'l' lp(sub) 'h' lp(group)                -> the group's head (group.go)
+//	'l' lp(sub) 'y' lp(class NUL type) lp(state) -> count(8): per class and aggregate type (counters.go)
+//	'l' lp(sub) 'b' level bucket(8) lp(state) -> count(8): per time bucket of first failure (counters.go)
 //	'x' "parked-index"                        -> indexVersion once every record is indexed
 //
 // A path keeps one record at one place for as long as the filter's value
@@ -48,10 +49,14 @@ const (
 	// were added at its end, where a host that does not know them stops
 	// reading: an entry without them is of a host before groups.
 	summaryVer = 1
+	// summaryCounted ends a summary whose record is in the counters of
+	// counters.go; a host before them stops reading at the module.
+	summaryCounted = 1
 
 	// indexVersion is what BuildIndex writes once every record is indexed:
-	// 2 once every record is also in its failure group.
-	indexVersion = 2
+	// 2 once every record is also in its failure group, 3 once it is also
+	// in the counters per class and type and per time bucket.
+	indexVersion = 3
 )
 
 func indexMarkKey() []byte { return []byte("xparked-index") }
@@ -72,13 +77,18 @@ type summary struct {
 	// group is the record's Fingerprint and module its module version
 	// (empty in a summary written before groups).
 	group, module string
+	// counted: the record is in the counters per class and aggregate
+	// type and per time bucket (counters.go). A summary written before
+	// them says false, so its record is taken out of only the counters
+	// it was put in.
+	counted bool
 }
 
 func summarize(r *Record) summary {
 	return summary{state: r.State, first: r.FirstFailure, next: r.NextRetry,
 		unrecoverable: r.Error.Class == "unrecoverable" || (r.Error.Class == "" && r.Error.Kind == "unrecoverable"),
 		message:       strings.ToLower(r.Error.Message), classes: r.Error.Classes,
-		group: Fingerprint(r), module: r.Error.Module}
+		group: Fingerprint(r), module: r.Error.Module, counted: true}
 }
 
 var stateByte = map[State]byte{StateRetrying: 'r', StateWaiting: 'w', StateResuming: 's'}
@@ -129,7 +139,11 @@ func (s summary) encode() []byte {
 		return b
 	}
 	b = appendLP(b, s.group)
-	return appendLP(b, s.module)
+	b = appendLP(b, s.module)
+	if s.counted {
+		b = append(b, summaryCounted)
+	}
+	return b
 }
 
 var errBadSummary = errors.New("ledger: malformed index entry")
@@ -171,9 +185,10 @@ func decodeSummary(v []byte, full bool) (summary, error) {
 	if s.group, rest, ok = cutLP(rest); !ok {
 		return s, errBadSummary
 	}
-	if s.module, _, ok = cutLP(rest); !ok {
+	if s.module, rest, ok = cutLP(rest); !ok {
 		return s, errBadSummary
 	}
+	s.counted = len(rest) > 0 && rest[0] == summaryCounted
 	return s, nil
 }
 
@@ -292,6 +307,9 @@ func tallies(sub, aggType string, s summary) [][]byte {
 		ks = append(ks, tallyKey(sub, dimGroup, s.group, s.state), groupModuleKey(sub, s.group, s.module),
 			tallyKey(sub, dimGroupType, groupTypeValue(s.group, aggType), s.state))
 	}
+	if s.counted {
+		ks = append(ks, countedTallies(sub, aggType, s)...)
+	}
 	return ks
 }
 
@@ -327,13 +345,19 @@ func (t *kvTx) unindex(op, sub, aggType, aggID string, s summary) error {
 
 // index writes a record's entries and counts it.
 func (t *kvTx) index(op, sub, aggType, aggID string, s summary) error {
+	return t.writeEntries(op, sub, aggType, aggID, s, tallies(sub, aggType, s))
+}
+
+// writeEntries writes a record's entries with summary s and adds it to
+// the counters under counts.
+func (t *kvTx) writeEntries(op, sub, aggType, aggID string, s summary, counts [][]byte) error {
 	v := s.encode()
 	for _, k := range entryKeys(sub, aggType, aggID, s) {
 		if err := t.set(op, k, v); err != nil {
 			return err
 		}
 	}
-	for _, k := range tallies(sub, aggType, s) {
+	for _, k := range counts {
 		if err := t.addTally(op, k, +1); err != nil {
 			return err
 		}
@@ -412,170 +436,4 @@ func statesOf(f *Filter) []State {
 		return []State{f.State}
 	}
 	return []State{StateRetrying, StateWaiting, StateResuming}
-}
-
-// path is one range of index entries that holds every record of a
-// subscription matching a filter.
-type path struct {
-	head   []byte // the path's entries are head lp(type) lp(id), but on the time path
-	prefix []byte // every entry of the path starts with it
-	start  []byte // the first key to look at
-	end    []byte // nil, or the first key past the range
-}
-
-// plan picks the path of sub that f narrows most, by the counts of the
-// state, the aggregate type and the class it names, and the time window's
-// entries counted up to the best of those.
-func (t *kvTx) plan(sub string, f *Filter) (path, error) {
-	all := []State{StateRetrying, StateWaiting, StateResuming}
-	var (
-		best  path
-		bestN = -1
-	)
-	consider := func(p path, n int) {
-		if bestN < 0 || n < bestN {
-			best, bestN = p, n
-		}
-	}
-	if f.AggregateType != "" {
-		n, err := t.tally(sub, dimType, f.AggregateType, all)
-		if err != nil {
-			return path{}, err
-		}
-		consider(allPath(sub, f), n)
-	} else {
-		n, err := t.stateCount(sub, all)
-		if err != nil {
-			return path{}, err
-		}
-		consider(allPath(sub, f), n)
-	}
-	if f.State != "" {
-		var n int
-		var err error
-		if f.AggregateType != "" {
-			n, err = t.tally(sub, dimType, f.AggregateType, []State{f.State})
-		} else {
-			n, err = t.stateCount(sub, []State{f.State})
-		}
-		if err != nil {
-			return path{}, err
-		}
-		consider(headPath(indexHead(sub, dimState, []byte(f.State)), f.AggregateType), n)
-	}
-	if f.Class != "" {
-		n, err := t.tally(sub, dimClass, f.Class, statesOf(f))
-		if err != nil {
-			return path{}, err
-		}
-		if f.State != "" {
-			consider(headPath(indexHead(sub, dimClassIn, classIn(f.Class, f.State)), f.AggregateType), n)
-		} else {
-			consider(headPath(indexHead(sub, dimClass, []byte(f.Class)), f.AggregateType), n)
-		}
-	}
-	if f.Group != "" {
-		var n int
-		var err error
-		if f.AggregateType != "" {
-			n, err = t.tally(sub, dimGroupType, groupTypeValue(f.Group, f.AggregateType), statesOf(f))
-		} else {
-			n, err = t.tally(sub, dimGroup, f.Group, statesOf(f))
-		}
-		if err != nil {
-			return path{}, err
-		}
-		consider(headPath(indexHead(sub, dimGroup, []byte(f.Group)), f.AggregateType), n)
-	}
-	if !f.KeyOrder && (!f.FailedAfter.IsZero() || !f.FailedBefore.IsZero()) {
-		p := timePath(sub, f)
-		n, err := t.countUpTo(p, bestN)
-		if err != nil {
-			return path{}, err
-		}
-		consider(p, n)
-	}
-	if bestN == 0 {
-		// A count that is exact says nothing matches: walk nothing.
-		best.start, best.end = best.prefix, best.prefix
-	}
-	return best, nil
-}
-
-func (t *kvTx) stateCount(sub string, states []State) (int, error) {
-	n := 0
-	for _, st := range states {
-		c, _, err := t.getUint64(key(kindCount, sub, string(st)))
-		if err != nil {
-			return 0, err
-		}
-		n += int(c)
-	}
-	return n, nil
-}
-
-func allPath(sub string, f *Filter) path {
-	return headPath(indexHead(sub, dimAll, nil), f.AggregateType)
-}
-
-// headPath is every entry under head, or under head and the aggregate type
-// when one is given.
-func headPath(head []byte, aggType string) path {
-	prefix := head
-	if aggType != "" {
-		prefix = appendLP(bytes.Clone(head), aggType)
-	}
-	return path{head: head, prefix: prefix, start: prefix}
-}
-
-func timePath(sub string, f *Filter) path {
-	head := indexHead(sub, dimFirst, nil)
-	p := path{prefix: head, start: head}
-	if !f.FailedAfter.IsZero() {
-		p.start = append(bytes.Clone(head), stampBytes(f.FailedAfter)...)
-	}
-	if !f.FailedBefore.IsZero() {
-		p.end = append(bytes.Clone(head), stampBytes(f.FailedBefore)...)
-	}
-	return p
-}
-
-// countUpTo counts the keys of p, stopping at limit.
-func (t *kvTx) countUpTo(p path, limit int) (int, error) {
-	n := 0
-	it := t.txn.Iterate(p.prefix, false)
-	defer it.Close()
-	for it.Seek(p.start); it.Valid() && n < limit; it.Next() {
-		if p.end != nil && bytes.Compare(it.Key(), p.end) >= 0 {
-			break
-		}
-		n++
-	}
-	return n, nil
-}
-
-// walk calls fn with each entry of p from after on (exclusive; nil: from
-// the start), and the number examined so far, until fn returns false.
-func (t *kvTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) error {
-	start := p.start
-	if after != nil {
-		if next := append(bytes.Clone(after), 0); bytes.Compare(next, start) > 0 {
-			start = next
-		}
-	}
-	it := t.txn.Iterate(p.prefix, true)
-	defer it.Close()
-	for it.Seek(start); it.Valid(); it.Next() {
-		if p.end != nil && bytes.Compare(it.Key(), p.end) >= 0 {
-			return nil
-		}
-		v, err := it.Value()
-		if err != nil {
-			return err
-		}
-		if more, err := fn(it.Key(), v); err != nil || !more {
-			return err
-		}
-	}
-	return nil
 }

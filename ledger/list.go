@@ -165,8 +165,8 @@ func (t *kvTx) listStart(f *Filter) ([]string, listCursor, error) {
 }
 
 // CountMatching implements [ParkedRecords.CountMatching]: from the
-// counters when the filter names no more than a state and a class or an
-// aggregate type, else by walking the narrowest path.
+// counters when a counter keeps the filter's conditions (countBy), else
+// by walking the narrowest path.
 func (t *kvTx) CountMatching(f Filter) (int, error) {
 	if err := t.checkRead("CountMatching"); err != nil {
 		return 0, err
@@ -182,32 +182,26 @@ func (t *kvTx) CountMatching(f Filter) (int, error) {
 		}
 	}
 	lower := strings.ToLower(f.Message)
-	narrowed := 0
-	for _, v := range []string{f.Class, f.AggregateType, f.Group} {
-		if v != "" {
-			narrowed++
-		}
-	}
-	counted := f.Message == "" && f.ProvenBy == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero() && narrowed <= 1
-	if f.Group != "" && f.AggregateType != "" && f.Class == "" {
-		counted = f.Message == "" && f.ProvenBy == "" && f.FailedAfter.IsZero() && f.FailedBefore.IsZero()
-	}
+	how := countBy(&f)
 	total := 0
 	for _, sub := range subs {
 		var n int
 		var err error
-		switch {
-		case counted && f.Group != "" && f.AggregateType != "":
+		switch how {
+		case byGroupType:
 			n, err = t.tally(sub, dimGroupType, groupTypeValue(f.Group, f.AggregateType), statesOf(&f))
-		case counted && f.Group != "":
+		case byGroup:
 			n, err = t.tally(sub, dimGroup, f.Group, statesOf(&f))
-		case counted && f.Class != "":
-			n, err = t.tally(sub, dimClass, f.Class, statesOf(&f))
-		case counted && f.AggregateType != "":
+		case byClass:
+			n, err = t.classCount(sub, &f)
+		case byType:
 			n, err = t.tally(sub, dimType, f.AggregateType, statesOf(&f))
-		case counted:
+		case byState:
 			n, err = t.stateCount(sub, statesOf(&f))
-		default:
+		case byWindow:
+			lo, hi := windowStamps(&f)
+			n, err = t.countWindow(sub, lo, hi, statesOf(&f))
+		case byWalk:
 			var p path
 			if p, err = t.plan(sub, &f); err == nil {
 				err = t.walk(p, nil, func(k, v []byte) (bool, error) {
@@ -245,16 +239,19 @@ func (t *kvTx) OldestParked(subscription string) (time.Time, bool, error) {
 	if err := t.checkRead("OldestParked"); err != nil {
 		return time.Time{}, false, err
 	}
+	// The first key is the answer: no value is read (a walk would
+	// prefetch a hundred).
 	head := indexHead(subscription, dimOldest, nil)
-	var oldest time.Time
-	err := t.walk(path{prefix: head, start: head}, nil, func(k, _ []byte) (bool, error) {
-		_, _, val, _, _, err := indexKeyParts(k)
-		if err != nil {
-			return false, err
+	var (
+		oldest time.Time
+		err    error
+	)
+	if ks := t.keysWithPrefix(head, 1); len(ks) == 1 {
+		var val []byte
+		if _, _, val, _, _, err = indexKeyParts(ks[0]); err == nil {
+			oldest = unstamp(binary.BigEndian.Uint64(val))
 		}
-		oldest = unstamp(binary.BigEndian.Uint64(val))
-		return false, nil
-	})
+	}
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("ledger: OldestParked %q: %w", subscription, err)
 	}
@@ -347,4 +344,39 @@ func cursorPath(f *Filter, k []byte) (sub string, p path, after []byte, err erro
 		return "", path{}, nil, errBadKey
 	}
 	return s, p, k, nil
+}
+
+// How CountMatching counts a filter: from which counter, or by a walk.
+const (
+	byWalk = iota
+	byState
+	byType
+	byClass // a class, or a class and a type
+	byGroup
+	byGroupType
+	byWindow
+)
+
+// countBy returns the counter that keeps f's conditions, byWalk when none
+// does: a message or a proof, a window with anything but a state, or a
+// group with a class.
+func countBy(f *Filter) int {
+	window := !f.FailedAfter.IsZero() || !f.FailedBefore.IsZero()
+	switch {
+	case f.Message != "" || f.ProvenBy != "":
+		return byWalk
+	case window && f.Class == "" && f.AggregateType == "" && f.Group == "":
+		return byWindow
+	case window, f.Group != "" && f.Class != "":
+		return byWalk
+	case f.Group != "" && f.AggregateType != "":
+		return byGroupType
+	case f.Group != "":
+		return byGroup
+	case f.Class != "":
+		return byClass
+	case f.AggregateType != "":
+		return byType
+	}
+	return byState
 }

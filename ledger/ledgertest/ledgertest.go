@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListParkedPaging", testListPaging},
 		{"ListParkedByFailure", testListByFailure},
 		{"IndexAgreesWithEveryFilter", testIndexAgrees},
+		{"CountersExact", testCounters},
 		{"FailureGroups", testGroups},
 		{"Jobs", testJobs},
 		{"Audit", testAudit},

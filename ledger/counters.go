@@ -1,0 +1,227 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/berthhq/berth/ledger/internal/kvtx"
+)
+
+// Counters that answer the counts the per-class, per-type and per-group
+// ones cannot, kept like them in the transaction that changes the record
+// (index.go's tallies):
+//
+//	'l' lp(sub) 'y' lp(class NUL type) lp(state) -> count(8): per class of the chain and aggregate type
+//	'l' lp(sub) 'b' level bucket(8) lp(state)   -> count(8): per time bucket of the first failure
+//
+// A time bucket is the first failure's stamp (index.go) divided by its
+// level's width: a day, an hour, a minute or a second (so buckets are
+// aligned on stamps, not on the clock; a sum does not care). A record is
+// in one bucket of each level. A time window's count is the days wholly
+// inside it, then the hours, minutes and seconds of its two ends, and
+// the entries of the sub-second ends walked on the time path: a few
+// dozen counter reads and walks of a second's records, however many the
+// window holds.
+//
+// A summary says whether its record is counted here (index.go), so a
+// store indexed before them is counted by BuildIndex (version 3) while
+// its host changes records. A host of an earlier version sharing a
+// JetStream ledger does not keep them: a record it changes keeps its old
+// counts here, as with the group counters before.
+const (
+	dimClassType = 'y'
+	dimBucket    = 'b'
+)
+
+// bucketLevels are the time buckets' levels, widest first.
+var bucketLevels = []struct {
+	level byte
+	width uint64 // in stamp units, nanoseconds
+}{
+	{'d', uint64(24 * time.Hour)},
+	{'h', uint64(time.Hour)},
+	{'m', uint64(time.Minute)},
+	{'s', uint64(time.Second)},
+}
+
+func classTypeValue(class, aggType string) string { return class + "\x00" + aggType }
+
+// bucketHead is the start of every counter of one level of sub's buckets.
+func bucketHead(sub string, level byte) []byte {
+	return append(key(kindTally, sub), dimBucket, level)
+}
+
+func bucketKey(sub string, level byte, bucket uint64, state State) []byte {
+	b := binary.BigEndian.AppendUint64(bucketHead(sub, level), bucket)
+	return appendLP(b, string(state))
+}
+
+// countedTallies lists the counters of this file a record with summary s
+// counts in.
+func countedTallies(sub, aggType string, s summary) [][]byte {
+	var ks [][]byte
+	for i, c := range s.classes {
+		if !containsBefore(s.classes, i, c) {
+			ks = append(ks, tallyKey(sub, dimClassType, classTypeValue(c, aggType), s.state))
+		}
+	}
+	st := stamp(s.first)
+	for _, l := range bucketLevels {
+		ks = append(ks, bucketKey(sub, l.level, st/l.width, s.state))
+	}
+	return ks
+}
+
+// windowStamps is the window of f as a range of stamps [lo, hi): a first
+// failure at or after FailedAfter, before FailedBefore. An open start is
+// the zero time's stamp, 0; an open end is past every stamp.
+func windowStamps(f *Filter) (lo, hi uint64) {
+	lo, hi = stamp(f.FailedAfter), math.MaxUint64
+	if !f.FailedBefore.IsZero() {
+		hi = stamp(f.FailedBefore)
+	}
+	return lo, hi
+}
+
+// countWindow counts sub's records in states whose first failure is in
+// [lo, hi), from the time buckets.
+func (t *kvTx) countWindow(sub string, lo, hi uint64, states []State) (int, error) {
+	w := windowCount{t: t, sub: sub, states: states, all: len(states) == 3}
+	defer w.close()
+	return w.count(lo, hi, 0)
+}
+
+// windowCount is one window's count. Its two iterators, over sub's
+// buckets and over its time path, are made once and sought for each
+// range: making one costs more than a seek, the more the store holds.
+type windowCount struct {
+	t        *kvTx
+	sub      string
+	states   []State
+	all      bool // states is every state (statesOf gives one or all three)
+	buckets  kvtx.Iterator
+	entries  kvtx.Iterator
+	bucketsH []byte
+	entriesH []byte
+}
+
+func (w *windowCount) close() {
+	for _, it := range []kvtx.Iterator{w.buckets, w.entries} {
+		if it != nil {
+			it.Close()
+		}
+	}
+}
+
+// count counts [lo, hi) with the buckets of level i and finer: the whole
+// buckets of level i inside it, and its ends at the next level.
+func (w *windowCount) count(lo, hi uint64, i int) (int, error) {
+	if lo >= hi {
+		return 0, nil
+	}
+	if i == len(bucketLevels) {
+		return w.countEntries(lo, hi)
+	}
+	width := bucketLevels[i].width
+	first, last := lo/width, hi/width
+	if lo%width != 0 {
+		first++
+	}
+	if first >= last {
+		return w.count(lo, hi, i+1)
+	}
+	n, err := w.sumBuckets(bucketLevels[i].level, first, last)
+	if err != nil {
+		return 0, err
+	}
+	for _, end := range [][2]uint64{{lo, first * width}, {last * width, hi}} {
+		m, err := w.count(end[0], end[1], i+1)
+		if err != nil {
+			return 0, err
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// sumBuckets adds the counters of level's buckets [first, last) in states.
+func (w *windowCount) sumBuckets(level byte, first, last uint64) (int, error) {
+	if w.buckets == nil {
+		w.bucketsH = append(key(kindTally, w.sub), dimBucket)
+		w.buckets = w.t.txn.Iterate(w.bucketsH, false)
+	}
+	head := append(bytes.Clone(w.bucketsH), level)
+	end := binary.BigEndian.AppendUint64(bytes.Clone(head), last)
+	it := w.buckets
+	n := 0
+	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(head), first)); it.Valid(); it.Next() {
+		k := it.Key()
+		if bytes.Compare(k, end) >= 0 {
+			break
+		}
+		if !w.all {
+			st, _, ok := cutLP(k[len(head)+8:])
+			if !ok {
+				return 0, fmt.Errorf("%w: bucket %q", errBadKey, k)
+			}
+			if !hasState(w.states, State(st)) {
+				continue
+			}
+		}
+		v, err := it.Value()
+		if err != nil {
+			return 0, err
+		}
+		if len(v) != 8 {
+			return 0, fmt.Errorf("ledger: corrupt number under key %q", k)
+		}
+		n += int(binary.BigEndian.Uint64(v))
+	}
+	return n, nil
+}
+
+// countEntries counts the entries of sub's time path in [lo, hi) whose
+// record is in states: what is left of a window finer than a second.
+func (w *windowCount) countEntries(lo, hi uint64) (int, error) {
+	if w.entries == nil {
+		// Values are read only for a state, and only in the range: an
+		// iterator that prefetches reads past its end.
+		w.entriesH = indexHead(w.sub, dimFirst, nil)
+		w.entries = w.t.txn.Iterate(w.entriesH, false)
+	}
+	end := binary.BigEndian.AppendUint64(bytes.Clone(w.entriesH), hi)
+	it := w.entries
+	n := 0
+	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(w.entriesH), lo)); it.Valid(); it.Next() {
+		if bytes.Compare(it.Key(), end) >= 0 {
+			break
+		}
+		if !w.all {
+			v, err := it.Value()
+			if err != nil {
+				return 0, err
+			}
+			s, err := decodeSummary(v, false)
+			if err != nil {
+				return 0, err
+			}
+			if !hasState(w.states, s.state) {
+				continue
+			}
+		}
+		n++
+	}
+	return n, nil
+}
+
+func hasState(states []State, s State) bool {
+	for _, x := range states {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
