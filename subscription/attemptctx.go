@@ -42,7 +42,17 @@ type attemptCtx struct {
 	mu    sync.Mutex // orders state against the building of lazy
 	state attemptState
 	lazy  atomic.Pointer[attemptLazy] // set once, under mu
+
+	// slot is the partition whose slot a live delivery's attempt holds
+	// (nil for one that holds none); left says the invoker gave it up
+	// (LeaveSlot), and the engine takes one back when Invoke returns.
+	slot *partition
+	left atomic.Bool
 }
+
+// attemptKey is the key under which an attempt's context answers Value
+// with itself, so that LeaveSlot finds it under contexts derived from it.
+type attemptKey struct{}
 
 // attemptLazy is what an attempt's Done needs: a child of the run's context
 // that the deadline or the end of the attempt cancels, and the deadline's
@@ -77,8 +87,12 @@ func newAttemptCtxAt(parent context.Context, c clock.Clock, now time.Time, d tim
 // Deadline reports the attempt's deadline on the engine's clock.
 func (c *attemptCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// Value answers as the run's context does (through lazy once it exists).
+// Value answers as the run's context does (through lazy once it exists),
+// and with c itself for attemptKey.
 func (c *attemptCtx) Value(key any) any {
+	if key == (attemptKey{}) {
+		return c
+	}
 	if l := c.lazy.Load(); l != nil {
 		return l.ctx.Value(key)
 	}

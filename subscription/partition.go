@@ -62,6 +62,9 @@ func (r *run) livePartition(k aggKey) *partition {
 //     none waits (holding no slot) to be handed the next one started
 //     (worker.go). Every release closes slotFreed while anyone counts in
 //     slotWaiters.
+//   - An attempt waiting for a store gives its slot up the same way
+//     (LeaveSlot, leaveslot.go), counting in offSlot, at most max of them,
+//     and takes one back as slotWaiters do once its Invoke returns.
 //   - Backpressure lowers limit (halving it, at least 1) without taking a
 //     slot from anyone: running may exceed limit until workers see it after
 //     their current commit and stop; each success raises limit by one, up to
@@ -90,6 +93,9 @@ type partition struct {
 	// by the neighbours it let go ahead.
 	slotWaiters int
 	slotFreed   chan struct{} // closed and replaced when a slot frees
+	// offSlot counts the attempts that gave their slot up while they wait
+	// for a store (LeaveSlot), at most max.
+	offSlot int
 	// idle counts the workers waiting, with no slot, for handoff to give
 	// them the next aggregate started (worker.go).
 	idle    int
@@ -246,9 +252,7 @@ func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool, onO
 		return p.backoff(ctx, d, onOutage)
 	}
 	p.mu.Lock()
-	p.running--
-	p.slotFreedLocked()
-	p.fill()
+	p.releaseLocked()
 	p.mu.Unlock()
 	err := p.backoff(ctx, d, onOutage)
 	p.mu.Lock()
@@ -258,6 +262,14 @@ func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool, onO
 		p.running++
 		return err
 	}
+	return p.retakeLocked(ctx, onOutage)
+}
+
+// retakeLocked takes a slot again for a worker that gave its own up in
+// the middle of a commit, ahead of the aggregates in ready (slotWaiters);
+// p.mu held. When ctx ends first it counts the slot taken all the same,
+// for the worker, which gives it back, and returns ctx's error.
+func (p *partition) retakeLocked(ctx context.Context, onOutage func()) error {
 	p.slotWaiters++
 	defer func() { p.slotWaiters-- }()
 	for p.running >= p.limit {
