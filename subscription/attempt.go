@@ -200,8 +200,7 @@ func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) *retry.Failur
 // another (a read of the clock costs about 200 ns on a VM's clock source).
 // slot is the partition whose slot a live delivery holds (nil for none):
 // the invoker may leave it while it waits for a store (LeaveSlot), and
-// the attempt takes one again here once Invoke has returned, outside its
-// deadline.
+// the attempt takes it back here once Invoke has returned.
 func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Time, slot *partition) (f *retry.Failure) {
 	if !r.e.leaseValidAt(now) {
 		if err := r.e.awaitLease(ctx, now); err != nil {

@@ -7,10 +7,9 @@ import "context"
 // handler: a store making the call's writes durable, say. The partition's
 // slot the attempt holds then goes to another aggregate meanwhile, so that
 // the wait is shared by more calls instead of holding the partition's
-// concurrency; the attempt takes a slot again (ahead of the aggregates
-// waiting for one) when Invoke returns, before its outcome is settled. The
-// aggregate stays busy throughout: none of its later events starts until
-// this one is settled, so its order holds.
+// concurrency; the attempt takes its slot back when Invoke returns, before
+// its outcome is settled. The aggregate stays busy throughout: none of its
+// later events starts until this one is settled, so its order holds.
 //
 // It reports false, and the attempt keeps its slot, when ctx is not a live
 // delivery's (a replay or a long-horizon retry holds no slot) or when as
@@ -43,14 +42,17 @@ func (p *partition) leaveSlot() bool {
 }
 
 // backOnSlot takes a slot again for an attempt that left its own
-// (leaveSlot), once its Invoke has returned. When the partition's context
-// ends first the slot counts as taken all the same (retakeLocked): the
-// attempt is then not counted and its worker gives the slot back.
+// (leaveSlot), once its Invoke has returned: at once, even when that puts
+// the partition over its limit, as backpressure lowering the limit does;
+// the worker gives the slot back after its commit when others wait. It
+// does not wait for a slot to free: during a systemic pause the probe
+// leaves its slot too, and the workers waiting for the probe's outcome
+// hold theirs, so a probe waiting for a slot would wait for ever.
 func (p *partition) backOnSlot() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.offSlot--
-	_ = p.retakeLocked(p.ctx, func() {})
+	p.running++
 }
 
 // releaseLocked gives a slot back in the middle of a commit and starts

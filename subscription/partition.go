@@ -64,7 +64,8 @@ func (r *run) livePartition(k aggKey) *partition {
 //     slotWaiters.
 //   - An attempt waiting for a store gives its slot up the same way
 //     (LeaveSlot, leaveslot.go), counting in offSlot, at most max of them,
-//     and takes one back as slotWaiters do once its Invoke returns.
+//     and takes it back at once when its Invoke returns, over the limit if
+//     need be (backOnSlot), to give it back after its commit.
 //   - Backpressure lowers limit (halving it, at least 1) without taking a
 //     slot from anyone: running may exceed limit until workers see it after
 //     their current commit and stop; each success raises limit by one, up to
@@ -262,14 +263,6 @@ func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool, onO
 		p.running++
 		return err
 	}
-	return p.retakeLocked(ctx, onOutage)
-}
-
-// retakeLocked takes a slot again for a worker that gave its own up in
-// the middle of a commit, ahead of the aggregates in ready (slotWaiters);
-// p.mu held. When ctx ends first it counts the slot taken all the same,
-// for the worker, which gives it back, and returns ctx's error.
-func (p *partition) retakeLocked(ctx context.Context, onOutage func()) error {
 	p.slotWaiters++
 	defer func() { p.slotWaiters-- }()
 	for p.running >= p.limit {
