@@ -17,23 +17,20 @@ import (
 // not pass it until its Invoke has returned.
 func TestLeaveSlotLendsTheSlotWhileTheCallWaits(t *testing.T) {
 	var mu sync.Mutex
-	inFlight := map[string]int{}
-	left := map[string]bool{} // of the calls in flight
+	left := map[string]bool{} // the calls in flight, by aggregate: whether each left its slot
 	handled := map[string][]uint64{}
 	release := make(chan struct{})
 	inv := InvokerFunc(func(ctx context.Context, d Delivery) *retry.Failure {
 		id := d.Commit.AggregateID
 		l := LeaveSlot(ctx) // the handler ran; now "the store"
 		mu.Lock()
-		inFlight[id]++
-		left[id] = l
-		if inFlight[id] > 1 {
+		if _, busy := left[id]; busy {
 			t.Errorf("two events of %s at once", id)
 		}
+		left[id] = l
 		mu.Unlock()
 		block(ctx, release)
 		mu.Lock()
-		inFlight[id]--
 		delete(left, id)
 		handled[id] = append(handled[id], d.Commit.Version)
 		mu.Unlock()
