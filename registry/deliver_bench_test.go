@@ -80,18 +80,27 @@ func BenchmarkDeliverWasm(b *testing.B) {
 	for _, g := range guests {
 		for _, mode := range []string{config.SyncAlways, config.SyncNone} {
 			b.Run(g.kind+"/sync="+mode, func(b *testing.B) {
-				ctx := context.Background()
-				cfg := benchConfig(b)
-				cfg.Store.Sync = mode
-				asm, err := assembly.Open(ctx, cfg, assembly.Options{WasmCacheDir: cache})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer asm.Close(ctx)
+				asm, cfg := openSynced(b, mode, cache)
+				defer asm.Close(context.Background())
 				benchDeliverWasm(b, g, wasm[g.kind], cfg, benchHost{events: asm.Events, sandbox: asm.Sandbox, engine: asm.Engine, modules: asm.Modules})
 			})
 		}
 	}
+}
+
+// openSynced opens a host of the default configuration (benchConfig) with
+// store.sync mode, its compilation cache in cache; the caller closes it
+// (b.Cleanup would keep the host of the first, one-iteration call open
+// through the timed one).
+func openSynced(b *testing.B, mode, cache string) (*assembly.Host, *config.Config) {
+	b.Helper()
+	cfg := benchConfig(b)
+	cfg.Store.Sync = mode
+	asm, err := assembly.Open(context.Background(), cfg, assembly.Options{WasmCacheDir: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return asm, cfg
 }
 
 // benchHost is what benchDeliverWasm uses of a host.
@@ -157,23 +166,7 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 	if err := h.engine.Unpause(ctx, g.sub, subscription.Caller{}); err != nil {
 		b.Fatal(err)
 	}
-	for {
-		st, err := h.engine.Status(ctx, g.sub)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if st.Lag == 0 {
-			for state, n := range st.Parked {
-				if n > 0 {
-					b.Fatalf("%d aggregates %s: the guest failed", n, state)
-				}
-			}
-			break
-		}
-		// Not every millisecond: a Status reads the log's head and the
-		// ledger, on JetStream a round trip each.
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitDelivered(b, h.engine, g.sub)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	if h.ledgerTx != nil {
@@ -196,6 +189,29 @@ func benchDeliverWasm(b *testing.B, g benchGuest, wasm []byte, cfg *config.Confi
 	}
 	if parallel > 0 {
 		b.ReportMetric(parallel, "appends/s-par16")
+	}
+}
+
+// awaitDelivered waits until sub has handled every commit in the log, and
+// fails b if any aggregate was parked.
+func awaitDelivered(b *testing.B, engine *subscription.Engine, sub string) {
+	b.Helper()
+	for {
+		st, err := engine.Status(context.Background(), sub)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Lag == 0 {
+			for state, n := range st.Parked {
+				if n > 0 {
+					b.Fatalf("%d aggregates %s: the guest failed", n, state)
+				}
+			}
+			return
+		}
+		// Not every millisecond: a Status reads the log's head and the
+		// ledger, on JetStream a round trip each.
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -98,8 +98,10 @@ func (l *callLog) snapshot() map[string][]string {
 	return out
 }
 
-// Every one of the engine's 64 concurrent deliveries (16 partitions x 4)
-// finds the query store busy at once, with 8 writers to a transaction: none
+// Every one of the engine's 128 deliveries in flight (16 partitions x 4,
+// and as many more that gave their slots up to wait for the store,
+// subscription.LeaveSlot) finds the query store busy at once, with 8
+// writers to a transaction: none
 // fails for it. Each event's guest runs exactly once, at its first attempt
 // (so nothing was charged to a budget), every partition keeps its
 // concurrency (no backpressure lowered it), and every event's write is in
@@ -129,14 +131,14 @@ func TestProjectionBusyStoreRunsEachGuestOnce(t *testing.T) {
 	}
 
 	release := holdStore(t, asm.Ledger)
-	const events = 256 // over as many aggregates: every partition has more than 4
+	const events = 256 // over as many aggregates: every partition has more than 8
 	for i := range events {
 		if _, err := asm.Events.Append(ctx, eventlog.AppendRequest{AggregateType: "Thing", AggregateID: fmt.Sprint("t", i),
 			ExpectedVersion: eventlog.AnyVersion, Events: []eventlog.Event{{Type: "Happened"}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	const concurrent = 16 * 4
+	const concurrent = 16 * 4 * 2
 	projEventually(t, func() error { return waiting(asm.Projections, concurrent) })
 	release()
 	projEventually(t, func() error { return caughtUp(asm.Engine.Status(ctx, eachEventSub)) })

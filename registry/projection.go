@@ -257,13 +257,24 @@ func (r *Registry) projectionInvoker(d *deployed, desc abi.Description, h abi.Ha
 
 // Invoke runs the call unless its event was applied already, and applies
 // its writes with the event's mark when it succeeds.
+//
+// The mark is looked up before the call only for a delivery that is not
+// Fresh: one that may have been attempted before (a redelivery after a
+// restart, a retry, a replay). A Fresh one cannot have been applied, and
+// its lookup was the projection's cost of fsync: a Badger read transaction
+// waits for every commit in flight to be written (its oracle's readTs), so
+// with store.sync "always" each call's lookup waited for the fsync of the
+// group ahead (docs/BENCHMARKS.md, session 33). applyTx reads the mark
+// again in its transaction, so an event is applied once either way.
 func (pi projectionInvoker) Invoke(ctx context.Context, d subscription.Delivery) *retry.Failure {
-	done, err := pi.p.applied(ctx, pi.sub, &d)
-	if err != nil {
-		return storeFailure(ctx, err)
-	}
-	if done {
-		return nil // a redelivery of an event whose writes are in the read model
+	if !d.Fresh {
+		done, err := pi.p.applied(ctx, pi.sub, &d)
+		if err != nil {
+			return storeFailure(ctx, err)
+		}
+		if done {
+			return nil // a redelivery of an event whose writes are in the read model
+		}
 	}
 	for run := 1; ; run++ {
 		kv := newCallKV(ctx, pi.p.store, pi.sub)
@@ -271,6 +282,11 @@ func (pi projectionInvoker) Invoke(ctx context.Context, d subscription.Delivery)
 		if _, f := call(ctx, pi.mod, &env, d.Timeout, sandbox.Ports{KV: kv}, pi.stamp, d.Subscription); f != nil {
 			return f
 		}
+		// The partition's slot goes to another aggregate while the
+		// call's writes wait for their group's commit (and its fsync):
+		// more calls share each commit, and the aggregate's order holds,
+		// since its next event waits for this one all the same.
+		subscription.LeaveSlot(ctx)
 		err := pi.p.commits.apply(ctx, pi.sub, kv, &d)
 		switch {
 		case err == nil:

@@ -59,6 +59,7 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 	refund := func() { r.refundOutage(p, a, c.Version, idx, &st) }
 	tr := r.e.trace.deliver(ctx, r.s.name, p.idx, c, idx, key, false)
 	defer func() { tr.end(o) }()
+	fresh := live && st.n == 0 && c.Position >= r.fresh // Delivery.Fresh
 	for {
 		refund()
 		pol := r.s.cur.Load().policy
@@ -70,8 +71,9 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 		st.n++
 		s := r.attempt(ctx, tr, cur, Delivery{
 			Subscription: r.s.name, Handler: cur.spec.Handler, InvocationKey: key,
-			Attempt: st.n, Commit: c, Index: idx, Timeout: cur.policy.Timeout,
-		}, nil, false)
+			Attempt: st.n, Commit: c, Index: idx, Timeout: cur.policy.Timeout, Fresh: fresh,
+		}, nil, false, liveSlot(p, live))
+		fresh = false // whatever the attempt did, even one not counted
 		if !s.counted {
 			// Stopped, or cut short by the host for a condition of its own
 			// (the module warming up on the interpreter): nothing is
@@ -90,6 +92,14 @@ func (r *run) deliver(p *partition, a *aggState, c eventlog.Commit, idx int, liv
 			return o
 		}
 	}
+}
+
+// liveSlot is p when a live delivery holds one of its slots, else nil.
+func liveSlot(p *partition, live bool) *partition {
+	if live {
+		return p
+	}
+	return nil
 }
 
 // settle records what attempt s at event idx of c came to, and reports
@@ -182,13 +192,16 @@ func (r *run) settle(p *partition, a *aggState, c eventlog.Commit, idx int, live
 // (lease.go): invoke waits for a renewal first, or returns a cancelled
 // failure once the run stopped, which the caller does not count.
 func (r *run) invoke(ctx context.Context, inv Invoker, d Delivery) *retry.Failure {
-	return r.invokeAt(ctx, inv, d, r.e.clock.Now())
+	return r.invokeAt(ctx, inv, d, r.e.clock.Now(), nil)
 }
 
 // invokeAt is invoke for a caller that read the engine's clock at now,
 // right before: the lease fence checks that reading rather than take
 // another (a read of the clock costs about 200 ns on a VM's clock source).
-func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Time) (f *retry.Failure) {
+// slot is the partition whose slot a live delivery holds (nil for none):
+// the invoker may leave it while it waits for a store (LeaveSlot), and
+// the attempt takes it back here once Invoke has returned.
+func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Time, slot *partition) (f *retry.Failure) {
 	if !r.e.leaseValidAt(now) {
 		if err := r.e.awaitLease(ctx, now); err != nil {
 			return &retry.Failure{Classes: []string{retry.ClassCanceled}, Message: "not called: this host's cluster lease ran out"}
@@ -204,6 +217,7 @@ func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Ti
 	} else {
 		actx = newAttemptCtxAt(ctx, r.e.clock, now, d.Timeout)
 	}
+	actx.slot = slot
 	defer actx.end()
 	func() {
 		defer func() {
@@ -213,7 +227,11 @@ func (r *run) invokeAt(ctx context.Context, inv Invoker, d Delivery, now time.Ti
 		}()
 		f = inv.Invoke(actx, d)
 	}()
-	if actx.timedOut() {
+	timedOut := actx.timedOut()
+	if actx.left.Load() {
+		slot.backOnSlot()
+	}
+	if timedOut {
 		return retry.Overran(f, d.Timeout)
 	}
 	return f

@@ -42,7 +42,17 @@ type attemptCtx struct {
 	mu    sync.Mutex                  // orders state's changes against the building of lazy
 	state atomicState                 // changed under mu; Err's fast path reads it without
 	lazy  atomic.Pointer[attemptLazy] // set once, under mu
+
+	// slot is the partition whose slot a live delivery's attempt holds
+	// (nil for one that holds none); left says the invoker gave it up
+	// (LeaveSlot), and the engine takes one back when Invoke returns.
+	slot *partition
+	left atomic.Bool
 }
+
+// attemptKey is the key under which an attempt's context answers Value
+// with itself, so that LeaveSlot finds it under contexts derived from it.
+type attemptKey struct{}
 
 // attemptLazy is what an attempt's Done needs: a child of the run's context
 // that the deadline or the end of the attempt cancels, and the deadline's
@@ -105,7 +115,8 @@ var attemptCtxs = sync.Pool{New: func() any { return new(attemptCtx) }}
 // (releaseAttemptCtx).
 func reusedAttemptCtxAt(parent context.Context, c clock.Clock, now time.Time, d time.Duration) *attemptCtx {
 	ac := attemptCtxs.Get().(*attemptCtx)
-	ac.parent, ac.clock, ac.deadline = parent, c, now.Add(d)
+	ac.parent, ac.clock, ac.deadline, ac.slot = parent, c, now.Add(d), nil
+	ac.left.Store(false)
 	ac.state.set(attemptRunning)
 	return ac
 }
@@ -117,15 +128,19 @@ func releaseAttemptCtx(ac *attemptCtx) {
 	if ac.lazy.Load() != nil {
 		return
 	}
-	ac.parent, ac.clock = nil, nil
+	ac.parent, ac.clock, ac.slot = nil, nil, nil
 	attemptCtxs.Put(ac)
 }
 
 // Deadline reports the attempt's deadline on the engine's clock.
 func (c *attemptCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// Value answers as the run's context does (through lazy once it exists).
+// Value answers as the run's context does (through lazy once it exists),
+// and with c itself for attemptKey.
 func (c *attemptCtx) Value(key any) any {
+	if key == (attemptKey{}) {
+		return c
+	}
 	if l := c.lazy.Load(); l != nil {
 		return l.ctx.Value(key)
 	}

@@ -298,7 +298,7 @@ func (r *run) retryAttempt(p *partition, tr *deliveryTrace, cur *resolved, k agg
 	return r.attempt(ctx, tr, cur, Delivery{
 		Subscription: r.s.name, Handler: cur.spec.Handler, InvocationKey: recordKey(rec),
 		Attempt: rec.Attempts + 1, Commit: c, Index: int(rec.Index), Timeout: cur.parked.Timeout,
-	}, unread, true)
+	}, unread, true, nil)
 }
 
 // retrySucceeded records a long-horizon retry that handled the event:

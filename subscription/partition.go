@@ -62,6 +62,10 @@ func (r *run) livePartition(k aggKey) *partition {
 //     none waits (holding no slot) to be handed the next one started
 //     (worker.go). Every release closes slotFreed while anyone counts in
 //     slotWaiters.
+//   - An attempt waiting for a store gives its slot up the same way
+//     (LeaveSlot, leaveslot.go), counting in offSlot, at most max of them,
+//     and takes it back at once when its Invoke returns, over the limit if
+//     need be (backOnSlot), to give it back after its commit.
 //   - Backpressure lowers limit (halving it, at least 1) without taking a
 //     slot from anyone: running may exceed limit until workers see it after
 //     their current commit and stop; each success raises limit by one, up to
@@ -90,6 +94,9 @@ type partition struct {
 	// by the neighbours it let go ahead.
 	slotWaiters int
 	slotFreed   chan struct{} // closed and replaced when a slot frees
+	// offSlot counts the attempts that gave their slot up while they wait
+	// for a store (LeaveSlot), at most max.
+	offSlot int
 	// idle counts the workers waiting, with no slot, for handoff to give
 	// them the next aggregate started (worker.go).
 	idle    int
@@ -246,9 +253,7 @@ func (p *partition) waitOff(ctx context.Context, d time.Duration, live bool, onO
 		return p.backoff(ctx, d, onOutage)
 	}
 	p.mu.Lock()
-	p.running--
-	p.slotFreedLocked()
-	p.fill()
+	p.releaseLocked()
 	p.mu.Unlock()
 	err := p.backoff(ctx, d, onOutage)
 	p.mu.Lock()

@@ -33,6 +33,10 @@ type run struct {
 	// holding is closed once the run's parked aggregates are held (begin):
 	// an operator's call waits for it, and partitions say "holding" until.
 	holding chan struct{}
+	// fresh is the first position appended after the run started (the
+	// log's head then, plus one): no earlier run, on this host or another,
+	// can have attempted an event from there on (Delivery.Fresh).
+	fresh uint64
 }
 
 // newRun returns a run over the partitions of starts (partition → its

@@ -26,6 +26,15 @@ type Delivery struct {
 	// deadline: an invoker observes it through ctx and sets no timer of its
 	// own.
 	Timeout time.Duration
+	// Fresh says that no attempt at this event was made before, here or on
+	// another host: it is the first attempt of its live delivery, and the
+	// event was appended after the run delivering it started (a run starts
+	// with the host, and again at every change of the partitions it owns).
+	// An invoker that guards against handling an event twice (a
+	// projection's applied marks) may skip looking for an earlier attempt's
+	// work; it must still not apply it twice, since an earlier owner of the
+	// partition may still be ending an attempt as the new one starts.
+	Fresh bool
 }
 
 // Event returns the delivered event.

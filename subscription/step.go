@@ -26,15 +26,16 @@ type step struct {
 // unread is not nil, the event could not be read: it stands for the
 // call's failure and nothing is called), classifies the failure under
 // cur's policy, counts the call in the attempt metrics (phase
-// long-horizon when longHorizon) and marks the span with the failure.
-// What the outcome leads to (a backoff, a park, a resume) is the caller's.
-func (r *run) attempt(ctx context.Context, tr *deliveryTrace, cur *resolved, del Delivery, unread *retry.Failure, longHorizon bool) (s step) {
+// long-horizon when longHorizon) and marks the span with the failure;
+// slot is the partition whose slot a live delivery holds, nil for none
+// (invokeAt). What the outcome leads to (a backoff, a park, a resume) is the caller's.
+func (r *run) attempt(ctx context.Context, tr *deliveryTrace, cur *resolved, del Delivery, unread *retry.Failure, longHorizon bool, slot *partition) (s step) {
 	clk := r.e.clock
 	actx := tr.attempt(ctx, del.Attempt)
 	start := clk.Now()
 	f := unread
 	if unread == nil {
-		f = r.invokeAt(actx, cur.spec.Invoker, del, start)
+		f = r.invokeAt(actx, cur.spec.Invoker, del, start, slot)
 	}
 	if ctx.Err() != nil {
 		return step{f: f}

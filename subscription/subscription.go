@@ -103,6 +103,7 @@ func (s *subscription) startLocked(ctx context.Context) error {
 	}
 	s.applyPause(paused, until)
 	r := newRun(s, sp.parts, sp.sub)
+	r.fresh = head + 1
 	// The parked aggregates are held, and the reader started, in the
 	// background (begin): a start with many parked does not wait for them.
 	r.wg.Add(1)
