@@ -117,13 +117,16 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 }
 
 // join creates the lease, waiting while the key is another incarnation's for
-// as long as a killed previous run's key can live.
+// as long as a killed previous run's key can live. A NATS cluster that is
+// still forming (a stream with no leader yet: "no response from stream") is
+// asked again for as long, within ctx.
 func (c *Cluster) join(ctx context.Context) error {
 	deadline := c.opts.Clock.Now().Add(c.opts.LeaseTTL + c.opts.renewEvery())
-	_, err := jsapi.Retry(ctx, retrying(&c.opts, c.opts.Clock), func(err error) bool { return errors.Is(err, errInUse) },
+	retryable := func(err error) bool { return errors.Is(err, errInUse) || jsapi.Transient(err) }
+	_, err := jsapi.Retry(ctx, retrying(&c.opts, c.opts.Clock), retryable,
 		func(ctx context.Context) (struct{}, error) {
 			err := c.lease.join(ctx)
-			if errors.Is(err, errInUse) && !c.opts.Clock.Now().Before(deadline) {
+			if retryable(err) && !c.opts.Clock.Now().Before(deadline) {
 				return struct{}{}, jsapi.Permanent(err)
 			}
 			return struct{}{}, err

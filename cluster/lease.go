@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/internal/clock"
+	"github.com/berthhq/berth/internal/jsapi"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -51,6 +52,10 @@ type lease struct {
 	resume  string
 	joined  func(incarnation string)
 	resumed int
+	// unsure is the incarnation of a join whose create got no answer (a
+	// NATS timeout): it may have landed, so the next join may take the
+	// key over from it as from resume.
+	unsure string
 
 	// fence is Engine.SetLease for a host's membership (a duty's lease
 	// fences nothing); reconnect, if set, moves the NATS connection to
@@ -111,8 +116,16 @@ func (l *lease) join(ctx context.Context) error {
 			return err
 		}
 	case err != nil:
+		if jsapi.Transient(err) {
+			l.mu.Lock()
+			l.unsure = l.info.Incarnation
+			l.mu.Unlock()
+		}
 		return fmt.Errorf("cluster: join as %q: %w", l.key, err)
 	}
+	l.mu.Lock()
+	l.unsure = ""
+	l.mu.Unlock()
 	l.rev = rev
 	l.confirmed(sent)
 	if l.joined != nil {
@@ -126,7 +139,10 @@ func (l *lease) join(ctx context.Context) error {
 func (l *lease) takeOver(ctx context.Context, value []byte) (uint64, error) {
 	inUse := fmt.Errorf("%w: %q is a live member (another host with this id, or this host's previous run, whose lease ends within %v)",
 		errInUse, l.key, l.ttl)
-	if l.resume == "" {
+	l.mu.Lock()
+	unsure := l.unsure
+	l.mu.Unlock()
+	if l.resume == "" && unsure == "" {
 		return 0, inUse
 	}
 	e, err := l.kv.Get(ctx, l.key)
@@ -136,7 +152,8 @@ func (l *lease) takeOver(ctx context.Context, value []byte) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cluster: join as %q: %w", l.key, err)
 	}
-	if m, derr := decodeMember(e.Value()); derr != nil || m.Incarnation != l.resume {
+	if m, derr := decodeMember(e.Value()); derr != nil || m.Incarnation == "" ||
+		(m.Incarnation != l.resume && m.Incarnation != unsure) {
 		return 0, inUse
 	}
 	rev, err := l.kv.Update(ctx, l.key, value, e.Revision())

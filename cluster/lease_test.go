@@ -251,3 +251,49 @@ func TestOpenTTLMismatch(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 }
+
+// TestJoinTakesOverItsOwnUnansweredCreate: a join whose create got no
+// answer (a NATS cluster still forming) may have landed, so the next join
+// takes the key over from that incarnation — and from no other, which
+// stays a live member.
+func TestJoinTakesOverItsOwnUnansweredCreate(t *testing.T) {
+	n := natstest.RunServer(t)
+	js, err := jetstream.New(connect(t, n.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "T_JOIN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{LeaseTTL: 10 * time.Second, Clock: clock.NewFake(start)}
+	for _, tc := range []struct {
+		unsure, stored string
+		want           error
+	}{
+		{unsure: "landed", stored: "landed"},
+		{unsure: "landed", stored: "another", want: errInUse},
+		{unsure: "", stored: "another", want: errInUse},
+	} {
+		key := "h-" + tc.unsure + "-" + tc.stored
+		if _, err := kv.Create(t.Context(), key, memberInfo{Incarnation: tc.stored}.encode()); err != nil {
+			t.Fatal(err)
+		}
+		l := newLease(kv, key, &o, memberInfo{}, &counters{}, time.Second)
+		l.unsure = tc.unsure
+		err := l.join(t.Context())
+		if !errors.Is(err, tc.want) {
+			t.Errorf("unsure %q, stored %q: join %v, want %v", tc.unsure, tc.stored, err, tc.want)
+			continue
+		}
+		if err == nil {
+			e, err := kv.Get(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, _ := decodeMember(e.Value()); m.Incarnation != l.info.Incarnation || l.unsure != "" {
+				t.Errorf("after the take-over: key holds %q, want the join's %q; unsure %q", m.Incarnation, l.info.Incarnation, l.unsure)
+			}
+		}
+	}
+}
