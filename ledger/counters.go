@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/berthhq/berth/ledger/internal/kvtx"
@@ -153,7 +154,7 @@ func (w *windowCount) sumBuckets(level byte, first, last uint64) (int, error) {
 		w.bucketsH = append(key(kindTally, w.sub), dimBucket)
 		w.buckets = w.t.txn.Iterate(w.bucketsH, false)
 	}
-	head := append(bytes.Clone(w.bucketsH), level)
+	head := bucketHead(w.sub, level)
 	end := binary.BigEndian.AppendUint64(bytes.Clone(head), last)
 	it := w.buckets
 	n := 0
@@ -167,7 +168,7 @@ func (w *windowCount) sumBuckets(level byte, first, last uint64) (int, error) {
 			if !ok {
 				return 0, fmt.Errorf("%w: bucket %q", errBadKey, k)
 			}
-			if !hasState(w.states, State(st)) {
+			if !slices.Contains(w.states, State(st)) {
 				continue
 			}
 		}
@@ -175,10 +176,11 @@ func (w *windowCount) sumBuckets(level byte, first, last uint64) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if len(v) != 8 {
-			return 0, fmt.Errorf("ledger: corrupt number under key %q", k)
+		c, err := decodeUint64(k, v)
+		if err != nil {
+			return 0, err
 		}
-		n += int(binary.BigEndian.Uint64(v))
+		n += int(c)
 	}
 	return n, nil
 }
@@ -208,20 +210,11 @@ func (w *windowCount) countEntries(lo, hi uint64) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			if !hasState(w.states, s.state) {
+			if !slices.Contains(w.states, s.state) {
 				continue
 			}
 		}
 		n++
 	}
 	return n, nil
-}
-
-func hasState(states []State, s State) bool {
-	for _, x := range states {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -124,10 +124,16 @@ func (t *kvTx) getUint64(k []byte) (uint64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
+	n, err := decodeUint64(k, v)
+	return n, err == nil, err
+}
+
+// decodeUint64 decodes the 8-byte number v stored under k.
+func decodeUint64(k, v []byte) (uint64, error) {
 	if len(v) != 8 {
-		return 0, false, fmt.Errorf("ledger: corrupt number under key %q", k)
+		return 0, fmt.Errorf("ledger: corrupt number under key %q", k)
 	}
-	return binary.BigEndian.Uint64(v), true, nil
+	return binary.BigEndian.Uint64(v), nil
 }
 
 // keysWithPrefix returns copies of up to n (n < 0: all) keys starting with
