@@ -91,7 +91,7 @@ func (r *Runner) start(parent context.Context, j *ledger.Job, served *serving) {
 // the job waits for its rate or stops: what a reader of the
 // job sees never lags by more than one batch, and a batch in flight that
 // was acted on is counted by settleInFlight after a crash.
-func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) (err error) {
+func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence) error {
 	// As stored now: Serve's look at the ledger may be older than a cancel.
 	stored, err := r.Get(ctx, j.ID)
 	if err != nil {
@@ -109,6 +109,10 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 		return err
 	}
 	unsaved := false // j holds progress its stored form lacks
+	write := func() error {
+		unsaved = false
+		return r.save(ctx, j, fence)
+	}
 	defer func() {
 		if unsaved && ctx.Err() != nil {
 			// Stopped (a cancel, the host stopping) between two batches:
@@ -141,8 +145,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 				if !unsaved {
 					return nil
 				}
-				unsaved = false
-				return r.save(ctx, j, fence)
+				return write()
 			}); err != nil {
 				return err
 			}
@@ -151,8 +154,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 				return r.stopJob(ctx, j, fence, why)
 			}
 			j.InFlight = items(batch)
-			unsaved = false
-			if err := r.save(ctx, j, fence); err != nil {
+			if err := write(); err != nil {
 				return err
 			}
 			r.actAll(ctx, j, batch)
@@ -176,8 +178,7 @@ func (r *Runner) run(ctx context.Context, j *ledger.Job, fence ledger.DutyFence)
 	}
 	now := r.opts.Clock.Now().UTC()
 	j.State, j.Finished = ledger.JobDone, now
-	unsaved = false
-	if err := r.save(ctx, j, fence); err != nil {
+	if err := write(); err != nil {
 		return err
 	}
 	r.opts.Logger.Info("job done", "job", j.ID, "action", j.Action, "done", j.Done, "failed", j.Failed,
