@@ -12,8 +12,17 @@ import (
 // which the whole transaction fails with ErrTooBig.
 const MaxCapsuleSize = 1 << 20
 
-// Keys: 'e' lp(sub) lp(type) lp(id) -> the live record's capsule, and
-// 'v' + the body of a resolved record's 'h' key -> that record's capsule.
+// Keys: 'e' lp(sub) lp(type) lp(id) -> the capsule of the aggregate's
+// live record, or, while it has none, of its latest resolved record; and
+// 'v' + the body of a resolved record's 'h' key -> that record's capsule
+// once a later record of the aggregate was parked.
+//
+// A resolution leaves the capsule where it is: moving it would write its
+// bytes again in the writer every resolved aggregate goes through (a
+// bulk resume's). It moves to 'v' only when the aggregate parks again,
+// which is rare, and goes when the sweep removes its record. A store of
+// an earlier host, which moved it at the resolution, reads the same:
+// Capsule looks under 'v' first.
 func capsuleKey(sub, typ, id string) []byte { return key(kindCapsule, sub, typ, id) }
 
 // resolvedCapsuleKey is the key of the capsule kept with the resolved
@@ -81,19 +90,36 @@ func (t *kvTx) capsule(sub, typ, id string) ([]byte, error) {
 	case !errors.Is(err, ErrNotFound):
 		return nil, err
 	}
-	// Resolved records sort by Seq within the aggregate: the last is the
-	// latest. An aggregate has few of them (one per park, until swept).
-	hks := t.keysWithPrefix(key(kindResolved, sub, typ, id), -1)
-	if len(hks) == 0 {
+	hk := t.latestResolved(sub, typ, id)
+	if hk == nil {
 		return nil, ErrNotFound
 	}
-	return t.get(resolvedCapsuleKey(hks[len(hks)-1]))
+	// Moved there by a host that moved capsules at the resolution;
+	// else it is still under the live key.
+	v, err := t.get(resolvedCapsuleKey(hk))
+	if errors.Is(err, ErrNotFound) {
+		return t.get(capsuleKey(sub, typ, id))
+	}
+	return v, err
 }
 
-// moveCapsule moves the aggregate's live capsule (if it has one) to its
-// resolved record under hk; DeleteParked calls it.
-func (t *kvTx) moveCapsule(op string, sub, typ, id string, hk []byte) error {
-	ck := capsuleKey(sub, typ, id)
+// latestResolved returns the 'h' key of the aggregate's latest resolved
+// record, nil if none is kept. Resolved records sort by Seq within the
+// aggregate; an aggregate has few of them (one per park, until swept).
+func (t *kvTx) latestResolved(sub, typ, id string) []byte {
+	hks := t.keysWithPrefix(key(kindResolved, sub, typ, id), -1)
+	if len(hks) == 0 {
+		return nil
+	}
+	return hks[len(hks)-1]
+}
+
+// keepCapsule runs when r is parked with no live record before it: a
+// capsule under r's capsule key is its latest resolved record's, and
+// moves to that record's 'v' key; with no resolved record kept (a host
+// that knew no resolved records left it), it goes.
+func (t *kvTx) keepCapsule(op string, r *Record) error {
+	ck := capsuleKey(r.Subscription, r.AggregateType, r.AggregateID)
 	v, err := t.get(ck)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -101,15 +127,40 @@ func (t *kvTx) moveCapsule(op string, sub, typ, id string, hk []byte) error {
 	case err != nil:
 		return t.fail(op, err)
 	}
-	if err := t.set(op, resolvedCapsuleKey(hk), v); err != nil {
-		return err
+	if hk := t.latestResolved(r.Subscription, r.AggregateType, r.AggregateID); hk != nil {
+		if err := t.set(op, resolvedCapsuleKey(hk), v); err != nil {
+			return err
+		}
 	}
 	return t.delete(op, ck)
 }
 
-// dropStaleCapsule deletes what is under r's capsule key when r is parked
-// anew: a capsule there belongs to an earlier record that a host without
-// capsules resolved, not to r.
-func (t *kvTx) dropStaleCapsule(op string, r *Record) error {
-	return t.deleteIfPresent(op, capsuleKey(r.Subscription, r.AggregateType, r.AggregateID))
+// sweepCapsules deletes the capsule of the resolved record under hk (an
+// 'h' key the sweep removes): under 'v', or under the live key when hk is
+// the aggregate's latest record and no live record holds that key.
+func (t *kvTx) sweepCapsules(op string, hk []byte) error {
+	if err := t.delete(op, resolvedCapsuleKey(hk)); err != nil {
+		return err
+	}
+	if len(hk) < 9 {
+		return nil
+	}
+	parts, err := splitLP(hk[1 : len(hk)-8])
+	if err != nil || len(parts) != 3 {
+		return nil // not an 'h' key of this layout: nothing of it under 'e'
+	}
+	sub, typ, id := parts[0], parts[1], parts[2]
+	if _, err := t.get(recordKey(sub, typ, id)); err == nil {
+		return nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return t.fail(op, err)
+	}
+	it := t.txn.Iterate(hk[:len(hk)-8], false)
+	it.Seek(append(bytes.Clone(hk), 0))
+	later := it.Valid()
+	it.Close()
+	if later {
+		return nil
+	}
+	return t.deleteIfPresent(op, capsuleKey(sub, typ, id))
 }

@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -341,6 +343,46 @@ func (t *kvTx) unindex(op, sub, aggType, aggID string, s summary) error {
 		}
 	}
 	return nil
+}
+
+// reindex changes a record's entries and counts from summary old to s:
+// an entry it keeps is written once, and a counter both count it in (its
+// group's module version when it changes state, say) is not written.
+func (t *kvTx) reindex(op, sub, aggType, aggID string, old, s summary) error {
+	keep := entryKeys(sub, aggType, aggID, s)
+	for _, k := range entryKeys(sub, aggType, aggID, old) {
+		if !slices.ContainsFunc(keep, func(x []byte) bool { return bytes.Equal(x, k) }) {
+			if err := t.delete(op, k); err != nil {
+				return err
+			}
+		}
+	}
+	delta := map[string]int64{}
+	var order []string
+	for _, d := range []struct {
+		ks [][]byte
+		by int64
+	}{{tallies(sub, aggType, old), -1}, {tallies(sub, aggType, s), +1}} {
+		for _, k := range d.ks {
+			if _, ok := delta[string(k)]; !ok {
+				order = append(order, string(k))
+			}
+			delta[string(k)] += d.by
+		}
+	}
+	var counts [][]byte
+	for _, k := range order {
+		switch delta[k] {
+		case 0:
+		case 1:
+			counts = append(counts, []byte(k))
+		default:
+			if err := t.addTally(op, []byte(k), delta[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return t.writeEntries(op, sub, aggType, aggID, s, counts)
 }
 
 // index writes a record's entries and counts it.

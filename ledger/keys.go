@@ -24,7 +24,7 @@ import (
 //	'x' "resolved-seq"                                -> last resolved seq(8)
 //	'm' lp(subscription) lp(key)                      -> meta value
 //	'r' lp(subscription) lp(aggType) lp(aggID)        -> Record as JSON
-//	'e' lp(subscription) lp(aggType) lp(aggID)        -> its attempt capsule
+//	'e' lp(subscription) lp(aggType) lp(aggID)        -> its attempt capsule (or its latest resolved record's)
 //	'v' lp(subscription) lp(aggType) lp(aggID) seq(8) -> the capsule of 'h' (same body)
 //	'k' lp(subscription) lp(state)                    -> count(8)
 //	'i' lp(subscription) path …                       -> a parked record's summary (index.go)
@@ -51,10 +51,10 @@ import (
 //
 // A record's attempt capsule (PutCapsule) lives under 'e' beside its 'r'
 // key, apart from the record's JSON so that the records' reads and lists
-// never load it. DeleteParked moves it to 'v' under the body of the
-// resolved record's 'h' key, and SweepResolved deletes it with that 'h'
-// entry; a record parked anew drops any capsule a host that did not know
-// capsules left under 'e'.
+// never load it. DeleteParked leaves it there, the capsule of the latest
+// resolved record; a record parked anew moves it to 'v' under the body of
+// that resolved record's 'h' key (capsule.go), and SweepResolved deletes
+// it with that 'h' entry.
 //
 // Stores written before the engine kept its retry schedule in memory alone
 // hold a due index under 'd' (NextRetry, then the record key, per retrying

@@ -176,20 +176,22 @@ func (t *kvTx) PutParked(r *Record) error {
 	if err := t.set(op, k, v); err != nil {
 		return err
 	}
-	if indexed {
-		if err := t.unindex(op, r.Subscription, r.AggregateType, r.AggregateID, old); err != nil {
-			return err
-		}
-	}
-	if found {
+	if found && old.state != r.State {
 		if err := t.addCount(op, r.Subscription, old.state, -1); err != nil {
 			return err
 		}
-	} else if err := t.dropStaleCapsule(op, r); err != nil {
-		return err
+	} else if !found {
+		if err := t.keepCapsule(op, r); err != nil {
+			return err
+		}
 	}
 	s := summarize(r)
-	if err := t.index(op, r.Subscription, r.AggregateType, r.AggregateID, s); err != nil {
+	if indexed {
+		err = t.reindex(op, r.Subscription, r.AggregateType, r.AggregateID, old, s)
+	} else {
+		err = t.index(op, r.Subscription, r.AggregateType, r.AggregateID, s)
+	}
+	if err != nil {
 		return err
 	}
 	if err := t.joinGroup(op, r, s, !indexed || old.group != s.group, true); err != nil {
@@ -199,6 +201,9 @@ func (t *kvTx) PutParked(r *Record) error {
 		if err := t.leaveGroup(op, r.Subscription, old); err != nil {
 			return err
 		}
+	}
+	if found && old.state == r.State {
+		return nil
 	}
 	return t.addCount(op, r.Subscription, r.State, +1)
 }
@@ -221,11 +226,8 @@ func (t *kvTx) DeleteParked(subscription, aggregateType, aggregateID string) err
 	if err != nil {
 		return t.fail(op, err)
 	}
-	hk, err := t.keepResolved(op, v)
-	if err != nil {
-		return err
-	}
-	if err := t.moveCapsule(op, subscription, aggregateType, aggregateID, hk); err != nil {
+	// The capsule stays under its key (capsule.go).
+	if err := t.keepResolved(op, v); err != nil {
 		return err
 	}
 	if err := t.delete(op, k); err != nil {

@@ -46,15 +46,15 @@ func resolvedTimeKey(at time.Time, seq uint64) []byte {
 func resolvedSeqKey() []byte { return []byte("xresolved-seq") }
 
 // keepResolved keeps the record stored as v (a record's JSON) among the
-// resolved ones and returns the key it is kept under; DeleteParked calls it.
-func (t *kvTx) keepResolved(op string, v []byte) ([]byte, error) {
+// resolved ones; DeleteParked calls it.
+func (t *kvTx) keepResolved(op string, v []byte) error {
 	var r Resolved
 	if err := json.Unmarshal(v, &r.Record); err != nil {
-		return nil, t.fail(op, fmt.Errorf("corrupt record: %w", err))
+		return t.fail(op, fmt.Errorf("corrupt record: %w", err))
 	}
 	last, _, err := t.getUint64(resolvedSeqKey())
 	if err != nil {
-		return nil, t.fail(op, err)
+		return t.fail(op, err)
 	}
 	r.Seq = last + 1
 	r.ResolvedAt = r.LastFailure
@@ -63,16 +63,16 @@ func (t *kvTx) keepResolved(op string, v []byte) ([]byte, error) {
 	}
 	b, err := json.Marshal(&r)
 	if err != nil {
-		return nil, t.fail(op, err)
+		return t.fail(op, err)
 	}
 	hk := resolvedKey(r.Subscription, r.AggregateType, r.AggregateID, r.Seq)
 	if err := t.set(op, hk, b); err != nil {
-		return nil, err
+		return err
 	}
 	if err := t.set(op, resolvedTimeKey(r.ResolvedAt, r.Seq), hk); err != nil {
-		return nil, err
+		return err
 	}
-	return hk, t.set(op, resolvedSeqKey(), u64(r.Seq))
+	return t.set(op, resolvedSeqKey(), u64(r.Seq))
 }
 
 // ListResolved implements [ParkedRecords.ListResolved].
@@ -160,7 +160,7 @@ func (t *kvTx) SweepResolved(before time.Time, limit int) (bool, error) {
 			return false, err
 		}
 		if len(recs[i]) > 0 && recs[i][0] == kindResolved {
-			if err := t.delete(op, resolvedCapsuleKey(recs[i])); err != nil {
+			if err := t.sweepCapsules(op, recs[i]); err != nil {
 				return false, err
 			}
 		}
