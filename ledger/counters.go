@@ -27,6 +27,17 @@ import (
 // dozen counter reads and walks of a second's records, however many the
 // window holds.
 //
+// A resuming record is counted in neither: a resume is brief, and most
+// resumed records go on to be resolved, so counting them here would cost
+// every resumed aggregate the counters of two more changes (a bulk
+// resume's writes). Their share of a count is read from the index
+// instead: the class-and-state path narrowed to the type, or the
+// resuming records' summaries on the state path (resumingIn) — as many
+// reads as records are resuming. A host that counted resuming records
+// here (before session 34) left some counters of state resuming: they
+// are read by nobody, and go as those records change (a summary says
+// which: summaryResuming, index.go).
+//
 // A summary says whether its record is counted here (index.go), so a
 // store indexed before them is counted by BuildIndex (version 3) while
 // its host changes records. A host of an earlier version sharing a
@@ -63,6 +74,9 @@ func bucketKey(sub string, level byte, bucket uint64, state State) []byte {
 // countedTallies lists the counters of this file a record with summary s
 // counts in.
 func countedTallies(sub, aggType string, s summary) [][]byte {
+	if s.state == StateResuming && !s.resumingCounted {
+		return nil
+	}
 	var ks [][]byte
 	for i, c := range s.classes {
 		if !containsBefore(s.classes, i, c) {
@@ -88,21 +102,86 @@ func windowStamps(f *Filter) (lo, hi uint64) {
 }
 
 // countWindow counts sub's records in states whose first failure is in
-// [lo, hi), from the time buckets.
+// [lo, hi): from the time buckets, and, for resuming records, from their
+// summaries.
 func (t *kvTx) countWindow(sub string, lo, hi uint64, states []State) (int, error) {
-	w := windowCount{t: t, sub: sub, states: states, all: len(states) == 3}
-	defer w.close()
-	return w.count(lo, hi, 0)
+	kept, resuming := splitResuming(states)
+	n := 0
+	if len(kept) > 0 {
+		w := windowCount{t: t, sub: sub, states: kept}
+		m, err := w.count(lo, hi, 0)
+		w.close()
+		if err != nil {
+			return 0, err
+		}
+		n += m
+	}
+	if resuming {
+		m, err := t.resumingIn(sub, lo, hi)
+		if err != nil {
+			return 0, err
+		}
+		n += m
+	}
+	return n, nil
 }
 
-// windowCount is one window's count. Its two iterators, over sub's
-// buckets and over its time path, are made once and sought for each
-// range: making one costs more than a seek, the more the store holds.
+// splitResuming splits states into those the counters of this file keep
+// and whether it holds StateResuming.
+func splitResuming(states []State) (kept []State, resuming bool) {
+	for _, st := range states {
+		if st == StateResuming {
+			resuming = true
+		} else {
+			kept = append(kept, st)
+		}
+	}
+	return kept, resuming
+}
+
+// resumingIn counts sub's resuming records whose first failure is in
+// [lo, hi), from their summaries on the state path.
+func (t *kvTx) resumingIn(sub string, lo, hi uint64) (int, error) {
+	n := 0
+	err := t.scan(indexHead(sub, dimState, []byte(StateResuming)), nil, func(k, v []byte) (bool, error) {
+		s, err := decodeSummary(v, false)
+		if err != nil {
+			return false, fmt.Errorf("%w: %q", err, k)
+		}
+		if st := stamp(s.first); st >= lo && st < hi {
+			n++
+		}
+		return true, nil
+	})
+	return n, err
+}
+
+// classTypeCount counts sub's records of a class and aggregate type in
+// states: from the counters, and, for resuming records, by counting their
+// keys on the class-and-state path under the type.
+func (t *kvTx) classTypeCount(sub, class, aggType string, states []State) (int, error) {
+	kept, resuming := splitResuming(states)
+	n, err := t.tally(sub, dimClassType, classTypeValue(class, aggType), kept)
+	if err != nil || !resuming {
+		return n, err
+	}
+	prefix := appendLP(indexHead(sub, dimClassIn, classIn(class, StateResuming)), aggType)
+	it := t.txn.Iterate(prefix, false)
+	defer it.Close()
+	for it.Seek(prefix); it.Valid(); it.Next() {
+		n++
+	}
+	return n, nil
+}
+
+// windowCount is one window's count of records in states other than
+// resuming. Its two iterators, over sub's buckets and over its time
+// path, are made once and sought for each range: making one costs more
+// than a seek, the more the store holds.
 type windowCount struct {
 	t        *kvTx
 	sub      string
-	states   []State
-	all      bool // states is every state (statesOf gives one or all three)
+	states   []State // without StateResuming
 	buckets  kvtx.Iterator
 	entries  kvtx.Iterator
 	bucketsH []byte
@@ -163,14 +242,14 @@ func (w *windowCount) sumBuckets(level byte, first, last uint64) (int, error) {
 		if bytes.Compare(k, end) >= 0 {
 			break
 		}
-		if !w.all {
-			st, _, ok := cutLP(k[len(head)+8:])
-			if !ok {
-				return 0, fmt.Errorf("%w: bucket %q", errBadKey, k)
-			}
-			if !slices.Contains(w.states, State(st)) {
-				continue
-			}
+		// Filtered even for every state kept: counters of state
+		// resuming an earlier host left are not read.
+		st, _, ok := cutLP(k[len(head)+8:])
+		if !ok {
+			return 0, fmt.Errorf("%w: bucket %q", errBadKey, k)
+		}
+		if !slices.Contains(w.states, State(st)) {
+			continue
 		}
 		v, err := it.Value()
 		if err != nil {
@@ -201,20 +280,17 @@ func (w *windowCount) countEntries(lo, hi uint64) (int, error) {
 		if bytes.Compare(it.Key(), end) >= 0 {
 			break
 		}
-		if !w.all {
-			v, err := it.Value()
-			if err != nil {
-				return 0, err
-			}
-			s, err := decodeSummary(v, false)
-			if err != nil {
-				return 0, err
-			}
-			if !slices.Contains(w.states, s.state) {
-				continue
-			}
+		v, err := it.Value()
+		if err != nil {
+			return 0, err
 		}
-		n++
+		s, err := decodeSummary(v, false)
+		if err != nil {
+			return 0, err
+		}
+		if slices.Contains(w.states, s.state) {
+			n++
+		}
 	}
 	return n, nil
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -164,4 +165,145 @@ func rewriteStore(s *Badger, mark byte, edit func(k, v []byte) (set []byte, del 
 		}
 		return txn.Set(indexMarkKey(), []byte{mark})
 	})
+}
+
+// TestResumingCountersOfAnEarlierHost: a store whose resuming records
+// are in the counters per class and type and per time bucket (as a host
+// before session 34 kept them, their summaries saying so) counts exactly
+// with a host that keeps no resuming record there; and as those records
+// change state or are resolved, they are taken out of the counters they
+// were put in, so that none of state resuming is left.
+func TestResumingCountersOfAnEarlierHost(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open("", Options{InMemory: true, MemTableSize: 4 << 20, BlockCacheSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	first := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	all := map[string]*Record{}
+	const n = 300
+	err = s.Update(ctx, func(tx Tx) error {
+		for j := range n {
+			r := &Record{Subscription: "sub", AggregateType: "order", AggregateID: fmt.Sprintf("o-%04d", j),
+				State: []State{StateWaiting, StateRetrying, StateResuming}[j%3], FirstFailure: first.Add(time.Duration(j) * 1300 * time.Millisecond),
+				Error: ErrorInfo{Classes: []string{"Timeout", "Downstream"}, Message: "deadline"}}
+			if j%4 == 0 {
+				r.AggregateType, r.Error.Classes = "cart", []string{"NullPointer"}
+			}
+			if err := tx.PutParked(r); err != nil {
+				return err
+			}
+			all[r.AggregateType+"/"+r.AggregateID] = r
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumingTallies := func() int {
+		t.Helper()
+		c := 0
+		err := s.View(ctx, func(tx Tx) error {
+			return tx.(*kvTx).scan([]byte{kindTally}, nil, func(k, _ []byte) (bool, error) {
+				if _, rest, _ := cutLP(k[1:]); (rest[0] == dimClassType || rest[0] == dimBucket) &&
+					bytes.HasSuffix(k, appendLP(nil, string(StateResuming))) {
+					c++
+				}
+				return true, nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := resumingTallies(); c != 0 {
+		t.Fatalf("%d counters of resuming records, want none", c)
+	}
+	// Make the resuming records those of an earlier host: in the counters.
+	err = s.Update(ctx, func(tx Tx) error {
+		kt := tx.(*kvTx)
+		for _, r := range all {
+			if r.State != StateResuming {
+				continue
+			}
+			sm, _, err := kt.summaryOf(r.Subscription, r.AggregateType, r.AggregateID)
+			if err != nil {
+				return err
+			}
+			sm.resumingCounted = true
+			if err := kt.writeEntries("test", r.Subscription, r.AggregateType, r.AggregateID, sm, countedTallies(r.Subscription, r.AggregateType, sm)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resumingTallies(); c == 0 {
+		t.Fatal("no counters of resuming records in the earlier host's store")
+	}
+	check := func() {
+		t.Helper()
+		var filters []Filter
+		for _, st := range []State{"", StateResuming, StateWaiting} {
+			for _, c := range []string{"Downstream", "NullPointer"} {
+				for _, typ := range []string{"order", "cart"} {
+					filters = append(filters, Filter{Class: c, AggregateType: typ, State: st})
+				}
+			}
+			for _, w := range [][2]time.Duration{{0, time.Minute}, {90 * time.Second, 95 * time.Second}, {3 * time.Second, 5 * time.Hour}} {
+				filters = append(filters, Filter{FailedAfter: first.Add(w[0]), FailedBefore: first.Add(w[1]), State: st})
+			}
+		}
+		err := s.View(ctx, func(tx Tx) error {
+			for _, f := range filters {
+				want := 0
+				for _, r := range all {
+					if (f.AggregateType == "" || r.AggregateType == f.AggregateType) && f.Matches(r) {
+						want++
+					}
+				}
+				if got, err := tx.CountMatching(f); err != nil || got != want {
+					t.Errorf("CountMatching(%+v) = %d, %v; want %d", f, got, err, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check()
+	// Every earlier resuming record changes: a third waits again, the rest
+	// are resolved.
+	err = s.Update(ctx, func(tx Tx) error {
+		i := 0
+		for k, r := range all {
+			if r.State != StateResuming {
+				continue
+			}
+			if i++; i%3 == 0 {
+				r.State = StateWaiting
+				if err := tx.PutParked(r); err != nil {
+					return err
+				}
+				continue
+			}
+			delete(all, k)
+			if err := tx.DeleteParked(r.Subscription, r.AggregateType, r.AggregateID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check()
+	if c := resumingTallies(); c != 0 {
+		t.Fatalf("%d counters of resuming records left after every earlier one changed", c)
+	}
 }

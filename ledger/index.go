@@ -54,6 +54,11 @@ const (
 	// summaryCounted ends a summary whose record is in the counters of
 	// counters.go; a host before them stops reading at the module.
 	summaryCounted = 1
+	// summaryResuming ends the summary of a resuming record that is not
+	// in those counters (counters.go keeps no resuming record): a host
+	// that counted resuming records there reads it as a record never
+	// counted, and so leaves those counters alone when it changes it.
+	summaryResuming = 2
 
 	// indexVersion is what BuildIndex writes once every record is indexed:
 	// 2 once every record is also in its failure group, 3 once it is also
@@ -84,6 +89,10 @@ type summary struct {
 	// them says false, so its record is taken out of only the counters
 	// it was put in.
 	counted bool
+	// resumingCounted: a resuming record counted there by a host that
+	// counted resuming records (summaryCounted in a resuming summary);
+	// it is taken out of them when it changes.
+	resumingCounted bool
 }
 
 func summarize(r *Record) summary {
@@ -142,7 +151,10 @@ func (s summary) encode() []byte {
 	}
 	b = appendLP(b, s.group)
 	b = appendLP(b, s.module)
-	if s.counted {
+	switch {
+	case s.counted && s.state == StateResuming && !s.resumingCounted:
+		b = append(b, summaryResuming)
+	case s.counted:
 		b = append(b, summaryCounted)
 	}
 	return b
@@ -190,7 +202,10 @@ func decodeSummary(v []byte, full bool) (summary, error) {
 	if s.module, rest, ok = cutLP(rest); !ok {
 		return s, errBadSummary
 	}
-	s.counted = len(rest) > 0 && rest[0] == summaryCounted
+	if len(rest) > 0 {
+		s.counted = rest[0] == summaryCounted || rest[0] == summaryResuming
+		s.resumingCounted = rest[0] == summaryCounted && s.state == StateResuming
+	}
 	return s, nil
 }
 

@@ -80,12 +80,18 @@ func (t *kvTx) plan(sub string, f *Filter) (path, error) {
 		consider(headPath(indexHead(sub, dimGroup, []byte(f.Group)), f.AggregateType), n)
 	}
 	if !f.KeyOrder && (!f.FailedAfter.IsZero() || !f.FailedBefore.IsZero()) {
+		// The resuming records are not in the time buckets: every one
+		// is taken for in the window (an estimate; 0 is still exact).
 		lo, hi := windowStamps(f)
-		n, err := t.countWindow(sub, lo, hi, allStates())
+		n, err := t.countWindow(sub, lo, hi, []State{StateRetrying, StateWaiting})
 		if err != nil {
 			return path{}, err
 		}
-		consider(timePath(sub, f), n)
+		m, err := t.stateCount(sub, []State{StateResuming})
+		if err != nil {
+			return path{}, err
+		}
+		consider(timePath(sub, f), n+m)
 	}
 	if bestN == 0 {
 		// A count that is exact says nothing matches: walk nothing.
@@ -162,7 +168,7 @@ func (t *kvTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) er
 // f names one) and state.
 func (t *kvTx) classCount(sub string, f *Filter) (int, error) {
 	if f.AggregateType != "" {
-		return t.tally(sub, dimClassType, classTypeValue(f.Class, f.AggregateType), statesOf(f))
+		return t.classTypeCount(sub, f.Class, f.AggregateType, statesOf(f))
 	}
 	return t.tally(sub, dimClass, f.Class, statesOf(f))
 }
