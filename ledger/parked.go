@@ -227,7 +227,7 @@ func (t *kvTx) DeleteParked(subscription, aggregateType, aggregateID string) err
 		return t.fail(op, err)
 	}
 	// The capsule stays under its key (capsule.go).
-	if err := t.keepResolved(op, v); err != nil {
+	if err := t.keepResolved(op, subscription, aggregateType, aggregateID, v); err != nil {
 		return err
 	}
 	if err := t.delete(op, k); err != nil {
