@@ -268,7 +268,7 @@ func (w *windowCount) sumBuckets(level byte, first, last uint64) (int, error) {
 // record is in states: what is left of a window finer than a second.
 func (w *windowCount) countEntries(lo, hi uint64) (int, error) {
 	if w.entries == nil {
-		// Values are read only for a state, and only in the range: an
+		// Values (for the state) are read only in the range: an
 		// iterator that prefetches reads past its end.
 		w.entriesH = indexHead(w.sub, dimFirst, nil)
 		w.entries = w.t.txn.Iterate(w.entriesH, false)

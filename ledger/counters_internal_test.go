@@ -25,27 +25,7 @@ func TestBuildIndexCountsAStoreOfVersion2(t *testing.T) {
 	}
 	const n = buildBatch*2 + 41
 	first := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	all := map[string]*Record{}
-	for i := 0; i < n; i += 250 {
-		err := s.Update(ctx, func(tx Tx) error {
-			for j := i; j < min(i+250, n); j++ {
-				r := &Record{Subscription: "sub", AggregateType: "order", AggregateID: fmt.Sprintf("o-%04d", j),
-					State: StateWaiting, FirstFailure: first.Add(time.Duration(j) * 7 * time.Second),
-					Error: ErrorInfo{Classes: []string{"Timeout", "Downstream"}, Message: "deadline"}}
-				if j%3 == 0 {
-					r.AggregateType, r.Error.Classes = "cart", []string{"NullPointer"}
-				}
-				if err := tx.PutParked(r); err != nil {
-					return err
-				}
-				all[r.AggregateType+"/"+r.AggregateID] = r
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	all := parkOrders(t, s, n, first, 7*time.Second, 3, func(int) State { return StateWaiting })
 	// Make it a store of version 2.
 	err = rewriteStore(s, 2, func(k, v []byte) ([]byte, bool, error) {
 		switch k[0] {
@@ -95,23 +75,7 @@ func TestBuildIndexCountsAStoreOfVersion2(t *testing.T) {
 			Filter{FailedAfter: first.Add(w[0]), FailedBefore: first.Add(w[1]), State: StateWaiting})
 	}
 	filters = append(filters, Filter{FailedAfter: first.Add(time.Hour)}, Filter{FailedBefore: first.Add(time.Hour)})
-	err = s.View(ctx, func(tx Tx) error {
-		for _, f := range filters {
-			want := 0
-			for _, r := range all {
-				if (f.AggregateType == "" || r.AggregateType == f.AggregateType) && f.Matches(r) {
-					want++
-				}
-			}
-			if got, err := tx.CountMatching(f); err != nil || got != want {
-				t.Errorf("CountMatching(%+v) = %d, %v; want %d", f, got, err, want)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkCounts(t, s, filters, all)
 	err = s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(indexMarkKey())
 		if err != nil {
@@ -181,26 +145,9 @@ func TestResumingCountersOfAnEarlierHost(t *testing.T) {
 	}
 	defer s.Close(ctx)
 	first := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	all := map[string]*Record{}
-	const n = 300
-	err = s.Update(ctx, func(tx Tx) error {
-		for j := range n {
-			r := &Record{Subscription: "sub", AggregateType: "order", AggregateID: fmt.Sprintf("o-%04d", j),
-				State: []State{StateWaiting, StateRetrying, StateResuming}[j%3], FirstFailure: first.Add(time.Duration(j) * 1300 * time.Millisecond),
-				Error: ErrorInfo{Classes: []string{"Timeout", "Downstream"}, Message: "deadline"}}
-			if j%4 == 0 {
-				r.AggregateType, r.Error.Classes = "cart", []string{"NullPointer"}
-			}
-			if err := tx.PutParked(r); err != nil {
-				return err
-			}
-			all[r.AggregateType+"/"+r.AggregateID] = r
-		}
-		return nil
+	all := parkOrders(t, s, 300, first, 1300*time.Millisecond, 4, func(j int) State {
+		return []State{StateWaiting, StateRetrying, StateResuming}[j%3]
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	resumingTallies := func() int {
 		t.Helper()
 		c := 0
@@ -258,23 +205,7 @@ func TestResumingCountersOfAnEarlierHost(t *testing.T) {
 				filters = append(filters, Filter{FailedAfter: first.Add(w[0]), FailedBefore: first.Add(w[1]), State: st})
 			}
 		}
-		err := s.View(ctx, func(tx Tx) error {
-			for _, f := range filters {
-				want := 0
-				for _, r := range all {
-					if (f.AggregateType == "" || r.AggregateType == f.AggregateType) && f.Matches(r) {
-						want++
-					}
-				}
-				if got, err := tx.CountMatching(f); err != nil || got != want {
-					t.Errorf("CountMatching(%+v) = %d, %v; want %d", f, got, err, want)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		checkCounts(t, s, filters, all)
 	}
 	check()
 	// Every earlier resuming record changes: a third waits again, the rest
@@ -306,4 +237,57 @@ func TestResumingCountersOfAnEarlierHost(t *testing.T) {
 	if c := resumingTallies(); c != 0 {
 		t.Fatalf("%d counters of resuming records left after every earlier one changed", c)
 	}
+}
+
+// checkCounts checks CountMatching of each filter against the records
+// all holds.
+func checkCounts(t *testing.T, s *Badger, filters []Filter, all map[string]*Record) {
+	t.Helper()
+	err := s.View(context.Background(), func(tx Tx) error {
+		for _, f := range filters {
+			want := 0
+			for _, r := range all {
+				if (f.AggregateType == "" || r.AggregateType == f.AggregateType) && f.Matches(r) {
+					want++
+				}
+			}
+			if got, err := tx.CountMatching(f); err != nil || got != want {
+				t.Errorf("CountMatching(%+v) = %d, %v; want %d", f, got, err, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// parkOrders parks n records of subscription "sub", 250 a transaction,
+// and returns them by type/id: record j in state(j), failed first at
+// first + j*step, a cart of class NullPointer when j%cartEvery is 0, else
+// an order of classes Timeout and Downstream.
+func parkOrders(t *testing.T, s *Badger, n int, first time.Time, step time.Duration, cartEvery int, state func(j int) State) map[string]*Record {
+	t.Helper()
+	all := map[string]*Record{}
+	for i := 0; i < n; i += 250 {
+		err := s.Update(context.Background(), func(tx Tx) error {
+			for j := i; j < min(i+250, n); j++ {
+				r := &Record{Subscription: "sub", AggregateType: "order", AggregateID: fmt.Sprintf("o-%04d", j),
+					State: state(j), FirstFailure: first.Add(time.Duration(j) * step),
+					Error: ErrorInfo{Classes: []string{"Timeout", "Downstream"}, Message: "deadline"}}
+				if j%cartEvery == 0 {
+					r.AggregateType, r.Error.Classes = "cart", []string{"NullPointer"}
+				}
+				if err := tx.PutParked(r); err != nil {
+					return err
+				}
+				all[r.AggregateType+"/"+r.AggregateID] = r
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return all
 }
