@@ -22,7 +22,9 @@ const MaxCapsuleSize = 1 << 20
 // bulk resume's). It moves to 'v' only when the aggregate parks again,
 // which is rare, and goes when the sweep removes its record. A store of
 // an earlier host, which moved it at the resolution, reads the same:
-// Capsule looks under 'v' first.
+// Capsule looks under 'v' first. A host of that earlier version sharing a
+// JetStream ledger takes such a capsule for a stale one when it parks the
+// aggregate again, and drops it: that resolved record then has none.
 func capsuleKey(sub, typ, id string) []byte { return key(kindCapsule, sub, typ, id) }
 
 // resolvedCapsuleKey is the key of the capsule kept with the resolved
