@@ -42,6 +42,11 @@ func (m *Module) InvokeWith(ctx context.Context, ev *abi.Event, timeout time.Dur
 		// Ended before it began: no instance is taken, no guest code runs.
 		return m.noInstance(ctx, start, own, budget, "before it started", ctx.Err())
 	}
+	if m.warming.Load() {
+		if err := m.awaitWarm(ctx, own); err != nil {
+			return m.noInstance(ctx, start, own, budget, "while its first instance was made", err)
+		}
+	}
 	inst, err := m.pool.acquire(ctx, own)
 	if err != nil {
 		return m.noInstance(ctx, start, own, budget, "while waiting for a free instance", err)

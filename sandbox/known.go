@@ -28,15 +28,31 @@ import (
 // The key is the upload's sha256 with everything the description may depend
 // on: the module's configuration (a guest may read it in _initialize), its
 // memory limit and init timeout, how deadlines stop it, and the host's ABI
-// version. A file holds a header (magic, the CRC-32C of the rest) and the
-// description as the ABI encodes it. A file that is missing, truncated, fails
-// its checksum or does not decode is a miss: the module is started in the
-// foreground and the file written again, to a temporary name and renamed.
+// version. A file holds a header (magic, the CRC-32C of the rest), the
+// linear memory an instance of the module had after its _initialize (8
+// bytes, little-endian; the first version of the file, knownMagicV0, has
+// none) and the description as the ABI encodes it. A file that is missing,
+// truncated, fails its checksum or does not decode is a miss: the module is
+// started in the foreground and the file written again, to a temporary name
+// and renamed.
 type knownModules struct{ dir string }
 
-var knownMagic = []byte("berthkm\x00")
+var (
+	knownMagic   = []byte("berthkm\x01")
+	knownMagicV0 = []byte("berthkm\x00") // the description alone
+)
 
 const knownHeader = 8 + 4 // magic, checksum
+
+// known is what a record holds.
+type known struct {
+	desc abi.Description
+	// freshBytes is the linear memory of an instance after its _initialize
+	// (0: not recorded): the first instance a later start makes gets that
+	// room from the start (Module.memoryHint) instead of growing to it by
+	// copies, on a new host's fresh pages.
+	freshBytes uint64
+}
 
 // newKnownModules returns the records under cacheDir; nil without one.
 func newKnownModules(cacheDir string) *knownModules {
@@ -62,32 +78,43 @@ func knownKey(sha, guard string, mc ModuleConfig) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// load returns the description recorded under key, if any.
-func (k *knownModules) load(key string) (abi.Description, bool) {
+// load returns what is recorded under key, if anything.
+func (k *knownModules) load(key string) (known, bool) {
 	if k == nil {
-		return abi.Description{}, false
+		return known{}, false
 	}
 	b, err := os.ReadFile(filepath.Join(k.dir, key))
-	if err != nil || len(b) < knownHeader || !bytes.Equal(b[:8], knownMagic) {
-		return abi.Description{}, false
+	if err != nil || len(b) < knownHeader {
+		return known{}, false
+	}
+	v0 := bytes.Equal(b[:8], knownMagicV0)
+	if !v0 && !bytes.Equal(b[:8], knownMagic) {
+		return known{}, false
 	}
 	body := b[knownHeader:]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[8:12]) {
-		return abi.Description{}, false
+		return known{}, false
 	}
-	desc, err := abi.DecodeDescription(body)
-	if err != nil || desc.Validate() != nil {
-		return abi.Description{}, false
+	var rec known
+	if !v0 {
+		if len(body) < 8 {
+			return known{}, false
+		}
+		rec.freshBytes, body = binary.LittleEndian.Uint64(body), body[8:]
 	}
-	return desc, true
+	if rec.desc, err = abi.DecodeDescription(body); err != nil || rec.desc.Validate() != nil {
+		return known{}, false
+	}
+	return rec, true
 }
 
-// store records desc under key. Only a later start's speed depends on it.
-func (k *knownModules) store(key string, desc *abi.Description) error {
+// store records rec under key. Only a later start's speed depends on it.
+func (k *knownModules) store(key string, rec *known) error {
 	if k == nil {
 		return nil
 	}
-	body := abi.AppendDescription(nil, desc)
+	body := binary.LittleEndian.AppendUint64(nil, rec.freshBytes)
+	body = abi.AppendDescription(body, &rec.desc)
 	var head [knownHeader]byte
 	copy(head[:], knownMagic)
 	binary.LittleEndian.PutUint32(head[8:], crc32.Checksum(body, castagnoli))

@@ -2,11 +2,18 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/internal/testing/checkfor"
+	"github.com/berthhq/berth/wasm/abi"
 )
 
 // TestKnownModuleStartsInBackground checks that a module loaded before over
@@ -149,5 +156,80 @@ func TestKnownKey(t *testing.T) {
 		if other() == key {
 			t.Errorf("the key does not change with the %s", name)
 		}
+	}
+}
+
+// TestKnownModuleRecordsItsFreshMemory checks that the record keeps the
+// memory an instance had after its _initialize, so that a later start's
+// first instance is made at that size at once (memoryHint), and that a
+// record of the first version, without it, still serves.
+func TestKnownModuleRecordsItsFreshMemory(t *testing.T) {
+	dir := t.TempDir()
+	first := load(t, newSandbox(t, Config{CacheDir: dir}), "samples/bench", ModuleConfig{})
+	fresh := first.freshBytes.Load()
+	if fresh == 0 {
+		t.Fatal("no fresh memory size after the first load's instance")
+	}
+	again := func(t *testing.T) *Module {
+		s := newSandbox(t, Config{CacheDir: dir, warmGate: make(chan struct{})})
+		m, err := s.Load(context.Background(), "samples/bench", wasmOf(t, "samples/bench"), ModuleConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.warmDone == nil || m.Stats().Created != 0 {
+			t.Fatalf("background start %v, %d instances after Load; want one under way and none made", m.warmDone != nil, m.Stats().Created)
+		}
+		return m
+	}
+	if m := again(t); m.memoryHint() != fresh {
+		t.Errorf("a later start's first memory: %d bytes, want the recorded %d", m.memoryHint(), fresh)
+	}
+
+	k := newKnownModules(dir)
+	key := knownKey(first.SHA256(), first.DeadlineGuard(), ModuleConfig{}.withDefaults())
+	rec, ok := k.load(key)
+	if !ok {
+		t.Fatal("no record after the first load")
+	}
+	body := abi.AppendDescription(nil, &rec.desc)
+	head := binary.LittleEndian.AppendUint32(slices.Clone(knownMagicV0), crc32.Checksum(body, castagnoli))
+	write(t, filepath.Join(k.dir, key), append(head, body...))
+	if m := again(t); m.memoryHint() != 0 || !reflect.DeepEqual(m.Description(), first.Description()) {
+		t.Errorf("from a first-version record: hint %d, description %+v; want 0 and %+v", m.memoryHint(), m.Description(), first.Description())
+	}
+}
+
+// TestCallWaitsForTheFirstInstance checks that a call that comes while a
+// known module's background start makes its first instance waits for that
+// instance instead of making one beside it, and then gets it.
+func TestCallWaitsForTheFirstInstance(t *testing.T) {
+	dir := t.TempDir()
+	load(t, newSandbox(t, Config{CacheDir: dir}), "samples/bench", ModuleConfig{})
+	gate := make(chan struct{})
+	s := newSandbox(t, Config{CacheDir: dir, warmMakeGate: gate})
+	m, err := s.Load(context.Background(), "samples/bench", wasmOf(t, "samples/bench"), ModuleConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Nil(t, 10*time.Second, time.Millisecond, func() error {
+		if !m.warming.Load() {
+			return errors.New("the background start has not begun to make the first instance")
+		}
+		return nil
+	})
+	// Held by the gate, the first instance is not made: a call that waits
+	// for it ends at its deadline with none made.
+	if o := m.Invoke(context.Background(), orderPlaced(), 500*time.Millisecond); o.Kind != Timeout || m.Stats().Created != 0 {
+		t.Fatalf("call while the first instance is made: %v (%s), %d instances; want a timeout and none made", o.Kind, o.Error(), m.Stats().Created)
+	}
+	done := make(chan Outcome)
+	go func() { done <- m.Invoke(context.Background(), orderPlaced(), time.Minute) }()
+	close(gate)
+	if o := <-done; o.Kind != Success {
+		t.Fatalf("call once the gate opened: %v (%s)", o.Kind, o.Error())
+	}
+	<-m.warmDone
+	if st := m.Stats(); st.Created != 1 || st.Idle != 1 {
+		t.Fatalf("after the call and the background start: %+v; want one instance, the background start's, idle", st)
 	}
 }

@@ -154,11 +154,19 @@ func (l *linearMemory) Free() { l.buf = nil }
 // memoryHint is the room to make for a new instance's memory: what the
 // pool lets an instance grow to before it replaces it, from the size of
 // the module's last fresh instance, in whole pages, and the largest growth
-// seen, for the one that crosses it.
+// seen, for the one that crosses it. Before an instance was seen to grow
+// after its _initialize, or when the pool does not recycle for growth, it
+// is the fresh size alone: a Go guest's _initialize grows its memory past
+// its minimum (2.75 to 3.3 MiB for the samples), and a memory made at the
+// minimum was copied whole on the way, on fresh pages in a new host
+// (freshBytes comes from the module's record there, knownModules).
 func (m *Module) memoryHint() uint64 {
 	fresh, growth := m.freshBytes.Load(), m.pool.recycleGrowth
-	if fresh == 0 || growth <= 0 || !m.grows.Load() {
+	if fresh == 0 {
 		return 0
+	}
+	if growth <= 0 || !m.grows.Load() {
+		return fresh
 	}
 	return (uint64(float64(fresh)*growth)+wasmPageSize-1)/wasmPageSize*wasmPageSize + m.growStep.Load()
 }

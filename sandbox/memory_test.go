@@ -36,13 +36,15 @@ func TestLinearMemory(t *testing.T) {
 	}
 }
 
-// TestMemoryHint: room to grow is made only for a module whose instances
-// were seen to grow after their _initialize, up to what the pool lets one
-// grow to before it replaces it.
+// TestMemoryHint: before its instances were seen to grow after their
+// _initialize, a module's new memories are made at the size _initialize
+// left the last one; room to grow past it is made only for a module whose
+// instances were seen to grow, up to what the pool lets one grow to before
+// it replaces it.
 func TestMemoryHint(t *testing.T) {
 	m := load(t, newSandbox(t, Config{MaxInstances: 1}), "samples/bench", ModuleConfig{})
-	if h := m.memoryHint(); h != 0 {
-		t.Errorf("hint %d before any instance grew, want 0", h)
+	if h, fresh := m.memoryHint(), m.freshBytes.Load(); h != fresh || fresh == 0 {
+		t.Errorf("hint %d before any instance grew, want the fresh size, %d", h, fresh)
 	}
 	inst, err := m.pool.acquire(t.Context(), time.Time{})
 	if err != nil {

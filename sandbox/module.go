@@ -65,7 +65,11 @@ type Module struct {
 	// are tierUp's (nil: the module was started in the foreground).
 	stopWarm context.CancelFunc
 	warmDone chan struct{}
-	closed   atomic.Bool
+	// warming is set while warmUp makes the first instance (it holds the
+	// compile slot): a call that comes meanwhile waits for that instance
+	// (awaitWarm) instead of making one beside it.
+	warming atomic.Bool
+	closed  atomic.Bool
 
 	created, live, peak atomic.Int64 // instance counts, for Stats and tests
 	// freshBytes is the linear memory of the last instance made, after its
@@ -208,9 +212,10 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	start := &tier{name: TierCompiled, rt: compiledRT}
 	m.tier.Store(start)
 	codeCached := s.comp.cached(m.cacheKey) || s.marks.has(m.cacheKey)
-	known := knownKey(m.sha256, guard, mc)
-	if desc, ok := s.loadKnown(known, codeCached); ok {
-		m.desc = desc
+	recKey := knownKey(m.sha256, guard, mc)
+	if rec, ok := s.loadKnown(recKey, codeCached); ok {
+		m.desc = rec.desc
+		m.freshBytes.Store(rec.freshBytes)
 		m.warmUp(ctx)
 		s.modules.Store(m, struct{}{})
 		return m, nil
@@ -230,7 +235,7 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 		}
 		return nil, err
 	}
-	if err := s.known.store(known, &m.desc); err != nil {
+	if err := s.known.store(recKey, &known{desc: m.desc, freshBytes: m.freshBytes.Load()}); err != nil {
 		s.cfg.Logger.Warn("what the module described is not kept", "module", name, "err", err.Error())
 	}
 	if tierUp {
@@ -244,12 +249,12 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	return m, nil
 }
 
-// loadKnown returns the recorded description of the module under key
-// when its machine code is cached (codeCached): without it the background
-// start would be a whole compile, and the module starts in the foreground.
-func (s *Sandbox) loadKnown(key string, codeCached bool) (abi.Description, bool) {
+// loadKnown returns the record of the module under key when its machine
+// code is cached (codeCached): without it the background start would be a
+// whole compile, and the module starts in the foreground.
+func (s *Sandbox) loadKnown(key string, codeCached bool) (known, bool) {
 	if !codeCached {
-		return abi.Description{}, false
+		return known{}, false
 	}
 	return s.known.load(key)
 }
@@ -258,22 +263,22 @@ func (s *Sandbox) loadKnown(key string, codeCached bool) (abi.Description, bool)
 // from its record (knownModules): the compile from the cache and the guest's
 // _initialize run while the caller stores and deploys the module, in the
 // sandbox's background compile slot (a restart warms its modules one at a
-// time). A call that comes first makes its own instance, joining the
-// compile under way.
+// time). A call that comes before warmUp has the slot makes its own
+// instance, joining any compile under way; one that comes while warmUp
+// makes the instance waits for it (awaitWarm).
 // A failure is logged; calls meet it again and fail with it.
 func (m *Module) warmUp(ctx context.Context) {
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopWarm, m.warmDone = cancel, make(chan struct{})
 	go func() {
 		defer close(m.warmDone)
-		if gate := m.s.cfg.warmGate; gate != nil {
-			select {
-			case <-gate:
-			case <-bg.Done():
-				return
-			}
+		if !passGate(bg, m.s.cfg.warmGate) || !m.s.takeCompileSlot(bg) {
+			return
 		}
-		if !m.s.takeCompileSlot(bg) {
+		m.warming.Store(true)
+		defer m.warming.Store(false) // once the instance is in the pool, before warmDone closes
+		if !passGate(bg, m.s.cfg.warmMakeGate) {
+			m.s.giveCompileSlot()
 			return
 		}
 		inst, err := m.pool.acquire(bg, time.Time{})
@@ -286,6 +291,43 @@ func (m *Module) warmUp(ctx context.Context) {
 		}
 		m.pool.put(inst, false)
 	}()
+}
+
+// passGate waits for a test's gate (nil: none) to open; false if ctx
+// ended first.
+func passGate(ctx context.Context, gate <-chan struct{}) bool {
+	if gate == nil {
+		return true
+	}
+	select {
+	case <-gate:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// awaitWarm waits, for a call that came while warmUp makes the module's
+// first instance, until that instance is in the pool (or warmUp failed),
+// ctx ends or deadline passes (zero: none). A call that made its own
+// instance meanwhile would join the compile and then run a second
+// _initialize beside warmUp's, on the cores the first call waits for; its
+// instance would also stay in the pool beside warmUp's.
+func (m *Module) awaitWarm(ctx context.Context, deadline time.Time) error {
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-m.warmDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return context.DeadlineExceeded
+	}
 }
 
 // interpreterTier compiles code for wazero's interpreter, in a runtime like

@@ -101,6 +101,10 @@ type Config struct {
 	// start of each module loaded from its record until it is closed: a
 	// test sees the module before its first instance exists.
 	warmGate <-chan struct{}
+	// warmMakeGate, when set (by this package's tests), holds that start
+	// once it has the compile slot, before it makes the first instance: a
+	// test sees a call come while the first instance is being made.
+	warmMakeGate <-chan struct{}
 }
 
 // Defaults of Config's zero values; config's [sandbox] defaults are these.

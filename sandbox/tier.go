@@ -122,13 +122,7 @@ func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
 		return
 	}
 	c.release() // the cache keeps its reference; each instance takes its own
-	if gate := m.s.cfg.tierUpGate; gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-		}
-	}
-	if ctx.Err() != nil {
+	if !passGate(ctx, m.s.cfg.tierUpGate) || ctx.Err() != nil {
 		return
 	}
 	m.s.marks.mark(m.cacheKey)
