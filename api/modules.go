@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"hash"
 	"io"
 	"net/http"
 	"strconv"
@@ -50,35 +52,74 @@ func (s *Server) answerPut(c echo.Context, info *registry.Info, created bool, er
 
 // readModule reads an upload's body (capped at server.max-module-size by
 // limitBody) into one buffer of its announced length. The upload of the
-// bytes name runs now is answered from their hash, taken as they are read,
-// before anything else (unchanged is that version then). Only an upload of
-// the running module's size is hashed so, and read into a buffer reused
-// from the last upload that changed nothing: a new one cost most of such a
-// request in page faults. Bytes that do change something are the module's
-// from then on (the sandbox keeps them to compile again): their buffer is
-// not reused.
+// bytes name runs now is answered from their hash before anything else
+// (unchanged is that version then): from the request's Content-Digest
+// without reading the body at all, when it names them (a client that sent
+// Expect: 100-continue, as the CLI does, then never sends it), else from
+// the hash taken as the body is read. Only an upload of the running
+// module's size is read so, into a buffer reused from the last upload that
+// changed nothing: a new one cost most of such a request in page faults.
+// Bytes that do change something are the module's from then on (the
+// sandbox keeps them to compile again): their buffer is not reused. A
+// body whose SHA-256 is not its Content-Digest's is refused
+// (digest-mismatch): it is not the module its sender meant.
 func (s *Server) readModule(c echo.Context, name string) (body []byte, unchanged *registry.Info, err error) {
 	req := c.Request()
-	cur, known := s.deps.Modules.Get(name)
-	if !known || int64(cur.Size) != req.ContentLength {
-		if body, err = readBody(c.Request().Body, nil, req.ContentLength); err != nil {
-			return nil, nil, bodyReadError(err)
-		}
-		return body, nil, nil
-	}
-	bp := reuploadBufs.Get().(*[]byte)
-	h := sha256.New()
-	body, err = readBody(io.TeeReader(c.Request().Body, h), *bp, req.ContentLength)
+	digest, hasDigest, err := contentDigest(req.Header)
 	if err != nil {
-		reuploadBufs.Put(bp)
+		return nil, nil, err
+	}
+	cur, known := s.deps.Modules.Get(name)
+	sameSize := known && int64(cur.Size) == req.ContentLength
+	if sameSize && hasDigest {
+		info, ok, err := s.deps.Modules.Unchanged(req.Context(), name, digest)
+		if ok || err != nil {
+			// None of the body is read, so the connection cannot carry
+			// another request; closing it also keeps net/http from asking
+			// for the body (100 Continue) to drain it before the answer.
+			c.Response().Header().Set(echo.HeaderConnection, "close")
+			return nil, &info, err
+		}
+	}
+	var bp *[]byte
+	var h hash.Hash
+	var buf []byte
+	rd := io.Reader(c.Request().Body)
+	if sameSize || hasDigest {
+		h = sha256.New()
+		rd = io.TeeReader(rd, h)
+	}
+	if sameSize {
+		bp = reuploadBufs.Get().(*[]byte)
+		buf = *bp
+	}
+	reuse := func() {
+		if bp != nil {
+			*bp = body[:0]
+			reuploadBufs.Put(bp)
+		}
+	}
+	if body, err = readBody(rd, buf, req.ContentLength); err != nil {
+		if bp != nil {
+			reuploadBufs.Put(bp)
+		}
 		return nil, nil, bodyReadError(err)
 	}
 	var sum [sha256.Size]byte
-	info, ok, err := s.deps.Modules.Unchanged(req.Context(), name, [sha256.Size]byte(h.Sum(sum[:0])))
-	if ok || err != nil {
-		*bp = body[:0]
-		reuploadBufs.Put(bp)
-		return nil, &info, err
+	if h != nil {
+		h.Sum(sum[:0])
+	}
+	if hasDigest && sum != digest {
+		reuse()
+		return nil, nil, badRequest("digest-mismatch", "the body's SHA-256 is %s, its Content-Digest says %s: nothing was stored",
+			hex.EncodeToString(sum[:]), hex.EncodeToString(digest[:]))
+	}
+	if sameSize && !hasDigest {
+		info, ok, err := s.deps.Modules.Unchanged(req.Context(), name, sum)
+		if ok || err != nil {
+			reuse()
+			return nil, &info, err
+		}
 	}
 	return body, nil, nil
 }

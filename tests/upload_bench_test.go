@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"github.com/berthhq/berth/internal/testing/checkfor"
 	"testing"
@@ -16,7 +18,11 @@ import (
 //   - fresh: a new host, no compilation cache;
 //   - cache: a new host whose data directory holds only the compilation
 //     cache a first host left (<data>/wasm-cache);
-//   - again: the same bytes uploaded again to the host running them.
+//   - again: the same bytes uploaded again to the host running them;
+//   - again-digest: the same, as `berth modules push` sends them: their
+//     SHA-256 (taken in the time measured) in Content-Digest, and the body
+//     only on the host's 100 Continue, which it does not send for bytes it
+//     runs already.
 //
 // put-ms is the PUT alone. Host starts and stops are not timed. The
 // wazero-* and hash-and-audit cases are plain wazero and the store doing
@@ -28,11 +34,15 @@ func BenchmarkUploadToFirstEvent(b *testing.B) {
 	svc := newNotifier(b)
 	cfg := hostConfig{NotifyURL: svc.URL()}
 	var order int
+	var deployWith func(b *testing.B, h *hostProc, upload func()) time.Duration
 	// deploy uploads the notifier to h and ships an order at once; it
 	// returns when the service has been notified, with the PUT's time.
 	deploy := func(b *testing.B, h *hostProc, want int) time.Duration {
+		return deployWith(b, h, func() { h.uploadNotifier(b, want) })
+	}
+	deployWith = func(b *testing.B, h *hostProc, upload func()) time.Duration {
 		start := time.Now()
-		h.uploadNotifier(b, want)
+		upload()
 		put := time.Since(start)
 		order++
 		id := fmt.Sprintf("o-bench-%d", order) // a key of its own: the service counts each key's notifications
@@ -75,15 +85,28 @@ func BenchmarkUploadToFirstEvent(b *testing.B) {
 		first.Stop()
 		onNewHosts(b, func() *hostProc { return hostOverCache(b, first, cfg) })
 	})
-	b.Run("again", func(b *testing.B) {
-		h := newHost(b, cfg)
+	// onTheSameHost times upload again and again on a host running the
+	// notifier's bytes already.
+	onTheSameHost := func(b *testing.B, h *hostProc, upload func()) {
 		deploy(b, h, 201)
 		waitCompiled(b, h)
 		putTotal = 0
 		for b.Loop() {
-			putTotal += deploy(b, h, 200)
+			putTotal += deployWith(b, h, upload)
 		}
 		report(b)
+	}
+	b.Run("again", func(b *testing.B) {
+		h := newHost(b, cfg)
+		onTheSameHost(b, h, func() { h.uploadNotifier(b, 200) })
+	})
+	b.Run("again-digest", func(b *testing.B) {
+		h := newHost(b, cfg)
+		onTheSameHost(b, h, func() {
+			sum := sha256.Sum256(notifierWasm)
+			h.must(200, "PUT", "/v1/modules/"+moduleName, notifierWasm, "Content-Type", "application/wasm",
+				"Content-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(sum[:])+":", "Expect", "100-continue")
+		})
 	})
 	uploadBaselines(b)
 }

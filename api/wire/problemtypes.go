@@ -17,7 +17,9 @@ const ProblemBase = "https://berth.dev/problems/"
 var problemTypes = map[string]int{
 	"absolute-form":          http.StatusBadRequest,
 	"abi":                    http.StatusBadRequest,
+	"bad-digest":             http.StatusBadRequest,
 	"broken-body":            http.StatusBadRequest,
+	"digest-mismatch":        http.StatusBadRequest,
 	"invalid-config":         http.StatusBadRequest,
 	"invalid-event":          http.StatusBadRequest,
 	"invalid-json":           http.StatusBadRequest,

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,8 +45,16 @@ func newClient(server, token string, timeout time.Duration) (*client, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("--server %q must not have a query or a fragment", server)
 	}
-	return &client{base: strings.TrimRight(u.String(), "/"), token: token, hc: &http.Client{Timeout: timeout}}, nil
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// An upload waits this long for the host's go-ahead before it sends
+	// its body anyway (pushModule): the host answers the bytes it runs
+	// already from their digest, and asks for others at once.
+	tr.ExpectContinueTimeout = expectContinue
+	return &client{base: strings.TrimRight(u.String(), "/"), token: token, hc: &http.Client{Timeout: timeout, Transport: tr}}, nil
 }
+
+// expectContinue bounds the wait of an upload for the host's 100 Continue.
+const expectContinue = 3 * time.Second
 
 // problemError is a non-2xx answer, with the server's problem document when
 // it sent one.
@@ -110,6 +120,11 @@ func apiPath(segments ...string) string {
 
 // do sends one request and returns the status and body of a 2xx answer.
 func (c *client) do(ctx context.Context, method, p string, query url.Values, contentType string, body []byte) (int, []byte, error) {
+	return c.doWith(ctx, method, p, query, nil, contentType, body)
+}
+
+// doWith is do with more request headers.
+func (c *client) doWith(ctx context.Context, method, p string, query url.Values, header http.Header, contentType string, body []byte) (int, []byte, error) {
 	target := c.base + p
 	if len(query) > 0 {
 		target += "?" + query.Encode()
@@ -121,6 +136,9 @@ func (c *client) do(ctx context.Context, method, p string, query url.Values, con
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
 		return 0, nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	req.Header.Set("User-Agent", "berth-cli")
@@ -172,8 +190,17 @@ func (c *client) postJSON(ctx context.Context, p string, v any) ([]byte, error) 
 
 // pushModule uploads a module (PUT /v1/modules/{name}); created tells a new
 // module (201) from an update (200).
+//
+// The upload says its bytes' SHA-256 (Content-Digest) and waits for the
+// host's go-ahead before sending them (Expect: 100-continue): bytes the
+// module runs already are answered from their digest, never sent.
 func (c *client) pushModule(ctx context.Context, name string, wasm []byte) (raw []byte, created bool, err error) {
-	status, raw, err := c.do(ctx, http.MethodPut, apiPath("modules", name), nil, "application/wasm", wasm)
+	sum := sha256.Sum256(wasm)
+	h := http.Header{
+		"Content-Digest": {"sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"},
+		"Expect":         {"100-continue"},
+	}
+	status, raw, err := c.doWith(ctx, http.MethodPut, apiPath("modules", name), nil, h, "application/wasm", wasm)
 	return raw, status == http.StatusCreated, err
 }
 

@@ -16,6 +16,7 @@ package faultnet
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // Proxy forwards the connections made to Addr to a target address.
@@ -30,6 +31,8 @@ type Proxy struct {
 	done   chan struct{} // closed by Close
 	conns  map[net.Conn]struct{}
 	wg     sync.WaitGroup
+
+	sent atomic.Int64 // bytes passed from clients to the target
 }
 
 // Listen starts a proxy to target on a free port of 127.0.0.1.
@@ -46,6 +49,10 @@ func Listen(target string) (*Proxy, error) {
 
 // Addr is the proxy's address, host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Sent is the number of bytes the proxy's clients have sent through it to
+// the target, counted as they pass.
+func (p *Proxy) Sent() int64 { return p.sent.Load() }
 
 // Cut stops everything from passing, both ways, on every connection, and
 // stalls new ones, until Heal.
@@ -154,8 +161,8 @@ func (p *Proxy) serve(c net.Conn) {
 	}
 	defer p.untrack(s)
 	done := make(chan struct{}, 2)
-	go func() { p.pump(s, c); done <- struct{}{} }()
-	go func() { p.pump(c, s); done <- struct{}{} }()
+	go func() { p.pump(s, c, &p.sent); done <- struct{}{} }()
+	go func() { p.pump(c, s, nil); done <- struct{}{} }()
 	<-done
 	// One side ended: end the other as well (the deferred untracks close
 	// both, which ends the second pump).
@@ -163,8 +170,8 @@ func (p *Proxy) serve(c net.Conn) {
 
 // pump copies from src to dst, holding what it read while the proxy is
 // cut; the end of src passes (closing both) only once it is healed too, as
-// a FIN would.
-func (p *Proxy) pump(dst, src net.Conn) {
+// a FIN would. It adds what it wrote to count, if given.
+func (p *Proxy) pump(dst, src net.Conn, count *atomic.Int64) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -172,7 +179,11 @@ func (p *Proxy) pump(dst, src net.Conn) {
 			return
 		}
 		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			w, werr := dst.Write(buf[:n])
+			if count != nil {
+				count.Add(int64(w))
+			}
+			if werr != nil {
 				return
 			}
 		}
