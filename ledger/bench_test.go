@@ -61,27 +61,9 @@ func benchPark(b *testing.B, step time.Duration) {
 	}
 }
 
-// parkOne parks aggregate o-i, failed at at: PutParked (with a one-entry
-// history) + Notify + SetCheckpoint in one Update.
+// parkOne parks aggregate o-i, failed at at, in one Update.
 func parkOne(ctx context.Context, s ledger.Store, i int, at time.Time) error {
-	id := fmt.Sprintf("o-%d", i)
-	errInfo := ledger.ErrorInfo{Classes: []string{"IllegalStateException"}, Message: "The mail service is down.", Kind: "recoverable"}
-	r := &ledger.Record{
-		Subscription: "ShipmentNotifier.onOrderShipped", AggregateType: "order", AggregateID: id,
-		Version: 6, Position: uint64(i + 1), Error: errInfo, Attempts: 5,
-		FirstFailure: at, LastFailure: at, State: ledger.StateRetrying, NextRetry: at.Add(3 * time.Minute),
-	}
-	r.AddHistory(ledger.Entry{Time: at, Action: "parked", Attempt: 5, Version: 6, Error: &errInfo})
-	return s.Update(ctx, func(tx ledger.Tx) error {
-		if err := tx.PutParked(r); err != nil {
-			return err
-		}
-		if err := tx.Notify(ledger.Notification{Type: "parked", Time: at, Subscription: r.Subscription,
-			AggregateType: "order", AggregateID: id, Version: 6, Error: &errInfo}); err != nil {
-			return err
-		}
-		return tx.SetCheckpoint(r.Subscription, uint64(i+2))
-	})
+	return s.Update(ctx, ledgertest.ParkTx(i, at))
 }
 
 // BenchmarkUpdateConcurrent writes one checkpoint per Update (each client

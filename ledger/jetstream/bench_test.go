@@ -2,7 +2,6 @@ package jetstream_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -47,7 +46,7 @@ func BenchmarkUpdate(b *testing.B) {
 		{"checkpoint", func(i int) func(tx ledger.Tx) error {
 			return func(tx ledger.Tx) error { return tx.SetCheckpoint("orders.projection", uint64(i)) }
 		}},
-		{"park", parkTx},
+		{"park", func(i int) func(tx ledger.Tx) error { return ledgertest.ParkTx(i, time.Now().UTC()) }},
 	}
 	for _, st := range stores {
 		for _, op := range ops {
@@ -65,29 +64,6 @@ func BenchmarkUpdate(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
 			})
 		}
-	}
-}
-
-// parkTx parks aggregate o-i.
-func parkTx(i int) func(tx ledger.Tx) error {
-	now := time.Now().UTC()
-	id := fmt.Sprintf("o-%d", i)
-	errInfo := ledger.ErrorInfo{Classes: []string{"IllegalStateException"}, Message: "The mail service is down.", Kind: "recoverable"}
-	r := &ledger.Record{
-		Subscription: "ShipmentNotifier.onOrderShipped", AggregateType: "order", AggregateID: id,
-		Version: 6, Position: uint64(i + 1), Error: errInfo, Attempts: 5,
-		FirstFailure: now, LastFailure: now, State: ledger.StateRetrying, NextRetry: now.Add(3 * time.Minute),
-	}
-	r.AddHistory(ledger.Entry{Time: now, Action: "parked", Attempt: 5, Version: 6, Error: &errInfo})
-	return func(tx ledger.Tx) error {
-		if err := tx.PutParked(r); err != nil {
-			return err
-		}
-		if err := tx.Notify(ledger.Notification{Type: "parked", Time: now, Subscription: r.Subscription,
-			AggregateType: "order", AggregateID: id, Version: 6, Error: &errInfo}); err != nil {
-			return err
-		}
-		return tx.SetCheckpoint(r.Subscription, uint64(i+2))
 	}
 }
 

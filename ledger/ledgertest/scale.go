@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/internal/testing/wasmbench"
 	"github.com/berthhq/berth/ledger"
 )
 
@@ -161,7 +162,7 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 			for _, op := range reads {
 				b.Run(op.name, func(b *testing.B) {
 					b.ReportAllocs()
-					defer reportCPU(b, cpuTime())
+					defer reportCPU(b, wasmbench.CPUTime())
 					for b.Loop() {
 						if err := s.View(ctx, func(tx ledger.Tx) error {
 							_, err := op.fn(tx)
@@ -174,7 +175,7 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 			}
 			b.Run("park", func(b *testing.B) {
 				i := n
-				defer reportCPU(b, cpuTime())
+				defer reportCPU(b, wasmbench.CPUTime())
 				for b.Loop() {
 					if err := Fill(ctx, s, i, i+1, n, 1); err != nil {
 						b.Fatal(err)
@@ -208,7 +209,7 @@ func BenchmarkScale(b *testing.B, open func(b *testing.B) ledger.Store, batch in
 // cpu-µs/op: on a machine shared with other work, what an op costs apart
 // from its waits for a core.
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e3, "cpu-µs/op")
+	b.ReportMetric(float64(wasmbench.CPUTime()-start)/float64(b.N)/1e3, "cpu-µs/op")
 }
 
 func list(f ledger.Filter) func(tx ledger.Tx) (int, error) {
