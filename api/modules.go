@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"hash"
 	"io"
 	"net/http"
 	"strconv"
@@ -81,34 +80,29 @@ func (s *Server) readModule(c echo.Context, name string) (body []byte, unchanged
 			return nil, &info, err
 		}
 	}
-	var bp *[]byte
-	var h hash.Hash
+	var bp *[]byte // a reused buffer, for the running module's size alone
 	var buf []byte
-	rd := io.Reader(c.Request().Body)
-	if sameSize || hasDigest {
-		h = sha256.New()
-		rd = io.TeeReader(rd, h)
-	}
 	if sameSize {
 		bp = reuploadBufs.Get().(*[]byte)
 		buf = *bp
 	}
+	// reuse gives the buffer back: what was read into it is not kept.
 	reuse := func() {
 		if bp != nil {
 			*bp = body[:0]
 			reuploadBufs.Put(bp)
 		}
 	}
+	rd, h := io.Reader(c.Request().Body), sha256.New()
+	if sameSize || hasDigest {
+		rd = io.TeeReader(rd, h)
+	}
 	if body, err = readBody(rd, buf, req.ContentLength); err != nil {
-		if bp != nil {
-			reuploadBufs.Put(bp)
-		}
+		reuse()
 		return nil, nil, bodyReadError(err)
 	}
 	var sum [sha256.Size]byte
-	if h != nil {
-		h.Sum(sum[:0])
-	}
+	h.Sum(sum[:0])
 	if hasDigest && sum != digest {
 		reuse()
 		return nil, nil, badRequest("digest-mismatch", "the body's SHA-256 is %s, its Content-Digest says %s: nothing was stored",
