@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,7 +59,11 @@ type Module struct {
 	// tier is what new instances are made from; the background compile
 	// (tierUp) is its one writer after Load. stopTierUp cancels that
 	// compile, tierDone is closed when it has ended (nil: none started).
-	tier       atomic.Pointer[tier]
+	tier atomic.Pointer[tier]
+	// tierMu orders the changes of tier after Load's (the switch to the
+	// compiled code, letting the interpreter's form go, compiling it again)
+	// and Close's release of the form.
+	tierMu     sync.Mutex
 	stopTierUp context.CancelFunc
 	tierDone   chan struct{}
 	// stopWarm and warmDone are warmUp's, as stopTierUp and tierDone
@@ -110,7 +115,8 @@ type Stats struct {
 	// since load because their call failed (trap, timeout, memory
 	// exceeded, canceled), because their memory reached RecycleMemoryBytes
 	// or grew to RecycleGrowth times its fresh size, and because they sat
-	// idle past Config.IdleTimeout.
+	// idle past Config.IdleTimeout (or, on the interpreter, when another
+	// module's upload came: Module.letFormGo).
 	ClosedFailed, ClosedMemory, ClosedIdle int64
 	// ClosedTierUp counts the interpreter instances closed once the
 	// module's compiled code was ready: the idle ones at the switch, the
@@ -131,7 +137,7 @@ type Stats struct {
 func (m *Module) Stats() Stats {
 	st := Stats{Live: m.live.Load(), Created: m.created.Load(), MemoryLimitBytes: uint64(m.cfg.MemoryLimitPages) * wasmPageSize,
 		InstanceMemoryBytes: uint64(max(m.instanceBytes.Load(), 0)), CodeBytes: uint64(len(m.code))}
-	if m.tier.Load().interp == nil {
+	if !m.tier.Load().interpreted() {
 		st.MachineCodeBytes = m.s.comp.codeBytes(m.cacheKey)
 	}
 	m.pool.stats(&st)
@@ -224,6 +230,9 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	defer s.fg.enter()()
 	tierUp := s.cfg.Tiering == TierUp && !codeCached
 	if tierUp {
+		// This upload's interpreter form is the largest thing it makes: the
+		// forms of the modules that wait for their compiles go first.
+		s.letFormsGo()
 		if start, err = s.interpreterTier(ctx, key, m.code); err != nil {
 			return nil, err
 		}
@@ -241,7 +250,7 @@ func (s *Sandbox) Load(ctx context.Context, name string, wasm []byte, mc ModuleC
 	if tierUp {
 		bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		m.stopTierUp, m.tierDone = cancel, make(chan struct{})
-		go m.tierUp(bg, compiledRT, start)
+		go m.tierUp(bg, compiledRT)
 	} else {
 		s.marks.mark(m.cacheKey) // compiled in the foreground, into the cache
 	}
@@ -392,9 +401,11 @@ func (m *Module) Close(context.Context) error {
 	}
 	m.pool.close()
 	m.dropSpare(true)
+	m.tierMu.Lock()
 	if t := m.tier.Load(); t.interp != nil {
 		t.interp.release()
 	}
+	m.tierMu.Unlock()
 	m.s.osMem.release() // its instances' memories
 	return nil
 }

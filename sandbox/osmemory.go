@@ -23,8 +23,14 @@ const freeInterval = time.Second
 // uploads and bursts for good (878 MiB for six idle Go modules, 188 MiB
 // once given back). So the sandbox asks for a collection and a
 // return to the OS (debug.FreeOSMemory) after such a release, at most once
-// a freeInterval, from a goroutine of its own.
+// a freeInterval, from a goroutine of its own, once the foreground is
+// quiet: an upload that lets go of the earlier modules' interpreter forms
+// (letFormsGo) reuses that memory, where one given back would be faulted
+// in again.
 type osMemory struct {
+	// quiet waits until no upload works in the foreground (nil: no wait);
+	// false if ctx ended first.
+	quiet   func(ctx context.Context) bool
 	kick    chan struct{} // a return is wanted; holds one request at most
 	done    chan struct{} // closed when the goroutine has ended
 	returns atomic.Int64  // returns made, for tests
@@ -50,6 +56,9 @@ func (o *osMemory) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-o.kick:
+		}
+		if o.quiet != nil && !o.quiet(ctx) {
+			return
 		}
 		debug.FreeOSMemory()
 		o.returns.Add(1)

@@ -256,6 +256,7 @@ func New(cfg Config) (*Sandbox, error) {
 		s.marks = newCompiledMarks(cfg.CacheDir)
 		s.known = newKnownModules(cfg.CacheDir)
 	}
+	s.osMem.quiet = s.fg.waitQuiet
 	comp, err := newCompiler(cfg.CompiledModules, s.osMem.release)
 	if err != nil {
 		return nil, err

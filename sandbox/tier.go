@@ -45,7 +45,14 @@ type tier struct {
 	name   string
 	rt     *runtime
 	interp *compiled // the module holds one reference until it tiers up or closes
+	// cold marks an interpreter tier whose form the module let go while it
+	// waited for its compile (Module.letFormGo): interp is nil, and the
+	// next instance compiles the form again (Module.reform).
+	cold bool
 }
+
+// interpreted says whether t is the interpreter, its form held or not.
+func (t *tier) interpreted() bool { return t.interp != nil || t.cold }
 
 // Tier says which tier the module's new instances run on: TierInterpreter
 // until its background compile is done, then TierCompiled.
@@ -56,6 +63,12 @@ func (m *Module) Tier() string { return m.tier.Load().name }
 func (m *Module) compiledFor(ctx context.Context) (*tier, *compiled, error) {
 	for {
 		t := m.tier.Load()
+		if t.cold {
+			if err := m.reform(ctx, t); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if t.interp == nil {
 			c, err := m.s.comp.get(ctx, m.cacheKey, t.rt, m.code)
 			return t, c, err
@@ -81,12 +94,12 @@ func (m *Module) warmingUp(t *tier) <-chan struct{} {
 	if t == nil {
 		t = m.tier.Load()
 	}
-	if t.interp == nil || m.tierDone == nil {
+	if !t.interpreted() || m.tierDone == nil {
 		return nil
 	}
 	select {
 	case <-m.tierDone:
-		if m.tier.Load().interp != nil {
+		if m.tier.Load().interpreted() {
 			return nil
 		}
 	default:
@@ -112,7 +125,7 @@ func compileWorkers() int { return max(2, goruntime.GOMAXPROCS(0)/2) }
 // without switching, when ctx is cancelled (the module or the sandbox
 // closing). A failed compile, which should not happen to a module the
 // interpreter accepted, is logged, and the module stays on the interpreter.
-func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
+func (m *Module) tierUp(ctx context.Context, rt *runtime) {
 	defer close(m.tierDone)
 	c, err := m.compileInBackground(ctx, rt)
 	if err != nil {
@@ -126,8 +139,12 @@ func (m *Module) tierUp(ctx context.Context, rt *runtime, from *tier) {
 		return
 	}
 	m.s.marks.mark(m.cacheKey)
-	m.tier.Store(&tier{name: TierCompiled, rt: rt})
-	from.interp.release()
+	m.tierMu.Lock()
+	from := m.tier.Swap(&tier{name: TierCompiled, rt: rt})
+	m.tierMu.Unlock()
+	if from.interp != nil { // nil: it was let go (letFormGo)
+		from.interp.release()
+	}
 	// The idle interpreter instances go now, not when a call or the idle
 	// release reaches them: each holds the interpreter's form, the largest
 	// thing a module has, which goes (and back to the OS) with the last of
