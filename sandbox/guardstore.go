@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
-	"os"
 	"path/filepath"
 
 	"github.com/berthhq/berth/sandbox/internal/loopguard"
@@ -52,10 +51,24 @@ func (g *guardStore) path(sum [32]byte) string {
 	return filepath.Join(g.dir, fmt.Sprintf("%s-v%d-i%d", hex.EncodeToString(sum[:]), loopguard.Version, loopguard.DefaultInterval))
 }
 
-// load returns the stored rewrite of the upload with hash sum, if any.
+// load returns the stored rewrite of the upload with hash sum, if any,
+// mapped from its file (readMapped), read-only.
 func (g *guardStore) load(sum [32]byte) (code []byte, guard string, ok bool) {
-	b, err := os.ReadFile(g.path(sum))
-	if err != nil || len(b) < guardHeader || !bytes.Equal(b[:8], guardMagic) {
+	b, drop, err := readMapped(g.path(sum))
+	if err != nil {
+		return nil, "", false
+	}
+	code, guard, ok = parseGuard(b)
+	if len(code) == 0 {
+		drop() // nothing refers to it
+	}
+	return code, guard, ok
+}
+
+// parseGuard checks a guard file's header and checksum and returns what
+// it holds.
+func parseGuard(b []byte) (code []byte, guard string, ok bool) {
+	if len(b) < guardHeader || !bytes.Equal(b[:8], guardMagic) {
 		return nil, "", false
 	}
 	body := b[guardHeader:]
@@ -64,7 +77,10 @@ func (g *guardStore) load(sum [32]byte) (code []byte, guard string, ok bool) {
 	}
 	switch b[8] {
 	case storedLoopGuard:
-		return body, guardLoop, len(body) > 0
+		if len(body) == 0 {
+			return nil, "", false
+		}
+		return body, guardLoop, true
 	case storedCloseOnDone:
 		return nil, guardCloseOnDone, true
 	}
