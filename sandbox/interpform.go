@@ -33,13 +33,15 @@ func (s *Sandbox) letFormsGo() {
 	}
 }
 
-// letFormGo moves a module on the interpreter with no call in flight onto a
-// cold interpreter tier (true): its idle instances are closed, and the form goes
-// with its last reference. A module with a call in flight keeps its form:
-// the call would close its instance on its return, and the next call
-// compile the form again.
+// letFormGo moves a module on the interpreter with no call in flight onto
+// a cold interpreter tier (true): its idle instances are closed, and the
+// form goes with its last reference. A module with a call in flight keeps
+// its form: the call would close its instance on its return, and the next
+// call compile the form again.
 func (m *Module) letFormGo() bool {
-	m.tierMu.Lock()
+	if !m.tierMu.TryLock() {
+		return false // a call compiles its form again (reform): it is wanted
+	}
 	t := m.tier.Load()
 	if t.interp == nil || m.closed.Load() || m.live.Load() > int64(m.pool.idleCount()) {
 		m.tierMu.Unlock()
