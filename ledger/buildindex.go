@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/berthhq/berth/ledger/internal/kvtx"
 )
 
 // buildBatch is how many records one of BuildIndex's transactions indexes.
@@ -221,21 +223,7 @@ func (t *kvTx) indexedSubscriptions() ([]string, error) {
 			return nil, fmt.Errorf("%w: %q", errBadKey, it.Key())
 		}
 		subs = append(subs, sub)
-		it.Seek(prefixAfter(key(kindIndex, sub)))
+		it.Seek(kvtx.PrefixEnd(key(kindIndex, sub)))
 	}
 	return subs, nil
-}
-
-// prefixAfter is the first key after every key starting with prefix (nil
-// when none is: a prefix of 0xff bytes).
-func prefixAfter(prefix []byte) []byte {
-	end := bytes.Clone(prefix)
-	for len(end) > 0 {
-		if last := len(end) - 1; end[last] < 0xff {
-			end[last]++
-			return end
-		}
-		end = end[:len(end)-1]
-	}
-	return nil
 }
