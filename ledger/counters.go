@@ -32,8 +32,8 @@ import (
 // every resumed aggregate the counters of two more changes (a bulk
 // resume's writes). Their share of a count is read from the index
 // instead: the class-and-state path narrowed to the type, or the
-// resuming records' summaries on the state path (resumingIn) — as many
-// reads as records are resuming. A host that counted resuming records
+// resuming records' own time path (resumingIn) — as many reads as the
+// count's resuming records. A host that counted resuming records
 // here (before session 34) left some counters of state resuming: they
 // are read by nobody, and go as those records change (a summary says
 // which: summaryResuming, index.go).
@@ -140,20 +140,21 @@ func splitResuming(states []State) (kept []State, resuming bool) {
 }
 
 // resumingIn counts sub's resuming records whose first failure is in
-// [lo, hi), from their summaries on the state path.
+// [lo, hi), from their entries on the 'r' path (index.go): as many reads
+// as the window holds resuming records, however many are resuming.
 func (t *kvTx) resumingIn(sub string, lo, hi uint64) (int, error) {
+	head := indexHead(sub, dimResumed, nil)
+	end := binary.BigEndian.AppendUint64(bytes.Clone(head), hi)
+	it := t.txn.Iterate(head, false)
+	defer it.Close()
 	n := 0
-	err := t.scan(indexHead(sub, dimState, []byte(StateResuming)), nil, func(k, v []byte) (bool, error) {
-		s, err := decodeSummary(v, false)
-		if err != nil {
-			return false, fmt.Errorf("%w: %q", err, k)
+	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(head), lo)); it.Valid(); it.Next() {
+		if bytes.Compare(it.Key(), end) >= 0 {
+			break
 		}
-		if st := stamp(s.first); st >= lo && st < hi {
-			n++
-		}
-		return true, nil
-	})
-	return n, err
+		n++
+	}
+	return n, nil
 }
 
 // classTypeCount counts sub's records of a class and aggregate type in

@@ -23,6 +23,7 @@ import (
 //	'i' lp(sub) 'k' lp(class "\x00" state) lp(type) lp(id) -> summary: by each class and its state
 //	'i' lp(sub) 'f' ts(8)     lp(type) lp(id) -> summary: by first failure
 //	'i' lp(sub) 'o' ts(8)     lp(type) lp(id) -> summary: by first failure, retrying and waiting only
+//	'i' lp(sub) 'r' ts(8)     lp(type) lp(id) -> summary: by first failure, resuming only (counters.go)
 //	'i' lp(sub) 'g' lp(group) lp(type) lp(id) -> summary: by failure group (group.go)
 //	'l' lp(sub) dim lp(value) lp(state)      -> count(8): per class ('c'), aggregate type ('t') and group ('g') and state
 //	'l' lp(sub) 'v' lp(group) lp(module)     -> count(8): a group's records per module version (group.go)
@@ -45,6 +46,7 @@ const (
 	dimClassIn = 'k' // a class in a state: its value is class NUL state
 	dimFirst   = 'f'
 	dimOldest  = 'o'
+	dimResumed = 'r' // resuming records by first failure, for a window's count of them
 	dimType    = 't' // counters only: the 'a' path has the type in its key
 	dimGroup   = 'g'
 	// summaryVer is the summary's format. The group and the module version
@@ -62,8 +64,12 @@ const (
 
 	// indexVersion is what BuildIndex writes once every record is indexed:
 	// 2 once every record is also in its failure group, 3 once it is also
-	// in the counters per class and type and per time bucket.
-	indexVersion = 3
+	// in the counters per class and type and per time bucket, 4 once every
+	// resuming record is also on the 'r' path.
+	indexVersion = 4
+	// countedVersion is the mark of a store indexed and counted (3) whose
+	// resuming records may not be on the 'r' path yet.
+	countedVersion = 3
 )
 
 func indexMarkKey() []byte { return []byte("xparked-index") }
@@ -222,11 +228,14 @@ func cutLP(b []byte) (string, []byte, bool) {
 func indexHead(sub string, dim byte, val []byte) []byte {
 	b := key(kindIndex, sub)
 	b = append(b, dim)
-	if dim == dimFirst || dim == dimOldest {
+	if isTimePath(dim) {
 		return append(b, val...)
 	}
 	return appendLP(b, string(val))
 }
+
+// isTimePath reports whether dim's value is a stamp of 8 bytes.
+func isTimePath(dim byte) bool { return dim == dimFirst || dim == dimOldest || dim == dimResumed }
 
 func indexKey(sub string, dim byte, val []byte, aggType, aggID string) []byte {
 	return appendLP(appendLP(indexHead(sub, dim, val), aggType), aggID)
@@ -241,7 +250,10 @@ func entryKeys(sub, aggType, aggID string, s summary) [][]byte {
 		indexKey(sub, dimState, []byte(s.state), aggType, aggID),
 		indexKey(sub, dimFirst, stampBytes(s.first), aggType, aggID),
 	}
-	if s.state != StateResuming && !s.first.IsZero() {
+	switch {
+	case s.state == StateResuming:
+		ks = append(ks, indexKey(sub, dimResumed, stampBytes(s.first), aggType, aggID))
+	case !s.first.IsZero():
 		ks = append(ks, indexKey(sub, dimOldest, stampBytes(s.first), aggType, aggID))
 	}
 	for i, c := range s.classes {
@@ -284,7 +296,7 @@ func indexKeyParts(k []byte) (sub string, dim byte, val []byte, aggType, aggID s
 	}
 	dim, rest = rest[0], rest[1:]
 	switch dim {
-	case dimFirst, dimOldest:
+	case dimFirst, dimOldest, dimResumed:
 		if len(rest) < 8 {
 			return "", 0, nil, "", "", errBadKey
 		}

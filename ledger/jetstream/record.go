@@ -111,23 +111,9 @@ func (i *recIter) flush() {
 		return
 	}
 	i.walking = false
-	end := prefixEnd(i.prefix)
+	end := kvtx.PrefixEnd(i.prefix)
 	if i.inner.Valid() {
 		end = append(bytes.Clone(i.inner.Key()), 0) // just past the key it is at
 	}
 	i.r.ranges = append(i.r.ranges, keyRange{start: i.start, end: end})
-}
-
-// prefixEnd returns the first key after every key starting with prefix, nil
-// when there is none (a prefix of 0xff bytes only, or none).
-func prefixEnd(prefix []byte) []byte {
-	end := bytes.Clone(prefix)
-	for len(end) > 0 {
-		if last := len(end) - 1; end[last] < 0xff {
-			end[last]++
-			return end
-		}
-		end = end[:len(end)-1]
-	}
-	return nil
 }

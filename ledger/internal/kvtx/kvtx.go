@@ -5,7 +5,10 @@
 // wrote. It is internal to the ledger tree: no other package sees it.
 package kvtx
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+)
 
 // Errors of every Txn.
 var (
@@ -50,4 +53,18 @@ type Iterator interface {
 	Value() ([]byte, error)
 	// Close releases the iterator.
 	Close()
+}
+
+// PrefixEnd returns the first key after every key starting with prefix,
+// nil when there is none (a prefix of 0xff bytes only, or none).
+func PrefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for len(end) > 0 {
+		if last := len(end) - 1; end[last] < 0xff {
+			end[last]++
+			return end
+		}
+		end = end[:len(end)-1]
+	}
+	return nil
 }
