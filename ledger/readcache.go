@@ -1,0 +1,139 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"sync/atomic"
+
+	"github.com/berthhq/berth/ledger/internal/kvtx"
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// readCache keeps, for the Badger store's Views, the counters the counts
+// read (kindCount and kindTally keys, point reads) and the first key
+// under a prefix (the oldest parked): read once from Badger, they are
+// answered from memory until the next write. At 1,000,000 parked a point
+// read goes through every level of the LSM tree (bloom filters, a block
+// from the cache); at 10,000 it sat in the memtable.
+//
+// Why it is exact: the store is the only writer of its directory, and
+// every write goes through Update, which runs the writer between two
+// steps of epoch (odd while it runs). A View that reads the same even
+// epoch before and after taking its Badger snapshot took it while no
+// write ran, so its snapshot holds exactly the commits of the writes
+// before that epoch: an entry read by a View of the same epoch is what
+// Badger would answer it. A View whose epoch moved, or was odd, reads
+// Badger alone. An entry of an older epoch is read again, so a write
+// needs to know neither which keys it changed nor its commit timestamp,
+// and a failed commit changes nothing here. Update's own reads never go
+// through it (they see their pending writes in Badger's transaction).
+//
+// The price: every write makes every entry stale, so under a steady park
+// rate the counts read Badger as before (the cost of a miss is one map
+// look-up more). The cache lives in memory only: a store opened again
+// starts empty.
+type readCache struct {
+	epoch   atomic.Uint64
+	entries *lru.Cache[string, cacheEntry]
+}
+
+// readCacheSize bounds the entries: a count reads a few counters (one per
+// state and dimension), a listing's plan a few more. 4,096 entries of
+// ~60-byte keys are ~1 MB at most, whatever the number parked.
+const readCacheSize = 4096
+
+// cacheEntry is what Badger answered a View of epoch.
+type cacheEntry struct {
+	epoch uint64
+	value []byte // nil: not found
+}
+
+func newReadCache() *readCache {
+	c, err := lru.New[string, cacheEntry](readCacheSize)
+	if err != nil {
+		panic(err) // only for a size ≤ 0
+	}
+	return &readCache{entries: c}
+}
+
+// writing marks a write running until the returned func is called.
+func (c *readCache) writing() (done func()) {
+	c.epoch.Add(1)
+	return func() { c.epoch.Add(1) }
+}
+
+// view returns txn, a View's transaction taken by take, read through the
+// cache when no write ran while it was taken.
+func (c *readCache) view(take func() kvtx.Txn) kvtx.Txn {
+	e := c.epoch.Load()
+	txn := take()
+	if e%2 == 1 || c.epoch.Load() != e {
+		return txn
+	}
+	return &cachedTxn{Txn: txn, c: c, epoch: e}
+}
+
+// cachedTxn is a View's transaction read through the cache.
+type cachedTxn struct {
+	kvtx.Txn
+	c     *readCache
+	epoch uint64
+}
+
+// cached reports whether a point read of k is kept: the counters.
+func cached(k []byte) bool {
+	return len(k) > 0 && (k[0] == kindCount || k[0] == kindTally)
+}
+
+// Get reads a counter from the cache, any other key from Badger.
+func (t *cachedTxn) Get(k []byte) ([]byte, error) {
+	if !cached(k) {
+		return t.Txn.Get(k)
+	}
+	ck := "g" + string(k)
+	if e, ok := t.c.entries.Get(ck); ok && e.epoch == t.epoch {
+		if e.value == nil {
+			return nil, kvtx.ErrNotFound
+		}
+		return e.value, nil
+	}
+	v, err := t.Txn.Get(k)
+	switch {
+	case err == nil:
+		t.c.entries.Add(ck, cacheEntry{epoch: t.epoch, value: v})
+	case errors.Is(err, kvtx.ErrNotFound):
+		t.c.entries.Add(ck, cacheEntry{epoch: t.epoch})
+	}
+	return v, err
+}
+
+// firstKey returns a copy of the first key under prefix, from the cache.
+func (t *cachedTxn) firstKey(prefix []byte) ([]byte, bool) {
+	ck := "f" + string(prefix)
+	if e, ok := t.c.entries.Get(ck); ok && e.epoch == t.epoch {
+		return bytes.Clone(e.value), e.value != nil
+	}
+	k, ok := firstKeyOf(t.Txn, prefix)
+	t.c.entries.Add(ck, cacheEntry{epoch: t.epoch, value: bytes.Clone(k)})
+	return k, ok
+}
+
+// firstKeyer is a transaction that answers the first key under a prefix
+// itself (cachedTxn).
+type firstKeyer interface {
+	firstKey(prefix []byte) ([]byte, bool)
+}
+
+// firstKeyOf returns a copy of the first key under prefix in txn.
+func firstKeyOf(txn kvtx.Txn, prefix []byte) ([]byte, bool) {
+	if f, ok := txn.(firstKeyer); ok {
+		return f.firstKey(prefix)
+	}
+	it := txn.Iterate(prefix, false)
+	defer it.Close()
+	it.Seek(prefix)
+	if !it.Valid() {
+		return nil, false
+	}
+	return bytes.Clone(it.Key()), true
+}
