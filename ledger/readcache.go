@@ -18,14 +18,17 @@ import (
 //
 // Why it is exact: the store is the only writer of its directory, and
 // every write goes through Update, which runs the writer between two
-// steps of epoch (odd while it runs). A View that reads the same even
-// epoch before and after taking its Badger snapshot took it while no
-// write ran, so its snapshot holds exactly the commits of the writes
-// before that epoch: an entry read by a View of the same epoch is what
-// Badger would answer it. A View whose epoch moved, or was odd, reads
-// Badger alone. An entry of an older epoch is read again, so a write
-// needs to know neither which keys it changed nor its commit timestamp,
-// and a failed commit changes nothing here. Update's own reads never go
+// steps of epoch, counted in active meanwhile. A View that reads the same
+// epoch before and after taking its Badger snapshot, and no write active,
+// took it while no write ran (Badger's Commit returns once its commit is
+// visible to new snapshots), so its snapshot holds exactly the commits of
+// the writes before that epoch: an entry read by a View of the same epoch
+// is what Badger would answer it. A View whose epoch moved, or that met a
+// write running, reads Badger alone. Writes that overlap (a pipelined
+// writer) each step the epoch and are counted, so this holds for them
+// too. An entry of an older epoch is read again, so a write needs to know
+// neither which keys it changed nor its commit timestamp (Badger v4's Txn
+// does not tell it), and a failed commit changes nothing here. Update's own reads never go
 // through it (they see their pending writes in Badger's transaction).
 //
 // The price: every write makes every entry stale, so under a steady park
@@ -34,6 +37,7 @@ import (
 // starts empty.
 type readCache struct {
 	epoch   atomic.Uint64
+	active  atomic.Int64 // writes running
 	entries *lru.Cache[string, cacheEntry]
 }
 
@@ -58,16 +62,21 @@ func newReadCache() *readCache {
 
 // writing marks a write running until the returned func is called.
 func (c *readCache) writing() (done func()) {
+	c.active.Add(1)
 	c.epoch.Add(1)
-	return func() { c.epoch.Add(1) }
+	return func() {
+		c.epoch.Add(1)
+		c.active.Add(-1)
+	}
 }
 
 // view returns txn, a View's transaction taken by take, read through the
 // cache when no write ran while it was taken.
 func (c *readCache) view(take func() kvtx.Txn) kvtx.Txn {
 	e := c.epoch.Load()
+	quiet := c.active.Load() == 0
 	txn := take()
-	if e%2 == 1 || c.epoch.Load() != e {
+	if !quiet || c.active.Load() != 0 || c.epoch.Load() != e {
 		return txn
 	}
 	return &cachedTxn{Txn: txn, c: c, epoch: e}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/ledger/internal/kvtx"
 )
 
 func parkOne(t *testing.T, s *Badger, id string, first time.Time) {
@@ -162,5 +164,40 @@ func TestReadCacheStartsEmpty(t *testing.T) {
 	}
 	if got := countsOf(t, s); got != want {
 		t.Errorf("counts after a reopen: %s, want %s", got, want)
+	}
+}
+
+// TestReadCacheNotWhileAWriteRuns: a View taken while a write runs, or
+// taken across one, reads Badger alone; one taken between writes reads
+// through the cache.
+func TestReadCacheNotWhileAWriteRuns(t *testing.T) {
+	c := newReadCache()
+	cachedView := func(during func()) bool {
+		_, ok := c.view(func() kvtx.Txn {
+			during()
+			return nil
+		}).(*cachedTxn)
+		return ok
+	}
+	if !cachedView(func() {}) {
+		t.Error("a View between writes does not read through the cache")
+	}
+	done := c.writing()
+	if cachedView(func() {}) {
+		t.Error("a View taken while a write runs reads through the cache")
+	}
+	done()
+	if cachedView(func() { c.writing()() }) {
+		t.Error("a View taken across a whole write reads through the cache")
+	}
+	var end func()
+	if cachedView(func() { end = c.writing() }) {
+		t.Error("a View taken as a write began reads through the cache")
+	}
+	if cachedView(end) {
+		t.Error("a View taken as a write ended reads through the cache")
+	}
+	if !cachedView(func() {}) {
+		t.Error("a View after the writes does not read through the cache")
 	}
 }
