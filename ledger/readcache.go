@@ -39,12 +39,30 @@ type readCache struct {
 	epoch   atomic.Uint64
 	active  atomic.Int64 // writes running
 	entries *lru.Cache[string, cacheEntry]
+	ranges  *lru.Cache[string, rangeEntry]
 }
 
 // readCacheSize bounds the entries: a count reads a few counters (one per
 // state and dimension), a listing's plan a few more. 4,096 entries of
 // ~60-byte keys are ~1 MB at most, whatever the number parked.
 const readCacheSize = 4096
+
+// rangeCacheSize and rangeCacheKeys bound the ranges kept (a window's
+// count reads its whole buckets of one level and its ends at each finer
+// one: a dozen ranges) and their keys: a range of more is not kept. At
+// ~250 bytes a key and value, 64 × 256 of them are 4 MB at most.
+const (
+	rangeCacheSize = 64
+	rangeCacheKeys = 256
+)
+
+// rangeEntry is the keys and values of a range Badger gave a View of
+// epoch; tooBig: it had more than rangeCacheKeys.
+type rangeEntry struct {
+	epoch  uint64
+	kvs    [][2][]byte
+	tooBig bool
+}
 
 // cacheEntry is what Badger answered a View of epoch.
 type cacheEntry struct {
@@ -57,7 +75,11 @@ func newReadCache() *readCache {
 	if err != nil {
 		panic(err) // only for a size ≤ 0
 	}
-	return &readCache{entries: c}
+	r, err := lru.New[string, rangeEntry](rangeCacheSize)
+	if err != nil {
+		panic(err)
+	}
+	return &readCache{entries: c, ranges: r}
 }
 
 // writing marks a write running until the returned func is called.
@@ -145,4 +167,36 @@ func firstKeyOf(txn kvtx.Txn, prefix []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return bytes.Clone(it.Key()), true
+}
+
+// rangeOf returns the keys and values under prefix in [start, end), from
+// the cache; false when the range holds more than rangeCacheKeys (then
+// the caller walks it itself).
+func (t *cachedTxn) rangeOf(prefix, start, end []byte) ([][2][]byte, bool, error) {
+	ck := string(appendLP(appendLP(appendLP(nil, string(prefix)), string(start)), string(end)))
+	if e, ok := t.c.ranges.Get(ck); ok && e.epoch == t.epoch {
+		return e.kvs, !e.tooBig, nil
+	}
+	e := rangeEntry{epoch: t.epoch}
+	it := t.Txn.Iterate(prefix, false)
+	defer it.Close()
+	for it.Seek(start); it.Valid() && bytes.Compare(it.Key(), end) < 0; it.Next() {
+		if len(e.kvs) == rangeCacheKeys {
+			e.kvs, e.tooBig = nil, true
+			break
+		}
+		v, err := it.Value()
+		if err != nil {
+			return nil, false, err
+		}
+		e.kvs = append(e.kvs, [2][]byte{bytes.Clone(it.Key()), v})
+	}
+	t.c.ranges.Add(ck, e)
+	return e.kvs, !e.tooBig, nil
+}
+
+// rangeReader is a transaction that answers a bounded range itself
+// (cachedTxn).
+type rangeReader interface {
+	rangeOf(prefix, start, end []byte) ([][2][]byte, bool, error)
 }

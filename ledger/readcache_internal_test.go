@@ -21,28 +21,40 @@ func parkOne(t *testing.T, s *Badger, id string, first time.Time) {
 	}
 }
 
-// countsOf reads what the cache keeps in one View: the subscription's
-// retrying count, its class count and its oldest parked.
+// countsOf reads what the cache keeps in one View: see readCounts.
 func countsOf(t *testing.T, s *Badger) string {
 	t.Helper()
 	var out string
-	err := s.View(context.Background(), func(tx Tx) error {
-		c, err := tx.CountParked("sub")
-		if err != nil {
-			return err
-		}
-		n, err := tx.CountMatching(Filter{Subscription: "sub", Class: "Timeout"})
-		if err != nil {
-			return err
-		}
-		at, _, err := tx.OldestParked("sub")
-		out = fmt.Sprintf("%d retrying, %d Timeout, oldest %s", c[StateRetrying], n, at.Format(time.RFC3339))
+	err := s.View(context.Background(), func(tx Tx) (err error) {
+		out, err = readCounts(tx)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// readCounts reads the subscription's retrying count, its class count,
+// a window's count (ranges of counters and entries) and its oldest parked.
+func readCounts(tx Tx) (string, error) {
+	c, err := tx.CountParked("sub")
+	if err != nil {
+		return "", err
+	}
+	n, err := tx.CountMatching(Filter{Subscription: "sub", Class: "Timeout"})
+	if err != nil {
+		return "", err
+	}
+	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	w, err := tx.CountMatching(Filter{Subscription: "sub", FailedAfter: day.Add(-time.Second - time.Millisecond),
+		FailedBefore: day.Add(48*time.Hour + time.Second + time.Millisecond)})
+	if err != nil {
+		return "", err
+	}
+	at, _, err := tx.OldestParked("sub")
+	return fmt.Sprintf("%d retrying, %d Timeout, %d in the window, oldest %s", c[StateRetrying], n, w,
+		at.Format(time.RFC3339)), err
 }
 
 // TestReadCacheKeepsEachSnapshot: a View's counts are those of its own
@@ -58,7 +70,7 @@ func TestReadCacheKeepsEachSnapshot(t *testing.T) {
 	defer s.Close(context.Background())
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	parkOne(t, s, "o-1", at)
-	before := "1 retrying, 1 Timeout, oldest 2026-12-01T00:00:00Z"
+	before := "1 retrying, 1 Timeout, 1 in the window, oldest 2026-12-01T00:00:00Z"
 	if got := countsOf(t, s); got != before {
 		t.Fatalf("counts after one park: %s, want %s", got, before)
 	}
@@ -72,10 +84,11 @@ func TestReadCacheKeepsEachSnapshot(t *testing.T) {
 	go func() {
 		err := s.View(context.Background(), func(tx Tx) error {
 			read := func() string {
-				c, _ := tx.CountParked("sub")
-				n, _ := tx.CountMatching(Filter{Subscription: "sub", Class: "Timeout"})
-				old, _, _ := tx.OldestParked("sub")
-				return fmt.Sprintf("%d retrying, %d Timeout, oldest %s", c[StateRetrying], n, old.Format(time.RFC3339))
+				out, err := readCounts(tx)
+				if err != nil {
+					return err.Error()
+				}
+				return out
 			}
 			done <- read()
 			close(inside)
@@ -89,7 +102,7 @@ func TestReadCacheKeepsEachSnapshot(t *testing.T) {
 	}()
 	<-inside
 	parkOne(t, s, "o-0", at.Add(-time.Hour))
-	after := "2 retrying, 2 Timeout, oldest 2026-11-30T23:00:00Z"
+	after := "2 retrying, 2 Timeout, 2 in the window, oldest 2026-11-30T23:00:00Z"
 	if got := countsOf(t, s); got != after {
 		t.Fatalf("counts after the second park: %s, want %s", got, after)
 	}
@@ -199,5 +212,39 @@ func TestReadCacheNotWhileAWriteRuns(t *testing.T) {
 	}
 	if !cachedView(func() {}) {
 		t.Error("a View after the writes does not read through the cache")
+	}
+}
+
+// TestReadCacheLongRange: a window whose range holds more keys than a
+// range of the cache keeps (rangeCacheKeys entries within one second) is
+// counted exactly, read twice, and again after one more park in it.
+func TestReadCacheLongRange(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	first := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	n := rangeCacheKeys + 40
+	parkOrders(t, s, n, first, time.Millisecond, 3, func(int) State { return StateWaiting })
+	f := Filter{Subscription: "sub", FailedAfter: first.Add(time.Nanosecond), FailedBefore: first.Add(time.Duration(n) * time.Millisecond)}
+	count := func() int {
+		var got int
+		if err := s.View(context.Background(), func(tx Tx) (err error) {
+			got, err = tx.CountMatching(f)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for i := range 2 {
+		if got := count(); got != n-1 {
+			t.Errorf("read %d: %d in the window, want %d", i, got, n-1)
+		}
+	}
+	parkOne(t, s, "o-late", first.Add(time.Duration(n-1)*time.Millisecond+time.Microsecond))
+	if got := count(); got != n {
+		t.Errorf("after one more park: %d in the window, want %d", got, n)
 	}
 }
