@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/berthhq/berth/ledger/internal/kvtx"
@@ -142,18 +143,62 @@ func splitResuming(states []State) (kept []State, resuming bool) {
 // resumingIn counts sub's resuming records whose first failure is in
 // [lo, hi), from their summaries on the state path.
 func (t *kvTx) resumingIn(sub string, lo, hi uint64) (int, error) {
+	if sr, ok := t.txn.(stampsReader); ok {
+		// The stamps of every resuming record, sorted, kept by the
+		// View's cache: a walk of them all costs with their number.
+		stamps, err := sr.stamps("resuming\x00"+sub, func() ([]byte, error) { return t.resumingStamps(sub) })
+		if err != nil {
+			return 0, err
+		}
+		return countStamps(stamps, lo, hi), nil
+	}
 	n := 0
-	err := t.scan(indexHead(sub, dimState, []byte(StateResuming)), nil, func(k, v []byte) (bool, error) {
+	err := t.eachResuming(sub, func(st uint64) {
+		if st >= lo && st < hi {
+			n++
+		}
+	})
+	return n, err
+}
+
+// eachResuming calls fn with the first failure's stamp of each of sub's
+// resuming records, from their summaries on the state path.
+func (t *kvTx) eachResuming(sub string, fn func(stamp uint64)) error {
+	return t.scan(indexHead(sub, dimState, []byte(StateResuming)), nil, func(k, v []byte) (bool, error) {
 		s, err := decodeSummary(v, false)
 		if err != nil {
 			return false, fmt.Errorf("%w: %q", err, k)
 		}
-		if st := stamp(s.first); st >= lo && st < hi {
-			n++
-		}
+		fn(stamp(s.first))
 		return true, nil
 	})
-	return n, err
+}
+
+// resumingStamps is the stamps of sub's resuming records, sorted, each
+// in 8 big-endian bytes.
+func (t *kvTx) resumingStamps(sub string) ([]byte, error) {
+	var sts []uint64
+	if err := t.eachResuming(sub, func(st uint64) { sts = append(sts, st) }); err != nil {
+		return nil, err
+	}
+	slices.Sort(sts)
+	b := make([]byte, 0, 8*len(sts))
+	for _, st := range sts {
+		b = binary.BigEndian.AppendUint64(b, st)
+	}
+	return b, nil
+}
+
+// countStamps counts the stamps of sorted (resumingStamps) in [lo, hi).
+func countStamps(sorted []byte, lo, hi uint64) int {
+	if lo >= hi {
+		return 0
+	}
+	n := len(sorted) / 8
+	at := func(i int) uint64 { return binary.BigEndian.Uint64(sorted[8*i:]) }
+	i := sort.Search(n, func(i int) bool { return at(i) >= lo })
+	j := sort.Search(n, func(j int) bool { return at(j) >= hi })
+	return j - i
 }
 
 // classTypeCount counts sub's records of a class and aggregate type in

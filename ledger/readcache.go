@@ -200,3 +200,27 @@ func (t *cachedTxn) rangeOf(prefix, start, end []byte) ([][2][]byte, bool, error
 type rangeReader interface {
 	rangeOf(prefix, start, end []byte) ([][2][]byte, bool, error)
 }
+
+// maxStamps bounds the bytes of one list of stamps kept (resuming
+// records' first failures, counters.go): a million records, 8 MB. A
+// longer one is read again by each View.
+const maxStamps = 8 << 20
+
+// stamps returns the list of stamps under name, from the cache, else
+// from load (kept when at most maxStamps bytes).
+func (t *cachedTxn) stamps(name string, load func() ([]byte, error)) ([]byte, error) {
+	ck := "s" + name
+	if e, ok := t.c.entries.Get(ck); ok && e.epoch == t.epoch {
+		return e.value, nil
+	}
+	b, err := load()
+	if err == nil && len(b) <= maxStamps {
+		t.c.entries.Add(ck, cacheEntry{epoch: t.epoch, value: b})
+	}
+	return b, err
+}
+
+// stampsReader is a transaction that keeps lists of stamps (cachedTxn).
+type stampsReader interface {
+	stamps(name string, load func() ([]byte, error)) ([]byte, error)
+}
