@@ -143,22 +143,22 @@ func splitResuming(states []State) (kept []State, resuming bool) {
 // resumingIn counts sub's resuming records whose first failure is in
 // [lo, hi), from their summaries on the state path.
 func (t *kvTx) resumingIn(sub string, lo, hi uint64) (int, error) {
-	if sr, ok := t.txn.(stampsReader); ok {
-		// The stamps of every resuming record, sorted, kept by the
-		// View's cache: a walk of them all costs with their number.
-		stamps, err := sr.stamps("resuming\x00"+sub, func() ([]byte, error) { return t.resumingStamps(sub) })
-		if err != nil {
-			return 0, err
-		}
-		return countStamps(stamps, lo, hi), nil
+	if _, ok := t.txn.(deriver); !ok {
+		n := 0
+		err := t.eachResuming(sub, func(st uint64) {
+			if st >= lo && st < hi {
+				n++
+			}
+		})
+		return n, err
 	}
-	n := 0
-	err := t.eachResuming(sub, func(st uint64) {
-		if st >= lo && st < hi {
-			n++
-		}
-	})
-	return n, err
+	// The stamps of every resuming record, sorted, kept by a View's
+	// cache: a walk of them all costs with their number.
+	stamps, err := derive(t.txn, "resuming\x00"+sub, func() ([]byte, error) { return t.resumingStamps(sub) })
+	if err != nil {
+		return 0, err
+	}
+	return countStamps(stamps, lo, hi), nil
 }
 
 // eachResuming calls fn with the first failure's stamp of each of sub's
@@ -211,12 +211,19 @@ func (t *kvTx) classTypeCount(sub, class, aggType string, states []State) (int, 
 		return n, err
 	}
 	prefix := appendLP(indexHead(sub, dimClassIn, classIn(class, StateResuming)), aggType)
-	it := t.txn.Iterate(prefix, false)
-	defer it.Close()
-	for it.Seek(prefix); it.Valid(); it.Next() {
-		n++
+	c, err := derive(t.txn, "keys\x00"+string(prefix), func() ([]byte, error) {
+		m := uint64(0)
+		it := t.txn.Iterate(prefix, false)
+		defer it.Close()
+		for it.Seek(prefix); it.Valid(); it.Next() {
+			m++
+		}
+		return u64(m), nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	return n, nil
+	return n + int(binary.BigEndian.Uint64(c)), nil
 }
 
 // windowCount is one window's count of records in states other than

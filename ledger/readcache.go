@@ -201,26 +201,36 @@ type rangeReader interface {
 	rangeOf(prefix, start, end []byte) ([][2][]byte, bool, error)
 }
 
-// maxStamps bounds the bytes of one list of stamps kept (resuming
-// records' first failures, counters.go): a million records, 8 MB. A
-// longer one is read again by each View.
-const maxStamps = 8 << 20
+// maxDerived bounds the bytes of one value derived from a View's reads
+// that is kept (the sorted stamps of resuming records, counters.go): a
+// million stamps, 8 MB. A longer one is read again by each View.
+const maxDerived = 8 << 20
 
-// stamps returns the list of stamps under name, from the cache, else
-// from load (kept when at most maxStamps bytes).
-func (t *cachedTxn) stamps(name string, load func() ([]byte, error)) ([]byte, error) {
-	ck := "s" + name
+// derived returns the value named name derived from this snapshot: from
+// the cache, else from load (kept when at most maxDerived bytes). load
+// must read only through the View.
+func (t *cachedTxn) derived(name string, load func() ([]byte, error)) ([]byte, error) {
+	ck := "d" + name
 	if e, ok := t.c.entries.Get(ck); ok && e.epoch == t.epoch {
 		return e.value, nil
 	}
 	b, err := load()
-	if err == nil && len(b) <= maxStamps {
+	if err == nil && len(b) <= maxDerived {
 		t.c.entries.Add(ck, cacheEntry{epoch: t.epoch, value: b})
 	}
 	return b, err
 }
 
-// stampsReader is a transaction that keeps lists of stamps (cachedTxn).
-type stampsReader interface {
-	stamps(name string, load func() ([]byte, error)) ([]byte, error)
+// deriver is a transaction that keeps values derived from its reads
+// (cachedTxn).
+type deriver interface {
+	derived(name string, load func() ([]byte, error)) ([]byte, error)
+}
+
+// derive returns load's value, kept by txn's cache if it has one.
+func derive(txn kvtx.Txn, name string, load func() ([]byte, error)) ([]byte, error) {
+	if d, ok := txn.(deriver); ok {
+		return d.derived(name, load)
+	}
+	return load()
 }
