@@ -11,6 +11,17 @@ import (
 	"github.com/berthhq/berth/ledger/internal/kvtx"
 )
 
+// openCached opens the store in dir, closed at the test's end.
+func openCached(t *testing.T, dir string) *Badger {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
 func parkOne(t *testing.T, s *Badger, id string, first time.Time) {
 	t.Helper()
 	r := &Record{Subscription: "sub", AggregateType: "order", AggregateID: id, State: StateRetrying,
@@ -63,11 +74,7 @@ func readCounts(tx Tx) (string, error) {
 // new ones, and a View after it reads them from the cache (its entries
 // are of its epoch).
 func TestReadCacheKeepsEachSnapshot(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
+	s := openCached(t, t.TempDir())
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	parkOne(t, s, "o-1", at)
 	before := "1 retrying, 1 Timeout, 1 in the window, oldest 2026-12-01T00:00:00Z"
@@ -127,16 +134,12 @@ func TestReadCacheKeepsEachSnapshot(t *testing.T) {
 // counters leaves the counts a View reads as they were (what failed does
 // not matter to the cache: any write makes it read Badger again).
 func TestReadCacheAfterAFailedWrite(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
+	s := openCached(t, t.TempDir())
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	parkOne(t, s, "o-1", at)
 	want := countsOf(t, s)
 	failed := errors.New("failed")
-	err = s.Update(context.Background(), func(tx Tx) error {
+	err := s.Update(context.Background(), func(tx Tx) error {
 		r := &Record{Subscription: "sub", AggregateType: "order", AggregateID: "o-0", State: StateRetrying,
 			FirstFailure: at.Add(-time.Hour), Error: ErrorInfo{Classes: []string{"Timeout"}}}
 		if err := tx.PutParked(r); err != nil {
@@ -156,10 +159,7 @@ func TestReadCacheAfterAFailedWrite(t *testing.T) {
 // reads its counts from Badger.
 func TestReadCacheStartsEmpty(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openCached(t, dir)
 	parkOne(t, s, "o-1", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	want := countsOf(t, s)
 	if s.cache.entries.Len() == 0 {
@@ -168,10 +168,7 @@ func TestReadCacheStartsEmpty(t *testing.T) {
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
+	s = openCached(t, dir)
 	if n := s.cache.entries.Len(); n != 0 {
 		t.Errorf("%d entries cached at Open", n)
 	}
@@ -219,11 +216,7 @@ func TestReadCacheNotWhileAWriteRuns(t *testing.T) {
 // range of the cache keeps (rangeCacheKeys entries within one second) is
 // counted exactly, read twice, and again after one more park in it.
 func TestReadCacheLongRange(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
+	s := openCached(t, t.TempDir())
 	first := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	n := rangeCacheKeys + 40
 	parkOrders(t, s, n, first, time.Millisecond, 3, func(int) State { return StateWaiting })
