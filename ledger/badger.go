@@ -169,7 +169,10 @@ type pendingUpdate struct {
 var errNotWritten = errors.New("ledger: update not written (the update that wrote its group failed)")
 
 // writeMarked is write with the read cache told a write runs: Views
-// taken meanwhile read Badger alone, and later ones read it again.
+// taken meanwhile read Badger alone, and later ones read it again. It
+// holds only while write returns once its commits are visible (Badger's
+// Commit returns after them): a writer that commits later must end the
+// mark after its commit.
 func (s *Badger) writeMarked(group []*pendingUpdate) {
 	defer s.cache.writing()()
 	s.write(group)
