@@ -29,6 +29,9 @@ type Badger struct {
 
 	// updates is the group-commit queue every Update goes through.
 	updates *groupcommit.Queue[*pendingUpdate]
+
+	// cache answers Views' counters until the next write (readcache.go).
+	cache *readCache
 }
 
 // maxGroup bounds the Updates that one Badger transaction takes.
@@ -58,7 +61,8 @@ func Open(dir string, opts Options) (*Badger, error) {
 		_ = db.Close(context.Background())
 		return nil, fmt.Errorf("ledger: open %s: deleting the retired due index: %w", dir, err)
 	}
-	b := &Badger{db: db, space: opts.Space, updates: groupcommit.New[*pendingUpdate](maxGroup)}
+	b := &Badger{db: db, space: opts.Space, updates: groupcommit.New[*pendingUpdate](maxGroup),
+		cache: newReadCache()}
 	if err := BuildIndex(context.Background(), b); err != nil {
 		_ = b.Close(context.Background())
 		return nil, fmt.Errorf("ledger: open %s: %w", dir, err)
@@ -144,7 +148,7 @@ func (s *Badger) Update(ctx context.Context, fn func(Tx) error) error {
 	}
 	defer s.life.RUnlock()
 	p := &pendingUpdate{ctx: ctx, fn: fn, err: errNotWritten}
-	s.updates.Do(p, s.write)
+	s.updates.Do(p, s.writeMarked)
 	if p.panicked != nil {
 		panic(p.panicked)
 	}
@@ -163,6 +167,16 @@ type pendingUpdate struct {
 
 // errNotWritten is a pending Update's outcome until its group is written.
 var errNotWritten = errors.New("ledger: update not written (the update that wrote its group failed)")
+
+// writeMarked is write with the read cache told a write runs: Views
+// taken meanwhile read Badger alone, and later ones read it again. It
+// holds only while write returns once its commits are visible (Badger's
+// Commit returns after them): a writer that commits later must end the
+// mark after its commit.
+func (s *Badger) writeMarked(group []*pendingUpdate) {
+	defer s.cache.writing()()
+	s.write(group)
+}
 
 // write runs the group's closures in one Badger transaction and commits
 // it. A closure that fails (or whose ctx ended) is rolled back alone: the
@@ -278,9 +292,13 @@ func (s *Badger) View(ctx context.Context, fn func(Tx) error) error {
 		return err
 	}
 	defer s.life.RUnlock()
-	txn := s.db.NewTransaction(false)
+	var txn *badger.Txn
+	kv := s.cache.view(func() kvtx.Txn {
+		txn = s.db.NewTransaction(false)
+		return kvtx.Badger(txn)
+	})
 	defer txn.Discard()
-	tx := newKVTx(kvtx.Badger(txn), true)
+	tx := newKVTx(kv, true)
 	err := fn(tx)
 	tx.End()
 	return err

@@ -103,7 +103,7 @@ func windowStamps(f *Filter) (lo, hi uint64) {
 
 // countWindow counts sub's records in states whose first failure is in
 // [lo, hi): from the time buckets, and, for resuming records, from their
-// summaries.
+// own time path.
 func (t *kvTx) countWindow(sub string, lo, hi uint64, states []State) (int, error) {
 	kept, resuming := splitResuming(states)
 	n := 0
@@ -167,12 +167,19 @@ func (t *kvTx) classTypeCount(sub, class, aggType string, states []State) (int, 
 		return n, err
 	}
 	prefix := appendLP(indexHead(sub, dimClassIn, classIn(class, StateResuming)), aggType)
-	it := t.txn.Iterate(prefix, false)
-	defer it.Close()
-	for it.Seek(prefix); it.Valid(); it.Next() {
-		n++
+	c, err := derive(t.txn, "keys\x00"+string(prefix), func() ([]byte, error) {
+		m := uint64(0)
+		it := t.txn.Iterate(prefix, false)
+		defer it.Close()
+		for it.Seek(prefix); it.Valid(); it.Next() {
+			m++
+		}
+		return u64(m), nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	return n, nil
+	return n + int(binary.BigEndian.Uint64(c)), nil
 }
 
 // windowCount is one window's count of records in states other than
@@ -230,68 +237,84 @@ func (w *windowCount) count(lo, hi uint64, i int) (int, error) {
 
 // sumBuckets adds the counters of level's buckets [first, last) in states.
 func (w *windowCount) sumBuckets(level byte, first, last uint64) (int, error) {
-	if w.buckets == nil {
+	if w.bucketsH == nil {
 		w.bucketsH = append(key(kindTally, w.sub), dimBucket)
-		w.buckets = w.t.txn.Iterate(w.bucketsH, false)
 	}
 	head := bucketHead(w.sub, level)
+	start := binary.BigEndian.AppendUint64(bytes.Clone(head), first)
 	end := binary.BigEndian.AppendUint64(bytes.Clone(head), last)
-	it := w.buckets
 	n := 0
-	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(head), first)); it.Valid(); it.Next() {
-		k := it.Key()
-		if bytes.Compare(k, end) >= 0 {
-			break
-		}
+	err := w.walk(w.bucketsH, start, end, &w.buckets, func(k []byte, value func() ([]byte, error)) error {
 		// Filtered even for every state kept: counters of state
 		// resuming an earlier host left are not read.
 		st, _, ok := cutLP(k[len(head)+8:])
 		if !ok {
-			return 0, fmt.Errorf("%w: bucket %q", errBadKey, k)
+			return fmt.Errorf("%w: bucket %q", errBadKey, k)
 		}
 		if !slices.Contains(w.states, State(st)) {
-			continue
+			return nil
 		}
-		v, err := it.Value()
+		v, err := value()
 		if err != nil {
-			return 0, err
+			return err
 		}
 		c, err := decodeUint64(k, v)
-		if err != nil {
-			return 0, err
-		}
 		n += int(c)
+		return err
+	})
+	return n, err
+}
+
+// walk calls fn with each key under prefix in [start, end) and a func
+// reading its value: from the View's cache when it keeps the range
+// (readcache.go), else with *it, made once for all of w's ranges.
+func (w *windowCount) walk(prefix, start, end []byte, it *kvtx.Iterator, fn func(k []byte, value func() ([]byte, error)) error) error {
+	if rr, ok := w.t.txn.(rangeReader); ok {
+		kvs, ok, err := rr.rangeOf(prefix, start, end)
+		if err != nil {
+			return err
+		}
+		if ok {
+			for _, kv := range kvs {
+				if err := fn(kv[0], func() ([]byte, error) { return kv[1], nil }); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 	}
-	return n, nil
+	if *it == nil {
+		*it = w.t.txn.Iterate(prefix, false)
+	}
+	for (*it).Seek(start); (*it).Valid() && bytes.Compare((*it).Key(), end) < 0; (*it).Next() {
+		if err := fn((*it).Key(), (*it).Value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // countEntries counts the entries of sub's time path in [lo, hi) whose
 // record is in states: what is left of a window finer than a second.
 func (w *windowCount) countEntries(lo, hi uint64) (int, error) {
-	if w.entries == nil {
+	if w.entriesH == nil {
 		// Values (for the state) are read only in the range: an
 		// iterator that prefetches reads past its end.
 		w.entriesH = indexHead(w.sub, dimFirst, nil)
-		w.entries = w.t.txn.Iterate(w.entriesH, false)
 	}
+	start := binary.BigEndian.AppendUint64(bytes.Clone(w.entriesH), lo)
 	end := binary.BigEndian.AppendUint64(bytes.Clone(w.entriesH), hi)
-	it := w.entries
 	n := 0
-	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(w.entriesH), lo)); it.Valid(); it.Next() {
-		if bytes.Compare(it.Key(), end) >= 0 {
-			break
-		}
-		v, err := it.Value()
+	err := w.walk(w.entriesH, start, end, &w.entries, func(_ []byte, value func() ([]byte, error)) error {
+		v, err := value()
 		if err != nil {
-			return 0, err
+			return err
 		}
 		s, err := decodeSummary(v, false)
-		if err != nil {
-			return 0, err
-		}
-		if slices.Contains(w.states, s.state) {
+		if err == nil && slices.Contains(w.states, s.state) {
 			n++
 		}
-	}
-	return n, nil
+		return err
+	})
+	return n, err
 }

@@ -246,9 +246,9 @@ func (t *kvTx) OldestParked(subscription string) (time.Time, bool, error) {
 		oldest time.Time
 		err    error
 	)
-	if ks := t.keysWithPrefix(head, 1); len(ks) == 1 {
+	if k, ok := firstKeyOf(t.txn, head); ok {
 		var val []byte
-		if _, _, val, _, _, err = indexKeyParts(ks[0]); err == nil {
+		if _, _, val, _, _, err = indexKeyParts(k); err == nil {
 			oldest = unstamp(binary.BigEndian.Uint64(val))
 		}
 	}

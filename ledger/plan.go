@@ -147,6 +147,11 @@ func (t *kvTx) walk(p path, after []byte, fn func(k, v []byte) (bool, error)) er
 			start = next
 		}
 	}
+	if p.end != nil && bytes.Compare(start, p.end) >= 0 {
+		// An empty range (a count said nothing matches): no iterator,
+		// whose seek goes through every level of the store.
+		return nil
+	}
 	it := t.txn.Iterate(p.prefix, true)
 	defer it.Close()
 	for it.Seek(start); it.Valid(); it.Next() {

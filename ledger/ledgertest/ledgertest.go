@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListParkedByFailure", testListByFailure},
 		{"IndexAgreesWithEveryFilter", testIndexAgrees},
 		{"CountersExact", testCounters},
+		{"ReadsAfterEachChange", testReadsAfterEachChange},
 		{"FailureGroups", testGroups},
 		{"Jobs", testJobs},
 		{"Audit", testAudit},
