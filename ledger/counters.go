@@ -144,17 +144,22 @@ func splitResuming(states []State) (kept []State, resuming bool) {
 // as the window holds resuming records, however many are resuming.
 func (t *kvTx) resumingIn(sub string, lo, hi uint64) (int, error) {
 	head := indexHead(sub, dimResumed, nil)
+	start := binary.BigEndian.AppendUint64(bytes.Clone(head), lo)
 	end := binary.BigEndian.AppendUint64(bytes.Clone(head), hi)
-	it := t.txn.Iterate(head, false)
-	defer it.Close()
-	n := 0
-	for it.Seek(binary.BigEndian.AppendUint64(bytes.Clone(head), lo)); it.Valid(); it.Next() {
-		if bytes.Compare(it.Key(), end) >= 0 {
-			break
+	// A View's cache keeps the count for its snapshot (readcache.go).
+	c, err := derive(t.txn, "resumed\x00"+string(start)+string(end), func() ([]byte, error) {
+		n := uint64(0)
+		it := t.txn.Iterate(head, false)
+		defer it.Close()
+		for it.Seek(start); it.Valid() && bytes.Compare(it.Key(), end) < 0; it.Next() {
+			n++
 		}
-		n++
+		return u64(n), nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	return n, nil
+	return int(binary.BigEndian.Uint64(c)), nil
 }
 
 // classTypeCount counts sub's records of a class and aggregate type in

@@ -202,8 +202,8 @@ type rangeReader interface {
 }
 
 // maxDerived bounds the bytes of one value derived from a View's reads
-// that is kept (a count of the resuming records of a class and type,
-// counters.go: 8 bytes). A longer one is read again by each View.
+// that is kept (counts of resuming records, counters.go: 8 bytes). A
+// longer one is read again by each View.
 const maxDerived = 8 << 20
 
 // derived returns the value named name derived from this snapshot: from
