@@ -121,13 +121,18 @@ func (m *Module) outcome(ctx context.Context, inst *instance, timeout time.Durat
 	// The host's own view decides "timed out": after a deadline the guest's
 	// error may read "unreachable" or "module closed", which says nothing.
 	// Under close-on-done wazero itself stops a call whose ctx ended, so ctx
-	// is asked as well as the flag.
+	// is asked as well as the flag, and so is the exit wazero gives a call
+	// whose own context passed its deadline (the sandbox's, on it): that
+	// context's timer and the instance's race, and either may fire first.
+	var exit *sys.ExitError
+	if inst.tier.rt.key.closeOnDone && errors.As(callErr, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded {
+		inst.cs.expire() // the host saw it now
+	}
 	if inst.cs.expired.Load() || ctx.Err() != nil {
 		o := m.expiredOutcome(ctx, timeout, "")
 		o.Stderr = stderr
 		return o
 	}
-	var exit *sys.ExitError
 	switch {
 	case errors.Is(callErr, errBadPointer):
 		return Outcome{Kind: Trap, Message: errBadPointer.Error(), Stderr: stderr}
