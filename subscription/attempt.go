@@ -124,10 +124,13 @@ func (r *run) settle(p *partition, a *aggState, c eventlog.Commit, idx int, live
 	if r.pausedForStore(p, now, probe) {
 		return 0, false // the host's failure, not the aggregate's (storefull.go)
 	}
-	if probe || p.isPaused() {
+	if probe || p.isPaused() || p.pauseEndedSince(s.begin) {
 		// During a systemic pause a failure is the outage's, not the
 		// aggregate's: nothing is spent. Only an unrecoverable one is the
 		// aggregate's own (a bad input stays bad when the service is back).
+		// So is the failure of an attempt begun before a pause that has
+		// ended since: settled late, it would pause the partition again
+		// for an outage that is over.
 		if probe {
 			p.probeDone(false)
 		}

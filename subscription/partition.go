@@ -111,6 +111,7 @@ type partition struct {
 	probeFailures int
 	nextProbe     time.Time
 	pausedSince   time.Time
+	resumedAt     time.Time // when the last systemic pause ended
 	pauseReason   string
 	storePaused   bool          // the pause is the ledger's refusing writes (storefull.go)
 	changed       chan struct{} // closed and replaced when the pause state changes

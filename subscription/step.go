@@ -17,6 +17,7 @@ type step struct {
 	f       *retry.Failure // nil: handled
 	d       retry.Decision // f classified; zero for a success
 	pol     retry.Policy   // the policy f was classified under
+	begin   time.Time      // when the attempt began, on the engine's clock
 	end     time.Time      // when the attempt ended, on the engine's clock
 }
 
@@ -43,7 +44,7 @@ func (r *run) attempt(ctx context.Context, tr *deliveryTrace, cur *resolved, del
 	if ready := retry.AwaitsHost(f); ready != nil {
 		return step{ready: ready, f: f}
 	}
-	s = step{counted: true, f: f, pol: cur.policy, end: clk.Now()}
+	s = step{counted: true, f: f, pol: cur.policy, begin: start, end: clk.Now()}
 	if f != nil {
 		s.d = retry.Classify(f, &s.pol, cur.classifier)
 	}

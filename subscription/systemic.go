@@ -75,6 +75,15 @@ func (p *partition) enterSystemicLocked(now time.Time, reason string) bool {
 	return true
 }
 
+// pauseEndedSince reports whether a systemic pause ended after t: an
+// attempt begun at t failed during it, or while the failures that made
+// it ran, and its failure is that outage's.
+func (p *partition) pauseEndedSince(t time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.resumedAt.After(t)
+}
+
 // isPaused reports whether the partition is in a systemic pause.
 func (p *partition) isPaused() bool {
 	p.mu.Lock()
@@ -106,6 +115,7 @@ func (p *partition) unpauseLocked() {
 			p.noteOutageLocked(ledger.NotifyPartitionResumed, p.r.e.clock.Now(), "")
 		}
 		p.paused = false
+		p.resumedAt = p.r.e.clock.Now()
 		p.storePaused = false
 		p.probeFailures = 0
 		p.nextProbe = time.Time{}
