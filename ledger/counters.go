@@ -117,11 +117,7 @@ func (t *kvTx) countWindow(sub string, lo, hi uint64, states []State) (int, erro
 		n += m
 	}
 	if resuming {
-		m, err := t.resumingIn(sub, lo, hi)
-		if err != nil {
-			return 0, err
-		}
-		n += m
+		n += t.resumingIn(sub, lo, hi)
 	}
 	return n, nil
 }
@@ -142,24 +138,11 @@ func splitResuming(states []State) (kept []State, resuming bool) {
 // resumingIn counts sub's resuming records whose first failure is in
 // [lo, hi), from their entries on the 'r' path (index.go): as many reads
 // as the window holds resuming records, however many are resuming.
-func (t *kvTx) resumingIn(sub string, lo, hi uint64) (int, error) {
+func (t *kvTx) resumingIn(sub string, lo, hi uint64) int {
 	head := indexHead(sub, dimResumed, nil)
 	start := binary.BigEndian.AppendUint64(bytes.Clone(head), lo)
 	end := binary.BigEndian.AppendUint64(bytes.Clone(head), hi)
-	// A View's cache keeps the count for its snapshot (readcache.go).
-	c, err := derive(t.txn, "resumed\x00"+string(start)+string(end), func() ([]byte, error) {
-		n := uint64(0)
-		it := t.txn.Iterate(head, false)
-		defer it.Close()
-		for it.Seek(start); it.Valid() && bytes.Compare(it.Key(), end) < 0; it.Next() {
-			n++
-		}
-		return u64(n), nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return int(binary.BigEndian.Uint64(c)), nil
+	return countKeys(t.txn, head, start, end)
 }
 
 // classTypeCount counts sub's records of a class and aggregate type in
@@ -172,19 +155,7 @@ func (t *kvTx) classTypeCount(sub, class, aggType string, states []State) (int, 
 		return n, err
 	}
 	prefix := appendLP(indexHead(sub, dimClassIn, classIn(class, StateResuming)), aggType)
-	c, err := derive(t.txn, "keys\x00"+string(prefix), func() ([]byte, error) {
-		m := uint64(0)
-		it := t.txn.Iterate(prefix, false)
-		defer it.Close()
-		for it.Seek(prefix); it.Valid(); it.Next() {
-			m++
-		}
-		return u64(m), nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n + int(binary.BigEndian.Uint64(c)), nil
+	return n + countKeys(t.txn, prefix, prefix, nil), nil
 }
 
 // windowCount is one window's count of records in states other than

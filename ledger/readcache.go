@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"sync/atomic"
 
@@ -11,7 +12,8 @@ import (
 
 // readCache keeps, for the Badger store's Views, the counters the counts
 // read (kindCount and kindTally keys, point reads) and the first key
-// under a prefix (the oldest parked): read once from Badger, they are
+// under a prefix (the oldest parked), ranges a window's count walks and
+// counts of keys (resuming records in a window, of a class and type): read once from Badger, they are
 // answered from memory until the next write. At 1,000,000 parked a point
 // read goes through every level of the LSM tree (bloom filters, a block
 // from the cache); at 10,000 it sat in the memtable.
@@ -201,36 +203,34 @@ type rangeReader interface {
 	rangeOf(prefix, start, end []byte) ([][2][]byte, bool, error)
 }
 
-// maxDerived bounds the bytes of one value derived from a View's reads
-// that is kept (counts of resuming records, counters.go: 8 bytes). A
-// longer one is read again by each View.
-const maxDerived = 8 << 20
-
-// derived returns the value named name derived from this snapshot: from
-// the cache, else from load (kept when at most maxDerived bytes). load
-// must read only through the View.
-func (t *cachedTxn) derived(name string, load func() ([]byte, error)) ([]byte, error) {
-	ck := "d" + name
+// keysIn counts the keys under prefix in [start, end) (end nil: to the
+// prefix's end), from the cache.
+func (t *cachedTxn) keysIn(prefix, start, end []byte) int {
+	ck := "n" + string(appendLP(appendLP(appendLP(nil, string(prefix)), string(start)), string(end)))
 	if e, ok := t.c.entries.Get(ck); ok && e.epoch == t.epoch {
-		return e.value, nil
+		return int(binary.BigEndian.Uint64(e.value))
 	}
-	b, err := load()
-	if err == nil && len(b) <= maxDerived {
-		t.c.entries.Add(ck, cacheEntry{epoch: t.epoch, value: b})
-	}
-	return b, err
+	n := countKeys(t.Txn, prefix, start, end)
+	t.c.entries.Add(ck, cacheEntry{epoch: t.epoch, value: u64(uint64(n))})
+	return n
 }
 
-// deriver is a transaction that keeps values derived from its reads
-// (cachedTxn).
-type deriver interface {
-	derived(name string, load func() ([]byte, error)) ([]byte, error)
+// keyCounter is a transaction that counts keys itself (cachedTxn).
+type keyCounter interface {
+	keysIn(prefix, start, end []byte) int
 }
 
-// derive returns load's value, kept by txn's cache if it has one.
-func derive(txn kvtx.Txn, name string, load func() ([]byte, error)) ([]byte, error) {
-	if d, ok := txn.(deriver); ok {
-		return d.derived(name, load)
+// countKeys counts the keys under prefix in [start, end) in txn (end nil:
+// to the prefix's end), from a View's cache when it keeps them.
+func countKeys(txn kvtx.Txn, prefix, start, end []byte) int {
+	if c, ok := txn.(keyCounter); ok {
+		return c.keysIn(prefix, start, end)
 	}
-	return load()
+	n := 0
+	it := txn.Iterate(prefix, false)
+	defer it.Close()
+	for it.Seek(start); it.Valid() && (end == nil || bytes.Compare(it.Key(), end) < 0); it.Next() {
+		n++
+	}
+	return n
 }
