@@ -95,6 +95,8 @@ type Store struct {
 	applyMu sync.Mutex
 	stopped bool
 	floor   uint64 // the last compaction point applied (compact.go)
+	// recent is what the last transactions applied wrote (recent.go).
+	recent *recentWrites
 
 	// mu guards the applier's progress.
 	mu       sync.Mutex
@@ -155,7 +157,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		updating: make(chan struct{}, 1),
 		opts:     o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(), identity: identity,
 		applied: st.applied, floor: st.floor, advanced: make(chan struct{}), waiters: map[string]chan bool{},
-		compactDue: make(chan struct{}, 1),
+		compactDue: make(chan struct{}, 1), recent: newRecentWrites(st.applied),
 	}
 	s.start()
 	if err := s.waitApplied(ctx, info.State.LastSeq); err != nil {
