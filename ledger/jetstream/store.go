@@ -10,7 +10,9 @@
 // commits unless something it read has a version after its snapshot and
 // before N — deterministic optimistic concurrency: every host decides each
 // message alike, from the stream alone. One message is one transaction, so
-// a transaction lands whole or not at all.
+// a transaction lands whole or not at all. What the last transactions wrote
+// is also kept in memory (recent.go), which answers that check and a
+// closure's point reads of those keys as the cache's Badger would.
 //
 // Fencing follows: Tx.Fence reads the partition's owner key, so a claim
 // that commits after a fenced transaction's snapshot aborts it, and its
