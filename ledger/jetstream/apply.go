@@ -87,6 +87,9 @@ func (s *Store) apply(seq uint64, data []byte) (bool, error) {
 	if err := txn.CommitAt(seq, nil); err != nil {
 		return false, err
 	}
+	if commit {
+		s.recent.add(seq, m.keys, m.writes)
+	}
 	if seq > historyWindow {
 		s.db.SetDiscardTs(seq - historyWindow)
 	}
@@ -96,9 +99,21 @@ func (s *Store) apply(seq uint64, data []byte) (bool, error) {
 // conflicts reports whether a key m read, or any key in a range it
 // iterated, has a version after m's snapshot (and so before seq: the cache
 // has applied everything before seq). Deletes count: the iterator sees
-// every version, delete markers included.
+// every version, delete markers included. What the last transactions
+// wrote is in memory (recentWrites): when it reaches back to m's snapshot,
+// it answers without Badger. (It may know of writes at seq and after,
+// which readOnlyCurrent's caller has not applied yet: a closure that only
+// read runs again, no harm; apply holds applyMu, so there are none.)
 func (s *Store) conflicts(m *txMessage, seq uint64) (bool, error) {
-	txn := s.db.NewTransactionAt(seq-1, false)
+	if conflict, decided := s.recent.conflicts(m); decided {
+		return conflict, nil
+	}
+	return cacheConflicts(s.db.DB, m, seq)
+}
+
+// cacheConflicts is conflicts asking the cache's Badger db.
+func cacheConflicts(db *badger.DB, m *txMessage, seq uint64) (bool, error) {
+	txn := db.NewTransactionAt(seq-1, false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{AllVersions: true})
 	defer it.Close()

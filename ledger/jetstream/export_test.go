@@ -63,3 +63,12 @@ func (s *Store) HoldApply() (release func()) {
 	s.applyMu.Lock()
 	return s.applyMu.Unlock
 }
+
+// LimitRecent bounds what s keeps in memory of the last transactions'
+// writes (recentWrites) to n bytes: 1 keeps none, and the cache's Badger
+// answers for every sequence applied before the last.
+func (s *Store) LimitRecent(n int) {
+	s.recent.mu.Lock()
+	defer s.recent.mu.Unlock()
+	s.recent.limit = n
+}

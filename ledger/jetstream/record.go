@@ -13,10 +13,14 @@ import (
 // transaction read (keys, and the key ranges its iterators walked) and what
 // it wrote, which is what its message on the stream carries.
 type recorder struct {
-	inner  kvtx.Txn
-	reads  map[string]struct{}
-	ranges []keyRange
-	writes map[string]write
+	inner kvtx.Txn
+	// recent answers point reads of keys written lately, as of snapshot
+	// (the inner transaction's), without Badger; nil: Badger answers all.
+	recent   *recentWrites
+	snapshot uint64
+	reads    map[string]struct{}
+	ranges   []keyRange
+	writes   map[string]write
 }
 
 // keyRange is [start, end) in byte order; a nil end is no bound.
@@ -30,12 +34,20 @@ type write struct {
 
 var _ kvtx.Txn = (*recorder)(nil)
 
-func newRecorder(inner kvtx.Txn) *recorder {
-	return &recorder{inner: inner, reads: map[string]struct{}{}, writes: map[string]write{}}
+func newRecorder(inner kvtx.Txn, recent *recentWrites, snapshot uint64) *recorder {
+	return &recorder{inner: inner, recent: recent, snapshot: snapshot, reads: map[string]struct{}{}, writes: map[string]write{}}
 }
 
 func (r *recorder) Get(key []byte) ([]byte, error) {
 	r.reads[string(key)] = struct{}{}
+	if _, own := r.writes[string(key)]; !own && r.recent != nil {
+		if v, del, ok := r.recent.get(key, r.snapshot); ok {
+			if del {
+				return nil, kvtx.ErrNotFound
+			}
+			return v, nil
+		}
+	}
 	return r.inner.Get(key)
 }
 

@@ -152,6 +152,7 @@ func (s *Store) restoreBehind(ctx context.Context) error {
 		return fmt.Errorf("ledger/jetstream: restoring the cache from the snapshot at %d: %w", meta.seq, err)
 	}
 	s.floor = meta.seq
+	s.recent.reset(meta.seq)
 	s.advance(meta.seq, "", true)
 	s.opts.Logger.Warn("ledger cache fell behind a compaction; restored from the snapshot", "stream", s.opts.Stream, "from", applied, "seq", meta.seq)
 	return nil

@@ -10,7 +10,9 @@
 // commits unless something it read has a version after its snapshot and
 // before N — deterministic optimistic concurrency: every host decides each
 // message alike, from the stream alone. One message is one transaction, so
-// a transaction lands whole or not at all.
+// a transaction lands whole or not at all. What the last transactions wrote
+// is also kept in memory (recent.go), which answers that check and a
+// closure's point reads of those keys as the cache's Badger would.
 //
 // Fencing follows: Tx.Fence reads the partition's owner key, so a claim
 // that commits after a fenced transaction's snapshot aborts it, and its
@@ -95,6 +97,8 @@ type Store struct {
 	applyMu sync.Mutex
 	stopped bool
 	floor   uint64 // the last compaction point applied (compact.go)
+	// recent is what the last transactions applied wrote (recent.go).
+	recent *recentWrites
 
 	// mu guards the applier's progress.
 	mu       sync.Mutex
@@ -155,7 +159,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		updating: make(chan struct{}, 1),
 		opts:     o, nc: nc, js: js, stream: stream, db: db, maxPayload: nc.MaxPayload(), identity: identity,
 		applied: st.applied, floor: st.floor, advanced: make(chan struct{}), waiters: map[string]chan bool{},
-		compactDue: make(chan struct{}, 1),
+		compactDue: make(chan struct{}, 1), recent: newRecentWrites(st.applied),
 	}
 	s.start()
 	if err := s.waitApplied(ctx, info.State.LastSeq); err != nil {

@@ -74,7 +74,7 @@ func (s *Store) attempt(ctx context.Context, fn func(ledger.Tx) error) (committe
 	snapshot := s.appliedSeq()
 	txn := s.db.NewTransactionAt(snapshot, true)
 	defer txn.Discard()
-	rec := newRecorder(kvtx.Badger(txn))
+	rec := newRecorder(kvtx.Badger(txn), s.recent, snapshot)
 	tx, end := ledger.OnKV(rec, false)
 	err = fn(tx)
 	written, txErr := end()
