@@ -151,14 +151,21 @@ func (g *groupCommit) drain() {
 }
 
 // commit applies a group in one transaction and tells each call its
-// outcome. When the transaction fails, each call of a larger group is
-// applied alone, so that a call whose writes cannot be stored (too big, for
-// one) fails by itself and not the calls it was grouped with.
+// outcome. A group too big for one transaction is split in halves, each
+// committed by itself, down to a call that cannot be stored alone, which
+// fails alone. A call whose apply fails otherwise fails alone, and the
+// others are committed again without it. A failure of the store itself
+// (writes refused, the store out of reach) is every call's at once: a
+// group holds up to the calls of a subscription in flight, and applying
+// each alone would meet the store's failure once a call, each waiting
+// behind the others.
 func (g *groupCommit) commit(group []*pendingApply) {
 	outcomes := make([]error, len(group))
+	failed := -1 // the call whose apply failed the transaction
 	// Not a caller's context: once taken into a transaction, a call's
 	// outcome is decided by the store, and the caller waits for it.
 	err := g.store.Update(context.Background(), func(tx ledger.Tx) error {
+		failed = -1 // the closure may run again
 		left := g.decide(group)
 		for i, a := range group {
 			if !left[i] {
@@ -167,6 +174,7 @@ func (g *groupCommit) commit(group []*pendingApply) {
 			}
 			outcomes[i] = applyTx(tx, a.sub, a.kv, a.d)
 			if outcomes[i] != nil && !errors.Is(outcomes[i], errConflict) {
+				failed = i
 				return outcomes[i]
 			}
 		}
@@ -177,11 +185,16 @@ func (g *groupCommit) commit(group []*pendingApply) {
 		for i, a := range group {
 			a.done <- outcomes[i]
 		}
-	case len(group) > 1:
-		for _, a := range group {
-			g.commit([]*pendingApply{a})
-		}
+	case len(group) > 1 && errors.Is(err, ledger.ErrTooBig):
+		half := len(group) / 2
+		g.commit(group[:half])
+		g.commit(group[half:])
+	case len(group) > 1 && failed >= 0:
+		group[failed].done <- err
+		g.commit(slices.Delete(slices.Clone(group), failed, failed+1))
 	default:
-		group[0].done <- err
+		for _, a := range group {
+			a.done <- err
+		}
 	}
 }
