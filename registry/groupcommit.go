@@ -156,9 +156,9 @@ func (g *groupCommit) drain() {
 // fails alone. A call whose apply fails otherwise fails alone, and the
 // others are committed again without it. A failure of the store itself
 // (writes refused, the store out of reach) is every call's at once: a
-// group holds up to the calls of a subscription in flight, and applying
-// each alone would meet the store's failure once a call, each waiting
-// behind the others.
+// group holds up to subscription.projection-writers calls (up to 1024),
+// and applying each alone would meet the store's failure once a call,
+// each waiting behind the others.
 func (g *groupCommit) commit(group []*pendingApply) {
 	outcomes := make([]error, len(group))
 	failed := -1 // the call whose apply failed the transaction

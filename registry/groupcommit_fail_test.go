@@ -30,7 +30,7 @@ func (s *countingStore) Update(ctx context.Context, fn func(ledger.Tx) error) er
 // the free space) fails every one of its calls in that one transaction,
 // each told the store's error and none applied: the calls are not applied
 // one by one, each meeting the store's failure again (a group holds up to
-// the calls of a subscription in flight). Once the store takes writes
+// subscription.projection-writers calls). Once the store takes writes
 // again, the same writes are applied.
 func TestGroupCommitRefusedFailsTheGroupAtOnce(t *testing.T) {
 	t.Parallel()
