@@ -31,6 +31,7 @@ type instance struct {
 	cs      callState
 	ctx     callContext
 	timer   *time.Timer        // for the sandbox's own deadlines, made for the first
+	aim     *timerAim          // what timer fires at: cs until the instance closes
 	cancel  context.CancelFunc // the context of a close-on-done call, if it has one
 	stack   [2]uint64
 	scratch []byte
@@ -121,7 +122,9 @@ func (inst *instance) begin(ctx context.Context, ev *abi.Event, ports Ports, own
 	inst.cs.begin(ctx, ev, ports, own)
 	if !own.IsZero() {
 		if inst.timer == nil {
-			inst.timer = time.AfterFunc(time.Until(own), inst.cs.fire)
+			inst.aim = &timerAim{}
+			inst.aim.cs.Store(&inst.cs)
+			inst.timer = time.AfterFunc(time.Until(own), inst.aim.fire)
 		} else {
 			inst.timer.Reset(time.Until(own))
 		}
@@ -195,10 +198,30 @@ func (inst *instance) memoryBytes() uint32 {
 
 func (inst *instance) close() {
 	inst.finish()
+	if inst.aim != nil {
+		inst.aim.cs.Store(nil) // the stopped timer no longer holds the instance
+	}
 	if inst.mod != nil {
 		inst.mod.Close(context.Background())
 		inst.m.live.Add(-1)
 		inst.m.instanceBytes.Add(-int64(inst.counted))
 	}
 	inst.c.release()
+}
+
+// timerAim is what an instance's deadline timer fires at: its call state
+// while the instance lives, nothing once it is closed. A stopped timer
+// stays in the runtime's timer heap until the runtime next cleans it, and
+// one that fired at the call state itself held the closed instance there
+// with all it refers to: its wazero module and, on the interpreter, the
+// module's form (~72 MB of heap for a Go guest, let go at an upload:
+// letFormsGo). Six uploads one after another found one or two such forms
+// alive in a third of their runs, and the heap grew past them into new
+// pages (issue 32).
+type timerAim struct{ cs atomic.Pointer[callState] }
+
+func (a *timerAim) fire() {
+	if cs := a.cs.Load(); cs != nil {
+		cs.fire()
+	}
 }

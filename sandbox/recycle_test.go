@@ -6,6 +6,7 @@ import (
 	goruntime "runtime"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/berthhq/berth/internal/clock"
 	"github.com/berthhq/berth/wasm/abi"
@@ -181,4 +182,40 @@ func TestIdleInstancesReleasedByTheClock(t *testing.T) {
 	if st := m.Stats(); st.Idle != 0 || st.Live != 0 {
 		t.Fatalf("idle %d, live %d after a minute and a nanosecond, want 0, 0", st.Idle, st.Live)
 	}
+}
+
+// TestClosedInstanceIsNotHeldByItsTimer: a closed instance is garbage at
+// the next collection, though its deadline timer (made for _initialize,
+// InitTimeout ahead) is only stopped and stays in the runtime's timer heap
+// until the runtime cleans it: the timer fires at a timerAim the close
+// empties, not at the instance. Held there, a closed instance kept its
+// wazero module and, on the interpreter, the module's form alive (six
+// uploads: one or two let-go forms of ~72 MB in a third of the runs).
+func TestClosedInstanceIsNotHeldByItsTimer(t *testing.T) {
+	s := newSandbox(t, Config{})
+	m := load(t, s, "samples/misbehaving", ModuleConfig{})
+	// Timers due before the instance's keep a stopped one off the heap's
+	// head, where the runtime would drop it at once, as in a host (its
+	// stores' and subscriptions' timers).
+	for range 256 {
+		before := time.AfterFunc(m.cfg.InitTimeout/2, func() {})
+		t.Cleanup(func() { before.Stop() })
+	}
+	inst, err := m.newInstance(context.Background(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.timer == nil {
+		t.Fatal("_initialize ran with no deadline timer: nothing to test")
+	}
+	gone := weak.Make(inst)
+	inst.close()
+	inst = nil
+	for range 5 {
+		goruntime.GC()
+		if gone.Value() == nil {
+			return
+		}
+	}
+	t.Fatal("the closed instance is still reachable after five collections")
 }
