@@ -33,6 +33,7 @@ type instance struct {
 	timer   *time.Timer        // for the sandbox's own deadlines, made for the first
 	aim     *timerAim          // what timer fires at: cs until the instance closes
 	cancel  context.CancelFunc // the context of a close-on-done call, if it has one
+	own     *callContext       // a close-on-done call's context of its own, during the call
 	stack   [2]uint64
 	scratch []byte
 	mem     *linearMemory // its linear memory (Module.keepSpare)
@@ -133,7 +134,8 @@ func (inst *instance) begin(ctx context.Context, ev *abi.Event, ports Ports, own
 		inst.ctx.Context = ctx
 		return &inst.ctx
 	}
-	var cctx context.Context = &callContext{Context: ctx, cs: &inst.cs}
+	inst.own = &callContext{Context: ctx, cs: &inst.cs}
+	var cctx context.Context = inst.own
 	if !own.IsZero() {
 		cctx, inst.cancel = context.WithDeadline(cctx, own)
 	}
@@ -148,6 +150,12 @@ func (inst *instance) finish() {
 	if inst.cancel != nil {
 		inst.cancel()
 		inst.cancel = nil
+	}
+	if inst.own != nil {
+		// Its deadline's stopped timer, and wazero's watcher, may hold the
+		// context past the call: it no longer leads to the instance.
+		inst.own.cs = nil
+		inst.own = nil
 	}
 }
 

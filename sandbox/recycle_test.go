@@ -192,30 +192,37 @@ func TestIdleInstancesReleasedByTheClock(t *testing.T) {
 // wazero module and, on the interpreter, the module's form alive (six
 // uploads: one or two let-go forms of ~72 MB in a third of the runs).
 func TestClosedInstanceIsNotHeldByItsTimer(t *testing.T) {
-	s := newSandbox(t, Config{})
-	m := load(t, s, "samples/misbehaving", ModuleConfig{})
-	// Timers due before the instance's keep a stopped one off the heap's
-	// head, where the runtime would drop it at once, as in a host (its
-	// stores' and subscriptions' timers).
-	for range 256 {
-		before := time.AfterFunc(m.cfg.InitTimeout/2, func() {})
-		t.Cleanup(func() { before.Stop() })
+	for _, mode := range []struct {
+		name string
+		mode DeadlineMode
+	}{{guardLoop, DeadlinesLoopGuard}, {guardCloseOnDone, DeadlinesCloseOnDone}} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := newSandbox(t, Config{Deadlines: mode.mode})
+			m := load(t, s, "samples/misbehaving", ModuleConfig{})
+			// Timers due before the instance's keep a stopped one off the
+			// heap's head, where the runtime would drop it at once, as in
+			// a host (its stores' and subscriptions' timers).
+			for range 256 {
+				before := time.AfterFunc(m.cfg.InitTimeout/2, func() {})
+				t.Cleanup(func() { before.Stop() })
+			}
+			inst, err := m.newInstance(context.Background(), time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inst.timer == nil {
+				t.Fatal("_initialize ran with no deadline timer: nothing to test")
+			}
+			gone := weak.Make(inst)
+			inst.close()
+			inst = nil
+			for range 5 {
+				goruntime.GC()
+				if gone.Value() == nil {
+					return
+				}
+			}
+			t.Fatal("the closed instance is still reachable after five collections")
+		})
 	}
-	inst, err := m.newInstance(context.Background(), time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if inst.timer == nil {
-		t.Fatal("_initialize ran with no deadline timer: nothing to test")
-	}
-	gone := weak.Make(inst)
-	inst.close()
-	inst = nil
-	for range 5 {
-		goruntime.GC()
-		if gone.Value() == nil {
-			return
-		}
-	}
-	t.Fatal("the closed instance is still reachable after five collections")
 }
