@@ -185,8 +185,23 @@ func (s *Badger) writeMarked(group []*pendingUpdate) {
 // One that makes the transaction too big beside the others is run again
 // after they are committed, alone.
 func (s *Badger) write(group []*pendingUpdate) {
-	txn := s.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
+	// txn is begun when a closure is about to run, not after a commit:
+	// Badger's NewTransaction waits until its watermark goroutine has
+	// seen every commit done, which on a busy host is a wait for that
+	// goroutine's turn on a core, and the group's callers would wait for
+	// it after their commit (docs/BENCHMARKS.md, session 37).
+	var txn *badger.Txn
+	begin := func() *badger.Txn {
+		if txn == nil {
+			txn = s.db.NewTransaction(true)
+		}
+		return txn
+	}
+	defer func() {
+		if txn != nil {
+			txn.Discard()
+		}
+	}()
 	var ok []*pendingUpdate // run in txn, not yet committed
 	commit := func() {
 		err := txn.Commit()
@@ -201,14 +216,17 @@ func (s *Badger) write(group []*pendingUpdate) {
 		}
 		ok = ok[:0]
 		txn.Discard()
-		txn = s.db.NewTransaction(true)
+		txn = nil
 	}
 	// rebuild begins txn again with the closures in ok, dropping any that
 	// now fail.
 	rebuild := func() {
 		for {
-			txn.Discard()
-			txn = s.db.NewTransaction(true)
+			if txn != nil {
+				txn.Discard()
+				txn = nil
+			}
+			begin()
 			failed := -1
 			for i, q := range ok {
 				if !s.run(txn, q) {
@@ -227,14 +245,14 @@ func (s *Badger) write(group []*pendingUpdate) {
 			p.err = fmt.Errorf("ledger: write refused: %w", err)
 			continue
 		}
-		if s.run(txn, p) {
+		if s.run(begin(), p) {
 			ok = append(ok, p)
 			continue
 		}
 		rebuild()
 		if errors.Is(p.err, ErrTooBig) && p.panicked == nil && len(ok) > 0 {
 			commit()
-			if s.run(txn, p) {
+			if s.run(begin(), p) {
 				ok = append(ok, p)
 			} else {
 				rebuild()
