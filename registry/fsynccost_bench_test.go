@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ func BenchmarkProjectionFsync(b *testing.B) {
 		hosts[i] = benchHost{events: asm.Events, engine: asm.Engine}
 	}
 	took := make([]time.Duration, len(modes))
+	used := make([]cpuUse, len(modes))
 	b.ResetTimer()
 	for round, done := 0, 0; done < b.N; round++ {
 		n := min(fsyncRound, b.N-done)
@@ -62,11 +64,13 @@ func BenchmarkProjectionFsync(b *testing.B) {
 			i := (k + round) % len(hosts)
 			h := hosts[i]
 			start := time.Now()
+			before := usage(b)
 			if err := h.engine.Unpause(ctx, g.sub, subscription.Caller{}); err != nil {
 				b.Fatal(err)
 			}
 			awaitDelivered(b, h.engine, g.sub)
 			took[i] += time.Since(start)
+			used[i].add(usage(b), before)
 			if err := h.engine.Pause(ctx, g.sub, subscription.Caller{}); err != nil {
 				b.Fatal(err)
 			}
@@ -79,4 +83,37 @@ func BenchmarkProjectionFsync(b *testing.B) {
 	b.ReportMetric(always, "events/s-always")
 	b.ReportMetric(none, "events/s-none")
 	b.ReportMetric(always/none, "ratio")
+	// The process's CPU an event while each host delivered, and its
+	// context switches: what the synced host pays in CPU (Badger's sync
+	// calls, the scheduler around them), and in cores left idle.
+	for i, mode := range modes {
+		u := used[i]
+		b.ReportMetric(float64(u.user.Microseconds())/float64(b.N), "user-µs/event-"+mode)
+		b.ReportMetric(float64(u.sys.Microseconds())/float64(b.N), "sys-µs/event-"+mode)
+		b.ReportMetric((u.user+u.sys).Seconds()/took[i].Seconds(), "cores-"+mode)
+		b.ReportMetric(float64(u.switches)/float64(b.N), "ctxsw/event-"+mode)
+	}
+}
+
+// cpuUse is the process's CPU time, user and system, and its context
+// switches, voluntary or not.
+type cpuUse struct {
+	user, sys time.Duration
+	switches  int64
+}
+
+// usage returns the process's use so far.
+func usage(b *testing.B) cpuUse {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return cpuUse{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), switches: ru.Nvcsw + ru.Nivcsw}
+}
+
+// add adds the use between before and now to u.
+func (u *cpuUse) add(now, before cpuUse) {
+	u.user += now.user - before.user
+	u.sys += now.sys - before.sys
+	u.switches += now.switches - before.switches
 }
