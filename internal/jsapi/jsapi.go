@@ -54,6 +54,7 @@ const (
 // that apart).
 func Transient(err error) bool {
 	var apiErr *jetstream.APIError
+	var oldAPIErr *nats.APIError
 	switch {
 	case err == nil:
 		return false
@@ -70,10 +71,19 @@ func Transient(err error) bool {
 		// ("read pipe: i/o timeout") on a loaded machine.
 		return true
 	case errors.As(err, &apiErr):
-		return apiErr.ErrorCode == codeNoPeers || apiErr.ErrorCode == codeNotAvailable || apiErr.ErrorCode == codeNotLeader ||
-			apiErr.ErrorCode == CodeDupInProcess
+		return transientCode(apiErr.ErrorCode)
+	case errors.As(err, &oldAPIErr):
+		// A KV watch's consumer is made through nats.go's older JetStream
+		// API, whose errors are its own type with the same codes.
+		return transientCode(jetstream.ErrorCode(oldAPIErr.ErrorCode))
 	}
 	return false
+}
+
+// transientCode reports whether a JetStream API error code is one Transient
+// asks again for.
+func transientCode(c jetstream.ErrorCode) bool {
+	return c == codeNoPeers || c == codeNotAvailable || c == codeNotLeader || c == CodeDupInProcess
 }
 
 // AwaitLeader returns once the stream named stream has a leader (at once

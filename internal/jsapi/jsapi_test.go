@@ -38,6 +38,8 @@ func TestTransient(t *testing.T) {
 		{"temporarily unavailable", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
 		{"cluster cannot handle it", &jetstream.APIError{Code: 500, ErrorCode: 10009}, true},
 		{"duplicate message id in process", &jetstream.APIError{Code: 409, ErrorCode: 10158}, true},
+		{"temporarily unavailable, older API (a KV watch)", &nats.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{"stream not found, older API", nats.ErrStreamNotFound, false},
 		{"an object read stalled", fmt.Errorf("modules: current x: %w", stalled), true},
 		{"name in use", jetstream.ErrStreamNameAlreadyInUse, false},
 		{"stream not found", jetstream.ErrStreamNotFound, false},
