@@ -102,7 +102,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Cluster, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	w, err := watchMembers(runCtx, kv)
+	w, err := openWatch(ctx, runCtx, kv, opts.OpenTimeout)
 	if err != nil {
 		cancel()
 		_ = c.lease.leave(ctx)

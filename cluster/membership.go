@@ -184,3 +184,12 @@ const (
 func watchMembers(ctx context.Context, kv jetstream.KeyValue) (jetstream.KeyWatcher, error) {
 	return kv.Watch(ctx, "*")
 }
+
+// openWatch is watchMembers for Open: a watch whose consumer NATS did not
+// create within its request timeout (a cluster still forming, or loaded: a
+// CI run's first host of three waited more than 5 s) is asked again, for
+// up to within when ctx has no deadline. The watcher lives on run.
+func openWatch(ctx, run context.Context, kv jetstream.KeyValue, within time.Duration) (jetstream.KeyWatcher, error) {
+	return jsapi.Retry(ctx, jsapi.Policy{Within: within}, jsapi.Transient,
+		func(context.Context) (jetstream.KeyWatcher, error) { return watchMembers(run, kv) })
+}
