@@ -197,11 +197,13 @@ func (s *Badger) write(group []*pendingUpdate) {
 		}
 		return txn
 	}
-	defer func() {
+	drop := func() {
 		if txn != nil {
 			txn.Discard()
+			txn = nil
 		}
-	}()
+	}
+	defer drop()
 	var ok []*pendingUpdate // run in txn, not yet committed
 	commit := func() {
 		err := txn.Commit()
@@ -215,21 +217,17 @@ func (s *Badger) write(group []*pendingUpdate) {
 			}
 		}
 		ok = ok[:0]
-		txn.Discard()
-		txn = nil
+		drop()
 	}
 	// rebuild begins txn again with the closures in ok, dropping any that
 	// now fail.
 	rebuild := func() {
 		for {
-			if txn != nil {
-				txn.Discard()
-				txn = nil
-			}
-			begin()
+			drop()
+			tx := begin()
 			failed := -1
 			for i, q := range ok {
-				if !s.run(txn, q) {
+				if !s.run(tx, q) {
 					failed = i
 					break
 				}
