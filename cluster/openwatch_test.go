@@ -30,21 +30,36 @@ func TestOpenWatchAsksAgainUntilTheBucketAnswers(t *testing.T) {
 	c.Nodes[1].Shutdown()
 	c.Nodes[2].Shutdown()
 	// Back after more than a request's timeout (jetstream's default, 5 s):
-	// the first ask has failed by then.
+	// the first ask has failed by then. The nodes restart on the test's
+	// goroutine (Restart fails the test), the watch is asked on another.
 	const down = 6 * time.Second
-	back := time.AfterFunc(down, func() {
-		c.Nodes[1].Restart()
-		c.Nodes[2].Restart()
-	})
-	defer back.Stop()
-	start := time.Now()
-	w, err := openWatch(t.Context(), t.Context(), kv, 60*time.Second)
-	if err != nil {
-		t.Fatalf("the watch, asked for a minute: %v", err)
+	type answer struct {
+		w    jetstream.KeyWatcher
+		err  error
+		took time.Duration
 	}
+	answered := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		w, err := openWatch(t.Context(), t.Context(), kv, 60*time.Second)
+		answered <- answer{w, err, time.Since(start)}
+	}()
+	time.Sleep(down)
+	c.Nodes[1].Restart()
+	c.Nodes[2].Restart()
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the watch, asked for a minute, did not return")
+	}
+	if a.err != nil {
+		t.Fatalf("the watch, asked for a minute: %v", a.err)
+	}
+	w := a.w
 	defer w.Stop()
-	if took := time.Since(start); took < down {
-		t.Fatalf("a watch answered after %v, with two of the bucket's three nodes down until %v", took, down)
+	if a.took < down {
+		t.Fatalf("a watch answered after %v, with two of the bucket's three nodes down until %v", a.took, down)
 	}
 	for e := range w.Updates() {
 		if e == nil {
