@@ -38,14 +38,18 @@ func blackhole(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// deadlineGuards are the two ways a call's deadline is enforced, by the
+// name a module reports (Module.DeadlineGuard), for tests run under each.
+var deadlineGuards = []struct {
+	name string
+	mode DeadlineMode
+}{{guardLoop, DeadlinesLoopGuard}, {guardCloseOnDone, DeadlinesCloseOnDone}}
+
 // TestDeadlineStopsEveryKindOfWait checks that a call ends at its deadline,
 // reported as a timeout, whatever the guest is doing.
 func TestDeadlineStopsEveryKindOfWait(t *testing.T) {
 	addr := blackhole(t)
-	for _, mode := range []struct {
-		name string
-		mode DeadlineMode
-	}{{guardLoop, DeadlinesLoopGuard}, {guardCloseOnDone, DeadlinesCloseOnDone}} {
+	for _, mode := range deadlineGuards {
 		t.Run(mode.name, func(t *testing.T) {
 			s := newSandbox(t, Config{Deadlines: mode.mode})
 			m := load(t, s, "samples/misbehaving", ModuleConfig{

@@ -192,10 +192,7 @@ func TestIdleInstancesReleasedByTheClock(t *testing.T) {
 // wazero module and, on the interpreter, the module's form alive (six
 // uploads: one or two let-go forms of ~72 MB in a third of the runs).
 func TestClosedInstanceIsNotHeldByItsTimer(t *testing.T) {
-	for _, mode := range []struct {
-		name string
-		mode DeadlineMode
-	}{{guardLoop, DeadlinesLoopGuard}, {guardCloseOnDone, DeadlinesCloseOnDone}} {
+	for _, mode := range deadlineGuards {
 		t.Run(mode.name, func(t *testing.T) {
 			s := newSandbox(t, Config{Deadlines: mode.mode})
 			m := load(t, s, "samples/misbehaving", ModuleConfig{})

@@ -12,11 +12,12 @@ import (
 // TestProjectionKilledMidStream kills the host with SIGKILL twice while the
 // order-summary projection works through a backlog (with store.sync
 // "always", the default), each kill in a wave of the backlog of its own,
-// and restarts it on the same data directory each time: at the end every buyer's summary is the fold of the log's events,
-// so no event's writes were lost or applied twice. The backlog's first
-// attempts skip the applied-mark lookup (subscription.Delivery.Fresh);
-// after each kill the events redelivered from the durable checkpoint look
-// it up, and those applied before the kill are passed over.
+// and restarts it on the same data directory each time: at the end every
+// buyer's summary is the fold of the log's events, so no event's writes
+// were lost or applied twice. The backlog's first attempts skip the
+// applied-mark lookup (subscription.Delivery.Fresh); after each kill the
+// events redelivered from the durable checkpoint look it up, and those
+// applied before the kill are passed over.
 func TestProjectionKilledMidStream(t *testing.T) {
 	wasm, err := orderSummaryWasm()
 	if err != nil {
