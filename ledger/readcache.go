@@ -13,8 +13,9 @@ import (
 // readCache keeps, for the Badger store's Views, the counters the counts
 // read (kindCount and kindTally keys, point reads) and the first key
 // under a prefix (the oldest parked), ranges a window's count walks and
-// counts of keys (resuming records in a window, of a class and type): read once from Badger, they are
-// answered from memory until the next write. At 1,000,000 parked a point
+// counts of keys (resuming records in a window, of a class and type):
+// read once from Badger, they are answered from memory until the next
+// write. At 1,000,000 parked a point
 // read goes through every level of the LSM tree (bloom filters, a block
 // from the cache); at 10,000 it sat in the memtable.
 //
